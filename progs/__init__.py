@@ -1,0 +1,1 @@
+"""The prog type system: parameter types, signatures, JSON-schema mapping, conversion. Pure."""

@@ -1,0 +1,117 @@
+"""The model seam: provider-neutral requests and responses, and the `Model` protocol.
+
+`openai_responses.py` implements it over the Responses API (the only module importing
+``openai``); `offline.py` implements it with a rule-based stand-in that is not a language model.
+Input and output items are plain Responses-API dicts so a turn can be recorded and replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ToolChoice = Literal["auto", "required", "none"]
+ResponseItem = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function tool offered to the model (strict JSON schema)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = True
+
+    def to_api(self) -> dict[str, Any]:
+        """The Responses-API ``tools`` entry."""
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "strict": self.strict,
+        }
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One Responses-API call, minus transport details."""
+
+    model: str
+    input: list[ResponseItem]
+    instructions: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None
+    max_output_tokens: int | None = None
+    text_format: dict[str, Any] | None = None
+    """A ``text.format`` object, e.g. a strict json_schema for the attention verdict."""
+    truncation: Literal["auto", "disabled"] | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A tool call the model asked for. `arguments` is the raw JSON text, unparsed."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one request."""
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """What came back.
+
+    Attributes:
+        continuation: output items to append to the next request's input (reasoning items
+            carry their encrypted content; reasoning items without it are dropped, because a
+            stateless request cannot refer to them).
+    """
+
+    id: str
+    model: str
+    status: str
+    function_calls: tuple[FunctionCall, ...]
+    output_text: str
+    continuation: tuple[ResponseItem, ...]
+    usage: Usage
+    incomplete_reason: str | None = None
+
+
+class Model(Protocol):
+    """Anything that answers a `ModelRequest`.
+
+    Raises:
+        ModelTransientError: rate limits, server errors, timeouts (after the SDK's retries).
+        ModelFatalError: authentication, unknown model, rejected request.
+    """
+
+    @property
+    def name(self) -> str:
+        """A human-readable name of the endpoint (shown in logs and the demo banner)."""
+        ...
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and return the parsed response."""
+        ...

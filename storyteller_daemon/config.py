@@ -1,0 +1,168 @@
+"""Configuration: one TOML file, validated once into frozen objects.
+
+Secrets never live in the file: keys that end in ``_env`` hold the *name* of an environment
+variable, and the value is read from the environment by the composition root. Every problem is
+reported as a `ConfigError` naming the file, the dotted key and what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from storyteller_daemon.errors import ConfigError
+
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_LOOKING = re.compile(
+    r"^(sk-|sk_|xox|ghp_|https?://|Bearer\s)|discord(app)?\.com/api/webhooks", re.IGNORECASE
+)
+
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+
+
+def _check_env_name(value: str) -> str:
+    """Accept an environment-variable name; reject a pasted secret with a pointed message."""
+    if value == "":
+        return value
+    if _SECRET_LOOKING.search(value) or not ENV_NAME_PATTERN.match(value):
+        raise ValueError(
+            "must be the NAME of an environment variable (like OPENAI_API_KEY), "
+            "not the secret itself; put the secret in the environment"
+        )
+    return value
+
+
+EnvVarName = Annotated[str, AfterValidator(_check_env_name)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class DatabaseConfig(_Section):
+    """Where everything is persisted."""
+
+    url: str = Field(min_length=1)
+    """SQLAlchemy async URL: sqlite+aiosqlite:///path.db or postgresql+asyncpg://..."""
+    url_env: EnvVarName = ""
+    """If set, the URL is read from this environment variable instead (for passwords)."""
+    busy_timeout_ms: NonNegativeInt = 15_000
+
+
+class ModelPrice(_Section):
+    """USD per million tokens for one model name."""
+
+    input: NonNegativeFloat
+    cached_input: NonNegativeFloat = 0.0
+    output: NonNegativeFloat
+
+
+class ModelConfig(_Section):
+    """The Responses-API endpoint."""
+
+    api_key_env: EnvVarName = "OPENAI_API_KEY"
+    base_url: str = ""
+    """Empty means OpenAI; any Responses-API-compatible server otherwise."""
+    request_timeout_seconds: PositiveFloat = 60.0
+    max_retries: NonNegativeInt = 2
+    offline_when_no_key: bool = False
+    """Use the offline stand-in (not a language model) when the API key is missing."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
+class LimitsConfig(_Section):
+    """Hard bounds on one storyteller turn and its queue."""
+
+    queue_size: PositiveInt = 25
+    max_rounds: PositiveInt = 16
+    turn_seconds: PositiveFloat = 30.0
+    malformed_json_retries: NonNegativeInt = 3
+    missing_call_retries: NonNegativeInt = 2
+    max_output_tokens: PositiveInt = 1200
+    attention_max_output_tokens: PositiveInt = 400
+    prompt_max_chars: PositiveInt = 24_000
+    max_situation_titles: PositiveInt = 25
+
+
+class WorldConfig(_Section):
+    """Which world the daemon watches."""
+
+    kind: Literal["sim", "bridge"] = "sim"
+    url: str = ""
+    token_env: EnvVarName = ""
+    sim_seed: int = 7
+    """Random seed of the embedded sim world's scripted activity."""
+    sim_tick_seconds: PositiveFloat = 2.0
+
+
+class AlertsConfig(_Section):
+    """Where admins hear about problems."""
+
+    discord_webhook_env: EnvVarName = ""
+
+
+class LoggingConfig(_Section):
+    """Log output."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    debug_payloads: bool = False
+    """Write prompts and player text to the log. Off by default: they stay in the database."""
+
+
+class Config(_Section):
+    """The whole configuration file."""
+
+    database: DatabaseConfig
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    world: WorldConfig = Field(default_factory=WorldConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+
+def _format_pydantic_error(err: dict[str, Any]) -> tuple[str, str]:
+    key = ".".join(str(p) for p in err.get("loc", ()))
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return key, "unknown key"
+    if kind == "missing":
+        return key, "required key is missing"
+    msg = str(err.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    if kind.endswith("_type") or kind in {"bool_parsing", "int_parsing", "float_parsing"}:
+        got = type(err.get("input")).__name__
+        msg = f"{msg} (got {got} {err.get('input')!r})"
+    return key, msg
+
+
+def parse_config(data: dict[str, Any], path: str) -> Config:
+    """Validate an already-parsed TOML table; raise `ConfigError` on the first problem."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key, problem = _format_pydantic_error(dict(first))
+        raise ConfigError(path, problem, key=key or None) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate the TOML file at `path`."""
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(str(p), "file not found") from None
+    except OSError as exc:
+        raise ConfigError(str(p), f"cannot read file: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(p), f"invalid TOML: {exc}") from None
+    return parse_config(data, str(p))

@@ -1,0 +1,94 @@
+"""The daemon's exception tree, classified by who must act.
+
+```
+StorytellerError
+├── ConfigError            operator: fix the config file; the CLI exits 78 (EX_CONFIG)
+├── StorageError           operator: the database is unreachable or not migrated
+│   └── NotMigratedError
+├── NotFoundError          operator/model: an id or name names nothing
+├── ConflictError          operator: a unique name is taken
+├── ValidationError        operator/model: a value breaks a domain rule
+├── InterchangeError       operator: an imported XML document is unsafe or malformed
+├── ModelError             the language-model boundary
+│   ├── ModelTransientError   429 / 5xx / timeout: retried with backoff
+│   ├── ModelFatalError       auth, unknown model, bad request: alert and stop calling
+│   └── ModelBehaviorError    malformed output: fed back to the model within a budget
+├── BudgetExceeded         a turn or cost budget ran out: the turn ends, the daemon lives
+└── ToolError              raised inside a tool; becomes {"ok": false, "error": ...}
+```
+
+Third-party exceptions are translated into these at the module that imports the library.
+"""
+
+from __future__ import annotations
+
+
+class StorytellerError(Exception):
+    """Base of every error the daemon raises on purpose."""
+
+
+class ConfigError(StorytellerError):
+    """The configuration file is missing, unparsable or invalid.
+
+    Attributes:
+        path: the file that was read.
+        key: dotted key path of the offending value, if any.
+        problem: what is wrong, in one line.
+    """
+
+    exit_code = 78
+
+    def __init__(self, path: str, problem: str, key: str | None = None) -> None:
+        self.path = path
+        self.key = key
+        self.problem = problem
+        where = f"{path}: {key}: " if key else f"{path}: "
+        super().__init__(where + problem)
+
+
+class StorageError(StorytellerError):
+    """The database could not be reached or refused an operation."""
+
+
+class NotMigratedError(StorageError):
+    """The database schema is older than this code; run `storyteller db upgrade`."""
+
+
+class NotFoundError(StorytellerError):
+    """An id or name does not identify an existing record."""
+
+
+class ConflictError(StorytellerError):
+    """A record with the same natural key already exists."""
+
+
+class ValidationError(StorytellerError):
+    """A value breaks a domain rule (bad scope, bad effort, out-of-range count...)."""
+
+
+class InterchangeError(StorytellerError):
+    """An imported document is unsafe, malformed or holds invalid values."""
+
+
+class ModelError(StorytellerError):
+    """Something went wrong at the language-model boundary."""
+
+
+class ModelTransientError(ModelError):
+    """Rate limit, server error or timeout: worth retrying later."""
+
+
+class ModelFatalError(ModelError):
+    """Authentication failure, unknown model or a rejected request: retrying will not help."""
+
+
+class ModelBehaviorError(ModelError):
+    """The model answered, but not in the shape required (no tool call, bad JSON...)."""
+
+
+class BudgetExceeded(StorytellerError):
+    """A per-turn or per-period budget (rounds, time, tokens, money) is exhausted."""
+
+
+class ToolError(StorytellerError):
+    """A tool could not do what was asked; the message is shown to the model."""

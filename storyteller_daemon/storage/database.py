@@ -1,0 +1,150 @@
+"""Engine, sessions and migrations for SQLite (default) and PostgreSQL.
+
+SQLite runs in WAL mode with a busy timeout, foreign keys on, and ``BEGIN IMMEDIATE`` so that a
+second writer waits instead of failing. Schema changes only happen through Alembic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from storyteller_daemon.errors import NotMigratedError, StorageError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def _sqlite_pragmas(busy_timeout_ms: int) -> Any:
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (see the begin hook)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    return on_connect
+
+
+def _begin_immediate(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def normalise_url(url: str) -> str:
+    """Pick the async driver when the URL names only the database (``sqlite:``, ``postgresql:``)."""
+    parsed = make_url(url)
+    driver = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}.get(
+        parsed.drivername
+    )
+    if driver:
+        parsed = parsed.set(drivername=driver)
+    return parsed.render_as_string(hide_password=False)
+
+
+def create_engine(url: str, *, busy_timeout_ms: int = 15_000) -> AsyncEngine:
+    """Create an async engine with the right per-dialect settings."""
+    url = normalise_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
+        event.listen(engine.sync_engine, "begin", _begin_immediate)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+class Database:
+    """Owns the engine and hands out one session per unit of work."""
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 15_000) -> None:
+        self.url = normalise_url(url)
+        self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction: committed on success, rolled back on error."""
+        try:
+            async with self._sessions() as session, session.begin():
+                yield session
+        except (OperationalError, DBAPIError) as exc:
+            raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+
+    async def close(self) -> None:
+        """Dispose of the pool."""
+        await self.engine.dispose()
+
+    # ------------------------------------------------------------------ migrations
+
+    def _alembic_config(self) -> AlembicConfig:
+        cfg = AlembicConfig()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
+        return cfg
+
+    async def _run_alembic(self, fn: Any, *args: Any) -> None:
+        cfg = self._alembic_config()
+
+        def run(sync_conn: Connection) -> None:
+            cfg.attributes["connection"] = sync_conn
+            fn(cfg, *args)
+
+        try:
+            async with self.engine.begin() as conn:
+                await conn.run_sync(run)
+        except (OperationalError, DBAPIError) as exc:
+            raise StorageError(f"migration failed: {type(exc.orig).__name__}: {exc.orig}") from exc
+
+    async def upgrade(self, revision: str = "head") -> None:
+        """Apply migrations up to `revision`."""
+        await self._run_alembic(command.upgrade, revision)
+
+    async def downgrade(self, revision: str) -> None:
+        """Revert migrations down to `revision` (``base`` removes everything)."""
+        await self._run_alembic(command.downgrade, revision)
+
+    def head_revision(self) -> str | None:
+        """The newest migration this code ships."""
+        return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+
+    async def current_revision(self) -> str | None:
+        """The revision the database is at (None for an empty database)."""
+
+        def read(sync_conn: Connection) -> str | None:
+            return MigrationContext.configure(sync_conn).get_current_revision()
+
+        try:
+            async with self.engine.connect() as conn:
+                return await conn.run_sync(read)
+        except (OperationalError, DBAPIError, OSError) as exc:
+            raise StorageError(f"cannot reach the database: {exc}") from exc
+
+    async def require_current(self) -> None:
+        """Raise `NotMigratedError` unless the schema is at the head revision."""
+        current, head = await self.current_revision(), self.head_revision()
+        if current != head:
+            raise NotMigratedError(
+                f"database is at revision {current or 'none'} but this version needs {head}; "
+                "run `storyteller db upgrade`"
+            )
+

@@ -1,0 +1,242 @@
+"""ORM tables. Repositories translate rows to domain objects; nothing outside storage sees these.
+
+World ids (characters, rooms, zones) are plain integers: the world lives in the game, not here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BigInteger ids autoincrement on SQLite only when declared INTEGER there.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+UtcDateTime = DateTime(timezone=True)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with named constraints (SQLite batch migrations need the names)."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class StorytellerRow(Base):
+    """One storyteller's settings. ``revision`` grows on every change so a running daemon notices."""
+
+    __tablename__ = "storytellers"
+    __table_args__ = (
+        CheckConstraint(
+            "speech_context_count >= 0 AND speech_context_count <= 50", name="speech_context_count"
+        ),
+        CheckConstraint("speech_context_window_ms > 0", name="speech_context_window"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200))
+    name_key: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    model: Mapped[str] = mapped_column(String(200))
+    time_model: Mapped[str | None] = mapped_column(String(200))
+    attention_model: Mapped[str | None] = mapped_column(String(200))
+    reasoning_effort: Mapped[str | None] = mapped_column(String(20))
+    time_reasoning_effort: Mapped[str | None] = mapped_column(String(20))
+    attention_reasoning_effort: Mapped[str | None] = mapped_column(String(20))
+    system_prompt: Mapped[str] = mapped_column(Text, default="")
+    time_system_prompt: Mapped[str | None] = mapped_column(Text)
+    attention_prompt: Mapped[str] = mapped_column(Text, default="")
+    subscribe_room: Mapped[bool] = mapped_column(Boolean, default=True)
+    subscribe_speech: Mapped[bool] = mapped_column(Boolean, default=False)
+    subscribe_crime: Mapped[bool] = mapped_column(Boolean, default=False)
+    subscribe_state: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_5m: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_10m: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_30m: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_1h: Mapped[bool] = mapped_column(Boolean, default=False)
+    status_prog_5m: Mapped[str | None] = mapped_column(String(200))
+    status_prog_10m: Mapped[str | None] = mapped_column(String(200))
+    status_prog_30m: Mapped[str | None] = mapped_column(String(200))
+    status_prog_1h: Mapped[str | None] = mapped_column(String(200))
+    player_info_prog: Mapped[str | None] = mapped_column(String(200))
+    paused: Mapped[bool] = mapped_column(Boolean, default=True)
+    speech_context_count: Mapped[int] = mapped_column(Integer, default=0)
+    speech_context_window_ms: Mapped[int] = mapped_column(BigInteger, default=600_000)
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    created_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
+
+    surveillance: Mapped[list[SurveillanceRow]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, lazy="selectin"
+    )
+    tools: Mapped[list[CustomToolRow]] = relationship(
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        lazy="selectin",
+        order_by="CustomToolRow.name_key",
+    )
+
+
+class SurveillanceRow(Base):
+    """One zone, included room or excluded room of a storyteller's surveillance."""
+
+    __tablename__ = "storyteller_surveillance"
+    __table_args__ = (CheckConstraint("kind IN ('zone', 'include', 'exclude')", name="kind"),)
+
+    storyteller_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("storytellers.id", ondelete="CASCADE"), primary_key=True
+    )
+    kind: Mapped[str] = mapped_column(String(10), primary_key=True)
+    target_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+
+
+class CustomToolRow(Base):
+    """A prog-backed tool; its parameters are the prog's, only descriptions are stored."""
+
+    __tablename__ = "custom_tools"
+    __table_args__ = (UniqueConstraint("storyteller_id", "name_key", name="uq_custom_tools_name"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("storytellers.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(64))
+    name_key: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text, default="")
+    prog: Mapped[str] = mapped_column(String(200))
+    echo_only: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    parameters: Mapped[list[CustomToolParameterRow]] = relationship(
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        lazy="selectin",
+        order_by="CustomToolParameterRow.position",
+    )
+
+
+class CustomToolParameterRow(Base):
+    """The description of one prog parameter of a custom tool."""
+
+    __tablename__ = "custom_tool_parameters"
+
+    tool_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("custom_tools.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+    description: Mapped[str] = mapped_column(Text, default="")
+
+
+class SituationRow(Base):
+    """A narrative thread; scoped to a character xor a room, or universal."""
+
+    __tablename__ = "situations"
+    __table_args__ = (
+        CheckConstraint(
+            "scope_character_id IS NULL OR scope_room_id IS NULL", name="single_scope"
+        ),
+        Index("ix_situations_open", "storyteller_id", "resolved"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("storytellers.id", ondelete="CASCADE")
+    )
+    title: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text, default="")
+    created_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    resolved: Mapped[bool] = mapped_column(Boolean, default=False)
+    scope_character_id: Mapped[int | None] = mapped_column(BigInteger)
+    scope_room_id: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class MemoryRow(Base):
+    """A storyteller's note about one character."""
+
+    __tablename__ = "character_memories"
+    __table_args__ = (Index("ix_character_memories_character", "storyteller_id", "character_id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("storytellers.id", ondelete="CASCADE")
+    )
+    character_id: Mapped[int] = mapped_column(BigInteger)
+    title: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text, default="")
+    created_on: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class ReferenceDocumentRow(Base):
+    """A searchable document. Full-text indexes are created by the migration per dialect."""
+
+    __tablename__ = "reference_documents"
+    __table_args__ = ({"sqlite_autoincrement": True},)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200))
+    name_key: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    folder: Mapped[str] = mapped_column(String(200), default="General")
+    doc_type: Mapped[str] = mapped_column(String(200), default="General")
+    keywords: Mapped[str] = mapped_column(Text, default="")
+    contents: Mapped[str] = mapped_column(Text, default="")
+    created_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
+
+    restrictions: Mapped[list[ReferenceRestrictionRow]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, lazy="selectin"
+    )
+
+
+class ReferenceRestrictionRow(Base):
+    """One storyteller allowed to read a restricted document.
+
+    Deliberately no foreign key to storytellers: deleting a storyteller must not turn a document
+    that was restricted to it into a global one. Storyteller ids are never reused.
+    """
+
+    __tablename__ = "reference_document_storytellers"
+
+    document_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("reference_documents.id", ondelete="CASCADE"), primary_key=True
+    )
+    storyteller_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+
+
+# Objects the migrations create per dialect with raw SQL (full-text search) are not modelled;
+# autogenerate must not propose dropping them.
+_FTS_TABLE_PREFIX = "reference_documents_fts"
+
+
+def autogenerate_include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Hide the SQLite FTS5 tables and the PostgreSQL search column from autogenerate."""
+    if type_ == "table" and name and name.startswith(_FTS_TABLE_PREFIX):
+        return False
+    return not (type_ == "column" and name == "search_vector")
+
+
+def autogenerate_include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """Hide the PostgreSQL GIN index over the search column from autogenerate."""
+    return not (type_ == "index" and name == "ix_reference_documents_search")

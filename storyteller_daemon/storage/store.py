@@ -1,0 +1,28 @@
+"""One object that gives the rest of the daemon every repository over one database."""
+
+from __future__ import annotations
+
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.narrative import MemoryRepository, SituationRepository
+from storyteller_daemon.storage.references import ReferenceRepository
+from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
+
+
+class Store:
+    """The repositories, sharing a `Database` and a clock."""
+
+    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.storytellers = StorytellerRepository(db, clock)
+        self.situations = SituationRepository(db, clock)
+        self.memories = MemoryRepository(db, clock)
+        self.references = ReferenceRepository(db, clock)
+
+    @classmethod
+    def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:
+        """A store over a new engine for `url`."""
+        return cls(Database(url, busy_timeout_ms=busy_timeout_ms), clock)
+
+    async def close(self) -> None:
+        """Release the engine."""
+        await self.db.close()

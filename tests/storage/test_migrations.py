@@ -1,0 +1,93 @@
+"""Migrations run up, down and up again on both backends, and match the models exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.models import (
+    Base,
+    autogenerate_include_name,
+    autogenerate_include_object,
+)
+from storyteller_daemon.storage.store import Store
+
+EXPECTED_TABLES = {
+    "storytellers",
+    "storyteller_surveillance",
+    "custom_tools",
+    "custom_tool_parameters",
+    "situations",
+    "character_memories",
+    "reference_documents",
+    "reference_document_storytellers",
+}
+
+
+async def _tables(db: Database) -> set[str]:
+    async with db.engine.connect() as conn:
+        return set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
+
+
+async def test_upgrade_downgrade_upgrade(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        assert await db.current_revision() is None
+        await db.upgrade()
+        assert await db.current_revision() == db.head_revision()
+        assert EXPECTED_TABLES <= await _tables(db)
+
+        await db.downgrade("base")
+        assert await db.current_revision() is None
+        assert not (EXPECTED_TABLES & await _tables(db))
+
+        await db.upgrade()
+        assert await db.current_revision() == db.head_revision()
+        # the full-text index works after the round trip
+        store = Store(db)
+        from storyteller_daemon.domain.references import ReferenceDocument
+
+        await store.references.create(ReferenceDocument(name="Tides", contents="the harbour"))
+        assert [d.name for d in await store.references.search("harbour")] == ["Tides"]
+    finally:
+        await db.close()
+
+
+async def test_autogenerate_finds_no_drift(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        await db.upgrade()
+
+        def diff(sync_conn: Any) -> list[Any]:
+            ctx = MigrationContext.configure(
+                sync_conn,
+                opts={
+                    "compare_type": True,
+                    "include_name": autogenerate_include_name,
+                    "include_object": autogenerate_include_object,
+                },
+            )
+            return list(compare_metadata(ctx, Base.metadata))
+
+        async with db.engine.connect() as conn:
+            changes = await conn.run_sync(diff)
+        assert changes == []
+    finally:
+        await db.close()
+
+
+async def test_require_current_names_the_fix(sqlite_url: str) -> None:
+    import pytest
+
+    from storyteller_daemon.errors import NotMigratedError
+
+    db = Database(sqlite_url)
+    try:
+        with pytest.raises(NotMigratedError, match="storyteller db upgrade"):
+            await db.require_current()
+    finally:
+        await db.close()

@@ -1,0 +1,136 @@
+"""World events and the stream cursor: the wire contract between a game and the daemon.
+
+Every event carries an ``(epoch, seq)`` cursor. ``seq`` grows by one per event within an epoch;
+a new epoch means the game restarted and older cursors cannot be resumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+@dataclass(frozen=True, order=True)
+class Cursor:
+    """Position in a game's event stream."""
+
+    epoch: str
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.epoch}:{self.seq}"
+
+    @classmethod
+    def parse(cls, text: str) -> Cursor:
+        """Parse ``epoch:seq``."""
+        epoch, _, seq = text.rpartition(":")
+        if not epoch or not seq.isdigit():
+            raise ValueError(f"'{text}' is not a cursor (expected epoch:seq)")
+        return cls(epoch, int(seq))
+
+
+class EventKind(StrEnum):
+    """Kinds of world event."""
+
+    ROOM_ECHO = "room_echo"
+    SPEECH = "speech"
+    CRIME = "crime"
+    STATE_CHANGE = "state_change"
+
+
+class CharacterState(StrEnum):
+    """Character state changes a storyteller can watch."""
+
+    UNCONSCIOUS = "Unconscious"
+    PASS_OUT = "Pass Out"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorldEvent:
+    """Fields every event has."""
+
+    cursor: Cursor
+    cell_id: int
+    zone_id: int | None
+    occurred_at: datetime
+    """Real-world UTC time the game observed the event."""
+
+    kind: EventKind = EventKind.ROOM_ECHO
+
+    @property
+    def involved_character_ids(self) -> frozenset[int]:
+        """Characters this event concerns (for situation scope)."""
+        return frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoomEcho(WorldEvent):
+    """Something every occupant of a room perceives (an emote, an arrival, a departure...)."""
+
+    text: str
+    source_character_id: int | None = None
+    kind: EventKind = EventKind.ROOM_ECHO
+
+    @property
+    def involved_character_ids(self) -> frozenset[int]:
+        """The source character, if any."""
+        return frozenset({self.source_character_id} if self.source_character_id else ())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Speech(WorldEvent):
+    """A character said something in a room (the raw text, not garbled by language skill)."""
+
+    speaker_id: int
+    speaker_name: str
+    text: str
+    language: str = ""
+    accent: str = ""
+    volume: str = "Normal"
+    target_id: int | None = None
+    target_kind: str | None = None
+    target_description: str | None = None
+    kind: EventKind = EventKind.SPEECH
+
+    @property
+    def involved_character_ids(self) -> frozenset[int]:
+        """The speaker, and the target when it is a character."""
+        ids = {self.speaker_id}
+        if self.target_id is not None and (self.target_kind or "character").lower() == "character":
+            ids.add(self.target_id)
+        return frozenset(ids)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Crime(WorldEvent):
+    """A crime was committed (or witnessed) in a room."""
+
+    crime_id: int
+    crime_type: str
+    legal_authority: str
+    criminal_id: int
+    victim_id: int | None = None
+    third_party: str | None = None
+    witness_count: int = 0
+    kind: EventKind = EventKind.CRIME
+
+    @property
+    def involved_character_ids(self) -> frozenset[int]:
+        """The criminal and the victim."""
+        return frozenset(i for i in (self.criminal_id, self.victim_id) if i is not None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateChange(WorldEvent):
+    """A character fell unconscious, passed out or died."""
+
+    character_id: int
+    state: CharacterState
+    kind: EventKind = EventKind.STATE_CHANGE
+
+    @property
+    def involved_character_ids(self) -> frozenset[int]:
+        """The character."""
+        return frozenset({self.character_id})
