@@ -56,6 +56,9 @@ class WorldEvent:
     zone_id: int | None
     occurred_at: datetime
     """Real-world UTC time the game observed the event."""
+    origin: str = "world"
+    """``world`` for things players and NPCs did; ``prog`` for effects of a storyteller's prog
+    (the daemon does not react to its own actions)."""
 
     kind: EventKind = EventKind.ROOM_ECHO
 

@@ -1,0 +1,66 @@
+"""The ``storyteller`` command: admin verbs, database, seed packs, the daemon and the demo."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from storyteller_daemon import __version__
+from storyteller_daemon.cli.common import CliState
+
+app = typer.Typer(
+    name="storyteller",
+    help="AI storyteller daemon for MUD worlds: configure storytellers, run the daemon.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"storyteller {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            "-c",
+            envvar="STORYTELLER_CONFIG",
+            help="Configuration file (default: ./storyteller.toml if present).",
+        ),
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", envvar="STORYTELLER_DB", help="Database URL; overrides the config."),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Global options."""
+    ctx.obj = CliState(config_path=config, database_url=db)
+
+
+def _register() -> None:
+    # Each command group lives in its own module; importing registers nothing globally.
+    from storyteller_daemon.cli import ais, aisr, db, seed
+
+    app.add_typer(db.app, name="db")
+    app.add_typer(ais.app, name="ais")
+    app.add_typer(aisr.app, name="aisr")
+    app.add_typer(seed.app, name="seed")
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

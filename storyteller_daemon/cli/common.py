@@ -1,0 +1,126 @@
+"""What every command shares: the async bridge, the store, error exits and output."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from storyteller_daemon.config import Config, load_config
+from storyteller_daemon.errors import ConfigError, StorytellerError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_CONFIG = "storyteller.toml"
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass
+class CliState:
+    """Global options, stored on the typer context."""
+
+    config_path: str | None = None
+    database_url: str | None = None
+
+    def config(self) -> Config:
+        """Load the config file; with only ``--db`` given, a config with that database."""
+        from storyteller_daemon.config import parse_config
+
+        path = self.config_path
+        if path is None and self.database_url is None and Path(DEFAULT_CONFIG).exists():
+            path = DEFAULT_CONFIG
+        if path is None:
+            if self.database_url is None:
+                raise ConfigError(
+                    DEFAULT_CONFIG,
+                    "no configuration: pass --config FILE (copy config.example.toml) "
+                    "or --db DATABASE_URL",
+                )
+            return parse_config({"database": {"url": self.database_url}}, "--db")
+        cfg = load_config(path)
+        if self.database_url:
+            db = cfg.database.model_copy(update={"url": self.database_url})
+            cfg = cfg.model_copy(update={"database": db})
+        return cfg
+
+
+def state(ctx: typer.Context) -> CliState:
+    """The global options of this invocation."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState()
+    return root.obj
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print one clear error line and return the exit to raise."""
+    err_console.print(f"[bold red]error:[/] {message}", markup=True)
+    return typer.Exit(code)
+
+
+def run_async(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
+    """Run an async command body with asyncio.run; turn our errors into one line and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return asyncio.run(fn(*args, **kwargs))
+        except ConfigError as exc:
+            raise fail(str(exc), ConfigError.exit_code) from None
+        except StorytellerError as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper
+
+
+@asynccontextmanager
+async def open_store(ctx: typer.Context, *, migrated: bool = True) -> AsyncIterator[Any]:
+    """A `Store` for the configured database, closed afterwards.
+
+    With `migrated`, refuse to touch a database whose schema is not current.
+    """
+    from storyteller_daemon.storage.store import Store
+
+    cfg = state(ctx).config()
+    store = Store.open(cfg.database.url, busy_timeout_ms=cfg.database.busy_timeout_ms)
+    try:
+        if migrated:
+            await store.db.require_current()
+        yield store
+    finally:
+        await store.close()
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output for ``--json``."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A readable table; an explicit line when there is nothing to show."""
+    if not rows:
+        console.print(f"No {title.lower() if title else 'rows'} to show.")
+        return
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    console.print(table)
+
+
+def yes_no(value: bool) -> str:
+    """``yes`` / ``no`` for tables."""
+    return "yes" if value else "no"
