@@ -237,4 +237,4 @@ class MemoryRepository:
             .group_by(MemoryRow.character_id)
         )
         async with self._db.session() as session:
-            return {c: n for c, n in (await session.execute(query)).tuples()}
+            return {c: n for c, n in (await session.execute(query)).all()}

@@ -73,7 +73,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
             echo_only=t.echo_only,
             parameter_descriptions=tuple((p.name, p.description) for p in t.parameters),
         )
-        for t in row.tools
+        for t in sorted(row.tools, key=lambda t: t.name_key)
     )
     return Storyteller(
         id=row.id,
@@ -256,7 +256,7 @@ class StorytellerRepository:
         """Id → revision of every storyteller, for noticing changes cheaply."""
         async with self._db.session() as session:
             rows = await session.execute(select(StorytellerRow.id, StorytellerRow.revision))
-            return {i: r for i, r in rows.tuples()}
+            return {i: r for i, r in rows.all()}
 
     async def count(self) -> int:
         """How many storytellers exist."""

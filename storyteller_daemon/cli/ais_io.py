@@ -1,0 +1,143 @@
+"""Command-line input and plain output shared by the ``ais`` and ``aisr`` command groups.
+
+Everything here turns operator input into values or one-line `ValidationError`s, so a typo
+never reaches the database and never prints more than one error line.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from storyteller_daemon.cli.common import console, print_table
+from storyteller_daemon.errors import ValidationError
+
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+_UNIT_TERM = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d)")
+
+
+def parse_id(text: str, what: str) -> int:
+    """A positive integer id typed by the operator.
+
+    Args:
+        text: the argument as typed.
+        what: what the id names, for the error (e.g. ``"situation"``).
+
+    Raises:
+        ValidationError: the text is not a positive whole number.
+    """
+    value = text.strip()
+    if not value.isdigit() or int(value) <= 0:
+        raise ValidationError(f"'{text}' is not a valid {what} id; use a positive whole number.")
+    return int(value)
+
+
+def check_new_name(name: str, what: str) -> str:
+    """A name for a new or renamed record, stripped.
+
+    Purely numeric names are refused because every reference is tried as an id first, so such a
+    record could only ever be reached by a different number.
+    """
+    clean = name.strip()
+    if not clean:
+        raise ValidationError(f"A {what} needs a non-blank name.")
+    if clean.isdigit():
+        raise ValidationError(f"A {what} name cannot be only digits; it would be read as an id.")
+    return clean
+
+
+def read_text(words: Sequence[str] | None, file: Path | None, what: str) -> str:
+    """Text given inline (words joined by spaces) or read from a file; ``-`` means stdin.
+
+    Raises:
+        ValidationError: neither or both sources were given, or the file cannot be read.
+    """
+    inline = " ".join(words or ())
+    if (file is None) == (not inline):
+        raise ValidationError(f"Give the {what} either as text or with --file, not both or neither.")
+    if file is None:
+        return sys.stdin.read() if inline == "-" else inline
+    if str(file) == "-":
+        return sys.stdin.read()
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError(f"Cannot read {file}: {exc.strerror or exc}.") from None
+    except UnicodeDecodeError:
+        raise ValidationError(f"Cannot read {file}: it is not UTF-8 text.") from None
+
+
+def parse_duration(text: str) -> timedelta:
+    """A length of time: ``90s``, ``3m``, ``1h30m``, ``250ms``, ``2d`` or ``[d.]hh:mm[:ss]``.
+
+    Raises:
+        ValidationError: the text is neither form (a bare number is refused: its unit would be a
+            guess).
+    """
+    raw = text.strip().lower()
+    if ":" in raw:
+        return _parse_clock(text, raw)
+    compact = raw.replace(" ", "")
+    terms = _UNIT_TERM.findall(compact)
+    if not compact or "".join(n + u for n, u in terms) != compact:
+        raise ValidationError(
+            f"'{text}' is not a duration; use e.g. 90s, 3m, 1h30m or 00:03:00."
+        )
+    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in terms))
+
+
+def _parse_clock(text: str, raw: str) -> timedelta:
+    days = 0
+    head, sep, rest = raw.partition(".")
+    if sep and ":" not in head and ":" in rest:
+        if not head.isdigit():
+            raise ValidationError(f"'{text}' is not a duration; use e.g. 1.02:00:00 for a day.")
+        days, raw = int(head), rest
+    parts = raw.split(":")
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        raise ValidationError(f"'{text}' is not a duration; use hh:mm or hh:mm:ss.") from None
+    if len(numbers) not in (2, 3) or any(n < 0 for n in numbers):
+        raise ValidationError(f"'{text}' is not a duration; use hh:mm or hh:mm:ss.")
+    hours, minutes, seconds = (*numbers, 0.0)[:3]
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+def format_duration(value: timedelta) -> str:
+    """``10m``, ``1m30s``, ``1h``, ``250ms``: the shortest exact spelling."""
+    millis = round(value / timedelta(milliseconds=1))
+    if millis % 1000:
+        return f"{millis}ms"
+    seconds = millis // 1000
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts) or "0s"
+
+
+def format_time(value: datetime | None) -> str:
+    """A UTC timestamp to the minute, for tables."""
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def say(line: str) -> None:
+    """Print one line verbatim (operator text may contain rich markup characters)."""
+    console.print(line, markup=False)
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """`print_table` with every cell shown literally rather than read as rich markup."""
+    print_table(
+        title, columns, [["" if v is None else escape(str(v)) for v in row] for row in rows]
+    )
