@@ -103,3 +103,95 @@ class ProgSignature:
         """Whether `ref` (an id or a case-insensitive name) names this prog."""
         ref = ref.strip()
         return ref == str(self.id) or ref.lower() == self.name.lower()
+
+
+# Which conversion rules apply to a parameter type. Schema and converter both read these sets, so
+# what is advertised to the model and what is accepted from it cannot drift apart.
+
+VALUE_TYPES: frozenset[ProgType] = frozenset(
+    {
+        ProgType.TEXT,
+        ProgType.NUMBER,
+        ProgType.BOOLEAN,
+        ProgType.GENDER,
+        ProgType.DATETIME,
+        ProgType.TIMESPAN,
+        ProgType.MUDDATETIME,
+    }
+)
+"""Types whose arguments may not be JSON null (FutureMUD's ``ProgVariableTypes.ValueType``).
+
+Every other supported type is a reference type: null stands for "no object".
+"""
+
+ID_TYPES: frozenset[ProgType] = frozenset(
+    {ProgType.CHARACTER, ProgType.LOCATION, ProgType.ITEM, ProgType.EXIT}
+)
+"""Types named only by a positive integer id."""
+
+NAMED_TYPES: frozenset[ProgType] = frozenset(
+    {
+        ProgType.ZONE,
+        ProgType.SHARD,
+        ProgType.RACE,
+        ProgType.CULTURE,
+        ProgType.ETHNICITY,
+        ProgType.TRAIT,
+        ProgType.CLAN,
+        ProgType.CLAN_RANK,
+        ProgType.CLAN_APPOINTMENT,
+        ProgType.CLAN_PAYGRADE,
+        ProgType.CURRENCY,
+        ProgType.LANGUAGE,
+        ProgType.ACCENT,
+        ProgType.MERIT,
+        ProgType.CALENDAR,
+        ProgType.CLOCK,
+        ProgType.KNOWLEDGE,
+        ProgType.ROLE,
+        ProgType.DRUG,
+        ProgType.SHOP,
+    }
+)
+"""Framework types named by an id or by a name the game matches (exact, alias, then prefix)."""
+
+CLAN_SCOPED_TYPES: frozenset[ProgType] = frozenset(
+    {ProgType.CLAN_RANK, ProgType.CLAN_APPOINTMENT, ProgType.CLAN_PAYGRADE}
+)
+"""Named types whose name lookup can be narrowed to one clan."""
+
+UNSUPPORTED_PARAMETER_TYPES: frozenset[ProgType] = frozenset(
+    {ProgType.VOID, ProgType.DICTIONARY, ProgType.ANYTHING}
+)
+"""Types a tool call cannot supply: a custom tool with such a parameter is invalid."""
+
+GENDERS: tuple[str, ...] = ("male", "female", "neuter", "non-binary", "indeterminate")
+"""Canonical gender names, as sent to the game."""
+
+
+class UnsupportedParameterType(TypeError):
+    """A prog parameter type that no tool-call argument can supply.
+
+    Raised when building a schema for, or converting an argument of, such a type. It is an
+    operator's problem (the custom tool is invalid and is not offered), never the model's.
+
+    Attributes:
+        value_type: The offending parameter type.
+    """
+
+    def __init__(self, value_type: ValueType) -> None:
+        super().__init__(
+            f"Prog parameter type {value_type.describe()} cannot be supplied by a tool call."
+        )
+        self.value_type = value_type
+
+
+def supports_tool_parameter(value_type: ValueType) -> bool:
+    """Whether a tool call can supply an argument of `value_type`."""
+    return value_type.element not in UNSUPPORTED_PARAMETER_TYPES
+
+
+def require_tool_parameter(value_type: ValueType) -> None:
+    """Raise `UnsupportedParameterType` unless a tool call can supply `value_type`."""
+    if not supports_tool_parameter(value_type):
+        raise UnsupportedParameterType(value_type)

@@ -1,7 +1,179 @@
-"""``storyteller ais``."""
+"""``storyteller ais``: storytellers, after FutureMUD's ``ais`` admin command.
+
+FutureMUD edits one storyteller at a time in the game; here every command names the storyteller
+it works on (an id or a case-insensitive name). Delete and clone, missing in FutureMUD, exist.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="Storytellers: list, create, show, configure, pause, delete, clone.", no_args_is_help=True)
+from storyteller_daemon.cli import ais_narrative, ais_set, ais_tools, ais_xml
+from storyteller_daemon.cli.ais_catalogue import load_catalogue
+from storyteller_daemon.cli.ais_io import JsonFlag, check_new_name, register, say, table
+from storyteller_daemon.cli.ais_view import (
+    LIST_COLUMNS,
+    list_row,
+    show_storyteller,
+    storyteller_json,
+    summary_json,
+)
+from storyteller_daemon.cli.aisr_view import DOCUMENT_COLUMNS, document_json, document_row
+from storyteller_daemon.cli.common import open_store, print_json, run_async
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.errors import ValidationError
+
+app = typer.Typer(
+    help="Storytellers: list, create, show, configure, pause, delete, clone.", no_args_is_help=True
+)
+
+Ref = Annotated[str, typer.Argument(metavar="REF", help="Storyteller id or name.")]
+NewName = Annotated[list[str], typer.Argument(metavar="NAME", help="Unique name (ignoring case).")]
+
+
+def filter_storytellers(storytellers: list[Storyteller], filters: list[str]) -> list[Storyteller]:
+    """Apply ``ais list`` filters in order: ``N`` id, ``+kw`` / ``kw`` name has, ``-kw`` lacks."""
+    for raw in filters:
+        word = raw.strip()
+        if word.isdigit():
+            storytellers = [s for s in storytellers if s.id == int(word)]
+        elif word.startswith("-") and len(word) > 1:
+            key = word[1:].casefold()
+            storytellers = [s for s in storytellers if key not in s.name.casefold()]
+        else:
+            key = word.removeprefix("+").casefold()
+            storytellers = [s for s in storytellers if key in s.name.casefold()]
+    return storytellers
+
+
+@register(app, "list", lenient=True)
+@run_async
+async def list_storytellers(
+    ctx: typer.Context,
+    filters: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="FILTER", help="An id, +word (name has), -word (name lacks), word."),
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """List storytellers, narrowed by filters applied in order."""
+    async with open_store(ctx) as store:
+        found = filter_storytellers(await store.storytellers.list(), filters or [])
+    if json_out:
+        print_json([summary_json(s) for s in found])
+    else:
+        table("Storytellers", LIST_COLUMNS, [list_row(s) for s in found])
+
+
+@register(app, "create", "new")
+@run_async
+async def create(ctx: typer.Context, name: NewName) -> None:
+    """Create a storyteller with default settings; it starts paused."""
+    clean = check_new_name(" ".join(name), "storyteller")
+    async with open_store(ctx) as store:
+        st = await store.storytellers.create(clean)
+    say(f"Created storyteller #{st.id} ({st.name}); it starts paused.")
+
+
+@register(app, "show", "view")
+@run_async
+async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None:
+    """Show every setting of a storyteller, its custom tools and its situations."""
+    async with open_store(ctx) as store:
+        st = await store.storytellers.get(ref)
+        assert st.id is not None
+        situations = await store.situations.list(st.id)
+    catalogue = await load_catalogue(ctx) if st.custom_tools or not json_out else None
+    if json_out:
+        print_json(storyteller_json(st, catalogue, situations))
+    else:
+        show_storyteller(st, catalogue, situations)
+
+
+@register(app, "delete")
+@run_async
+async def delete(
+    ctx: typer.Context,
+    ref: Ref,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
+) -> None:
+    """Delete a storyteller with its situations and memories (needs --yes)."""
+    async with open_store(ctx) as store:
+        st = await store.storytellers.get(ref)
+        assert st.id is not None
+        n_situations = len(await store.situations.list(st.id))
+        n_memories = len(await store.memories.list(st.id))
+        what = f"storyteller #{st.id} ({st.name}), {n_situations} situation(s), " \
+               f"{n_memories} memory(ies)"  # fmt: skip
+        if not yes:
+            raise ValidationError(f"Not deleting {what} without --yes.")
+        await store.storytellers.delete(st.id)
+    say(f"Deleted {what}.")
+
+
+@register(app, "clone")
+@run_async
+async def clone(ctx: typer.Context, ref: Ref, name: NewName) -> None:
+    """Copy a storyteller's settings (not situations or memories); the copy starts paused."""
+    clean = check_new_name(" ".join(name), "storyteller")
+    async with open_store(ctx) as store:
+        source = await store.storytellers.get(ref)
+        copy = await store.storytellers.clone(ref, clean)
+    say(f"Cloned storyteller #{source.id} ({source.name}) as #{copy.id} ({copy.name}); "
+        "it starts paused.")  # fmt: skip
+
+
+async def _set_paused(ctx: typer.Context, ref: str, paused: bool) -> None:
+    word = "paused" if paused else "unpaused"
+    async with open_store(ctx) as store:
+        st = await store.storytellers.get(ref)
+        if st.paused == paused:
+            raise ValidationError(f"Storyteller {st.name} is already {word}.")
+        from dataclasses import replace
+
+        await store.storytellers.save(replace(st, paused=paused))
+    say(f"Storyteller {st.name} is now {word}.")
+
+
+@register(app, "pause")
+@run_async
+async def pause(ctx: typer.Context, ref: Ref) -> None:
+    """Stop a storyteller reacting to anything."""
+    await _set_paused(ctx, ref, True)
+
+
+@register(app, "unpause")
+@run_async
+async def unpause(ctx: typer.Context, ref: Ref) -> None:
+    """Let a paused storyteller react again."""
+    await _set_paused(ctx, ref, False)
+
+
+@register(app, "refsearch", "reference", "references")
+@run_async
+async def refsearch(
+    ctx: typer.Context,
+    ref: Ref,
+    query: Annotated[list[str], typer.Argument(metavar="QUERY")],
+    json_out: JsonFlag = False,
+) -> None:
+    """Search the reference documents this storyteller may read, best match first."""
+    async with open_store(ctx) as store:
+        st = await store.storytellers.get(ref)
+        found = await store.references.search(" ".join(query), visible_to=st.id)
+    if json_out:
+        print_json([document_json(d) for d in found])
+    else:
+        table(f"Documents visible to {st.name}", DOCUMENT_COLUMNS, [document_row(d) for d in found])
+
+
+ais_set.app.add_typer(ais_tools.app, name="tool")
+ais_set.app.add_typer(ais_tools.app, name="tools", hidden=True)
+app.add_typer(ais_set.app, name="set")
+app.add_typer(ais_narrative.situations, name="situation")
+app.add_typer(ais_narrative.situations, name="situations", hidden=True)
+app.add_typer(ais_narrative.memories, name="memory")
+app.add_typer(ais_narrative.memories, name="memories", hidden=True)
+ais_xml.register_commands(app)

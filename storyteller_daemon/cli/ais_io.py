@@ -6,17 +6,31 @@ never reaches the database and never prints more than one error line.
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
+import typer
 from rich.markup import escape
 
 from storyteller_daemon.cli.common import console, print_table
 from storyteller_daemon.errors import ValidationError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON with stable keys instead.")]
+"""The ``--json`` option every read command takes."""
+
+FileOption = Annotated[
+    Path | None,
+    typer.Option("--file", "-f", help="Read the text from this file ('-' for stdin).",
+                 dir_okay=False),
+]
+"""Where long text comes from when it is not typed inline."""
 
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 _UNIT_TERM = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d)")
@@ -141,3 +155,28 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
     print_table(
         title, columns, [["" if v is None else escape(str(v)) for v in row] for row in rows]
     )
+
+
+def register(
+    app: typer.Typer, name: str, *aliases: str, lenient: bool = False
+) -> Callable[[F], F]:
+    """Register a command under `name`, plus hidden aliases that the help text lists.
+
+    Args:
+        app: the command group.
+        name: the command's documented name.
+        *aliases: other names that run the same command (FutureMUD's spellings).
+        lenient: pass unknown ``-x`` words through as arguments (filters, negative numbers).
+    """
+
+    def decorate(fn: F) -> F:
+        doc = inspect.getdoc(fn) or ""
+        if aliases:
+            doc += "\n\nAliases: " + ", ".join(aliases) + "."
+        settings = {"ignore_unknown_options": True} if lenient else None
+        app.command(name, help=doc, context_settings=settings)(fn)
+        for alias in aliases:
+            app.command(alias, help=doc, hidden=True, context_settings=settings)(fn)
+        return fn
+
+    return decorate

@@ -1,0 +1,1 @@
+"""Import and export of storage formats shared with other engines (FutureMUD XML)."""

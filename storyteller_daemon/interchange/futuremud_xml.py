@@ -44,7 +44,6 @@ MAX_XML_BYTES = 1_000_000
 
 # Ids are bigint columns in FutureMUD and in our schema.
 _MAX_ID = 2**63 - 1
-_DIGITS = re.compile(r"[0-9]+")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _MILLISECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 # .NET TimeSpan text: ``[d.]hh:mm[:ss[.fffffff]]`` (the "c" form) or ``d:hh:mm:ss[.fffffff]``
@@ -166,6 +165,16 @@ def _parse_document(document: str | bytes, label: str) -> etree._Element:
     return root
 
 
+def _show(value: str) -> str:
+    """A value quoted for an error message, shortened so a huge value cannot flood it."""
+    return repr(value if len(value) <= 80 else value[:77] + "...")
+
+
+def _clause(error: Exception) -> str:
+    """An error message without its final full stop, for nesting inside another message."""
+    return str(error).rstrip(".")
+
+
 def _is_blank(document: str | bytes) -> bool:
     return not document.strip()
 
@@ -178,26 +187,27 @@ def _reject_stray_text(container: etree._Element, where: str) -> None:
     for text in (container.text, *(child.tail for child in container)):
         if text and text.strip():
             raise InterchangeError(
-                f"{where} holds stray text {text.strip()!r}; put each value in its own element."
+                f"{where} holds stray text {_show(text.strip())}; "
+                "put each value in its own element."
             )
 
 
 def _leaf_text(element: etree._Element, where: str) -> str:
     """The text of a value element, which must not contain other elements."""
-    for child in element:
-        raise InterchangeError(f"{where} holds an element <{child.tag}>; expected only text.")
+    if len(element):
+        raise InterchangeError(f"{where} holds an element <{element[0].tag}>; expected only text.")
     return element.text or ""
 
 
 def _parse_id(text: str, where: str) -> int:
     value = text.strip()
     if _INTEGER.fullmatch(value) is None:
-        raise InterchangeError(f"{where} value {text!r} is not a numeric id.")
+        raise InterchangeError(f"{where} value {_show(text)} is not a numeric id.")
     number = int(value)
     if number <= 0:
-        raise InterchangeError(f"{where} value {text!r} is not a positive id.")
+        raise InterchangeError(f"{where} value {_show(text)} is not a positive id.")
     if number > _MAX_ID:
-        raise InterchangeError(f"{where} value {text!r} is too large to be an id.")
+        raise InterchangeError(f"{where} value {_show(text)} is too large to be an id.")
     return number
 
 
@@ -308,7 +318,12 @@ def render_surveillance(surveillance: Surveillance) -> str:
 
 @dataclass(frozen=True)
 class ToolCallsDefinition:
-    """What a FutureMUD ``<ToolCalls>`` blob configures on a storyteller."""
+    """What a FutureMUD ``<ToolCalls>`` blob configures on a storyteller.
+
+    Raises:
+        ValidationError: on construction, when the count is outside 0..50, the window is not
+            positive, or a tool name is invalid, built-in or repeated (case-insensitively).
+    """
 
     speech_context_count: int = 0
     speech_context_window: timedelta = DEFAULT_SPEECH_CONTEXT_WINDOW
@@ -347,7 +362,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
     if _is_blank(document):
         return ToolCallsDefinition()
     root = _tool_calls_root(_parse_document(document, "ToolCalls document"))
-    _reject_stray_text(root, "<ToolCalls>")
+    _reject_stray_text(root, "ToolCalls <ToolCalls>")
     count = 0
     window = DEFAULT_SPEECH_CONTEXT_WINDOW
     player_info_prog: str | None = None
@@ -356,20 +371,21 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
     for child in root:
         tag = str(child.tag)
         if tag in seen and tag != "ToolCall":
-            raise InterchangeError(f"<ToolCalls> has more than one <{tag}>.")
+            raise InterchangeError(f"ToolCalls <ToolCalls> has more than one <{tag}>.")
         seen.add(tag)
         if tag == _SPEECH_COUNT:
             count = _parse_speech_count(_leaf_text(child, f"ToolCalls <{tag}>"))
         elif tag == _SPEECH_WINDOW:
             window = _parse_speech_window(_leaf_text(child, f"ToolCalls <{tag}>"))
         elif tag == _PLAYER_INFO_PROG:
-            player_info_prog = _parse_prog(_leaf_text(child, f"ToolCalls <{tag}>"), f"<{tag}>")
+            where = f"ToolCalls <{tag}>"
+            player_info_prog = _parse_prog(_leaf_text(child, where), where)
         elif tag == "ToolCall":
             tools.append(_parse_tool(child, len(tools) + 1))
         else:
             raise InterchangeError(
-                f"<ToolCalls> has an unexpected element <{tag}>; expected <{_SPEECH_COUNT}>, "
-                f"<{_SPEECH_WINDOW}>, <ToolCall> or <{_PLAYER_INFO_PROG}>."
+                f"ToolCalls <ToolCalls> has an unexpected element <{tag}>; expected "
+                f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall> or <{_PLAYER_INFO_PROG}>."
             )
     names: set[str] = set()
     for tool in tools:
@@ -396,11 +412,11 @@ def _parse_speech_count(text: str) -> int:
     where = f"ToolCalls <{_SPEECH_COUNT}>"
     value = text.strip()
     if _INTEGER.fullmatch(value) is None:
-        raise InterchangeError(f"{where} value {text!r} is not a whole number.")
+        raise InterchangeError(f"{where} value {_show(text)} is not a whole number.")
     try:
         return validate_speech_context_count(int(value))
     except ValidationError as exc:
-        raise InterchangeError(f"{where} value {text!r} is out of range: {exc}") from None
+        raise InterchangeError(f"{where} value {_show(text)} is out of range: {exc}") from None
 
 
 def _parse_speech_window(text: str) -> timedelta:
@@ -411,16 +427,16 @@ def _parse_speech_window(text: str) -> timedelta:
         if window is None:
             window = _timespan(value)
     except OverflowError:
-        raise InterchangeError(f"{where} value {text!r} is too long a duration.") from None
+        raise InterchangeError(f"{where} value {_show(text)} is too long a duration.") from None
     if window is None:
         raise InterchangeError(
-            f"{where} value {text!r} is neither a number of milliseconds nor a TimeSpan such "
+            f"{where} value {_show(text)} is neither a number of milliseconds nor a TimeSpan such "
             "as 00:03:00 or 1.02:03:04."
         )
     try:
         return validate_speech_context_window(window)
     except ValidationError:
-        raise InterchangeError(f"{where} value {text!r} is not a positive duration.") from None
+        raise InterchangeError(f"{where} value {_show(text)} is not a positive duration.") from None
 
 
 def _milliseconds(value: str) -> timedelta | None:
@@ -459,12 +475,12 @@ def _render_milliseconds(window: timedelta) -> str:
 def _parse_prog(text: str, where: str) -> str:
     value = text.strip()
     if not value:
-        raise InterchangeError(f"ToolCalls {where} is blank; it must name a prog by id or name.")
+        raise InterchangeError(f"{where} is blank; it must name a prog by id or name.")
     return value
 
 
 def _parse_tool(element: etree._Element, position: int) -> CustomTool:
-    label = f"<ToolCall> #{position}"
+    label = f"ToolCalls <ToolCall> #{position}"
     _reject_stray_text(element, label)
     fields = _single_children(element, _TOOL_FIELDS, label)
     if "Name" not in fields:
@@ -473,20 +489,20 @@ def _parse_tool(element: etree._Element, position: int) -> CustomTool:
     try:
         validate_tool_name(name, BUILTIN_TOOL_NAMES)
     except ValidationError as exc:
-        raise InterchangeError(f"{label} <Name> value {name!r} is rejected: {exc}") from None
-    label = f"<ToolCall> {name!r}"
+        raise InterchangeError(f"{label} <Name> value {_show(name)} is rejected: {exc}") from None
+    label = f"ToolCalls <ToolCall> {name!r}"
     if "Prog" not in fields:
         raise InterchangeError(f"{label} has no <Prog>.")
     prog = _parse_prog(_leaf_text(fields["Prog"], f"{label} <Prog>"), f"{label} <Prog>")
     description = ""
     if "Description" in fields:
-        description = _leaf_text(fields["Description"], f"{label} <Description>").strip()
+        description = _leaf_text(fields["Description"], f"{label} <Description>")
     echo_only = False
     if "IncludeWithEcho" in fields:
         flag = _leaf_text(fields["IncludeWithEcho"], f"{label} <IncludeWithEcho>")
         if flag.strip().lower() not in ("true", "false"):
             raise InterchangeError(
-                f"ToolCalls {label} <IncludeWithEcho> value {flag!r} is not true or false."
+                f"{label} <IncludeWithEcho> value {_show(flag)} is not true or false."
             )
         echo_only = flag.strip().lower() == "true"
     parameters: tuple[tuple[str, str], ...] = ()
@@ -518,10 +534,10 @@ def _parse_parameter_descriptions(
             raise InterchangeError(f"{where} has a <Description> without a name attribute.")
         if parameter.lower() in seen:
             raise InterchangeError(
-                f"{where} <Description> name {parameter!r} is described more than once."
+                f"{where} <Description> name {_show(parameter)} is described more than once."
             )
         seen.add(parameter.lower())
-        text = _leaf_text(entry, f"{where} <Description name={parameter!r}>").strip()
+        text = _leaf_text(entry, f"{where} <Description name={_show(parameter)}>")
         descriptions.append((parameter, text))
     return tuple(descriptions)
 
@@ -549,13 +565,13 @@ def render_tool_calls(storyteller: Storyteller) -> str:
         _set_text(
             etree.SubElement(root, _PLAYER_INFO_PROG),
             storyteller.player_info_prog,
-            f"<{_PLAYER_INFO_PROG}>",
+            f"ToolCalls <{_PLAYER_INFO_PROG}>",
         )
     return _serialise(root)
 
 
 def _render_tool(root: etree._Element, tool: CustomTool) -> None:
-    label = f"<ToolCall> {tool.name!r}"
+    label = f"ToolCalls <ToolCall> {tool.name!r}"
     element = etree.SubElement(root, "ToolCall")
     _set_text(etree.SubElement(element, "Name"), tool.name, f"{label} <Name>", cdata=True)
     _set_text(
@@ -568,7 +584,7 @@ def _render_tool(root: etree._Element, tool: CustomTool) -> None:
     etree.SubElement(element, "IncludeWithEcho").text = "true" if tool.echo_only else "false"
     parameters = etree.SubElement(element, "ParameterDescriptions")
     for name, text in tool.parameter_descriptions:
-        where = f"{label} <Description name={name!r}>"
+        where = f"{label} <Description name={_show(name)}>"
         entry = etree.SubElement(parameters, "Description")
         try:
             entry.set("name", name)
@@ -628,7 +644,7 @@ def parse_restrictions(text: str) -> frozenset[int]:
     except ValidationError as exc:
         if xml_problem is not None:
             raise InterchangeError(
-                f"Restriction list {text!r} is neither XML ({xml_problem}) nor a CSV of "
-                f"storyteller ids ({exc})"
+                f"Restriction list {_show(text)} is neither XML ({_clause(xml_problem)}) nor a "
+                f"CSV of storyteller ids ({_clause(exc)})."
             ) from None
-        raise InterchangeError(f"Restriction list {text!r}: {exc}") from None
+        raise InterchangeError(f"Restriction list {_show(text)}: {exc}") from None

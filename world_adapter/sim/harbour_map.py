@@ -91,7 +91,8 @@ HARBOUR_TOWN_MAP = TownMap(
             HARBOUR_WARD_ID,
             "Ledgers, tally sticks and sealed manifests crowd the shelves of this dim, orderly "
             "hall. A long counter divides the merchants from the clerks who weigh, measure and tax "
-            "every cask that comes ashore. A strongbox sits bolted to the floor behind the counter.",
+            "every cask that comes ashore. A strongbox sits bolted to the floor behind the "
+            "counter.",
             exits=(Exit("leave door", 101, _CUSTOMS_DOOR),),
         ),
         Room(
@@ -149,7 +150,8 @@ HARBOUR_TOWN_MAP = TownMap(
             landmarks=(
                 Landmark(
                     "the Old Town Gate",
-                    "The gatehouse between the harbour and the Old Town, its portcullis rusted open.",
+                    "The gatehouse between the harbour and the Old Town, its portcullis rusted "
+                    "open.",
                 ),
             ),
         ),

@@ -1,0 +1,119 @@
+"""What the agent needs from persistence, as protocols the storage repositories satisfy.
+
+The agent layer may not import `storyteller_daemon.storage`; these protocols copy the
+signatures of `SituationRepository`, `MemoryRepository` and `ReferenceRepository` so that the
+composition root can hand the real repositories in, and tests can check they still fit.
+Every method raises `NotFoundError` for an id that names nothing and `ValidationError` for a value
+that breaks a domain rule; the messages are safe to show to a model.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Collection
+from typing import Protocol, runtime_checkable
+
+from storyteller_daemon.domain.references import ReferenceDocument
+from storyteller_daemon.domain.situations import CharacterMemory, Situation
+
+
+@runtime_checkable
+class SituationStore(Protocol):
+    """A storyteller's situations (open narrative threads)."""
+
+    async def create(
+        self,
+        storyteller_id: int,
+        title: str,
+        text: str,
+        *,
+        character_id: int | None = None,
+        room_id: int | None = None,
+    ) -> Situation:
+        """Open a situation, optionally scoped to one character or one room."""
+        ...
+
+    async def get(self, storyteller_id: int, situation_id: int) -> Situation:
+        """One of this storyteller's situations, resolved ones included."""
+        ...
+
+    async def update(
+        self,
+        storyteller_id: int,
+        situation_id: int,
+        *,
+        title: str | None = None,
+        text: str | None = None,
+        character_id: int | None = None,
+        room_id: int | None = None,
+        resolve: bool = False,
+    ) -> Situation:
+        """Change title and text; a given scope replaces the old one; optionally resolve."""
+        ...
+
+    async def set_scope(
+        self, storyteller_id: int, situation_id: int, character_id: int | None, room_id: int | None
+    ) -> Situation:
+        """Set the scope exactly; both None makes the situation universal."""
+        ...
+
+    async def open_for_trigger(
+        self,
+        storyteller_id: int,
+        *,
+        room_id: int | None,
+        character_ids: Collection[int],
+        limit: int,
+    ) -> builtins.list[Situation]:
+        """The newest `limit` unresolved situations concerning a trigger, oldest first."""
+        ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """A storyteller's notes about characters."""
+
+    async def create(
+        self, storyteller_id: int, character_id: int, title: str, text: str
+    ) -> CharacterMemory:
+        """Remember something about a character."""
+        ...
+
+    async def get(self, storyteller_id: int, memory_id: int) -> CharacterMemory:
+        """One memory of this storyteller."""
+        ...
+
+    async def update(
+        self, storyteller_id: int, memory_id: int, title: str, text: str
+    ) -> CharacterMemory:
+        """Replace a memory's title and text."""
+        ...
+
+    async def forget(self, storyteller_id: int, memory_id: int) -> CharacterMemory:
+        """Delete a memory for good and return what it held."""
+        ...
+
+    async def list(
+        self, storyteller_id: int, character_id: int | None = None
+    ) -> builtins.list[CharacterMemory]:
+        """This storyteller's memories, optionally about one character, oldest first."""
+        ...
+
+    async def counts_by_character(self, storyteller_id: int) -> dict[int, int]:
+        """Character id → number of memories."""
+        ...
+
+
+@runtime_checkable
+class ReferenceStore(Protocol):
+    """The shared knowledge base of reference documents."""
+
+    async def get(self, ref: str | int) -> ReferenceDocument:
+        """A document by id or name (visibility is the caller's concern)."""
+        ...
+
+    async def search(
+        self, query: str | None, *, visible_to: int | None = None
+    ) -> builtins.list[ReferenceDocument]:
+        """Documents matching every term of `query`, best first; blank lists all."""
+        ...

@@ -1,0 +1,287 @@
+"""What every tool shares: the `Tool` type, its `ToolContext`, result envelopes, argument readers.
+
+A tool's handler takes the parsed arguments and the context and returns the ``result`` payload
+(plain JSON values, FutureMUD's keys). A failure the model should see is raised as `ToolError`;
+`invoke` turns both into the envelope sent back to the model:
+``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "..."}``.
+
+Argument readers follow FutureMUD's rules for strict schemas, where every property is present
+and an optional one arrives as ``null``: null means absent; ids may be numbers, numeric strings
+or objects with an ``Id`` key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from progs.types import ProgSignature
+from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.agent.schema import strict_schema
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
+from world_adapter.errors import WorldCommandError
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__name__)
+
+Envelope = dict[str, Any]
+MALFORMED_PREFIX = "Malformed tool-call JSON: "
+
+# Errors whose message is written for the model (ids and rules, never secrets or player text
+# beyond what the model itself sent).
+_MODEL_VISIBLE_ERRORS = (ToolError, NotFoundError, ValidationError, ConflictError, WorldCommandError)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool handler may use.
+
+    The composition root builds one with the long-lived services; `ToolLoop.run` narrows it to
+    a turn with `for_turn`.
+
+    Attributes:
+        world: the game, for characters, rooms and running progs.
+        situations: the situation repository.
+        memories: the character-memory repository.
+        references: the reference-document repository.
+        progs: the world's prog catalogue for this turn; None means "ask the world once".
+        storyteller: whose turn it is (set by `for_turn`).
+        turn_key: the turn's stable key; prog calls derive their idempotency keys from it.
+    """
+
+    world: WorldClient
+    situations: SituationStore
+    memories: MemoryStore
+    references: ReferenceStore
+    progs: tuple[ProgSignature, ...] | None = None
+    storyteller: Storyteller | None = None
+    turn_key: str = ""
+
+    def for_turn(self, storyteller: Storyteller, turn_key: str) -> ToolContext:
+        """This context bound to one storyteller's turn.
+
+        Raises:
+            ValueError: the storyteller was never saved (it has no id) or the key is blank.
+        """
+        if storyteller.id is None:
+            raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
+        if not turn_key.strip():
+            raise ValueError("turn_key must not be blank")
+        return replace(self, storyteller=storyteller, turn_key=turn_key)
+
+    @property
+    def current(self) -> Storyteller:
+        """The storyteller of this turn.
+
+        Raises:
+            RuntimeError: the context was not bound with `for_turn`.
+        """
+        if self.storyteller is None or self.storyteller.id is None:
+            raise RuntimeError("ToolContext used outside a turn; call for_turn() first")
+        return self.storyteller
+
+    @property
+    def storyteller_id(self) -> int:
+        """The id of this turn's storyteller."""
+        storyteller_id = self.current.id
+        assert storyteller_id is not None  # guaranteed by `current`
+        return storyteller_id
+
+
+Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call.
+
+    Attributes:
+        name: the function name the model uses.
+        description: what the tool does, for the model.
+        parameters: the strict JSON schema of the arguments.
+        handler: does the work and returns the ``result`` payload, or raises `ToolError`.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+
+    @classmethod
+    def define(
+        cls,
+        name: str,
+        description: str,
+        handler: Handler,
+        properties: Mapping[str, Mapping[str, Any]] | None = None,
+        required: Sequence[str] = (),
+    ) -> Tool:
+        """A tool from its authored schema, normalised for strict mode.
+
+        Args:
+            name: the function name.
+            description: what it does.
+            handler: the implementation.
+            properties: JSON-schema properties of the arguments, in order.
+            required: the properties the model must supply; the others become nullable.
+        """
+        authored = {
+            "type": "object",
+            "properties": {k: dict(v) for k, v in (properties or {}).items()},
+            "required": list(required),
+        }
+        return cls(name, description, strict_schema(authored), handler)
+
+    def spec(self) -> ToolSpec:
+        """How the tool is offered in a request."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+
+def ok(result: Any) -> Envelope:
+    """The success envelope."""
+    return {"ok": True, "result": result}
+
+
+def error(message: str) -> Envelope:
+    """The failure envelope."""
+    return {"ok": False, "error": message}
+
+
+def dump_envelope(envelope: Envelope) -> str:
+    """The envelope as the compact JSON text sent back as a ``function_call_output``."""
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+
+class MalformedArguments(Exception):
+    """A call's argument text is not a JSON object; the message says why."""
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Parse a call's argument text; blank text means no arguments.
+
+    Raises:
+        MalformedArguments: the text is not JSON, or not a JSON object.
+    """
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise MalformedArguments(str(exc)) from None
+    if not isinstance(value, dict):
+        raise MalformedArguments(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> str:
+    """Arguments as canonical JSON text (sorted keys, no spaces), for recognising repeats."""
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def idempotency_key(turn_key: str, tool_name: str, arguments: Mapping[str, Any]) -> str:
+    """The key under which the world remembers a prog run, so a re-run turn never acts twice.
+
+    Stable across processes: a SHA-256 of the turn key, the tool name and the canonical
+    arguments.
+    """
+    material = "\x1f".join((turn_key, tool_name, canonical_arguments(arguments)))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+async def invoke(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> Envelope:
+    """Run a tool's handler and wrap the outcome in an envelope; never raises for tool failures.
+
+    An unexpected exception is logged with its traceback and shown to the model only by type,
+    because its message may hold internals.
+    """
+    try:
+        return ok(await tool.handler(arguments, ctx))
+    except _MODEL_VISIBLE_ERRORS as exc:
+        return error(str(exc))
+    except Exception as exc:
+        log.exception("tool %s failed for storyteller %s", tool.name, ctx.storyteller_id)
+        return error(f"Tool handler error: {type(exc).__name__}.")
+
+
+def _present(arguments: Mapping[str, Any], key: str) -> Any:
+    """The value of `key`, or None when absent or null."""
+    return arguments.get(key)
+
+
+def _as_id(value: Any) -> int | None:
+    """An integer id from a number, a numeric string or ``{"Id": ...}``; None if not an id."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("+-").isdigit():
+            return int(text)
+        return None
+    if isinstance(value, dict):
+        for key in ("Id", "ID", "id"):
+            if key in value:
+                return _as_id(value[key])
+    return None
+
+
+def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
+    """An optional id argument (null or absent gives None).
+
+    Raises:
+        ToolError: the value is present but not an id.
+    """
+    value = _present(arguments, key)
+    if value is None:
+        return None
+    parsed = _as_id(value)
+    if parsed is None:
+        raise ToolError(f"Property '{key}' must contain an integer id.")
+    return parsed
+
+
+def required_id(arguments: Mapping[str, Any], key: str) -> int:
+    """A required id argument.
+
+    Raises:
+        ToolError: absent or null (``Missing required property 'X'.``) or not an id.
+    """
+    parsed = optional_id(arguments, key)
+    if parsed is None:
+        raise ToolError(f"Missing required property '{key}'.")
+    return parsed
+
+
+def optional_text(arguments: Mapping[str, Any], key: str) -> str | None:
+    """An optional text argument; non-string JSON values are used as their JSON text."""
+    value = _present(arguments, key)
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def required_text(arguments: Mapping[str, Any], key: str) -> str:
+    """A required text argument (null counts as missing, unlike FutureMUD which read "").
+
+    Raises:
+        ToolError: absent or null.
+    """
+    text = optional_text(arguments, key)
+    if text is None:
+        raise ToolError(f"Missing required property '{key}'.")
+    return text
+
+
+def iso(moment: datetime) -> str:
+    """A datetime as ISO-8601 text."""
+    return moment.isoformat()

@@ -1,0 +1,241 @@
+"""How storytellers, situations and memories look: text for people, stable JSON for scripts.
+
+The text of `show_storyteller` follows FutureMUD's ``ais show``: models and reasoning per scope,
+pause state, description, subscriptions, speech context, status progs, surveillance, the three
+prompts, custom tools with their validity, then the situation table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storyteller_daemon.cli.ais_catalogue import (
+    Catalogue,
+    ToolCheck,
+    check_tool,
+    describe_prog,
+)
+from storyteller_daemon.cli.ais_io import format_duration, format_time, say, table
+from storyteller_daemon.cli.common import yes_no
+from storyteller_daemon.domain.settings import (
+    EventKind,
+    Heartbeat,
+    ReasoningEffort,
+    Scope,
+    Storyteller,
+)
+from storyteller_daemon.domain.situations import CharacterMemory, Situation
+
+LIST_COLUMNS = ("Id", "Name", "Model", "Paused", "Room", "Speech", "Crime", "State",
+                "5m", "10m", "30m", "1h")  # fmt: skip
+SITUATION_COLUMNS = ("Id", "Title", "Resolved", "Scope", "Created")
+MEMORY_COLUMNS = ("Id", "Character", "Title", "Created")
+
+
+def list_row(st: Storyteller) -> list[object]:
+    """One row of ``ais list``."""
+    return [
+        st.id, st.name, st.model, yes_no(st.paused),
+        *(yes_no(k in st.subscriptions) for k in EventKind),
+        *(yes_no(h in st.heartbeats) for h in Heartbeat),
+    ]  # fmt: skip
+
+
+def summary_json(st: Storyteller) -> dict[str, Any]:
+    """The ``ais list --json`` entry of a storyteller."""
+    return {
+        "id": st.id,
+        "name": st.name,
+        "model": st.model,
+        "paused": st.paused,
+        "subscriptions": {k.value: k in st.subscriptions for k in EventKind},
+        "heartbeats": {h.value: h in st.heartbeats for h in Heartbeat},
+    }
+
+
+def _effort_setting(scope: Scope, st: Storyteller) -> ReasoningEffort | None:
+    return {
+        Scope.EVENT: st.reasoning_effort,
+        Scope.TIME: st.time_reasoning_effort,
+        Scope.ATTENTION: st.attention_reasoning_effort,
+    }[scope]
+
+
+def _model_setting(scope: Scope, st: Storyteller) -> str | None:
+    return {Scope.EVENT: st.model, Scope.TIME: st.time_model, Scope.ATTENTION: st.attention_model}[
+        scope
+    ]
+
+
+_EFFORT_FALLBACK = {
+    Scope.EVENT: "the default, medium",
+    Scope.TIME: "the event reasoning",
+    Scope.ATTENTION: "the default, low",
+}
+
+
+def scope_line(scope: Scope, st: Storyteller) -> str:
+    """``gpt-5 (falls back to the event model), reasoning low (falls back to the default, low)``."""
+    model = st.model_for(scope)
+    if not _model_setting(scope, st):
+        model += " (falls back to the event model)"
+    effort = st.effort_for(scope).value
+    if _effort_setting(scope, st) is None:
+        effort += f" (falls back to {_EFFORT_FALLBACK[scope]})"
+    return f"{model}, reasoning {effort}"
+
+
+def situation_json(s: Situation) -> dict[str, Any]:
+    """A situation for ``--json``."""
+    kind = "character" if s.character_id else "room" if s.room_id else "universal"
+    return {
+        "id": s.id,
+        "title": s.title,
+        "text": s.text,
+        "resolved": s.resolved,
+        "scope": {"kind": kind, "id": s.character_id or s.room_id},
+        "created_on": s.created_on.isoformat(),
+    }
+
+
+def situation_row(s: Situation) -> list[object]:
+    """One row of the situation table."""
+    return [s.id, s.title, yes_no(s.resolved), s.scope_label, format_time(s.created_on)]
+
+
+def memory_json(m: CharacterMemory) -> dict[str, Any]:
+    """A memory for ``--json``."""
+    return {
+        "id": m.id,
+        "character_id": m.character_id,
+        "title": m.title,
+        "text": m.text,
+        "created_on": m.created_on.isoformat(),
+    }
+
+
+def memory_row(m: CharacterMemory) -> list[object]:
+    """One row of the memory table."""
+    return [m.id, f"#{m.character_id}", m.title, format_time(m.created_on)]
+
+
+def _parameter_types(check: ToolCheck) -> dict[str, str]:
+    """Casefolded parameter name → type, from the bound prog when the catalogue has it."""
+    params = check.prog.parameters if check.prog else ()
+    return {p.name.casefold(): p.type.describe() for p in params}
+
+
+def storyteller_json(
+    st: Storyteller, catalogue: Catalogue, situations: list[Situation]
+) -> dict[str, Any]:
+    """Everything ``ais show --json`` reports; a null setting means the scope falls back."""
+    tools = []
+    for tool in st.custom_tools:
+        check = check_tool(tool, catalogue)
+        types = _parameter_types(check)
+        tools.append({
+            "name": tool.name,
+            "description": tool.description,
+            "prog": tool.prog,
+            "echo_only": tool.echo_only,
+            "parameters": [
+                {"name": n, "type": types.get(n.casefold()), "description": d}
+                for n, d in tool.parameter_descriptions
+            ],
+            "valid": check.valid,
+            "problems": list(check.problems),
+        })  # fmt: skip
+    return {
+        "id": st.id,
+        "name": st.name,
+        "description": st.description,
+        "paused": st.paused,
+        "scopes": {
+            scope.value: {
+                "model": st.model_for(scope),
+                "model_setting": _model_setting(scope, st),
+                "reasoning": st.effort_for(scope).value,
+                "reasoning_setting": (e.value if (e := _effort_setting(scope, st)) else None),
+            }
+            for scope in Scope
+        },
+        "subscriptions": {k.value: k in st.subscriptions for k in EventKind},
+        "heartbeats": {h.value: h in st.heartbeats for h in Heartbeat},
+        "speech_context": {
+            "count": st.speech_context_count,
+            "window_seconds": st.speech_context_window.total_seconds(),
+        },
+        "status_progs": {h.value: st.status_prog(h) for h in Heartbeat},
+        "player_info_prog": st.player_info_prog,
+        "surveillance": {
+            "zones": sorted(st.surveillance.zones),
+            "included": sorted(st.surveillance.included),
+            "excluded": sorted(st.surveillance.excluded),
+        },
+        "attention_prompt": st.attention_prompt,
+        "system_prompt": st.system_prompt,
+        "time_system_prompt": st.time_system_prompt,
+        "custom_tools": tools,
+        "catalogue_known": catalogue is not None,
+        "situations": [situation_json(s) for s in situations],
+        "revision": st.revision,
+        "created_on": st.created_on.isoformat() if st.created_on else None,
+    }
+
+
+def speech_context_line(st: Storyteller) -> str:
+    """How the speech-context settings read in ``show`` and ``set speech-context``."""
+    window = format_duration(st.speech_context_window)
+    if st.speech_context_count == 0:
+        return f"off (0 events; window {window})"
+    return f"up to {st.speech_context_count} recent speech events, at most {window} apart"
+
+
+def _block(title: str, text: str) -> None:
+    say(f"{title}:")
+    for line in (text or "(empty)").splitlines() or [""]:
+        say(f"  {line}")
+
+
+def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Situation]) -> None:
+    """Print the full human-readable description of a storyteller."""
+    say(f"Storyteller #{st.id}: {st.name}")
+    say(f"Paused: {yes_no(st.paused)}")
+    for scope in Scope:
+        say(f"{scope.value.capitalize()} model: {scope_line(scope, st)}")
+    _block("Description", st.description)
+    say("Events: " + ", ".join(f"{k.value} {yes_no(k in st.subscriptions)}" for k in EventKind))
+    say("Heartbeats: " + ", ".join(f"{h.value} {yes_no(h in st.heartbeats)}" for h in Heartbeat))
+    say(f"Speech context: {speech_context_line(st)}")
+    say("Status progs: " + ", ".join(
+        f"{h.value} {describe_prog(catalogue, p) if (p := st.status_prog(h)) else 'none'}"
+        for h in Heartbeat
+    ))  # fmt: skip
+    player = st.player_info_prog
+    say(f"Player information prog: {describe_prog(catalogue, player) if player else 'none'}")
+    say(f"Surveillance: {st.surveillance.describe()}")
+    _block("Attention prompt", st.attention_prompt)
+    _block("System prompt", st.system_prompt)
+    if st.time_system_prompt is None:
+        say("Time system prompt: (falls back to the system prompt)")
+    else:
+        _block("Time system prompt", st.time_system_prompt)
+    _show_tools(st, catalogue)
+    table("Situations", SITUATION_COLUMNS, [situation_row(s) for s in situations])
+
+
+def _show_tools(st: Storyteller, catalogue: Catalogue) -> None:
+    if not st.custom_tools:
+        say("Custom tools: none")
+        return
+    say("Custom tools:")
+    for tool in st.custom_tools:
+        check = check_tool(tool, catalogue)
+        types = _parameter_types(check)
+        say(f"  {tool.name}: {tool.description}")
+        say(f"    Prog: {describe_prog(catalogue, tool.prog)}")
+        say(f"    Offered: {'Echoes Only' if tool.echo_only else 'Always'}")
+        for name, desc in tool.parameter_descriptions:
+            kind = types.get(name.casefold(), "?")
+            say(f"    Parameter {kind} {name}: {desc or '(no description)'}")
+        say(f"    Validity: {check.describe()}")

@@ -1,0 +1,58 @@
+"""A manual clock for deterministic tests: time moves only when the test advances it."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from datetime import UTC, datetime, timedelta
+
+
+class FakeClock:
+    """Implements the runtime `Clock`; `advance()` wakes the sleepers whose time has come."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._start = start or datetime(2026, 1, 1, tzinfo=UTC)
+        self._elapsed = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def now(self) -> datetime:
+        """Start time plus elapsed fake seconds."""
+        return self._start + timedelta(seconds=self._elapsed)
+
+    def monotonic(self) -> float:
+        """Elapsed fake seconds."""
+        return self._elapsed
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait until the test has advanced the clock by `seconds`."""
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
+        await future
+
+    @property
+    def sleepers(self) -> int:
+        """How many tasks are waiting on this clock."""
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward, waking sleepers in deadline order and letting them run."""
+        target = self._elapsed + seconds
+        while self._sleepers and self._sleepers[0][0] <= target:
+            deadline, _, future = heapq.heappop(self._sleepers)
+            self._elapsed = max(self._elapsed, deadline)
+            if not future.done():
+                future.set_result(None)
+            await settle()
+        self._elapsed = target
+        await settle()
+
+
+async def settle(rounds: int = 20) -> None:
+    """Let ready tasks run until the loop is quiet (no real time passes)."""
+    for _ in range(rounds):
+        await asyncio.sleep(0)
