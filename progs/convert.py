@@ -25,6 +25,10 @@ OutfitItem                  ``{"owner_character_id": n, "item_id": n, "outfit_na
 Collection<T>               list of converted elements
 ==========================  =================================================================
 
+A ClanPaygrade name (bare or in ``{"name": s}``) may also be an abbreviation, as in FutureMUD.
+An Effect without an owner id means "search every owner", narrowed to one kind if
+``owner_type`` is given; the game reports an effect id found on several owners as ambiguous.
+
 JSON null is accepted for reference types (all but `progs.types.VALUE_TYPES`) and sent as None.
 Object keys are matched exactly, in FutureMUD's alias order; a null property counts as absent.
 """
@@ -147,6 +151,7 @@ def _convert_element(element: ProgType, value: Any) -> Any:
 
 _ID_KEYS = ("Id", "ID", "id")
 _INT64_MAX = 2**63 - 1
+_FLOAT_EXACT = 2**53
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
@@ -178,7 +183,8 @@ def _number(value: Any) -> int | float | None:
             return None
         value = float(text)
     if isinstance(value, float) and math.isfinite(value):
-        return int(value) if value.is_integer() else value
+        # Past 2**53 a float no longer holds every integer, so it is not turned into one.
+        return int(value) if value.is_integer() and abs(value) < _FLOAT_EXACT else value
     return None
 
 

@@ -16,19 +16,18 @@ from __future__ import annotations
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
-# This is the one module allowed to import openai (the ruff ban and import-linter say so).
-import openai  # noqa: TID251
-from openai.types.responses import (  # noqa: TID251
+import openai
+from openai.types.responses import (
     Response,
     ResponseIncludable,
     ResponseInputParam,
     ResponseTextConfigParam,
     ToolParam,
 )
-from openai.types.responses.response_create_params import (  # noqa: TID251
+from openai.types.responses.response_create_params import (
     ToolChoice as ApiToolChoice,
 )
-from openai.types.shared_params import Reasoning  # noqa: TID251
+from openai.types.shared_params import Reasoning
 
 from storyteller_daemon.agent.model import (
     FunctionCall,

@@ -6,13 +6,22 @@ it works on (an id or a case-insensitive name). Delete and clone, missing in Fut
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli import ais_narrative, ais_set, ais_tools, ais_xml
+from storyteller_daemon.cli import ais_narrative, ais_set, ais_set_inputs, ais_tools, ais_xml
 from storyteller_daemon.cli.ais_catalogue import load_catalogue
-from storyteller_daemon.cli.ais_io import JsonFlag, check_new_name, register, say, table
+from storyteller_daemon.cli.ais_io import (
+    JsonFlag,
+    alias,
+    check_new_name,
+    command_group,
+    register,
+    say,
+    table,
+)
 from storyteller_daemon.cli.ais_view import (
     LIST_COLUMNS,
     list_row,
@@ -20,14 +29,12 @@ from storyteller_daemon.cli.ais_view import (
     storyteller_json,
     summary_json,
 )
-from storyteller_daemon.cli.aisr_view import DOCUMENT_COLUMNS, document_json, document_row
+from storyteller_daemon.cli.aisr import DOCUMENT_COLUMNS, document_json, document_row
 from storyteller_daemon.cli.common import open_store, print_json, run_async
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ValidationError
 
-app = typer.Typer(
-    help="Storytellers: list, create, show, configure, pause, delete, clone.", no_args_is_help=True
-)
+app = command_group("Storytellers: list, create, show, configure, pause, delete, clone.")
 
 Ref = Annotated[str, typer.Argument(metavar="REF", help="Storyteller id or name.")]
 NewName = Annotated[list[str], typer.Argument(metavar="NAME", help="Unique name (ignoring case).")]
@@ -85,7 +92,7 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
         st = await store.storytellers.get(ref)
         assert st.id is not None
         situations = await store.situations.list(st.id)
-    catalogue = await load_catalogue(ctx) if st.custom_tools or not json_out else None
+    catalogue = await load_catalogue(ctx)
     if json_out:
         print_json(storyteller_json(st, catalogue, situations))
     else:
@@ -105,12 +112,13 @@ async def delete(
         assert st.id is not None
         n_situations = len(await store.situations.list(st.id))
         n_memories = len(await store.memories.list(st.id))
-        what = f"storyteller #{st.id} ({st.name}), {n_situations} situation(s), " \
-               f"{n_memories} memory(ies)"  # fmt: skip
+        held = f"{n_situations} situation(s) and {n_memories} memory(ies)"
         if not yes:
-            raise ValidationError(f"Not deleting {what} without --yes.")
+            raise ValidationError(
+                f"Storyteller #{st.id} ({st.name}) has {held}; add --yes to delete them all."
+            )
         await store.storytellers.delete(st.id)
-    say(f"Deleted {what}.")
+    say(f"Deleted storyteller #{st.id} ({st.name}) with its {held}.")
 
 
 @register(app, "clone")
@@ -121,8 +129,10 @@ async def clone(ctx: typer.Context, ref: Ref, name: NewName) -> None:
     async with open_store(ctx) as store:
         source = await store.storytellers.get(ref)
         copy = await store.storytellers.clone(ref, clean)
-    say(f"Cloned storyteller #{source.id} ({source.name}) as #{copy.id} ({copy.name}); "
-        "it starts paused.")  # fmt: skip
+    say(
+        f"Cloned storyteller #{source.id} ({source.name}) as #{copy.id} ({copy.name}); "
+        "it starts paused."
+    )
 
 
 async def _set_paused(ctx: typer.Context, ref: str, paused: bool) -> None:
@@ -131,8 +141,6 @@ async def _set_paused(ctx: typer.Context, ref: str, paused: bool) -> None:
         st = await store.storytellers.get(ref)
         if st.paused == paused:
             raise ValidationError(f"Storyteller {st.name} is already {word}.")
-        from dataclasses import replace
-
         await store.storytellers.save(replace(st, paused=paused))
     say(f"Storyteller {st.name} is now {word}.")
 
@@ -156,24 +164,28 @@ async def unpause(ctx: typer.Context, ref: Ref) -> None:
 async def refsearch(
     ctx: typer.Context,
     ref: Ref,
-    query: Annotated[list[str], typer.Argument(metavar="QUERY")],
+    query: Annotated[list[str] | None, typer.Argument(metavar="QUERY", show_default=False)] = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Search the reference documents this storyteller may read, best match first."""
+    """Search the reference documents this storyteller may read, best match first.
+
+    Every word must appear in some field; with no words, list them all.
+    """
     async with open_store(ctx) as store:
         st = await store.storytellers.get(ref)
-        found = await store.references.search(" ".join(query), visible_to=st.id)
+        found = await store.references.search(" ".join(query or ()), visible_to=st.id)
     if json_out:
         print_json([document_json(d) for d in found])
     else:
         table(f"Documents visible to {st.name}", DOCUMENT_COLUMNS, [document_row(d) for d in found])
 
 
+ais_set_inputs.register_commands(ais_set.app)
 ais_set.app.add_typer(ais_tools.app, name="tool")
-ais_set.app.add_typer(ais_tools.app, name="tools", hidden=True)
+alias(ais_set.app, "tool", "tools")
 app.add_typer(ais_set.app, name="set")
 app.add_typer(ais_narrative.situations, name="situation")
-app.add_typer(ais_narrative.situations, name="situations", hidden=True)
 app.add_typer(ais_narrative.memories, name="memory")
-app.add_typer(ais_narrative.memories, name="memories", hidden=True)
+alias(app, "situation", "situations")
+alias(app, "memory", "memories")
 ais_xml.register_commands(app)

@@ -53,6 +53,19 @@ def require_prog(catalogue: Catalogue, ref: str) -> ProgSignature | None:
     return prog
 
 
+def stored_reference(catalogue: Catalogue, ref: str) -> str:
+    """What to store for a prog the operator named: its id when the catalogue knows it.
+
+    FutureMUD stores prog ids, so ids keep exported documents loadable there; with the catalogue
+    unknown, the reference is kept as typed.
+
+    Raises:
+        NotFoundError: the catalogue is known and has no such prog.
+    """
+    prog = require_prog(catalogue, ref)
+    return str(prog.id) if prog else ref.strip()
+
+
 def describe_prog(catalogue: Catalogue, ref: str) -> str:
     """``Name (#id)`` when the catalogue knows the prog, else the stored reference."""
     prog = find_prog(catalogue, ref)
@@ -82,7 +95,9 @@ class ToolCheck:
         """``valid``, ``unknown (world unreachable)`` or ``INVALID: reasons``."""
         if not self.known:
             return UNKNOWN
-        return "valid" if not self.problems else "INVALID (not offered): " + "; ".join(self.problems)
+        return (
+            "valid" if not self.problems else "INVALID (not offered): " + "; ".join(self.problems)
+        )
 
 
 def check_tool(tool: CustomTool, catalogue: Catalogue) -> ToolCheck:

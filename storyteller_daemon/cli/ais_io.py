@@ -9,15 +9,19 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import typer
+from rich import box
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
 
-from storyteller_daemon.cli.common import console, print_table
+from storyteller_daemon.cli.common import console
 from storyteller_daemon.errors import ValidationError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -27,8 +31,9 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON with stable k
 
 FileOption = Annotated[
     Path | None,
-    typer.Option("--file", "-f", help="Read the text from this file ('-' for stdin).",
-                 dir_okay=False),
+    typer.Option(
+        "--file", "-f", help="Read the text from this file ('-' for stdin).", dir_okay=False
+    ),
 ]
 """Where long text comes from when it is not typed inline."""
 
@@ -74,7 +79,9 @@ def read_text(words: Sequence[str] | None, file: Path | None, what: str) -> str:
     """
     inline = " ".join(words or ())
     if (file is None) == (not inline):
-        raise ValidationError(f"Give the {what} either as text or with --file, not both or neither.")
+        raise ValidationError(
+            f"Give the {what} either as text or with --file, not both or neither."
+        )
     if file is None:
         return sys.stdin.read() if inline == "-" else inline
     if str(file) == "-":
@@ -100,9 +107,7 @@ def parse_duration(text: str) -> timedelta:
     compact = raw.replace(" ", "")
     terms = _UNIT_TERM.findall(compact)
     if not compact or "".join(n + u for n, u in terms) != compact:
-        raise ValidationError(
-            f"'{text}' is not a duration; use e.g. 90s, 3m, 1h30m or 00:03:00."
-        )
+        raise ValidationError(f"'{text}' is not a duration; use e.g. 90s, 3m, 1h30m or 00:03:00.")
     return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in terms))
 
 
@@ -150,22 +155,79 @@ def say(line: str) -> None:
     console.print(line, markup=False)
 
 
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """`print_table` with every cell shown literally rather than read as rich markup."""
-    print_table(
-        title, columns, [["" if v is None else escape(str(v)) for v in row] for row in rows]
-    )
+WIDE_COLUMNS = frozenset({"Name", "Model", "Title", "Folder", "Type", "Keywords"})
+"""Columns of free text, which may wrap; ids, flags and times never do."""
 
 
-def register(
-    app: typer.Typer, name: str, *aliases: str, lenient: bool = False
-) -> Callable[[F], F]:
-    """Register a command under `name`, plus hidden aliases that the help text lists.
+def table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    wide: Collection[str] = WIDE_COLUMNS,
+) -> None:
+    """A compact table whose cells are shown literally, never read as rich markup.
 
     Args:
-        app: the command group.
+        title: shown above the table, and in the line printed instead when there are no rows.
+        columns: column headings.
+        rows: cell values; None shows as blank.
+        wide: headings of the columns that may wrap; the rest never do, so ids and flags stay
+            readable on a narrow terminal.
+    """
+    if not rows:
+        say(f"No {title[0].lower() + title[1:]} to show.")
+        return
+    grid = Table(
+        title=escape(title),
+        box=box.SIMPLE_HEAD,
+        header_style="bold",
+        padding=(0, 1, 0, 0),
+        show_edge=False,
+    )
+    for column in columns:
+        grid.add_column(escape(column), no_wrap=column not in wide, overflow="fold")
+    for row in rows:
+        grid.add_row(*(Text("" if v is None else str(v)) for v in row))
+    console.print(grid)
+
+
+class AliasGroup(TyperGroup):
+    """A command group that also answers to other names (FutureMUD's spellings) it does not list.
+
+    Aliases are resolved by name rather than registered as hidden copies, so each costs nothing
+    when the command tree is built.
+    """
+
+    aliases: ClassVar[dict[str, str]] = {}
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command called `cmd_name`, or the one it is an alias of."""
+        return super().get_command(ctx, self.aliases.get(cmd_name.lower(), cmd_name))
+
+
+def command_group(help_text: str, **settings: Any) -> typer.Typer:
+    """A typer app whose commands may have aliases (see `register` and `alias`)."""
+    group = type("AliasGroup", (AliasGroup,), {"aliases": {}})
+    settings.setdefault("no_args_is_help", True)
+    return typer.Typer(help=help_text, cls=group, **settings)
+
+
+def alias(app: typer.Typer, name: str, *aliases: str) -> None:
+    """Let `app` run its command or subgroup `name` under each of `aliases` too."""
+    group = app.info.cls
+    if not (isinstance(group, type) and issubclass(group, AliasGroup)):
+        raise TypeError("aliases need a group made by command_group()")
+    group.aliases.update({a.lower(): name for a in aliases})
+
+
+def register(app: typer.Typer, name: str, *aliases: str, lenient: bool = False) -> Callable[[F], F]:
+    """Register a command under `name`; its aliases work too and its help lists them.
+
+    Args:
+        app: the command group (from `command_group` when there are aliases).
         name: the command's documented name.
-        *aliases: other names that run the same command (FutureMUD's spellings).
+        *aliases: other names that run the same command.
         lenient: pass unknown ``-x`` words through as arguments (filters, negative numbers).
     """
 
@@ -173,10 +235,9 @@ def register(
         doc = inspect.getdoc(fn) or ""
         if aliases:
             doc += "\n\nAliases: " + ", ".join(aliases) + "."
+            alias(app, name, *aliases)
         settings = {"ignore_unknown_options": True} if lenient else None
         app.command(name, help=doc, context_settings=settings)(fn)
-        for alias in aliases:
-            app.command(alias, help=doc, hidden=True, context_settings=settings)(fn)
         return fn
 
     return decorate

@@ -11,7 +11,15 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_io import JsonFlag, format_time, parse_id, register, say, table
+from storyteller_daemon.cli.ais_io import (
+    JsonFlag,
+    command_group,
+    format_time,
+    parse_id,
+    register,
+    say,
+    table,
+)
 from storyteller_daemon.cli.ais_view import (
     MEMORY_COLUMNS,
     SITUATION_COLUMNS,
@@ -23,14 +31,10 @@ from storyteller_daemon.cli.ais_view import (
 from storyteller_daemon.cli.common import open_store, print_json, run_async, yes_no
 from storyteller_daemon.errors import ValidationError
 
-situations = typer.Typer(
-    help="A storyteller's situations: list, show, change scope. Alias: situations.",
-    no_args_is_help=True,
+situations = command_group(
+    "A storyteller's situations: list, show, change scope. Alias: situations."
 )
-memories = typer.Typer(
-    help="A storyteller's character memories: list, show, forget. Alias: memories.",
-    no_args_is_help=True,
-)
+memories = command_group("A storyteller's character memories: list, show, forget. Alias: memories.")
 
 Ref = Annotated[str, typer.Argument(metavar="REF", help="Storyteller id or name.")]
 ItemId = Annotated[str, typer.Argument(metavar="ID")]
@@ -61,7 +65,9 @@ async def list_situations(
 
 @register(situations, "show")
 @run_async
-async def show_situation(ctx: typer.Context, ref: Ref, situation: ItemId, json_out: JsonFlag = False) -> None:
+async def show_situation(
+    ctx: typer.Context, ref: Ref, situation: ItemId, json_out: JsonFlag = False
+) -> None:
     """One situation with its full text."""
     ident = parse_id(situation, "situation")
     async with open_store(ctx) as store:
@@ -141,7 +147,9 @@ async def list_memories(
 
 @register(memories, "show")
 @run_async
-async def show_memory(ctx: typer.Context, ref: Ref, memory: ItemId, json_out: JsonFlag = False) -> None:
+async def show_memory(
+    ctx: typer.Context, ref: Ref, memory: ItemId, json_out: JsonFlag = False
+) -> None:
     """One memory with its full text."""
     ident = parse_id(memory, "memory")
     async with open_store(ctx) as store:

@@ -2,8 +2,9 @@
 
 Unlike FutureMUD, tool names are checked against the model API's pattern and the built-in tool
 names, and rebinding a tool to another prog also drops descriptions of parameters the new prog
-does not have. When the world's prog catalogue is unknown, progs and parameters are taken on
-trust and the confirmation says so.
+does not have. Progs are stored by id when the world's prog catalogue knows them (as FutureMUD
+stores them); when the catalogue is unknown, progs and parameters are taken on trust and the
+confirmation says so.
 """
 
 from __future__ import annotations
@@ -18,19 +19,16 @@ from storyteller_daemon.cli.ais_catalogue import (
     describe_prog,
     find_prog,
     load_catalogue,
-    require_prog,
+    stored_reference,
 )
-from storyteller_daemon.cli.ais_io import register
+from storyteller_daemon.cli.ais_io import command_group, register
 from storyteller_daemon.cli.ais_set import apply_change
 from storyteller_daemon.cli.common import run_async
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 
-app = typer.Typer(
-    help="Custom tools: add, remove, describe, rebind, toggle echo-only. Alias: tools.",
-    no_args_is_help=True,
-)
+app = command_group("Custom tools: add, remove, describe, rebind, toggle echo-only. Alias: tools.")
 
 ToolName = Annotated[str, typer.Argument(metavar="NAME", help="Custom tool name.")]
 ProgRef = Annotated[str, typer.Argument(metavar="PROG", help="Prog id or name.")]
@@ -65,9 +63,9 @@ async def add_tool(
     """Add a custom tool that runs PROG; parameter descriptions start blank."""
     validate_tool_name(name, BUILTIN_TOOL_NAMES)
     catalogue = await load_catalogue(ctx)
-    signature = require_prog(catalogue, prog)
-    tool = CustomTool(name=name, description=f"Custom tool {name}", prog=prog.strip(),
-                      echo_only=echo)  # fmt: skip
+    stored = stored_reference(catalogue, prog)
+    signature = find_prog(catalogue, stored)
+    tool = CustomTool(name=name, description=f"Custom tool {name}", prog=stored, echo_only=echo)
     if signature is not None:
         tool = tool.rebound(signature.parameter_names)
 
@@ -152,10 +150,13 @@ async def describe_parameter(
         real = _parameter_name(tool, catalogue, parameter)
         descs = [(n, d) for n, d in tool.parameter_descriptions if n.casefold() != real.casefold()]
         position = next(
-            (i for i, (n, _) in enumerate(tool.parameter_descriptions)
-             if n.casefold() == real.casefold()),
+            (
+                i
+                for i, (n, _) in enumerate(tool.parameter_descriptions)
+                if n.casefold() == real.casefold()
+            ),
             len(descs),
-        )  # fmt: skip
+        )
         descs.insert(position, (real, value))
         new = replace(tool, parameter_descriptions=tuple(descs))
         tail = _UNCHECKED if catalogue is None else ""
@@ -171,11 +172,12 @@ async def describe_parameter(
 async def rebind_tool(ctx: typer.Context, name: ToolName, prog: ProgRef) -> None:
     """Bind a tool to another prog; descriptions are re-aligned to its parameters."""
     catalogue = await load_catalogue(ctx)
-    signature = require_prog(catalogue, prog)
+    stored = stored_reference(catalogue, prog)
+    signature = find_prog(catalogue, stored)
 
     def change(st: Storyteller) -> tuple[Storyteller, str]:
         tool = _tool(st, name)
-        new = replace(tool, prog=prog.strip())
+        new = replace(tool, prog=stored)
         if signature is not None:
             new = new.rebound(signature.parameter_names)
         tail = _UNCHECKED if catalogue is None else ""

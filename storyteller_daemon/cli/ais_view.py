@@ -26,8 +26,20 @@ from storyteller_daemon.domain.settings import (
 )
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 
-LIST_COLUMNS = ("Id", "Name", "Model", "Paused", "Room", "Speech", "Crime", "State",
-                "5m", "10m", "30m", "1h")  # fmt: skip
+LIST_COLUMNS = (
+    "Id",
+    "Name",
+    "Model",
+    "Paused",
+    "Room",
+    "Speech",
+    "Crime",
+    "State",
+    "5m",
+    "10m",
+    "30m",
+    "1h",
+)
 SITUATION_COLUMNS = ("Id", "Title", "Resolved", "Scope", "Created")
 MEMORY_COLUMNS = ("Id", "Character", "Title", "Created")
 
@@ -35,10 +47,13 @@ MEMORY_COLUMNS = ("Id", "Character", "Title", "Created")
 def list_row(st: Storyteller) -> list[object]:
     """One row of ``ais list``."""
     return [
-        st.id, st.name, st.model, yes_no(st.paused),
+        st.id,
+        st.name,
+        st.model,
+        yes_no(st.paused),
         *(yes_no(k in st.subscriptions) for k in EventKind),
         *(yes_no(h in st.heartbeats) for h in Heartbeat),
-    ]  # fmt: skip
+    ]
 
 
 def summary_json(st: Storyteller) -> dict[str, Any]:
@@ -67,7 +82,7 @@ def _model_setting(scope: Scope, st: Storyteller) -> str | None:
     ]
 
 
-_EFFORT_FALLBACK = {
+EFFORT_FALLBACK = {
     Scope.EVENT: "the default, medium",
     Scope.TIME: "the event reasoning",
     Scope.ATTENTION: "the default, low",
@@ -81,7 +96,7 @@ def scope_line(scope: Scope, st: Storyteller) -> str:
         model += " (falls back to the event model)"
     effort = st.effort_for(scope).value
     if _effort_setting(scope, st) is None:
-        effort += f" (falls back to {_EFFORT_FALLBACK[scope]})"
+        effort += f" (falls back to {EFFORT_FALLBACK[scope]})"
     return f"{model}, reasoning {effort}"
 
 
@@ -133,18 +148,20 @@ def storyteller_json(
     for tool in st.custom_tools:
         check = check_tool(tool, catalogue)
         types = _parameter_types(check)
-        tools.append({
-            "name": tool.name,
-            "description": tool.description,
-            "prog": tool.prog,
-            "echo_only": tool.echo_only,
-            "parameters": [
-                {"name": n, "type": types.get(n.casefold()), "description": d}
-                for n, d in tool.parameter_descriptions
-            ],
-            "valid": check.valid,
-            "problems": list(check.problems),
-        })  # fmt: skip
+        tools.append(
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "prog": tool.prog,
+                "echo_only": tool.echo_only,
+                "parameters": [
+                    {"name": n, "type": types.get(n.casefold()), "description": d}
+                    for n, d in tool.parameter_descriptions
+                ],
+                "valid": check.valid,
+                "problems": list(check.problems),
+            }
+        )
     return {
         "id": st.id,
         "name": st.name,
@@ -207,10 +224,13 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
     say("Events: " + ", ".join(f"{k.value} {yes_no(k in st.subscriptions)}" for k in EventKind))
     say("Heartbeats: " + ", ".join(f"{h.value} {yes_no(h in st.heartbeats)}" for h in Heartbeat))
     say(f"Speech context: {speech_context_line(st)}")
-    say("Status progs: " + ", ".join(
-        f"{h.value} {describe_prog(catalogue, p) if (p := st.status_prog(h)) else 'none'}"
-        for h in Heartbeat
-    ))  # fmt: skip
+    say(
+        "Status progs: "
+        + ", ".join(
+            f"{h.value} {describe_prog(catalogue, p) if (p := st.status_prog(h)) else 'none'}"
+            for h in Heartbeat
+        )
+    )
     player = st.player_info_prog
     say(f"Player information prog: {describe_prog(catalogue, player) if player else 'none'}")
     say(f"Surveillance: {st.surveillance.describe()}")

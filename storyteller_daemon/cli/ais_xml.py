@@ -80,16 +80,20 @@ async def export_part(
     part: PartOption,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write to this file instead of stdout.",
-                     dir_okay=False),
+        typer.Option(
+            "--output", "-o", help="Write to this file instead of stdout.", dir_okay=False
+        ),
     ] = None,
 ) -> None:
     """Write a storyteller's surveillance or tools as FutureMUD XML."""
     which = Part.parse(part)
     async with open_store(ctx) as store:
         st = await store.storytellers.get(ref)
-    text = render_surveillance(st.surveillance) if which is Part.SURVEILLANCE \
-        else render_tool_calls(st)  # fmt: skip
+    text = (
+        render_surveillance(st.surveillance)
+        if which is Part.SURVEILLANCE
+        else render_tool_calls(st)
+    )
     if not text.endswith("\n"):
         text += "\n"
     if output is None:
@@ -102,8 +106,10 @@ async def export_part(
 async def import_part(
     ctx: typer.Context,
     ref: Ref,
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="The XML document ('-' for stdin).",
-                                         dir_okay=False)],
+    file: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help="The XML document ('-' for stdin).", dir_okay=False),
+    ],
     part: PartOption,
 ) -> None:
     """Replace a storyteller's surveillance or tools with a FutureMUD XML document."""
@@ -128,8 +134,10 @@ async def import_part(
     catalogue = await load_catalogue(ctx)
     invalid = [t.name for t in saved.custom_tools if check_tool(t, catalogue).valid is False]
     note = f"; not offered until fixed: {', '.join(invalid)}" if invalid else ""
-    say(f"Imported {len(saved.custom_tools)} custom tool(s) and the speech context of "
-        f"{saved.name}{note}.")  # fmt: skip
+    say(
+        f"Imported {len(saved.custom_tools)} custom tool(s) and the speech context of "
+        f"{saved.name}{note}."
+    )
 
 
 def _read_document(file: Path) -> bytes:

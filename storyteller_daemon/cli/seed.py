@@ -1,7 +1,82 @@
-"""``storyteller seed``."""
+"""``storyteller seed``: list the example packs and load one, idempotently."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from storyteller_daemon.cli.common import console, open_store, print_table, run_async
+from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.storage.seeding import (
+    SEED_DIR,
+    Action,
+    LoadReport,
+    list_packs,
+    load_pack,
+    read_pack,
+)
+
 app = typer.Typer(help="Example storyteller packs: list and load.", no_args_is_help=True)
+
+SeedDir = Annotated[
+    Path,
+    typer.Option(
+        "--seed-dir", help="Directory whose sub-directories are packs.", show_default=False
+    ),
+]
+
+
+def _summary(report: LoadReport) -> str:
+    if not report.changed:
+        return f"pack {report.pack}: no changes"
+    created, updated = report.count(Action.CREATE), report.count(Action.UPDATE)
+    unchanged = report.count(Action.UNCHANGED)
+    verbs = ("would create", "would update") if report.dry_run else ("created", "updated")
+    counts = f"{verbs[0]} {created}, {verbs[1]} {updated}, unchanged {unchanged}"
+    suffix = " (dry run: nothing written)" if report.dry_run else ""
+    return f"pack {report.pack}: {counts}{suffix}"
+
+
+@app.command("list")
+@run_async
+async def list_(seed_dir: SeedDir = SEED_DIR) -> None:
+    """Show the packs under seed/: their storytellers and how many documents each holds."""
+    rows: list[tuple[str, str, str, str]] = []
+    for pack_dir in list_packs(seed_dir):
+        try:
+            pack = read_pack(pack_dir, seed_dir)
+        except ConfigError as exc:
+            rows.append((pack_dir.name, f"invalid: {exc}", "", ""))
+            continue
+        storytellers = ", ".join(st.name for st in pack.storytellers) or "none"
+        rows.append((pack.name, pack.description, storytellers, str(len(pack.documents))))
+    print_table("Packs", ["Pack", "Description", "Storytellers", "Documents"], rows)
+
+
+@app.command("load")
+@run_async
+async def load(
+    ctx: typer.Context,
+    pack: Annotated[str, typer.Argument(help="A pack name under seed/, or a pack directory.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
+    ] = False,
+    seed_dir: SeedDir = SEED_DIR,
+) -> None:
+    """Create or update a pack's storytellers and documents by name; leave unchanged ones be.
+
+    Everything is validated first and written in one transaction. A storyteller's pause state is
+    set only when it is created.
+    """
+    parsed = read_pack(pack, seed_dir)
+    async with open_store(ctx) as store:
+        report = await load_pack(store.db, parsed, dry_run=dry_run)
+    if report.changed or dry_run:
+        print_table(
+            None,
+            ["Kind", "Name", "Action", "Changed fields"],
+            [(c.kind, c.name, c.action.value, ", ".join(c.fields)) for c in report.changes],
+        )
+    console.print(_summary(report))

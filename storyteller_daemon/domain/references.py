@@ -24,7 +24,7 @@ def parse_restriction_csv(text: str) -> frozenset[int]:
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit() or int(part) <= 0:
+        if not part.isascii() or not part.isdigit() or int(part) <= 0:
             raise ValidationError(f"'{part}' is not a storyteller id.")
         ids.add(int(part))
     return frozenset(ids)

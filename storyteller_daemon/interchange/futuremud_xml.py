@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from decimal import Decimal
 
-from lxml import etree  # noqa: TID251 - this module is lxml's one home
+from lxml import etree
 
 from storyteller_daemon.domain.references import parse_restriction_csv
 from storyteller_daemon.domain.settings import (

@@ -16,6 +16,7 @@ pack never pauses or unpauses a running storyteller.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -45,12 +46,14 @@ from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import ReferenceDocumentRow, StorytellerRow
 from storyteller_daemon.storage.references import _apply as apply_document_row
 from storyteller_daemon.storage.references import to_domain as document_to_domain
-from storyteller_daemon.storage.storytellers import _apply as apply_storyteller_row
 from storyteller_daemon.storage.storytellers import (
     Clock,
     name_key,
-    to_domain as storyteller_to_domain,
     utc_now,
+)
+from storyteller_daemon.storage.storytellers import _apply as apply_storyteller_row
+from storyteller_daemon.storage.storytellers import (
+    to_domain as storyteller_to_domain,
 )
 
 SEED_DIR = Path(__file__).resolve().parents[2] / "seed"
@@ -429,7 +432,10 @@ def find_pack(ref: str | Path, seed_dir: Path = SEED_DIR) -> Path:
     Raises:
         ConfigError: nothing with a ``pack.toml`` is found; the message lists the known packs.
     """
-    candidates = [seed_dir / str(ref), Path(ref)]
+    path = Path(ref)
+    # A bare name is looked up under seed_dir first; "./x", "a/b" or a Path is always a path.
+    is_bare_name = isinstance(ref, str) and "/" not in ref and os.sep not in ref
+    candidates = [seed_dir / ref, path] if is_bare_name and ref not in {".", ".."} else [path]
     for candidate in candidates:
         if candidate.name == PACK_FILE and candidate.is_file():
             return candidate.parent
@@ -671,10 +677,8 @@ async def load_pack(
                 )
             ).scalars()
         }
-        key_by_id = {
-            i: k
-            for i, k in (await session.execute(select(StorytellerRow.id, StorytellerRow.name_key)))
-        }
+        all_keys = await session.execute(select(StorytellerRow.id, StorytellerRow.name_key))
+        key_by_id = {row.id: row.name_key for row in all_keys}
 
         st_plan: list[tuple[Storyteller, StorytellerRow | None, tuple[str, ...]]] = []
         for st in pack.storytellers:

@@ -86,6 +86,7 @@ class Town(TownState):
         to = f" to {target.name}" if target else ""
         in_language = f" in {language}" if language != "Common" else ""
         heard = f'{sheet.name} {verb}{to}{in_language}, "{words}"'
+        stamp = self._stamp(room_id)
         self.tell(sheet.id, f'You {own_verb}{to}{in_language}, "{words}"')
         for occupant in self.occupants(room_id):
             if occupant == sheet.id:
@@ -94,7 +95,6 @@ class Town(TownState):
                 self.tell(occupant, f"{sheet.name} whispers something to {target.name}.")
             else:
                 self.tell(occupant, heard)
-        stamp = self._stamp(room_id)
         event = Speech(
             cursor=stamp.cursor,
             cell_id=stamp.cell_id,
@@ -161,11 +161,10 @@ class Town(TownState):
         sheet, status = self._active(character_id)
         if status.state is CharacterState.DEAD:
             raise WorldCommandError(f"{sheet.name} is already dead.")
+        stamp = self._stamp(status.location_id)
         status.state = CharacterState(state)
-        room_id = status.location_id
-        for occupant in self.occupants(room_id):
+        for occupant in self.occupants(stamp.cell_id):
             self.tell(occupant, _STATE_LINES[status.state].format(name=sheet.name))
-        stamp = self._stamp(room_id)
         event = StateChange(
             cursor=stamp.cursor,
             cell_id=stamp.cell_id,

@@ -221,10 +221,10 @@ class TownState:
         """
         if not text.strip():
             raise WorldCommandError("Echo text must not be blank.")
+        stamp = self._stamp(room_id)
         for occupant in self.occupants(room_id):
             if occupant not in exclude:
                 self._outputs[occupant].append(text)
-        stamp = self._stamp(room_id)
         event = RoomEcho(
             cursor=stamp.cursor,
             cell_id=stamp.cell_id,

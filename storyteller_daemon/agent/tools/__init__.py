@@ -1,0 +1,1 @@
+"""The storyteller's tools: built-ins (one module per concept), custom prog tools, the registry."""

@@ -36,7 +36,13 @@ MALFORMED_PREFIX = "Malformed tool-call JSON: "
 
 # Errors whose message is written for the model (ids and rules, never secrets or player text
 # beyond what the model itself sent).
-_MODEL_VISIBLE_ERRORS = (ToolError, NotFoundError, ValidationError, ConflictError, WorldCommandError)
+_MODEL_VISIBLE_ERRORS = (
+    ToolError,
+    NotFoundError,
+    ValidationError,
+    ConflictError,
+    WorldCommandError,
+)
 
 
 @dataclass(frozen=True)
@@ -210,11 +216,6 @@ async def invoke(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> Env
         return error(f"Tool handler error: {type(exc).__name__}.")
 
 
-def _present(arguments: Mapping[str, Any], key: str) -> Any:
-    """The value of `key`, or None when absent or null."""
-    return arguments.get(key)
-
-
 def _as_id(value: Any) -> int | None:
     """An integer id from a number, a numeric string or ``{"Id": ...}``; None if not an id."""
     if isinstance(value, bool):
@@ -241,7 +242,7 @@ def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
     Raises:
         ToolError: the value is present but not an id.
     """
-    value = _present(arguments, key)
+    value = arguments.get(key)
     if value is None:
         return None
     parsed = _as_id(value)
@@ -264,7 +265,7 @@ def required_id(arguments: Mapping[str, Any], key: str) -> int:
 
 def optional_text(arguments: Mapping[str, Any], key: str) -> str | None:
     """An optional text argument; non-string JSON values are used as their JSON text."""
-    value = _present(arguments, key)
+    value = arguments.get(key)
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -23,9 +23,7 @@ def _metadata(doc: ReferenceDocument) -> dict[str, Any]:
     }
 
 
-async def search_reference_documents(
-    arguments: dict[str, Any], ctx: ToolContext
-) -> dict[str, Any]:
+async def search_reference_documents(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """SearchReferenceDocuments."""
     query = (optional_text(arguments, "Query") or "").strip()
     docs = await ctx.references.search(query or None, visible_to=ctx.storyteller_id)

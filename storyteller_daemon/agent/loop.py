@@ -1,0 +1,324 @@
+"""The tool loop: one storyteller turn as a series of stateless Responses-API requests.
+
+The rules follow FutureMUD's storyteller loop, with its known bugs fixed:
+
+* the input starts as the user prompt; every request resends the instructions, the turn's tools,
+  ``parallel_tool_calls: true``, ``max_output_tokens`` and the model and reasoning effort of the
+  trigger's scope (heartbeats use the time scope for both);
+* ``tool_choice`` is ``required`` until a response has called a tool, then ``auto``;
+* after a response with calls, its continuation items are appended, then one
+  ``function_call_output`` per call, in call order; calls run one after another;
+* before the first call, a response without calls earns a corrective message, at most
+  ``missing_call_retries`` times; after it, a response without calls ends the turn;
+* a batch with malformed argument JSON earns a corrective message, at most
+  ``malformed_json_retries`` batches in a row (a clean batch resets the count);
+* a batch of only Noop calls ends the turn; so does ``max_rounds``; so does the wall-clock
+  budget ``turn_seconds``, checked before each round and bounding each request;
+* the model's free text is recorded, never acted on.
+
+Beyond FutureMUD, a call identical to one already dispatched in this turn (same tool, same
+canonical arguments) is not run again: it gets the error envelope
+``{"ok": false, "error": "skipped: already done in this turn"}``, an error so the model does not
+read it as a second success. A round in which every call was skipped ends the turn, since the
+model is only repeating itself. Calls to tools not offered in this turn are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from storyteller_daemon.agent.model import (
+    FunctionCall,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ResponseItem,
+)
+from storyteller_daemon.agent.ports import BeforeRequest
+from storyteller_daemon.agent.prompts import tool_loop_instructions, user_message
+from storyteller_daemon.agent.records import (
+    CallRecord,
+    RequestRecord,
+    TurnOutcome,
+    TurnRecord,
+    api_body,
+    response_summary,
+)
+from storyteller_daemon.agent.tools.base import (
+    MALFORMED_PREFIX,
+    MalformedArguments,
+    ToolContext,
+    canonical_arguments,
+    dump_envelope,
+    error,
+    invoke,
+    parse_arguments,
+)
+from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
+
+log = logging.getLogger(__name__)
+
+MISSING_CALL_FEEDBACK = (
+    "You must respond with at least one tool call. If no world change is needed, call Noop."
+)
+MALFORMED_FEEDBACK = (
+    "One or more tool calls used malformed JSON. Retry with valid JSON arguments that exactly "
+    "match the declared tool schemas."
+)
+SKIPPED_ERROR = "skipped: already done in this turn"
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class _Turn:
+    """The mutable state of one running turn."""
+
+    storyteller: Storyteller
+    trigger: Trigger
+    ctx: ToolContext
+    tools: Toolset
+    instructions: str
+    record: TurnRecord
+    items: list[ResponseItem]
+    seen_call: bool = False
+    missing_retries: int = 0
+    malformed_retries: int = 0
+    dispatched: set[tuple[str, str]] = field(default_factory=set)
+
+
+class ToolLoop:
+    """Runs storyteller turns against a `Model`.
+
+    Args:
+        model: the endpoint.
+        limits: rounds, time, retries and output-token bounds.
+        clock: a monotonic clock in seconds (injected so tests control time).
+        before_request: awaited with every request before it is sent; may raise
+            `BudgetExceeded` to stop the turn (token or cost budgets live outside the loop).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        limits: LimitsConfig,
+        clock: Clock,
+        *,
+        before_request: BeforeRequest | None = None,
+    ) -> None:
+        self._model = model
+        self._limits = limits
+        self._clock = clock
+        self._before_request = before_request
+
+    async def run(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        user_prompt: str,
+        ctx: ToolContext,
+        *,
+        turn_key: str,
+    ) -> TurnRecord:
+        """Run one turn and return its record; model failures end the turn, never raise.
+
+        Args:
+            storyteller: whose turn it is (must have an id).
+            trigger: why the turn runs; decides profile, echo tools and scope.
+            user_prompt: the prompt for the trigger (see `agent.prompts`).
+            ctx: the tools' services; bound to this turn here.
+            turn_key: a stable key of this turn; prog calls derive idempotency keys from it.
+
+        Raises:
+            ValueError: the storyteller has no id, or the turn key is blank.
+        """
+        started = self._clock()
+        ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key))
+        assert storyteller.id is not None  # checked by for_turn
+        turn = _Turn(
+            storyteller=storyteller,
+            trigger=trigger,
+            ctx=ctx,
+            tools=toolset(storyteller, trigger, ctx),
+            instructions=tool_loop_instructions(storyteller, trigger),
+            record=TurnRecord(turn_key, storyteller.id, trigger.label),
+            items=[user_message(user_prompt)],
+        )
+        try:
+            turn.record.outcome = await self._drive(turn, started)
+        except ModelTransientError as exc:
+            turn.record.outcome = TurnOutcome.MODEL_TRANSIENT_ERROR
+            turn.record.error = f"{type(exc).__name__}: {exc}"
+        except ModelFatalError as exc:
+            turn.record.outcome = TurnOutcome.MODEL_FATAL_ERROR
+            turn.record.error = f"{type(exc).__name__}: {exc}"
+        except BudgetExceeded as exc:
+            turn.record.outcome = TurnOutcome.BUDGET_EXCEEDED
+            turn.record.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            turn.record.duration_seconds = self._clock() - started
+        log.info(
+            "storyteller %s turn %s (%s) ended: %s after %d round(s), %d call(s)",
+            storyteller.id,
+            turn_key,
+            trigger.label,
+            turn.record.outcome.value,
+            turn.record.rounds,
+            len(turn.record.calls),
+        )
+        return turn.record
+
+    async def _drive(self, turn: _Turn, started: float) -> TurnOutcome:
+        limits = self._limits
+        while True:
+            if turn.record.rounds >= limits.max_rounds:
+                return TurnOutcome.ROUND_BUDGET
+            remaining = limits.turn_seconds - (self._clock() - started)
+            if remaining <= 0:
+                return TurnOutcome.TIME_BUDGET
+            request = self._request(turn)
+            if self._before_request is not None:
+                await self._before_request(request)
+            response = await self._send(turn, request, remaining)
+            if response is None:
+                return TurnOutcome.TIME_BUDGET
+            if not response.function_calls:
+                if turn.seen_call:
+                    return TurnOutcome.COMPLETED
+                turn.missing_retries += 1
+                if turn.missing_retries > limits.missing_call_retries:
+                    return TurnOutcome.NO_TOOL_CALL
+                turn.items.append(user_message(MISSING_CALL_FEEDBACK))
+                continue
+            turn.seen_call = True
+            turn.missing_retries = 0
+            calls = await self._run_batch(turn, response)
+            if any(c.malformed for c in calls):
+                turn.malformed_retries += 1
+                if turn.malformed_retries > limits.malformed_json_retries:
+                    return TurnOutcome.MALFORMED_BUDGET
+                turn.items.append(user_message(MALFORMED_FEEDBACK))
+            else:
+                turn.malformed_retries = 0
+            if all(is_noop(c.name) for c in calls):
+                return TurnOutcome.NOOP
+            if all(c.skipped for c in calls):
+                return TurnOutcome.COMPLETED
+
+    def _request(self, turn: _Turn) -> ModelRequest:
+        scope = turn.trigger.scope
+        return ModelRequest(
+            model=turn.storyteller.model_for(scope),
+            input=list(turn.items),
+            instructions=turn.instructions,
+            tools=turn.tools.specs(),
+            tool_choice="auto" if turn.seen_call else "required",
+            parallel_tool_calls=True,
+            reasoning_effort=turn.storyteller.effort_for(scope).value,
+            max_output_tokens=self._limits.max_output_tokens,
+        )
+
+    async def _send(
+        self, turn: _Turn, request: ModelRequest, remaining: float
+    ) -> ModelResponse | None:
+        """Send one request within the remaining time; None when the time ran out."""
+        turn.record.rounds += 1
+        entry = RequestRecord(round=turn.record.rounds, request=api_body(request))
+        turn.record.requests.append(entry)
+        began = self._clock()
+        deadline = asyncio.timeout(remaining)
+        try:
+            async with deadline:
+                response = await self._model.respond(request)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            entry.error = f"TimeoutError: no answer within the turn's remaining {remaining:.3g} s"
+            return None
+        except (ModelTransientError, ModelFatalError) as exc:
+            entry.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            entry.duration_seconds = self._clock() - began
+        entry.response = response_summary(response)
+        entry.usage = response.usage
+        turn.record.usage = turn.record.usage + response.usage
+        return response
+
+    async def _run_batch(self, turn: _Turn, response: ModelResponse) -> list[CallRecord]:
+        """Append the response's items, run its calls in order, append one output per call."""
+        turn.items.extend(response.continuation)
+        calls = _with_call_ids(response.function_calls)
+        turn.items.extend(_missing_call_items(response.continuation, calls))
+        records: list[CallRecord] = []
+        for call in calls:
+            record = await self._run_call(turn, call)
+            records.append(record)
+            turn.record.calls.append(record)
+            turn.items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": dump_envelope(record.envelope),
+                }
+            )
+        return records
+
+    async def _run_call(self, turn: _Turn, call: FunctionCall) -> CallRecord:
+        def record(envelope: dict[str, object], **flags: bool) -> CallRecord:
+            return CallRecord(
+                turn.record.rounds, call.call_id, call.name, call.arguments, envelope, **flags
+            )
+
+        try:
+            arguments = parse_arguments(call.arguments)
+        except MalformedArguments as exc:
+            return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
+        tool = turn.tools.find(call.name)
+        if tool is None:
+            return record(error(turn.tools.refusal(call.name)), refused=True)
+        key = (tool.name, canonical_arguments(arguments))
+        if key in turn.dispatched:
+            return record(error(SKIPPED_ERROR), skipped=True)
+        turn.dispatched.add(key)
+        envelope = await invoke(tool, arguments, turn.ctx)
+        log.debug(
+            "storyteller %s called %s: %s",
+            turn.storyteller.id,
+            tool.name,
+            "ok" if envelope["ok"] else "error",
+        )
+        return record(envelope)
+
+
+def _with_call_ids(calls: Sequence[FunctionCall]) -> list[FunctionCall]:
+    """The calls, each with a call id (one is made up where the model sent none)."""
+    return [
+        c if c.call_id else FunctionCall(f"call_{uuid.uuid4().hex}", c.name, c.arguments)
+        for c in calls
+    ]
+
+
+def _missing_call_items(
+    continuation: Sequence[ResponseItem], calls: Sequence[FunctionCall]
+) -> list[ResponseItem]:
+    """``function_call`` items for calls the continuation does not carry.
+
+    Every ``function_call_output`` must follow the call it answers; a `Model` that reports calls
+    without echoing them as items (or a call whose id had to be made up) still gets a valid
+    history this way.
+    """
+    present = {item.get("call_id") for item in continuation if item.get("type") == "function_call"}
+    return [
+        {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": c.arguments}
+        for c in calls
+        if c.call_id not in present
+    ]

@@ -1,0 +1,125 @@
+"""Which tools a turn offers, and how a call finds its tool.
+
+Built-ins are registered here once, by name; a profile lists which names it offers
+(`storyteller_daemon.domain.tool_names`), and a name the profile lists but nobody has
+registered yet is simply not offered. Adding a built-in is therefore: write its module, add its
+``TOOLS`` to `_BUILTIN_MODULES`. The tool loop does not change.
+
+A turn's `Toolset` is the profile's built-ins in declaration order followed by the valid custom
+tools. A call to anything else (a built-in of another profile, an echo-only tool on a crime, an
+invalid custom tool, an unknown name) is refused with a reason, where FutureMUD ran it anyway.
+Names match case-insensitively; custom tool names cannot collide with built-ins that way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.tools import memories, players, references, situations
+from storyteller_daemon.agent.tools.base import Tool, ToolContext
+from storyteller_daemon.agent.tools.custom import catalogue, custom_toolset
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES, ToolProfile
+
+NOOP = "Noop"
+NOOP_MESSAGE = "No action taken."
+
+
+async def noop(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Noop: the model's way of saying nothing needs doing."""
+    return {"message": NOOP_MESSAGE}
+
+
+NOOP_TOOL = Tool.define(
+    NOOP,
+    "Call this when nothing needs to change: it does nothing, and calling it alone ends the turn.",
+    noop,
+)
+
+_BUILTIN_MODULES: tuple[tuple[Tool, ...], ...] = (
+    situations.TOOLS,
+    (NOOP_TOOL,),
+    players.TOOLS,
+    memories.TOOLS,
+    references.TOOLS,
+)
+
+
+def _register(groups: Iterable[tuple[Tool, ...]]) -> Mapping[str, Tool]:
+    tools: dict[str, Tool] = {}
+    for tool in (t for group in groups for t in group):
+        if tool.name not in BUILTIN_TOOL_NAMES:
+            raise RuntimeError(f"built-in tool {tool.name} is not in any profile")
+        if tool.name in tools:
+            raise RuntimeError(f"built-in tool {tool.name} is registered twice")
+        tools[tool.name] = tool
+    return MappingProxyType(tools)
+
+
+BUILTIN_TOOLS: Mapping[str, Tool] = _register(_BUILTIN_MODULES)
+"""Every implemented built-in, by name."""
+
+
+def builtin_tools(profile: ToolProfile) -> tuple[Tool, ...]:
+    """The implemented built-ins of a profile, in FutureMUD's declaration order."""
+    return tuple(BUILTIN_TOOLS[n] for n in profile.tool_names if n in BUILTIN_TOOLS)
+
+
+def is_noop(name: str) -> bool:
+    """Whether a call name is Noop (case-insensitively, as FutureMUD's batch check)."""
+    return name.strip().lower() == NOOP.lower()
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """The tools of one turn.
+
+    Attributes:
+        offered: the tools sent with every request of the turn, in order.
+        refusals: lower-cased name → why a call to a tool that is known but held back in this
+            turn is refused.
+    """
+
+    offered: tuple[Tool, ...]
+    refusals: Mapping[str, str] = field(default_factory=dict)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The request's ``tools``."""
+        return tuple(t.spec() for t in self.offered)
+
+    def find(self, name: str) -> Tool | None:
+        """The offered tool a call names (case-insensitively), if any."""
+        wanted = name.strip().lower()
+        return next((t for t in self.offered if t.name.lower() == wanted), None)
+
+    def refusal(self, name: str) -> str:
+        """The error shown for a call to a tool that is not offered."""
+        return self.refusals.get(name.strip().lower(), f"Unknown function '{name}'.")
+
+
+def toolset(storyteller: Storyteller, trigger: Trigger, ctx: ToolContext) -> Toolset:
+    """The tools a storyteller's turn offers for a trigger (`ctx.progs` must be loaded)."""
+    builtins = builtin_tools(trigger.profile)
+    offered_names = {t.name for t in builtins}
+    refusals = {
+        name.lower(): f"Tool '{name}' is not available for this trigger."
+        for name in BUILTIN_TOOLS
+        if name not in offered_names
+    }
+    custom = custom_toolset(
+        storyteller, ctx.progs or (), include_echo_tools=trigger.include_echo_tools
+    )
+    refusals.update(custom.refusals)
+    return Toolset(builtins + custom.offered, refusals)
+
+
+async def with_catalogue(ctx: ToolContext) -> ToolContext:
+    """`ctx` with the world's prog catalogue loaded, so one turn asks the world only once."""
+    if ctx.progs is not None:
+        return ctx
+    return replace(ctx, progs=await catalogue(ctx))

@@ -1,0 +1,56 @@
+"""The storage repositories satisfy the agent's persistence protocols.
+
+The typed assignments are checked by mypy (``mypy tests/agent/test_ports.py``); the signature
+comparison checks the same at test time, so a drift in either file fails here.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.storage.narrative import MemoryRepository, SituationRepository
+from storyteller_daemon.storage.references import ReferenceRepository
+from storyteller_daemon.storage.store import Store
+
+PAIRS: list[tuple[type, type]] = [
+    (SituationStore, SituationRepository),
+    (MemoryStore, MemoryRepository),
+    (ReferenceStore, ReferenceRepository),
+]
+
+
+def test_the_store_hands_out_repositories_that_fit(sqlite_store: Store) -> None:
+    situations: SituationStore = sqlite_store.situations
+    memories: MemoryStore = sqlite_store.memories
+    references: ReferenceStore = sqlite_store.references
+    assert isinstance(situations, SituationStore)
+    assert isinstance(memories, MemoryStore)
+    assert isinstance(references, ReferenceStore)
+
+
+def _shape(function: object) -> list[tuple[str, object, bool]]:
+    signature = inspect.signature(function)  # type: ignore[arg-type]
+    return [
+        (p.name, p.kind, p.default is inspect.Parameter.empty)
+        for p in signature.parameters.values()
+    ]
+
+
+@pytest.mark.parametrize(("protocol", "repository"), PAIRS)
+def test_protocol_methods_match_the_repository_signatures(protocol: type, repository: type) -> None:
+    methods = [
+        name
+        for name, member in vars(protocol).items()
+        if inspect.iscoroutinefunction(member) and not name.startswith("_")
+    ]
+    assert methods
+    for name in methods:
+        expected = getattr(protocol, name)
+        actual = getattr(repository, name)
+        assert inspect.iscoroutinefunction(actual), name
+        assert _shape(actual) == _shape(expected), name
+        defaults = [p.default for p in inspect.signature(expected).parameters.values()]
+        assert [p.default for p in inspect.signature(actual).parameters.values()] == defaults, name

@@ -1,0 +1,144 @@
+"""The ``--help`` text lists every command, so the CLI's own documentation cannot fall behind."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from storyteller_daemon.cli import app
+
+AIS = [
+    "list",
+    "create",
+    "show",
+    "delete",
+    "clone",
+    "pause",
+    "unpause",
+    "refsearch",
+    "export",
+    "import",
+    "set",
+    "situation",
+    "memory",
+]
+AIS_SET = [
+    "name",
+    "description",
+    "model",
+    "reasoning",
+    "attention-prompt",
+    "system-prompt",
+    "time-system-prompt",
+    "subscribe",
+    "status-prog",
+    "player-prog",
+    "surveillance",
+    "speech-context",
+    "tool",
+]
+AIS_TOOL = ["add", "remove", "description", "parameter", "prog", "echo"]
+AISR = ["list", "create", "show", "delete", "clone", "search", "set"]
+AISR_SET = [
+    "name",
+    "description",
+    "folder",
+    "type",
+    "keywords",
+    "contents",
+    "storyteller",
+    "storytellers",
+]
+
+_COMMAND_ROW = re.compile(r"^│ (\S+)\s{2,}", re.MULTILINE)
+
+
+def listed_commands(*args: str) -> list[str]:
+    """Command names in the Commands panel of ``storyteller ARGS --help``."""
+    result = CliRunner().invoke(app, [*args, "--help"])
+    assert result.exit_code == 0, result.output
+    panel = result.stdout.split("─ Commands ", 1)[1]
+    return _COMMAND_ROW.findall(panel)
+
+
+def visible_commands(*path: str) -> list[str]:
+    """The commands the CLI really has at `path`, hidden aliases left out."""
+    group = typer.main.get_command(app)
+    for name in path:
+        group = group.commands[name]  # type: ignore[attr-defined]
+    return [n for n, c in group.commands.items() if not c.hidden]  # type: ignore[attr-defined]
+
+
+def test_root_help_lists_every_command_group() -> None:
+    listed = listed_commands()
+    assert {"db", "ais", "aisr"} <= set(listed)
+    assert listed == visible_commands()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("ais",), AIS),
+        (("ais", "set", "REF"), AIS_SET),
+        (("ais", "set", "REF", "tool"), AIS_TOOL),
+        (("ais", "set", "REF", "speech-context"), ["count", "window"]),
+        (("ais", "situation"), ["list", "show", "scope"]),
+        (("ais", "memory"), ["list", "show", "forget"]),
+        (("aisr",), AISR),
+        (("aisr", "set", "REF"), AISR_SET),
+    ],
+)
+def test_group_help_lists_exactly_the_documented_commands(
+    args: tuple[str, ...], expected: list[str]
+) -> None:
+    assert listed_commands(*args) == expected
+    assert expected == visible_commands(*(a for a in args if a != "REF"))
+
+
+def test_ais_set_help_without_a_storyteller_still_lists_its_commands() -> None:
+    assert listed_commands("ais", "set") == AIS_SET
+
+
+@pytest.mark.parametrize(
+    ("args", "aliases"),
+    [
+        (("ais", "create"), "Aliases: new."),
+        (("ais", "set", "REF", "reasoning"), "Aliases: effort."),
+        (
+            ("ais", "set", "REF", "system-prompt"),
+            "Aliases: system, systemprompt, eventsystem, eventprompt.",
+        ),
+        (("ais", "set", "REF", "surveillance"), "Aliases: watch."),
+        (("ais", "set", "REF", "tool", "add"), "Aliases: new."),
+        (("aisr", "set", "REF", "storyteller"), "Aliases: restriction, restrict."),
+    ],
+)
+def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> None:
+    result = CliRunner().invoke(app, [*args, "--help"])
+    assert result.exit_code == 0
+    assert aliases in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("ais", name) for name in AIS if name != "set"]
+    + [("ais", "set", "REF", name) for name in AIS_SET]
+    + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
+    + [("aisr", name) for name in AISR if name != "set"]
+    + [("aisr", "set", "REF", name) for name in AISR_SET],
+)
+def test_every_command_has_a_summary(args: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(app, [*args, "--help"])
+    assert result.exit_code == 0, result.output
+    usage, summary = _usage_and_summary(result.stdout)
+    assert usage.startswith("Usage: ") and args[-1] in usage
+    assert summary[0].isupper() and summary.endswith(".")
+
+
+def _usage_and_summary(text: str) -> tuple[str, str]:
+    """The usage line and the first paragraph after it, each joined onto one line."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return paragraphs[0], paragraphs[1]
