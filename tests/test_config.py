@@ -50,10 +50,22 @@ def test_config_is_frozen() -> None:
     ("text", "key", "problem"),
     [
         ("[database]\nurl = 'x'\nspeling = 1\n", "database.speling", "unknown key"),
-        ("[database]\nurl = 'x'\n[limits]\nqueue_size = 'ten'\n", "limits.queue_size", "valid integer"),
+        (
+            "[database]\nurl = 'x'\n[limits]\nqueue_size = 'ten'\n",
+            "limits.queue_size",
+            "valid integer",
+        ),
         ("[limits]\nqueue_size = 3\n", "database", "required key is missing"),
-        ("[database]\nurl = 'x'\n[limits]\nturn_seconds = -1\n", "limits.turn_seconds", "greater than 0"),
-        ("[database]\nurl = 'x'\n[limits]\nmax_rounds = 0\n", "limits.max_rounds", "greater than 0"),
+        (
+            "[database]\nurl = 'x'\n[limits]\nturn_seconds = -1\n",
+            "limits.turn_seconds",
+            "greater than 0",
+        ),
+        (
+            "[database]\nurl = 'x'\n[limits]\nmax_rounds = 0\n",
+            "limits.max_rounds",
+            "greater than 0",
+        ),
         (
             "[database]\nurl = 'x'\n[model]\napi_key_env = 'sk-proj-abcdefghijklmnopqrstuv'\n",
             "model.api_key_env",

@@ -43,7 +43,7 @@ class CharacterState(StrEnum):
     """Character state changes a storyteller can watch."""
 
     UNCONSCIOUS = "Unconscious"
-    PASS_OUT = "Pass Out"
+    PASS_OUT = "Pass Out"  # noqa: S105 - a state name, not a password
     DEAD = "Dead"
 
 

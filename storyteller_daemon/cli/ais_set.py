@@ -14,12 +14,12 @@ import typer
 
 from storyteller_daemon.cli.ais_io import (
     FileOption,
+    check_new_name,
     command_group,
     read_text,
     register,
     say,
 )
-from storyteller_daemon.cli.ais_io import check_new_name as check_name
 from storyteller_daemon.cli.ais_view import EFFORT_FALLBACK
 from storyteller_daemon.cli.common import open_store, run_async
 from storyteller_daemon.domain.settings import (
@@ -74,7 +74,7 @@ async def set_name(
     ctx: typer.Context, name: Annotated[list[str], typer.Argument(metavar="NEW_NAME")]
 ) -> None:
     """Rename the storyteller (names are unique, ignoring case)."""
-    new = check_name(" ".join(name), "storyteller")
+    new = check_new_name(" ".join(name), "storyteller")
     await apply_change(
         ctx, lambda st: (replace(st, name=new), f"Storyteller #{st.id} is now named {new}.")
     )

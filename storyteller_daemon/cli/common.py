@@ -71,7 +71,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def run_async(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
-    """Run an async command body with asyncio.run; turn our errors into one line and an exit code."""
+    """Run an async command with asyncio.run; our errors become one line and an exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -63,7 +63,12 @@ class ReferenceDocument:
         haystacks = [
             f.casefold()
             for f in (
-                self.name, self.description, self.folder, self.doc_type, self.keywords, self.contents
+                self.name,
+                self.description,
+                self.folder,
+                self.doc_type,
+                self.keywords,
+                self.contents,
             )
         ]
         return all(any(t.casefold() in h for h in haystacks) for t in search_terms(query))

@@ -73,7 +73,7 @@ class Scope(StrEnum):
 
     @classmethod
     def parse(cls, value: str) -> Scope:
-        """Accept FutureMUD's scope words (event(s), time/status/heartbeat, attention/classifier)."""
+        """Accept FutureMUD's scope words (event, time/status/heartbeat, attention/classifier)."""
         word = value.strip().lower()
         aliases = {
             "event": cls.EVENT, "events": cls.EVENT,
@@ -105,7 +105,9 @@ class EventKind(StrEnum):
             "state": cls.STATE, "states": cls.STATE, "status": cls.STATE, "health": cls.STATE,
         }  # fmt: skip
         if word not in aliases:
-            raise ValidationError(f"'{value}' is not an event type; use room, speech, crime or state.")
+            raise ValidationError(
+                f"'{value}' is not an event type; use room, speech, crime or state."
+            )
         return aliases[word]
 
 

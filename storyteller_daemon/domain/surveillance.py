@@ -20,7 +20,7 @@ class Surveillance:
         return not (self.zones or self.included)
 
     def cells(self, zone_cells: Mapping[int, Iterable[int]]) -> frozenset[int]:
-        """The watched cells, de-duplicated: every cell of every zone, plus included, minus excluded.
+        """The watched cells, de-duplicated: zones' cells plus included, minus excluded.
 
         Args:
             zone_cells: the world's current zone membership (zone id → cell ids). Zones the world
@@ -46,4 +46,6 @@ class Surveillance:
         def ids(values: frozenset[int]) -> str:
             return ", ".join(f"#{v}" for v in sorted(values)) or "none"
 
-        return f"zones {ids(self.zones)}; rooms {ids(self.included)}; excluding {ids(self.excluded)}"
+        return (
+            f"zones {ids(self.zones)}; rooms {ids(self.included)}; excluding {ids(self.excluded)}"
+        )

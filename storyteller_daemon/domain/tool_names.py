@@ -48,7 +48,9 @@ FULL_ONLY_TOOLS: frozenset[str] = frozenset(
     }
 )
 
-EVENT_FOCUSED_TOOLS: tuple[str, ...] = tuple(t for t in FULL_PROFILE_TOOLS if t not in FULL_ONLY_TOOLS)
+EVENT_FOCUSED_TOOLS: tuple[str, ...] = tuple(
+    t for t in FULL_PROFILE_TOOLS if t not in FULL_ONLY_TOOLS
+)
 
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(FULL_PROFILE_TOOLS)
 

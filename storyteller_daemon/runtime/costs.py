@@ -9,7 +9,7 @@ from storyteller_daemon.config import ModelPrice
 
 
 def price_for(prices: Mapping[str, ModelPrice], model: str) -> ModelPrice | None:
-    """The price of `model`: an exact entry, else the longest configured prefix (dated snapshots)."""
+    """The price of `model`: an exact entry, else the longest matching prefix (dated names)."""
     if model in prices:
         return prices[model]
     candidates = [name for name in prices if model.startswith(name)]

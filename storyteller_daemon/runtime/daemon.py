@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
@@ -95,8 +95,11 @@ class Daemon:
             self._cells = cells
             self._resubscribe.set()
         if not force:
-            log.info("settings reloaded: %d storytellers, %d watched rooms", len(storytellers),
-                     len(cells))
+            log.info(
+                "settings reloaded: %d storytellers, %d watched rooms",
+                len(storytellers),
+                len(cells),
+            )
         return True
 
     async def _watch_settings(self) -> None:
@@ -162,8 +165,9 @@ class Daemon:
                     async with asyncio.timeout(self._drain_seconds):
                         await self.pipeline.drain()
                 except TimeoutError:
-                    log.warning("drain deadline of %ss passed; cancelling what is left",
-                                self._drain_seconds)
+                    log.warning(
+                        "drain deadline of %ss passed; cancelling what is left", self._drain_seconds
+                    )
                 pipeline.cancel()
         finally:
             self.heartbeats.shutdown()
@@ -171,7 +175,7 @@ class Daemon:
 
 
 @contextlib.contextmanager
-def stop_on_signals(stop: asyncio.Event) -> object:
+def stop_on_signals(stop: asyncio.Event) -> Iterator[asyncio.Event]:
     """Set `stop` on SIGINT or SIGTERM while inside the block."""
     loop = asyncio.get_running_loop()
     signals = (signal.SIGINT, signal.SIGTERM)

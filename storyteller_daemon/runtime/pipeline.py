@@ -58,7 +58,9 @@ class TurnOutcome(Protocol):
 class TurnRunner(Protocol):
     """The agent side of the pipeline, as the runtime sees it."""
 
-    async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
+    async def judge(
+        self, storyteller: Storyteller, triggers: Sequence[Trigger]
+    ) -> Sequence[Verdict]:
         """One verdict per trigger, in order."""
         ...
 

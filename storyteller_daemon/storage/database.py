@@ -18,7 +18,12 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from storyteller_daemon.errors import NotMigratedError, StorageError
 
@@ -147,4 +152,3 @@ class Database:
                 f"database is at revision {current or 'none'} but this version needs {head}; "
                 "run `storyteller db upgrade`"
             )
-

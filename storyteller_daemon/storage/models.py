@@ -42,7 +42,7 @@ class Base(DeclarativeBase):
 
 
 class StorytellerRow(Base):
-    """One storyteller's settings. ``revision`` grows on every change so a running daemon notices."""
+    """One storyteller's settings; ``revision`` grows on each change so the daemon notices."""
 
     __tablename__ = "storytellers"
     __table_args__ = (
@@ -152,9 +152,7 @@ class SituationRow(Base):
 
     __tablename__ = "situations"
     __table_args__ = (
-        CheckConstraint(
-            "scope_character_id IS NULL OR scope_room_id IS NULL", name="single_scope"
-        ),
+        CheckConstraint("scope_character_id IS NULL OR scope_room_id IS NULL", name="single_scope"),
         Index("ix_situations_open", "storyteller_id", "resolved"),
     )
 

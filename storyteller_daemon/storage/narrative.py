@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Collection
 
 from sqlalchemy import delete, func, select
@@ -145,7 +146,7 @@ class SituationRepository:
         room_id: int | None,
         character_ids: Collection[int],
         limit: int,
-    ) -> list[Situation]:
+    ) -> builtins.list[Situation]:
         """The newest `limit` unresolved situations that concern a trigger, oldest first.
 
         With no room and no characters every open situation concerns it (heartbeats, direct).
@@ -237,4 +238,4 @@ class MemoryRepository:
             .group_by(MemoryRow.character_id)
         )
         async with self._db.session() as session:
-            return {c: n for c, n in (await session.execute(query)).all()}
+            return dict((await session.execute(query)).all())

@@ -9,6 +9,7 @@ substring follow, by name.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -96,7 +97,9 @@ class ReferenceRepository:
             raise ValidationError("A reference document needs a non-blank name.")
         clash = (
             await session.execute(
-                select(ReferenceDocumentRow.id).where(ReferenceDocumentRow.name_key == name_key(name))
+                select(ReferenceDocumentRow.id).where(
+                    ReferenceDocumentRow.name_key == name_key(name)
+                )
             )
         ).scalar_one_or_none()
         if clash is not None and clash != own_id:
@@ -150,14 +153,18 @@ class ReferenceRepository:
         """Every document by id, or those a storyteller may see."""
         async with self._db.session() as session:
             rows = (
-                await session.execute(select(ReferenceDocumentRow).order_by(ReferenceDocumentRow.id))
+                await session.execute(
+                    select(ReferenceDocumentRow).order_by(ReferenceDocumentRow.id)
+                )
             ).scalars()
             docs = [to_domain(r) for r in rows]
         if visible_to is not None:
             docs = [d for d in docs if d.is_visible_to(visible_to)]
         return docs
 
-    async def _engine_ranked_ids(self, session: AsyncSession, terms: list[str]) -> list[int]:
+    async def _engine_ranked_ids(
+        self, session: AsyncSession, terms: builtins.list[str]
+    ) -> builtins.list[int]:
         if self._db.dialect == "sqlite":
             query = _fts5_query(terms)
             if query is None:
@@ -185,7 +192,7 @@ class ReferenceRepository:
 
     async def search(
         self, query: str | None, *, visible_to: int | None = None
-    ) -> list[ReferenceDocument]:
+    ) -> builtins.list[ReferenceDocument]:
         """Documents matching every term, best first; a blank query lists all (by id)."""
         terms = search_terms(query)
         docs = await self.list(visible_to=visible_to)

@@ -139,11 +139,11 @@ def _apply(row: StorytellerRow, st: Storyteller) -> None:
     row.speech_context_count = st.speech_context_count
     row.speech_context_window_ms = int(st.speech_context_window / timedelta(milliseconds=1))
 
-    wanted = {
-        ("zone", z) for z in st.surveillance.zones
-    } | {("include", c) for c in st.surveillance.included} | {
-        ("exclude", c) for c in st.surveillance.excluded
-    }
+    wanted = (
+        {("zone", z) for z in st.surveillance.zones}
+        | {("include", c) for c in st.surveillance.included}
+        | {("exclude", c) for c in st.surveillance.excluded}
+    )
     row.surveillance = [s for s in row.surveillance if (s.kind, s.target_id) in wanted]
     have = {(s.kind, s.target_id) for s in row.surveillance}
     row.surveillance.extend(SurveillanceRow(kind=k, target_id=t) for k, t in sorted(wanted - have))
@@ -223,7 +223,9 @@ class StorytellerRepository:
     async def list(self) -> list[Storyteller]:
         """Every storyteller, by id."""
         async with self._db.session() as session:
-            rows = (await session.execute(select(StorytellerRow).order_by(StorytellerRow.id))).scalars()
+            rows = (
+                await session.execute(select(StorytellerRow).order_by(StorytellerRow.id))
+            ).scalars()
             return [to_domain(r) for r in rows]
 
     async def save(self, st: Storyteller) -> Storyteller:
@@ -256,7 +258,7 @@ class StorytellerRepository:
         """Id → revision of every storyteller, for noticing changes cheaply."""
         async with self._db.session() as session:
             rows = await session.execute(select(StorytellerRow.id, StorytellerRow.revision))
-            return {i: r for i, r in rows.all()}
+            return dict(rows.all())
 
     async def count(self) -> int:
         """How many storytellers exist."""

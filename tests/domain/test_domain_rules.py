@@ -101,10 +101,14 @@ def test_new_storytellers_start_paused_with_room_events_only() -> None:
     assert st.heartbeats == frozenset()
 
 
-@pytest.mark.parametrize(("text", "effort"), [("0", "minimal"), ("3", "high"), ("Medium", "medium")])
+@pytest.mark.parametrize(
+    ("text", "effort"), [("0", "minimal"), ("3", "high"), ("Medium", "medium")]
+)
 def test_effort_parses_codes_and_names(text: str, effort: str) -> None:
     assert ReasoningEffort.parse(text).value == effort
-    assert ReasoningEffort.parse(text).code == ReasoningEffort.parse(ReasoningEffort(effort).code).code
+    assert (
+        ReasoningEffort.parse(text).code == ReasoningEffort.parse(ReasoningEffort(effort).code).code
+    )
 
 
 @pytest.mark.parametrize("bad", ["4", "extreme", "", "-1"])

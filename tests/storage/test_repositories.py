@@ -47,12 +47,14 @@ async def test_storyteller_round_trips_every_setting(store: Store) -> None:
         speech_context_count=5,
         speech_context_window=timedelta(minutes=3),
         custom_tools=(
-            CustomTool("ShoutFromCrowd", "shout", "CrowdShout", True, (("Room", "r"), ("Text", "t"))),
+            CustomTool(
+                "ShoutFromCrowd", "shout", "CrowdShout", True, (("Room", "r"), ("Text", "t"))
+            ),
             CustomTool("EchoToRoom", "echo", "11", False, (("Room", "where"),)),
         ),
-        surveillance=st.surveillance.toggled("zone", 1).toggled("include", 201).toggled(
-            "exclude", 108
-        ),
+        surveillance=st.surveillance.toggled("zone", 1)
+        .toggled("include", 201)
+        .toggled("exclude", 108),
     )
     saved = await store.storytellers.save(changed)
     again = await store.storytellers.get("harbour WATCH")
@@ -185,7 +187,9 @@ async def test_open_for_trigger_keeps_the_newest_and_applies_scope(store: Store)
     assert other_room.id not in [s.id for s in in_room]
 
 
-async def test_memory_update_memory_updates_lifecycle_state_and_forget_deletes(store: Store) -> None:
+async def test_memory_update_memory_updates_lifecycle_state_and_forget_deletes(
+    store: Store,
+) -> None:
     st = await store.storytellers.create("M")
     sid = st.id
     assert sid is not None

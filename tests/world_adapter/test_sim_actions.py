@@ -140,7 +140,7 @@ def test_crimes_refuse_bad_input(
     world: SimWorld, crime_type: str, kwargs: dict[str, int], message: str
 ) -> None:
     with pytest.raises(WorldCommandError, match=message):
-        world.commit_crime(WREN, crime_type, **kwargs)  # type: ignore[arg-type]
+        world.commit_crime(WREN, crime_type, **kwargs)
 
 
 def test_state_changes_are_seen_and_recorded(world: SimWorld) -> None:
