@@ -50,12 +50,14 @@ def root(
 
 def _register() -> None:
     # Each command group lives in its own module; importing registers nothing globally.
-    from storyteller_daemon.cli import ais, aisr, db, seed
+    from storyteller_daemon.cli import ais, aisr, db, demo, run, seed
 
     app.add_typer(db.app, name="db")
     app.add_typer(ais.app, name="ais")
     app.add_typer(aisr.app, name="aisr")
     app.add_typer(seed.app, name="seed")
+    app.command("run")(run.run)
+    app.command("demo")(demo.demo)
 
 
 _register()

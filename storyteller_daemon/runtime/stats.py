@@ -42,7 +42,7 @@ class RuntimeStats:
                 ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())) or "none",
             ),
             ("turns", ", ".join(f"{k} {v}" for k, v in sorted(self.turns.items())) or "none"),
-            ("model requests (turns)", str(self.requests)),
+            ("model requests (attention and turns)", str(self.requests)),
             ("tool calls", str(self.tool_calls)),
             (
                 "tokens",

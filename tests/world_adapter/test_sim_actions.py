@@ -90,17 +90,19 @@ def test_only_the_target_hears_a_whisper(world: SimWorld) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("volume", "target_id", "message"),
     [
-        ({"volume": "Bellow"}, "Unknown speech volume 'Bellow'. Known volumes: Whisper, Quiet"),
-        ({"volume": "Whisper"}, "A whisper needs a target character"),
-        ({"target_id": OSRIC}, "Osric Vell is not in the same room as Maren Tidewell"),
-        ({"target_id": 5}, "No character with id 5 exists"),
+        ("Bellow", None, "Unknown speech volume 'Bellow'. Known volumes: Whisper, Quiet"),
+        ("Whisper", None, "A whisper needs a target character"),
+        ("Normal", OSRIC, "Osric Vell is not in the same room as Maren Tidewell"),
+        ("Normal", 5, "No character with id 5 exists"),
     ],
 )
-def test_say_refuses_bad_input(world: SimWorld, kwargs: dict[str, object], message: str) -> None:
+def test_say_refuses_bad_input(
+    world: SimWorld, volume: str, target_id: int | None, message: str
+) -> None:
     with pytest.raises(WorldCommandError, match=message):
-        world.say(MAREN, "Hello.", **kwargs)  # type: ignore[arg-type]
+        world.say(MAREN, "Hello.", target_id=target_id, volume=volume)
     assert world.output_of(MAREN) == [] and world.cursor.seq == 0
 
 

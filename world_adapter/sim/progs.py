@@ -124,13 +124,11 @@ def _record_cue(town: Town, arguments: Mapping[str, Any]) -> str:
 def _harbour_watch_status(town: Town, arguments: Mapping[str, Any]) -> str:
     ward = town.zone(HARBOUR_WARD_ID)
     cells = town.zone_cells()[ward.id]
-    players = [
-        f"{sheet.name} at {town.room_of(town.status(sheet.id).location_id).name}"
-        for sheet in town.all_sheets()
-        if sheet.is_player
-        and town.status(sheet.id).online
-        and town.status(sheet.id).location_id in cells
-    ]
+    players = []
+    for sheet in town.all_sheets():
+        status = town.status(sheet.id)
+        if sheet.is_player and status.online and status.location_id in cells:
+            players.append(f"{sheet.name} at {town.room_of(status.location_id).name}")
     since = town.now() - timedelta(hours=1)
     crimes = Counter(
         f"{c.crime_type} at {town.room_of(c.cell_id).name}"

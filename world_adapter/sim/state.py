@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal, NamedTuple
 
@@ -135,9 +135,9 @@ class TownState:
         return sheet
 
     def status(self, character_id: int) -> CharacterStatus:
-        """The mutable status of a character (raises like `sheet`)."""
+        """A snapshot of a character's location, presence and state (raises like `sheet`)."""
         self.sheet(character_id)
-        return self._status[character_id]
+        return replace(self._status[character_id])
 
     def all_sheets(self) -> list[CharacterSheet]:
         """Every character, by id."""
@@ -255,7 +255,8 @@ class TownState:
 
     def set_online(self, character_id: int, online: bool) -> None:
         """Log a character in or out; it stays where it was and no event is recorded."""
-        self.status(character_id).online = online
+        self.sheet(character_id)
+        self._status[character_id].online = online
 
     def add_zone_cell(self, zone_id: int, room_id: int) -> None:
         """Move a room into a zone (a room is in exactly one zone at a time).

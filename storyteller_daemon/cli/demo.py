@@ -1,0 +1,123 @@
+"""``storyteller demo``: a storyteller watching the simulated harbour town, live."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.panel import Panel
+from rich.table import Table
+
+from storyteller_daemon.cli.common import console, run_async
+from storyteller_daemon.cli.live import ConsoleObserver
+
+DEMO_STORYTELLER = "Harbour Ward Watch"
+PACKS = ("narrative-steward", "harbour-ward")
+
+
+async def _opening_scene(world: object, delay: float) -> None:
+    """A scripted incident early on, so every demo shows a full turn."""
+    await asyncio.sleep(delay)
+    say = getattr(world, "say", None)
+    if say is not None:
+        say(1001, "Thief! That cutpurse just took my purse, somebody stop him!")
+
+
+def _fresh_database_file(data_dir: Path) -> Path:
+    """The demo database path, with any previous run's files removed."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db_file = data_dir / "demo.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+    return db_file
+
+
+@run_async
+async def demo(
+    seconds: Annotated[float, typer.Option(help="How long to run.", min=1)] = 60.0,
+    data_dir: Annotated[
+        Path, typer.Option(help="Where the demo database is written (recreated each run).")
+    ] = Path("demo-data"),
+    tick: Annotated[
+        float, typer.Option(help="Seconds between steps of the town's activity.", min=0.1)
+    ] = 2.0,
+) -> None:
+    """Migrate a fresh SQLite file, load the packs, and watch a storyteller work (Ctrl-C ends)."""
+    from storyteller_daemon.app import OFFLINE_BANNER, build_runtime, choose_model, open_store
+    from storyteller_daemon.cli.run import configure_logging
+    from storyteller_daemon.config import parse_config
+    from storyteller_daemon.runtime.daemon import stop_on_signals
+    from storyteller_daemon.storage.seeding import Action, load_pack, read_pack
+    from world_adapter.sim import SimWorld
+
+    db_file = _fresh_database_file(data_dir)
+    cfg = parse_config(
+        {
+            "database": {"url": f"sqlite+aiosqlite:///{db_file}"},
+            "model": {"offline_when_no_key": True},
+            "world": {"sim_tick_seconds": tick},
+            "logging": {"level": "WARNING"},
+        },
+        "demo",
+    )
+    configure_logging(cfg.logging)
+    store = open_store(cfg)
+    await store.db.upgrade()
+    for pack in PACKS:
+        report = await load_pack(store.db, read_pack(pack))
+        created = report.count(Action.CREATE)
+        console.print(f"loaded pack [bold]{pack}[/]: {created} storytellers and documents created")
+    watcher = await store.storytellers.get(DEMO_STORYTELLER)
+    await store.storytellers.save(replace(watcher, paused=False))
+
+    choice = choose_model(cfg, os.environ)
+    if choice.offline:
+        console.print(Panel(OFFLINE_BANNER, title="offline stand-in", style="bold yellow"))
+    else:
+        console.print(Panel(f"model endpoint: {choice.description}", style="bold green"))
+
+    world = SimWorld.harbour_town(seed=cfg.world.sim_seed)
+    players = [(s.id, s.name) for s in world.all_sheets() if s.is_player]
+    observer = ConsoleObserver(console, players=lambda: players, output_of=world.output_of)
+    runtime = await build_runtime(
+        cfg, world=world, choice=choice, observer=observer, store=store, reload_seconds=2.0
+    )
+    console.print(
+        f"[bold]{DEMO_STORYTELLER}[/] watches the Harbour Ward; running for {seconds:.0f} s "
+        "(Ctrl-C stops earlier).\n"
+    )
+    stop = asyncio.Event()
+    opening = asyncio.create_task(_opening_scene(world, min(3.0, seconds / 3)))
+    try:
+        with stop_on_signals(stop):
+            timer = asyncio.get_running_loop().call_later(seconds, stop.set)
+            await runtime.run(stop)
+            timer.cancel()
+        await _summary(runtime, watcher.id or 0)
+    finally:
+        opening.cancel()
+        await asyncio.gather(opening, return_exceptions=True)
+        await runtime.close()
+
+
+async def _summary(runtime: object, storyteller_id: int) -> None:
+    from storyteller_daemon.app import Runtime
+
+    assert isinstance(runtime, Runtime)
+    table = Table(title="demo summary", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("count")
+    table.add_row("model", runtime.choice.description)
+    for label, value in runtime.stats.summary_rows():
+        table.add_row(label, value)
+    situations = await runtime.store.situations.list(storyteller_id)
+    table.add_row(
+        "situations",
+        "\n".join(f"#{s.id} {s.title} ({s.scope_label})" for s in situations) or "none",
+    )
+    console.print()
+    console.print(table)
