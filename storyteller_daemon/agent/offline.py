@@ -262,13 +262,19 @@ def _event_text(prompt: str) -> str:
         header = next((h for h in _EVENT_HEADERS if stripped.startswith(h)), None)
         if header is None:
             continue
-        collected = [stripped[len(header) :].strip()]
+        collected = [_unquote(stripped[len(header) :])]
         for following in lines[index + 1 :]:
             if not following.strip():
                 break
-            collected.append(following.strip())
+            collected.append(_unquote(following))
         return " ".join(part for part in collected if part)
     return ""
+
+
+def _unquote(line: str) -> str:
+    """A line of world text without the ``| `` quoting prompts put in front of it."""
+    text = line.strip()
+    return text[1:].strip() if text.startswith("|") else text
 
 
 def _title(event_text: str, room_id: int) -> str:

@@ -40,10 +40,10 @@ async def run(
     configure_logging(cfg.logging)
     runtime = await build_runtime(cfg)
     log = logging.getLogger("storyteller")
-    log.info("model: %s; world: %s", runtime.choice.description, cfg.world.kind)
     stop = asyncio.Event()
     try:
         with stop_on_signals(stop):
+            log.info("model: %s; world: %s", runtime.choice.description, cfg.world.kind)
             timer = None
             if seconds is not None:
                 timer = asyncio.get_running_loop().call_later(seconds, stop.set)

@@ -155,6 +155,11 @@ class Daemon:
                     group.create_task(self._watch_settings(), name="settings-watch"),
                 ]
                 self.ready.set()
+                log.info(
+                    "ready: %d storytellers, %d watched rooms; SIGTERM or SIGINT stops",
+                    len(self.pipeline.router.storytellers),
+                    len(self._cells),
+                )
                 await stop.wait()
                 log.info("stopping: no new events; draining queued turns")
                 self.pipeline.stop_intake()

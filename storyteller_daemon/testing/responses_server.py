@@ -188,8 +188,8 @@ class ScriptedResponsesServer:
         responder: asked for an answer when the queue is empty (see `responder`).
 
     Attributes:
-        requests: every JSON request body received, in order, including those answered with a
-            fault or rejected.
+        requests: every request body that parsed as a JSON object, in order, including those
+            answered with a fault or rejected.
         responder: ``(request body) -> Reply | Fault``, consulted when the queue is empty.
     """
 

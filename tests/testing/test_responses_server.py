@@ -12,7 +12,7 @@ import pytest
 
 # The server's bodies are checked against the SDK's own response model, so the fake cannot drift
 # from what the real client parses.
-from openai.types.responses import (  # noqa: TID251
+from openai.types.responses import (
     Response,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -34,6 +34,13 @@ STRICT_TOOL: dict[str, Any] = {
         "required": ["Title", "RoomId"],
         "additionalProperties": False,
     },
+}
+
+LOOSE_OK: dict[str, Any] = {
+    "type": "object",
+    "properties": {"a": {"type": "string"}},
+    "required": ["a"],
+    "additionalProperties": False,
 }
 
 
@@ -83,6 +90,8 @@ async def test_reply_bodies_parse_as_sdk_responses(
         reasoning={"effort": "low"},
         instructions="Narrate.",
         metadata={"turn": "1"},
+        truncation="auto",
+        text={"format": {"type": "json_schema", "name": "v", "strict": True, "schema": LOOSE_OK}},
     )
 
     status, payload, _ = await post(http, server, body)
@@ -95,6 +104,11 @@ async def test_reply_bodies_parse_as_sdk_responses(
     assert response.model == "gpt-test"
     assert response.instructions == "Narrate."
     assert response.metadata == {"turn": "1"}
+    assert response.truncation == "auto"
+    assert response.tool_choice == "required"
+    assert response.reasoning is not None and response.reasoning.effort == "low"
+    assert response.text is not None and response.text.format is not None
+    assert response.text.format.type == "json_schema"
     reasoning, situation, noop = response.output
     assert isinstance(reasoning, ResponseReasoningItem)
     assert reasoning.id.startswith("rs_")

@@ -1,0 +1,155 @@
+"""The whole daemon on the sim world, through the real openai SDK over HTTP to the test server.
+
+A world echo → attention says interested → CreateSituation and a prog call → the prog's effect is
+visible to a player in the sim world → the situation is persisted; after a restart the situation
+appears in the next prompt's situation block; SIGTERM ends `storyteller run` cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.app import ModelChoice, build_runtime
+from storyteller_daemon.config import parse_config
+from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from world_adapter.sim import SimWorld
+
+WATCH = "Harbour Ward Watch"
+
+
+def wants_verdict(body: dict[str, Any]) -> bool:
+    return "text" in body and body["text"].get("format", {}).get("type") == "json_schema"
+
+
+def has_outputs(body: dict[str, Any]) -> bool:
+    return any(item.get("type") == "function_call_output" for item in body["input"])
+
+
+def responder(body: dict[str, Any]) -> Reply:
+    """Interested in anything; first round creates a situation and echoes; then Noop."""
+    if wants_verdict(body):
+        return Reply.text(json.dumps({"decision": "interested", "reason": "a theft on the quay"}))
+    if not has_outputs(body):
+        return Reply.calls(
+            (
+                "CreateSituation",
+                {"Title": "Cutpurse on the quay", "Description": "Wren robbed Maren.",
+                 "CharacterId": None, "RoomId": 101},
+            ),
+            ("EchoToRoom", {"Room": 101, "Text": "A watch whistle shrills along the quay."}),
+            reasoning=True,
+        )
+    return Reply.calls(("Noop", {}))
+
+
+async def prepare(store: Store) -> int:
+    await store.db.upgrade()
+    await load_pack(store.db, read_pack("harbour-ward"))
+    watch = await store.storytellers.get(WATCH)
+    await store.storytellers.save(replace(watch, paused=False))
+    assert watch.id is not None
+    return watch.id
+
+
+async def start(cfg: Any, store: Store, world: SimWorld, server: ScriptedResponsesServer) -> Any:
+    model = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
+    runtime = await build_runtime(
+        cfg, world=world, choice=ModelChoice(model, model.name), store=store, clock=FakeClock()
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    await asyncio.wait_for(runtime.daemon.ready.wait(), 5)
+    await asyncio.wait_for(_until(lambda: world.waiting_subscriptions > 0), 5)
+    return runtime, stop, task
+
+
+async def _until(predicate: Any) -> None:
+    while not predicate():
+        await asyncio.sleep(0.01)
+
+
+async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: str) -> None:
+    cfg = parse_config({"database": {"url": db_url}}, "test")
+    store = Store.open(db_url)
+    watch_id = await prepare(store)
+    world = SimWorld.harbour_town()
+    async with ScriptedResponsesServer(responder=responder) as server:
+        runtime, stop, task = await start(cfg, store, world, server)
+        world.emote(2004, "slips a hand into Maren Tidewell's purse and runs!")
+        await asyncio.wait_for(_until(lambda: runtime.stats.turns.total() >= 1), 10)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await runtime.close()
+
+        # the prog's effect reached the player standing in the room
+        assert "A watch whistle shrills along the quay." in world.output_of(1001)
+        # the situation is persisted, scoped to the room
+        store = Store.open(db_url)
+        situations = await store.situations.list(watch_id)
+        assert [(s.title, s.room_id) for s in situations] == [("Cutpurse on the quay", 101)]
+        # request shape: attention first (json schema, attention model), then two tool rounds
+        bodies = server.requests
+        assert wants_verdict(bodies[0]) and bodies[0]["model"] == "gpt-5-nano"
+        assert [b["tool_choice"] for b in bodies[1:]] == ["required", "auto"]
+        assert all(b["store"] is False for b in bodies)
+        round_two_types = [item.get("type", "message") for item in bodies[2]["input"]]
+        assert round_two_types[:2] == ["message", "reasoning"]
+        assert round_two_types.count("function_call_output") == 2
+
+        # restart: a new daemon over the same database sees the situation in its prompt
+        world2 = SimWorld.harbour_town(epoch="sim-2")
+        seen = len(server.requests)
+        runtime2, stop2, task2 = await start(cfg, store, world2, server)
+        world2.say(1001, "Has anyone seen my purse?")
+        await asyncio.wait_for(_until(lambda: runtime2.stats.turns.total() >= 1), 10)
+        stop2.set()
+        await asyncio.wait_for(task2, 10)
+        await runtime2.close()
+        turn_prompt = next(
+            b for b in server.requests[seen:] if not wants_verdict(b)
+        )["input"][0]["content"]
+        assert f"- #{situations[0].id}: Cutpurse on the quay" in turn_prompt
+    # nothing the daemon started is still running
+    await settle()
+    leftovers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert leftovers == []
+
+
+def test_sigterm_stops_the_daemon_cleanly(tmp_path: Path) -> None:
+    config = tmp_path / "storyteller.toml"
+    config.write_text(
+        f'[database]\nurl = "sqlite+aiosqlite:///{tmp_path / "s.db"}"\n'
+        '[model]\napi_key_env = "STORYTELLER_TEST_NO_KEY"\n',
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "STORYTELLER_TEST_NO_KEY"}
+    base = [sys.executable, "-m", "storyteller_daemon", "--config", str(config)]
+    subprocess.run([*base, "db", "upgrade"], check=True, env=env, capture_output=True, timeout=60)
+    proc = subprocess.Popen(
+        [*base, "run"], env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # wait until it is up and listening for signals
+            if "ready:" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped cleanly" in err
+    assert "Traceback" not in err
