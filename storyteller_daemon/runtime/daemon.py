@@ -70,6 +70,9 @@ class Daemon:
         self._cells: frozenset[int] = frozenset()
         self._resubscribe = asyncio.Event()
         self.ready = asyncio.Event()
+        self.polls = 0
+        """Completed settings polls (tests wait on this instead of sleeping)."""
+        self._polled = asyncio.Condition()
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
         self.pipeline.heartbeat(storyteller_id, heartbeat)
@@ -109,6 +112,14 @@ class Daemon:
                 await self.reload()
             except Exception:  # a failed poll is retried at the next interval
                 log.exception("could not reload settings")
+            async with self._polled:
+                self.polls += 1
+                self._polled.notify_all()
+
+    async def wait_polls(self, count: int) -> None:
+        """Return once `count` settings polls have completed."""
+        async with self._polled:
+            await self._polled.wait_for(lambda: self.polls >= count)
 
     # ------------------------------------------------------------------ world stream
 

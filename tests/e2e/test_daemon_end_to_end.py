@@ -45,8 +45,12 @@ def responder(body: dict[str, Any]) -> Reply:
         return Reply.calls(
             (
                 "CreateSituation",
-                {"Title": "Cutpurse on the quay", "Description": "Wren robbed Maren.",
-                 "CharacterId": None, "RoomId": 101},
+                {
+                    "Title": "Cutpurse on the quay",
+                    "Description": "Wren robbed Maren.",
+                    "CharacterId": None,
+                    "RoomId": 101,
+                },
             ),
             ("EchoToRoom", {"Room": 101, "Text": "A watch whistle shrills along the quay."}),
             reasoning=True,
@@ -117,9 +121,9 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
         stop2.set()
         await asyncio.wait_for(task2, 10)
         await runtime2.close()
-        turn_prompt = next(
-            b for b in server.requests[seen:] if not wants_verdict(b)
-        )["input"][0]["content"]
+        turn_prompt = next(b for b in server.requests[seen:] if not wants_verdict(b))["input"][0][
+            "content"
+        ]
         assert f"- #{situations[0].id}: Cutpurse on the quay" in turn_prompt
     # nothing the daemon started is still running
     await settle()

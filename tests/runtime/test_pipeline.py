@@ -197,8 +197,12 @@ async def test_state_changes_heartbeats_and_direct_skip_attention(rig: tuple) ->
     pipeline, runner, recorder = rig
     pipeline.ingest(
         StateChange(
-            cursor=Cursor("e", 5), cell_id=102, zone_id=1, occurred_at=T0,
-            character_id=1001, state=CharacterState.DEAD,
+            cursor=Cursor("e", 5),
+            cell_id=102,
+            zone_id=1,
+            occurred_at=T0,
+            character_id=1001,
+            state=CharacterState.DEAD,
         )
     )
     assert pipeline.heartbeat(1, Heartbeat.TEN_MINUTES)

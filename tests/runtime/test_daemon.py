@@ -1,0 +1,209 @@
+"""Daemon lifecycle with a fake clock: hot reload, zone changes, deletion, drain on stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+
+import pytest
+
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.settings import EventKind, Storyteller
+from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock, settle
+from world_adapter.sim import SimWorld
+
+RELOAD = 5.0
+
+
+@dataclass
+class Verdict:
+    interested: bool = True
+    reason: str = "yes"
+    violation: str | None = None
+
+
+@dataclass
+class Outcome:
+    outcome: str = "completed"
+
+
+class BlockingRunner:
+    def __init__(self) -> None:
+        self.judged: list[Trigger] = []
+        self.turns: list[Trigger] = []
+        self.release = asyncio.Event()
+        self.release.set()
+        self.started = asyncio.Event()
+
+    async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
+        self.judged.extend(triggers)
+        return [Verdict() for _ in triggers]
+
+    async def run_turn(self, st: Storyteller, trigger: Trigger) -> Outcome:
+        self.started.set()
+        await self.release.wait()
+        self.turns.append(trigger)
+        return Outcome()
+
+
+@dataclass
+class Rig:
+    store: Store
+    world: SimWorld
+    clock: FakeClock
+    runner: BlockingRunner
+    daemon: Daemon
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+    storyteller: Storyteller
+
+    async def reload_tick(self) -> None:
+        polls = self.daemon.polls
+        await self.clock.advance(RELOAD)
+        await asyncio.wait_for(self.daemon.wait_polls(polls + 1), 5)
+        await settle()
+
+
+@pytest.fixture
+async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
+    st = await sqlite_store.storytellers.create("Watcher")
+    st = await sqlite_store.storytellers.save(
+        replace(st, paused=False, subscriptions=frozenset({EventKind.ROOM}))
+    )
+    world = SimWorld.harbour_town()
+    clock = FakeClock()
+    runner = BlockingRunner()
+    pipeline = Pipeline(
+        router=Router(),
+        runner=runner,
+        clock=clock,
+        stats=RuntimeStats(),
+        observer=LoggingObserver(),
+        queue_size=25,
+        model_available=True,
+    )
+    daemon = Daemon(
+        settings=sqlite_store.storytellers,
+        world=world,
+        pipeline=pipeline,
+        clock=clock,
+        reload_seconds=RELOAD,
+        drain_seconds=5,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    await asyncio.wait_for(daemon.ready.wait(), 5)
+    await settle()
+    rig = Rig(sqlite_store, world, clock, runner, daemon, stop, task, st)
+    try:
+        yield rig
+    finally:
+        runner.release.set()
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+
+async def _wait(predicate: object) -> None:
+    """Wait for work done partly in the database's thread; bounded, no fixed sleep."""
+    async with asyncio.timeout(5):
+        while not predicate():  # type: ignore[operator]
+            await asyncio.sleep(0.001)
+
+
+async def test_cli_changes_take_effect_without_restart(rig: Rig) -> None:
+    rig.world.emote(1001, "waves.")  # room 101: not watched yet
+    await settle()
+    assert rig.runner.judged == []
+    watching = replace(
+        rig.storyteller, surveillance=rig.storyteller.surveillance.toggled("include", 101)
+    )
+    await rig.store.storytellers.save(watching)  # what `ais set … surveillance include 101` does
+    await rig.reload_tick()
+    assert rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0) == {101}
+    rig.world.emote(1001, "waves again.")
+    await _wait(lambda: len(rig.runner.turns) == 1)
+    assert rig.runner.turns[0].event.text.endswith("waves again.")  # type: ignore[union-attr]
+
+    # pausing through the store stops the next event at the pause stage
+    paused = await rig.store.storytellers.get(rig.storyteller.id or 0)
+    await rig.store.storytellers.save(replace(paused, paused=True))
+    await rig.reload_tick()
+    rig.world.emote(1001, "waves a third time.")
+    await settle()
+    assert len(rig.runner.judged) == 1
+    assert rig.daemon.pipeline.stats.dropped["pause"] == 1
+
+
+async def test_zone_membership_changes_are_picked_up(rig: Rig) -> None:
+    zoned = replace(rig.storyteller, surveillance=rig.storyteller.surveillance.toggled("zone", 1))
+    await rig.store.storytellers.save(zoned)
+    await rig.reload_tick()
+    assert 201 not in rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0)
+    rig.world.add_zone_cell(1, 201)
+    await rig.reload_tick()
+    assert 201 in rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0)
+    rig.world.emote(1003, "stumbles out of the temple.")  # Ilsa is in 202; move her to 201
+    rig.world.move(1003, 201)
+    await _wait(lambda: any(t.room_id == 201 for t in rig.runner.turns))
+
+
+async def test_a_deleted_storyteller_is_forgotten(rig: Rig) -> None:
+    await rig.store.storytellers.delete(rig.storyteller.id or 0)
+    await rig.reload_tick()
+    assert rig.daemon.pipeline.router.storytellers == []
+    assert rig.daemon.heartbeats.job_ids() == []
+
+
+async def test_stop_drains_a_turn_in_flight(rig: Rig) -> None:
+    rig.runner.release.clear()
+    st = await rig.store.storytellers.get(rig.storyteller.id or 0)
+    assert rig.daemon.pipeline.direct(st, "a bell tolls")
+    await asyncio.wait_for(rig.runner.started.wait(), 5)
+    rig.stop.set()
+    await settle()
+    assert not rig.task.done()  # waiting for the turn, not cutting it off
+    assert rig.daemon.pipeline.direct(st, "too late") is False  # intake is closed
+    rig.runner.release.set()
+    await asyncio.wait_for(rig.task, 5)
+    assert [t.text for t in rig.runner.turns] == ["a bell tolls"]
+    assert rig.daemon.pipeline.stats.turns["completed"] == 1
+
+
+async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
+    st = await sqlite_store.storytellers.create("Stuck")
+    st = await sqlite_store.storytellers.save(replace(st, paused=False))
+    runner = BlockingRunner()
+    runner.release.clear()
+    clock = FakeClock()
+    pipeline = Pipeline(
+        router=Router(),
+        runner=runner,
+        clock=clock,
+        stats=RuntimeStats(),
+        observer=LoggingObserver(),
+        queue_size=25,
+        model_available=True,
+    )
+    daemon = Daemon(
+        settings=sqlite_store.storytellers,
+        world=SimWorld.harbour_town(),
+        pipeline=pipeline,
+        clock=clock,
+        drain_seconds=0.01,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    await asyncio.wait_for(daemon.ready.wait(), 5)
+    pipeline.direct(st, "never finishes")
+    await asyncio.wait_for(runner.started.wait(), 5)
+    stop.set()
+    await asyncio.wait_for(task, 5)  # returns although the turn never finished
+    assert runner.turns == []
+    assert pipeline.stats.turns["crashed"] == 0
