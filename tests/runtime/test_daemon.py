@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 
 import pytest
@@ -41,6 +41,7 @@ class BlockingRunner:
         self.release = asyncio.Event()
         self.release.set()
         self.started = asyncio.Event()
+        self.progress = asyncio.Condition()
 
     async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         self.judged.extend(triggers)
@@ -50,6 +51,8 @@ class BlockingRunner:
         self.started.set()
         await self.release.wait()
         self.turns.append(trigger)
+        async with self.progress:
+            self.progress.notify_all()
         return Outcome()
 
 
@@ -110,11 +113,10 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
         await asyncio.wait_for(task, 5)
 
 
-async def _wait(predicate: object) -> None:
-    """Wait for work done partly in the database's thread; bounded, no fixed sleep."""
-    async with asyncio.timeout(5):
-        while not predicate():  # type: ignore[operator]
-            await asyncio.sleep(0.001)
+async def _wait(runner: BlockingRunner, predicate: Callable[[], bool]) -> None:
+    """Wait until a finished turn makes `predicate` true."""
+    async with runner.progress:
+        await asyncio.wait_for(runner.progress.wait_for(predicate), 5)
 
 
 async def test_cli_changes_take_effect_without_restart(rig: Rig) -> None:
@@ -128,7 +130,7 @@ async def test_cli_changes_take_effect_without_restart(rig: Rig) -> None:
     await rig.reload_tick()
     assert rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0) == {101}
     rig.world.emote(1001, "waves again.")
-    await _wait(lambda: len(rig.runner.turns) == 1)
+    await _wait(rig.runner, lambda: len(rig.runner.turns) == 1)
     assert rig.runner.turns[0].event.text.endswith("waves again.")  # type: ignore[union-attr]
 
     # pausing through the store stops the next event at the pause stage
@@ -151,7 +153,7 @@ async def test_zone_membership_changes_are_picked_up(rig: Rig) -> None:
     assert 201 in rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0)
     rig.world.emote(1003, "stumbles out of the temple.")  # Ilsa is in 202; move her to 201
     rig.world.move(1003, 201)
-    await _wait(lambda: any(t.room_id == 201 for t in rig.runner.turns))
+    await _wait(rig.runner, lambda: any(t.room_id == 201 for t in rig.runner.turns))
 
 
 async def test_a_deleted_storyteller_is_forgotten(rig: Rig) -> None:
