@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -64,5 +65,19 @@ _register()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: usage mistakes become one line, like every other error."""
+    from typer._click.exceptions import ClickException  # typer vendors click
+    from typer.exceptions import Abort
+
+    from storyteller_daemon.cli.common import err_console
+
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as exc:
+        message = exc.format_message().strip()
+        if message:  # an empty message follows the help text shown for a bare group
+            err_console.print(f"[bold red]error:[/] {message} (see --help)", markup=True)
+        sys.exit(exc.exit_code)
+    except Abort:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -126,12 +126,13 @@ async def import_part(
         def change(st: Storyteller) -> Storyteller:
             return apply_tool_calls(st, definition)
 
+    # Asked before saving, so nothing can fail between the write and the confirmation.
+    catalogue = await load_catalogue(ctx) if which is Part.TOOLS else None
     async with open_store(ctx) as store:
         saved = await store.storytellers.save(change(await store.storytellers.get(ref)))
     if which is Part.SURVEILLANCE:
         say(f"Imported the surveillance of {saved.name}: {saved.surveillance.describe()}.")
         return
-    catalogue = await load_catalogue(ctx)
     invalid = [t.name for t in saved.custom_tools if check_tool(t, catalogue).valid is False]
     note = f"; not offered until fixed: {', '.join(invalid)}" if invalid else ""
     say(

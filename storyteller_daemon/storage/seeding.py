@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -46,20 +46,13 @@ from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import ReferenceDocumentRow, StorytellerRow
 from storyteller_daemon.storage.references import _apply as apply_document_row
 from storyteller_daemon.storage.references import to_domain as document_to_domain
-from storyteller_daemon.storage.storytellers import (
-    Clock,
-    name_key,
-    utc_now,
-)
+from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
 from storyteller_daemon.storage.storytellers import _apply as apply_storyteller_row
-from storyteller_daemon.storage.storytellers import (
-    to_domain as storyteller_to_domain,
-)
+from storyteller_daemon.storage.storytellers import to_domain as storyteller_to_domain
 
 SEED_DIR = Path(__file__).resolve().parents[2] / "seed"
 """Where `storyteller seed` looks for packs by name."""
 PACK_FILE = "pack.toml"
-PROMPTS_DIR = "prompts"
 REFERENCES_DIR = "references"
 FRONT_MATTER_FENCE = "+++"
 
@@ -239,11 +232,8 @@ def _distinct(table: _Table, key: str, parse: Callable[[str], T]) -> frozenset[T
 # --------------------------------------------------------------------------- pack.toml
 
 
-def _prompt(prompts: _Table, key: str, pack_dir: Path, *, required: bool) -> str | None:
-    """The text of a prompt file named at `key`, relative to the pack directory."""
-    relative = prompts.text(key) if required else prompts.optional_text(key)
-    if relative is None:
-        return None
+def _prompt_text(prompts: _Table, key: str, relative: str, pack_dir: Path) -> str:
+    """The text of the prompt file `relative` (to the pack directory), named at `key`."""
     file = (pack_dir / relative).resolve()
     if not file.is_relative_to(pack_dir.resolve()):
         raise prompts.error(key, f"'{relative}' points outside the pack directory")
@@ -306,11 +296,13 @@ def _read_storyteller(table: _Table, pack_dir: Path) -> Storyteller:
     efforts.finish()
 
     prompts = table.table("prompts", required=True)
-    system_prompt = _prompt(prompts, "system", pack_dir, required=True)
-    time_system_prompt = _prompt(prompts, "time_system", pack_dir, required=False)
-    attention_prompt = _prompt(prompts, "attention", pack_dir, required=True)
+    system_prompt = _prompt_text(prompts, "system", prompts.text("system"), pack_dir)
+    time_file = prompts.optional_text("time_system")
+    time_system_prompt = (
+        None if time_file is None else _prompt_text(prompts, "time_system", time_file, pack_dir)
+    )
+    attention_prompt = _prompt_text(prompts, "attention", prompts.text("attention"), pack_dir)
     prompts.finish()
-    assert system_prompt is not None and attention_prompt is not None  # required above
 
     subscriptions = _distinct(table, "subscriptions", EventKind.parse)
     heartbeats = _distinct(table, "heartbeats", Heartbeat.parse)
@@ -561,35 +553,13 @@ class LoadReport:
         return any(c.action is not Action.UNCHANGED for c in self.changes)
 
 
-# Compared one by one; `paused` is left out on purpose (it only applies on creation).
-STORYTELLER_FIELDS: tuple[str, ...] = (
-    "name",
-    "description",
-    "model",
-    "time_model",
-    "attention_model",
-    "reasoning_effort",
-    "time_reasoning_effort",
-    "attention_reasoning_effort",
-    "system_prompt",
-    "time_system_prompt",
-    "attention_prompt",
-    "subscriptions",
-    "heartbeats",
-    "status_progs",
-    "player_info_prog",
-    "speech_context_count",
-    "speech_context_window",
-    "custom_tools",
-    "surveillance",
+# Every setting is compared except identity, bookkeeping and `paused` (set on creation only).
+STORYTELLER_FIELDS = tuple(
+    f.name for f in fields(Storyteller) if f.name not in {"id", "paused", "revision", "created_on"}
 )
-DOCUMENT_FIELDS: tuple[str, ...] = (
-    "name",
-    "description",
-    "folder",
-    "doc_type",
-    "keywords",
-    "contents",
+# A document's restriction is compared by storyteller name, separately.
+DOCUMENT_FIELDS = tuple(
+    f.name for f in fields(ReferenceDocument) if f.name not in {"id", "restricted_to"}
 )
 
 
@@ -608,14 +578,21 @@ def storyteller_differences(current: Storyteller, wanted: Storyteller) -> tuple[
 
 
 def _document_differences(
-    current: ReferenceDocument,
-    current_restriction: frozenset[str],
-    wanted: PackDocument,
+    current: ReferenceDocumentRow, wanted: PackDocument, key_by_id: dict[int, str]
 ) -> tuple[str, ...]:
-    fields = [f for f in DOCUMENT_FIELDS if getattr(current, f) != getattr(wanted.document, f)]
-    if current_restriction != frozenset(name_key(n) for n in wanted.restricted_to):
-        fields.append("restricted_to")
-    return tuple(fields)
+    stored = document_to_domain(current)
+    changed = [f for f in DOCUMENT_FIELDS if getattr(stored, f) != getattr(wanted.document, f)]
+    # Ids of deleted storytellers match no name, so a re-created storyteller gets its documents.
+    names = {key_by_id.get(i, f"#{i}") for i in stored.restricted_to}
+    if names != {name_key(n) for n in wanted.restricted_to}:
+        changed.append("restricted_to")
+    return tuple(changed)
+
+
+def _change(kind: str, name: str, row: object | None, changed: tuple[str, ...]) -> Change:
+    if row is None:
+        return Change(kind, name, Action.CREATE)
+    return Change(kind, name, Action.UPDATE if changed else Action.UNCHANGED, changed)
 
 
 def _new_storyteller_row(st: Storyteller, clock: Clock) -> StorytellerRow:
@@ -632,11 +609,6 @@ def _new_document_row(doc: ReferenceDocument, clock: Clock) -> ReferenceDocument
     row.restrictions = []
     apply_document_row(row, doc)
     return row
-
-
-def _pairs(pack: Pack) -> Iterator[tuple[str, PackDocument]]:
-    for doc in pack.documents:
-        yield name_key(doc.document.name), doc
 
 
 async def load_pack(
@@ -656,81 +628,58 @@ async def load_pack(
     Returns:
         One `Change` per storyteller, then per document, in pack order.
     """
-    changes: list[Change] = []
     async with db.session() as session:
         st_keys = [name_key(st.name) for st in pack.storytellers]
         st_rows = {
             r.name_key: r
-            for r in (
-                await session.execute(
-                    select(StorytellerRow).where(StorytellerRow.name_key.in_(st_keys))
-                )
-            ).scalars()
+            for r in await session.scalars(
+                select(StorytellerRow).where(StorytellerRow.name_key.in_(st_keys))
+            )
         }
+        doc_keys = [name_key(d.document.name) for d in pack.documents]
         doc_rows = {
             r.name_key: r
-            for r in (
-                await session.execute(
-                    select(ReferenceDocumentRow).where(
-                        ReferenceDocumentRow.name_key.in_([k for k, _ in _pairs(pack)])
-                    )
-                )
-            ).scalars()
+            for r in await session.scalars(
+                select(ReferenceDocumentRow).where(ReferenceDocumentRow.name_key.in_(doc_keys))
+            )
         }
-        all_keys = await session.execute(select(StorytellerRow.id, StorytellerRow.name_key))
-        key_by_id = {row.id: row.name_key for row in all_keys}
+        all_storytellers = await session.execute(select(StorytellerRow.id, StorytellerRow.name_key))
+        key_by_id = {row.id: row.name_key for row in all_storytellers}
 
         st_plan: list[tuple[Storyteller, StorytellerRow | None, tuple[str, ...]]] = []
-        for st in pack.storytellers:
-            st_row = st_rows.get(name_key(st.name))
-            if st_row is None:
-                changes.append(Change("storyteller", st.name, Action.CREATE))
-                st_plan.append((st, None, ()))
-                continue
-            fields = storyteller_differences(storyteller_to_domain(st_row), st)
-            action = Action.UPDATE if fields else Action.UNCHANGED
-            changes.append(Change("storyteller", st.name, action, fields))
-            st_plan.append((st, st_row, fields))
-
+        for st, key in zip(pack.storytellers, st_keys, strict=True):
+            st_row = st_rows.get(key)
+            current = None if st_row is None else storyteller_to_domain(st_row)
+            st_plan.append((st, st_row, storyteller_differences(current, st) if current else ()))
         doc_plan: list[tuple[PackDocument, ReferenceDocumentRow | None, tuple[str, ...]]] = []
-        for key, doc in _pairs(pack):
+        for doc, key in zip(pack.documents, doc_keys, strict=True):
             doc_row = doc_rows.get(key)
-            if doc_row is None:
-                changes.append(Change("document", doc.document.name, Action.CREATE))
-                doc_plan.append((doc, None, ()))
-                continue
-            restriction = frozenset(
-                key_by_id.get(r.storyteller_id, f"#{r.storyteller_id}")
-                for r in doc_row.restrictions
-            )
-            fields = _document_differences(document_to_domain(doc_row), restriction, doc)
-            action = Action.UPDATE if fields else Action.UNCHANGED
-            changes.append(Change("document", doc.document.name, action, fields))
-            doc_plan.append((doc, doc_row, fields))
-
+            changed = () if doc_row is None else _document_differences(doc_row, doc, key_by_id)
+            doc_plan.append((doc, doc_row, changed))
+        changes = [_change("storyteller", st.name, r, c) for st, r, c in st_plan]
+        changes += [_change("document", d.document.name, r, c) for d, r, c in doc_plan]
         report = LoadReport(pack=pack.name, dry_run=dry_run, changes=tuple(changes))
         if dry_run or not report.changed:
             return report
 
-        ids: dict[str, int] = {k: r.id for k, r in st_rows.items()}
-        for st, st_row, fields in st_plan:
+        ids = {k: r.id for k, r in st_rows.items()}
+        for st, st_row, changed in st_plan:
             if st_row is None:
                 st_row = _new_storyteller_row(st, clock)
                 session.add(st_row)
                 await session.flush()
                 ids[name_key(st.name)] = st_row.id
-            elif fields:
+            elif changed:
                 apply_storyteller_row(st_row, replace(st, id=st_row.id, paused=st_row.paused))
                 st_row.revision += 1
                 st_row.updated_on = clock()
 
-        for doc, doc_row, fields in doc_plan:
-            wanted = replace(
-                doc.document, restricted_to=frozenset(ids[name_key(n)] for n in doc.restricted_to)
-            )
+        for doc, doc_row, changed in doc_plan:
+            allowed = frozenset(ids[name_key(n)] for n in doc.restricted_to)
+            wanted = replace(doc.document, restricted_to=allowed)
             if doc_row is None:
                 session.add(_new_document_row(wanted, clock))
-            elif fields:
+            elif changed:
                 apply_document_row(doc_row, wanted)
                 doc_row.updated_on = clock()
         await session.flush()

@@ -229,11 +229,20 @@ class StorytellerRepository:
             return [to_domain(r) for r in rows]
 
     async def save(self, st: Storyteller) -> Storyteller:
-        """Write every setting of an existing storyteller and bump its revision."""
+        """Write every setting of an existing storyteller and bump its revision.
+
+        The write is refused when the row changed since `st` was read (its revision moved on),
+        so two admins editing at once cannot silently undo each other's change.
+        """
         if st.id is None:
             raise ValidationError("Cannot save a storyteller that was never created.")
         async with self._db.session() as session:
             row = await self._find(session, st.id)
+            if st.revision and st.revision != row.revision:
+                raise ConflictError(
+                    f"Storyteller '{row.name}' was changed by someone else since it was read "
+                    f"(revision {st.revision}, now {row.revision}); read it again and retry."
+                )
             await self._check_name_free(session, st.name, row.id)
             _apply(row, st)
             row.revision += 1

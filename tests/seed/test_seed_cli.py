@@ -118,21 +118,45 @@ def test_dry_run_names_the_changed_fields(
     assert _contents(cli_db)[0] == {"Harbour Ward Watch": 1}
 
 
-def test_invalid_pack_exits_78_and_writes_nothing(
-    cli_db: str, copy_pack: Callable[[str], Path], edit: Callable[[Path, str, str], None]
+@pytest.mark.parametrize(
+    ("file", "old", "new", "where"),
+    [
+        (
+            "pack.toml", "echo_only = true", "echo_only = true\nrepeat = 2",
+            'storyteller["Harbour Ward Watch"].tools["ShoutFromCrowd"].repeat: unknown key',
+        ),
+        (
+            "pack.toml", 'attention = "low"', 'attention = "tiny"',
+            "pack.toml: storyteller[\"Harbour Ward Watch\"].effort.attention: 'tiny' is not",
+        ),
+        (
+            "references/04-harbour-ward-undercurrents.md",
+            'restricted_to = ["Harbour Ward Watch"]', 'restricted_to = ["The Tidewatch"]',
+            "04-harbour-ward-undercurrents.md: restricted_to: 'The Tidewatch' is not a storyteller",
+        ),
+        (
+            "pack.toml", 'name = "SendTheWatch"', 'name = "PlayerInformation"',
+            'tools["PlayerInformation"].name: Tool name \'PlayerInformation\' collides',
+        ),
+    ],
+    ids=["unknown-key", "bad-effort", "unknown-restricted-to", "builtin-tool-name"],
+)  # fmt: skip
+def test_invalid_pack_exits_78_names_file_and_key_and_writes_nothing(
+    cli_db: str,
+    copy_pack: Callable[[str], Path],
+    edit: Callable[[Path, str, str], None],
+    file: str,
+    old: str,
+    new: str,
+    where: str,
 ) -> None:
     pack_dir = copy_pack("harbour-ward")
-    edit(
-        pack_dir / "references" / "04-harbour-ward-undercurrents.md",
-        'restricted_to = ["Harbour Ward Watch"]',
-        'restricted_to = ["The Tidewatch"]',
-    )
+    edit(pack_dir / file, old, new)
 
     result = _seed(cli_db, "load", str(pack_dir))
 
     assert result.exit_code == 78
-    assert "04-harbour-ward-undercurrents.md: restricted_to:" in result.stderr
-    assert "'The Tidewatch' is not a storyteller of this pack" in result.stderr
+    assert where in " ".join(result.stderr.split())
     assert _contents(cli_db) == ({}, [])
 
 

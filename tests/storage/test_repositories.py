@@ -254,3 +254,12 @@ async def test_reference_index_follows_updates_and_deletes(store: Store) -> None
     with pytest.raises(ConflictError):
         await store.references.create(ReferenceDocument(name="A"))
         await store.references.create(ReferenceDocument(name="a"))
+
+
+async def test_a_stale_save_is_refused(store: Store) -> None:
+    st = await store.storytellers.create("Contested")
+    first = await store.storytellers.save(replace(st, description="admin one"))
+    with pytest.raises(ConflictError, match="changed by someone else"):
+        await store.storytellers.save(replace(st, description="admin two"))
+    assert (await store.storytellers.get(st.id)).description == "admin one"  # type: ignore[arg-type]
+    assert first.revision == 2
