@@ -8,8 +8,9 @@ import typer
 
 from storyteller_daemon.cli.common import console, open_store, run_async
 
-app = typer.Typer(help="Database schema: upgrade, downgrade, show the current revision.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
+)
 
 
 @app.command("upgrade")

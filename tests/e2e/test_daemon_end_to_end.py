@@ -80,7 +80,8 @@ async def start(cfg: Any, store: Store, world: SimWorld, server: ScriptedRespons
 
 
 async def _until(predicate: Any) -> None:
-    while not predicate():
+    """Wait for work the daemon does across HTTP and database threads (bounded by callers)."""
+    while not predicate():  # noqa: ASYNC110 - no hook to wait on across the HTTP round trips
         await asyncio.sleep(0.01)
 
 
