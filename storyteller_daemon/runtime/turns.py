@@ -23,6 +23,9 @@ from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
+VIOLATION_ALERT_STREAK = 5
+"""Consecutive attention contract violations before an error is raised to the admins."""
+
 
 def turn_key(storyteller: Storyteller, trigger: Trigger) -> str:
     """A key that is the same every time the same trigger is handled for the same storyteller.
@@ -73,6 +76,18 @@ class AgentTurnRunner:
             prompt = await self._prompts.build(storyteller, trigger)
             items.append(prompt.attention_input or prompt.text)
         verdicts = await self.gate.judge(storyteller, items)
+        assert storyteller.id is not None
+        streak = self.gate.consecutive_violations(storyteller.id)
+        if any(v.violation for v in verdicts) and streak >= VIOLATION_ALERT_STREAK:
+            # One bad verdict is noise; a run of them means a wrong model or prompt.
+            if streak - sum(1 for v in verdicts if v.violation) < VIOLATION_ALERT_STREAK:
+                log.error(
+                    "storyteller %s: the attention model broke the verdict contract %d times in "
+                    "a row (last: %s); check its attention model and prompt",
+                    storyteller.name,
+                    streak,
+                    next(v.violation for v in reversed(verdicts) if v.violation),
+                )
         return verdicts
 
     async def _status_text(self, storyteller: Storyteller, trigger: Trigger) -> str:

@@ -1,0 +1,100 @@
+"""The agent behind the pipeline: status progs, persistent contract violations, turn keys."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.settings import EventKind, Heartbeat
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner, turn_key
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
+from world_adapter.events import Cursor, RoomEcho
+from world_adapter.sim import SimWorld
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+class ScriptModel:
+    name = "script"
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
+        self.requests: list[ModelRequest] = []
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        calls: tuple[FunctionCall, ...] = ()
+        if request.tools:
+            calls = (FunctionCall("c1", "Noop", "{}"),)
+        return ModelResponse(
+            "r", request.model, "completed", calls, self.text, (), Usage(10, 0, 2, 0)
+        )
+
+
+def runner(store: Store, model: ScriptModel) -> AgentTurnRunner:
+    return AgentTurnRunner(
+        world=SimWorld.harbour_town(),
+        situations=store.situations,
+        memories=store.memories,
+        references=store.references,
+        model=model,
+        limits=LimitsConfig(),
+        clock=FakeClock(T0),
+        stats=RuntimeStats(),
+    )
+
+
+async def test_heartbeat_prompt_carries_the_status_prog_output(sqlite_store: Store) -> None:
+    st = await sqlite_store.storytellers.create("Beat")
+    st = await sqlite_store.storytellers.save(
+        replace(
+            st,
+            heartbeats=frozenset({Heartbeat.TEN_MINUTES}),
+            status_progs=((Heartbeat.TEN_MINUTES, "HarbourWatchStatus"),),
+            time_model="gpt-5-mini",
+        )
+    )
+    model = ScriptModel()
+    record = await runner(sqlite_store, model).run_turn(
+        st, Trigger(TriggerKind.HEARTBEAT, occurred_at=T0, heartbeat=Heartbeat.TEN_MINUTES)
+    )
+    assert record.outcome == "noop"
+    prompt = model.requests[0].input[0]["content"]
+    assert "Harbour Ward:" in prompt  # HarbourWatchStatus output
+    assert model.requests[0].model == "gpt-5-mini"  # time scope
+
+
+async def test_persistent_contract_violations_raise_one_error(
+    sqlite_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    st = await sqlite_store.storytellers.create("Gate")
+    st = replace(st, paused=False, subscriptions=frozenset({EventKind.ROOM}))
+    gate_runner = runner(sqlite_store, ScriptModel("interested, obviously"))
+    echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
+    caplog.set_level(logging.ERROR)
+    for _ in range(VIOLATION_ALERT_STREAK * 2):
+        [verdict] = await gate_runner.judge(st, [Trigger.from_event(echo)])
+        assert verdict.violation
+    errors = [r for r in caplog.records if "broke the verdict contract" in r.getMessage()]
+    assert len(errors) == 1
+
+
+def test_turn_keys_are_stable_per_trigger() -> None:
+    from storyteller_daemon.domain.settings import Storyteller
+
+    st = Storyteller(name="k", id=3)
+    echo = RoomEcho(cursor=Cursor("e", 9), cell_id=1, zone_id=None, occurred_at=T0, text="x")
+    assert turn_key(st, Trigger.from_event(echo)) == "st3:event:e:9"
+    beat = Trigger(TriggerKind.HEARTBEAT, occurred_at=T0, heartbeat=Heartbeat.HOUR)
+    assert turn_key(st, beat) == turn_key(st, beat)
+    a = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="a")
+    b = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="b")
+    assert turn_key(st, a) != turn_key(st, b)
