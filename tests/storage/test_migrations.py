@@ -25,6 +25,9 @@ EXPECTED_TABLES = {
     "character_memories",
     "reference_documents",
     "reference_document_storytellers",
+    "speech_history",
+    "stream_state",
+    "event_inbox",
 }
 
 
