@@ -36,13 +36,20 @@ Object keys are matched exactly, in FutureMUD's alias order; a null property cou
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from progs.results import format_datetime, format_timespan
+from progs.scalars import (
+    ID_KEYS,
+    ArgumentError,
+    checked_id,
+    first_present,
+    integer_value,
+    number_value,
+    object_id,
+    object_text,
+)
+from progs.temporal import convert_datetime, convert_mud_datetime, convert_timespan
 from progs.types import (
     CLAN_SCOPED_TYPES,
     ID_TYPES,
@@ -56,18 +63,6 @@ from progs.types import (
 )
 
 __all__ = ["ArgumentError", "UnsupportedParameterType", "convert_argument", "convert_arguments"]
-
-
-class ArgumentError(ValueError):
-    """A tool argument the prog cannot take. The message is meant for the model to act on.
-
-    Attributes:
-        message: What is wrong, e.g. ``Expected boolean argument.``
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def convert_argument(value_type: ValueType, value: Any) -> Any:
@@ -147,81 +142,6 @@ def _convert_element(element: ProgType, value: Any) -> Any:
     return _CONVERTERS[element](value)
 
 
-# ---------------------------------------------------------------- JSON scalars
-
-_ID_KEYS = ("Id", "ID", "id")
-_INT64_MAX = 2**63 - 1
-_FLOAT_EXACT = 2**53
-_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def _integer(value: Any) -> int | None:
-    """The integer a JSON number or integer text holds, else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-        return int(value.strip())
-    return None
-
-
-def _number(value: Any) -> int | float | None:
-    """The finite number a JSON number or numeric text holds, else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if _INTEGER_TEXT.fullmatch(text):
-            return int(text)
-        if not _NUMBER_TEXT.fullmatch(text):
-            return None
-        value = float(text)
-    if isinstance(value, float) and math.isfinite(value):
-        # Past 2**53 a float no longer holds every integer, so it is not turned into one.
-        return int(value) if value.is_integer() and abs(value) < _FLOAT_EXACT else value
-    return None
-
-
-def _first(obj: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, Any] | None:
-    """The first of `keys` present in `obj` with a non-null value, and that value."""
-    for key in keys:
-        value = obj.get(key)
-        if value is not None:
-            return key, value
-    return None
-
-
-def _checked_id(number: int, what: str) -> int:
-    if not 0 < number <= _INT64_MAX:
-        raise ArgumentError(f"{what} ids are positive integers; {number} is not one.")
-    return number
-
-
-def _object_id(obj: Mapping[str, Any], keys: Sequence[str], what: str) -> int | None:
-    found = _first(obj, keys)
-    if found is None:
-        return None
-    number = _integer(found[1])
-    if number is None:
-        raise ArgumentError(f"Property '{found[0]}' must contain an integer id.")
-    return _checked_id(number, what)
-
-
-def _object_text(obj: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    found = _first(obj, keys)
-    if found is None:
-        return None
-    if not isinstance(found[1], str):
-        raise ArgumentError(f"Property '{found[0]}' must contain text.")
-    return found[1].strip() or None
-
-
 # ---------------------------------------------------------------- value types
 
 
@@ -234,7 +154,7 @@ def _boolean(value: Any) -> bool:
 
 
 def _numeric(value: Any) -> int | float:
-    number = _number(value)
+    number = number_value(value)
     if number is None:
         raise ArgumentError("Expected numeric argument.")
     return number
@@ -271,10 +191,10 @@ _GENDER_HELP = "male, female, neuter, non-binary or indeterminate"
 
 def _gender(value: Any) -> str:
     if isinstance(value, Mapping):
-        found = _first(value, ("GenderId", "Gender", "Value", *_ID_KEYS))
-        if found is not None and (number := _integer(found[1])) is not None:
+        found = first_present(value, ("GenderId", "Gender", "Value", *ID_KEYS))
+        if found is not None and (number := integer_value(found[1])) is not None:
             return _gender_number(number)
-        text = _object_text(value, ("Gender", "Value", "Name"))
+        text = object_text(value, ("Gender", "Value", "Name"))
         if text is None:
             raise ArgumentError("Gender arguments must include a Gender value.")
         return _gender_text(text)
@@ -298,146 +218,24 @@ def _gender_text(text: str) -> str:
     return gender
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _datetime(value: Any) -> str:
-    if isinstance(value, Mapping):
-        found = _first(value, ("UnixSeconds", "EpochSeconds", "Timestamp"))
-        if found is not None and (seconds := _number(found[1])) is not None:
-            return _unix_datetime(seconds)
-        text = _object_text(value, ("Value", "DateTime", "Timestamp", "Iso8601"))
-        if text is None:
-            raise ArgumentError("DateTime arguments must include UnixSeconds or an ISO-8601 Value.")
-        return _datetime_text(text)
-    if isinstance(value, str):
-        return _datetime_text(value)
-    seconds = _number(value) if isinstance(value, int | float) else None
-    if seconds is None:
-        raise ArgumentError("Expected datetime text argument.")
-    return _unix_datetime(seconds)
-
-
-def _unix_datetime(seconds: float) -> str:
-    try:
-        return format_datetime(_EPOCH + timedelta(seconds=seconds))
-    except OverflowError:
-        raise ArgumentError(f"Unix time {seconds} is out of range.") from None
-
-
-def _datetime_text(text: str) -> str:
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ArgumentError(
-            f"Expected datetime text argument: '{text}' is not an ISO-8601 datetime."
-        ) from None
-    # A datetime without an offset is taken as UTC: the game receives one unambiguous instant.
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return format_datetime(moment)
-
-
-def _timespan(value: Any) -> str:
-    if isinstance(value, Mapping):
-        found = _first(value, ("TotalSeconds", "Seconds"))
-        if found is not None:
-            seconds = _number(found[1])
-            if seconds is None:
-                raise ArgumentError(f"Property '{found[0]}' must contain a number of seconds.")
-            return _seconds_timespan(seconds)
-        text = _object_text(value, ("Value", "TimeSpan", "Duration"))
-        if text is None:
-            raise ArgumentError("TimeSpan arguments must include TotalSeconds or a Value.")
-        return _timespan_text(text)
-    if isinstance(value, str):
-        return _timespan_text(value)
-    seconds = _number(value) if isinstance(value, int | float) else None
-    if seconds is None:
-        raise ArgumentError("Expected timespan text argument.")
-    return _seconds_timespan(seconds)
-
-
-def _seconds_timespan(seconds: float) -> str:
-    try:
-        return format_timespan(timedelta(seconds=seconds))
-    except OverflowError:
-        raise ArgumentError(f"A TimeSpan of {seconds} seconds is out of range.") from None
-
-
-_CLOCK_SPAN = re.compile(
-    r"(?P<sign>-)?(?:(?P<days>[0-9]+)\.|(?P<cdays>[0-9]+):(?=[0-9]+:[0-9]+:[0-9]+$))?"
-    r"(?P<h>[0-9]{1,2}):(?P<m>[0-9]{1,2})(?::(?P<s>[0-9]{1,2})(?:\.(?P<f>[0-9]{1,7}))?)?"
-)
-_NUM = r"[0-9]+(?:\.[0-9]+)?"
-_ISO_SPAN = re.compile(
-    rf"(?P<sign>-)?P(?:(?P<W>{_NUM})W)?(?:(?P<D>{_NUM})D)?"
-    rf"(?:T(?=[0-9])(?:(?P<H>{_NUM})H)?(?:(?P<M>{_NUM})M)?(?:(?P<S>{_NUM})S)?)?",
-    re.IGNORECASE,
-)
-_ISO_UNIT_SECONDS = {"W": 604_800, "D": 86_400, "H": 3_600, "M": 60, "S": 1}
-
-
-def _timespan_text(text: str) -> str:
-    stripped = text.strip()
-    # Numeric text means seconds, as a JSON number does (.NET would read it as days).
-    seconds = _number(stripped)
-    if seconds is not None:
-        return _seconds_timespan(seconds)
-    if clock := _CLOCK_SPAN.fullmatch(stripped):
-        span = _clock_span(clock)
-        if span is not None:
-            return format_timespan(span)
-    elif iso := _ISO_SPAN.fullmatch(stripped):
-        parts = {unit: iso.group(unit) for unit in _ISO_UNIT_SECONDS if iso.group(unit)}
-        if parts:
-            total = sum(float(part) * _ISO_UNIT_SECONDS[unit] for unit, part in parts.items())
-            return _seconds_timespan(-total if iso.group("sign") else total)
-    raise ArgumentError(
-        f"Expected timespan text argument: '{text}' is not a TimeSpan such as 00:30:00."
-    )
-
-
-def _clock_span(match: re.Match[str]) -> timedelta | None:
-    hours, minutes, seconds = (int(match.group(key) or 0) for key in ("h", "m", "s"))
-    if hours > 23 or minutes > 59 or seconds > 59:
-        return None
-    days = int(match.group("days") or match.group("cdays") or 0)
-    micros = int((match.group("f") or "").ljust(7, "0")) // 10
-    try:
-        span = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    except OverflowError:
-        return None
-    span += timedelta(microseconds=micros)
-    return -span if match.group("sign") else span
-
-
-def _mud_datetime(value: Any) -> str:
-    text = value.strip() if isinstance(value, str) else None
-    if isinstance(value, Mapping):
-        text = _object_text(value, ("Value", "MudDateTime", "DateTime"))
-    if not text:
-        raise ArgumentError("Expected mud datetime text argument.")
-    return "never" if text.lower() == "never" else text
-
-
 # ---------------------------------------------------------------- reference types
 
 
 def _entity_id(value: Any, what: str) -> int:
-    number = _object_id(value, _ID_KEYS, what) if isinstance(value, Mapping) else _integer(value)
+    number = object_id(value, ID_KEYS, what) if isinstance(value, Mapping) else integer_value(value)
     if number is None:
         raise ArgumentError(f"Expected an id argument for parameter type {what}.")
-    return _checked_id(number, what)
+    return checked_id(number, what)
 
 
 def _exit(value: Any) -> int:
     if isinstance(value, Mapping):
-        number = _object_id(value, ("ExitId", "ExitID", "Exit", *_ID_KEYS), "Exit")
+        number = object_id(value, ("ExitId", "ExitID", "Exit", *ID_KEYS), "Exit")
     else:
-        number = _integer(value)
+        number = integer_value(value)
     if number is None:
         raise ArgumentError("Expected Exit as an id or object containing ExitId.")
-    return _checked_id(number, "Exit")
+    return checked_id(number, "Exit")
 
 
 # Object-form keys of the clan-scoped types; the others use <Type>Id, <Type>Name and <Type>.
@@ -461,16 +259,16 @@ def _named_keys(element: ProgType) -> tuple[tuple[str, ...], tuple[str, ...]]:
     ids, names = _CLAN_SCOPED_KEYS.get(element, ((f"{kind}Id",), (f"{kind}Name", kind)))
     if element in (ProgType.CALENDAR, ProgType.CLOCK):
         names = (*names, "Alias")
-    return (*ids, *_ID_KEYS), (*names, "Name", "name")
+    return (*ids, *ID_KEYS), (*names, "Name", "name")
 
 
 def _named(value: Any, element: ProgType) -> int | str | dict[str, Any]:
     kind = element.value
     if isinstance(value, Mapping):
         return _named_object(value, element)
-    number = _integer(value)
+    number = integer_value(value)
     if number is not None:
-        return _checked_id(number, kind)
+        return checked_id(number, kind)
     if isinstance(value, str) and value.strip():
         return value.strip()
     raise ArgumentError(f"Expected {kind} as an id, name, or object argument.")
@@ -482,11 +280,11 @@ def _named_object(value: Mapping[str, Any], element: ProgType) -> dict[str, Any]
     abbreviation_keys = _ABBREVIATION_KEYS if element is ProgType.CLAN_PAYGRADE else ()
     clan = _clan_filter(value) if element in CLAN_SCOPED_TYPES else None
     found: dict[str, Any] | None = None
-    if (number := _object_id(value, id_keys, kind)) is not None:
+    if (number := object_id(value, id_keys, kind)) is not None:
         found = {"id": number}
-    elif (name := _object_text(value, name_keys)) is not None:
+    elif (name := object_text(value, name_keys)) is not None:
         found = {"name": name}
-    elif abbreviation_keys and (abbreviation := _object_text(value, abbreviation_keys)):
+    elif abbreviation_keys and (abbreviation := object_text(value, abbreviation_keys)):
         found = {"abbreviation": abbreviation}
     if found is None:
         raise ArgumentError(
@@ -498,17 +296,17 @@ def _named_object(value: Mapping[str, Any], element: ProgType) -> dict[str, Any]
 
 def _clan_filter(value: Mapping[str, Any]) -> int | str | None:
     """The clan a clan-scoped name is looked up in: ClanId, Clan (id or name) or ClanName."""
-    number = _object_id(value, ("ClanId", "ClanID"), "Clan")
+    number = object_id(value, ("ClanId", "ClanID"), "Clan")
     if number is not None:
         return number
     clan = value.get("Clan")
     if clan is not None:
-        if (number := _integer(clan)) is not None:
-            return _checked_id(number, "Clan")
+        if (number := integer_value(clan)) is not None:
+            return checked_id(number, "Clan")
         if isinstance(clan, str) and clan.strip():
             return clan.strip()
         raise ArgumentError("Property 'Clan' must contain a clan id or name.")
-    return _object_text(value, ("ClanName",))
+    return object_text(value, ("ClanName",))
 
 
 _OWNER_TYPES = {
@@ -526,15 +324,15 @@ _OWNER_TYPES = {
 
 def _effect(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
-        number = _integer(value)
+        number = integer_value(value)
         if number is None:
             raise ArgumentError("Effect arguments must be an id or an object containing EffectId.")
-        return {"effect_id": _checked_id(number, "Effect"), "owner_type": None, "owner_id": None}
-    effect_id = _object_id(value, ("EffectId", *_ID_KEYS), "Effect")
+        return {"effect_id": checked_id(number, "Effect"), "owner_type": None, "owner_id": None}
+    effect_id = object_id(value, ("EffectId", *ID_KEYS), "Effect")
     if effect_id is None:
         raise ArgumentError("Effect arguments must include EffectId.")
-    owner_id = _object_id(value, ("OwnerId", "ownerId", "OwnerCharacterId", "CharacterId"), "Owner")
-    owner_text = _object_text(value, ("OwnerType", "ownerType", "Type", "type"))
+    owner_id = object_id(value, ("OwnerId", "ownerId", "OwnerCharacterId", "CharacterId"), "Owner")
+    owner_text = object_text(value, ("OwnerType", "ownerType", "Type", "type"))
     owner_type = None if owner_text is None else _OWNER_TYPES.get(owner_text.lower())
     if owner_text is not None and owner_type is None:
         raise ArgumentError(
@@ -552,10 +350,10 @@ def _outfit(value: Any) -> dict[str, Any]:
         raise ArgumentError(
             "Outfit arguments must be an object with OwnerCharacterId and OutfitName."
         )
-    owner = _object_id(value, _OWNER_KEYS, "Character")
+    owner = object_id(value, _OWNER_KEYS, "Character")
     if owner is None:
         raise ArgumentError("Outfit arguments must include OwnerCharacterId.")
-    name = _object_text(value, ("OutfitName", "Name"))
+    name = object_text(value, ("OutfitName", "Name"))
     if name is None:
         raise ArgumentError("Outfit arguments must include OutfitName.")
     return {"owner_character_id": owner, "outfit_name": name}
@@ -566,13 +364,13 @@ def _outfit_item(value: Any) -> dict[str, Any]:
         raise ArgumentError(
             "OutfitItem arguments must be an object with OwnerCharacterId and ItemId."
         )
-    owner = _object_id(value, _OWNER_KEYS, "Character")
+    owner = object_id(value, _OWNER_KEYS, "Character")
     if owner is None:
         raise ArgumentError("OutfitItem arguments must include OwnerCharacterId.")
-    item = _object_id(value, ("ItemId", *_ID_KEYS), "Item")
+    item = object_id(value, ("ItemId", *ID_KEYS), "Item")
     if item is None:
         raise ArgumentError("OutfitItem arguments must include ItemId.")
-    name = _object_text(value, ("OutfitName", "Name"))
+    name = object_text(value, ("OutfitName", "Name"))
     return {"owner_character_id": owner, "item_id": item, "outfit_name": name}
 
 
@@ -581,9 +379,9 @@ _CONVERTERS: dict[ProgType, Callable[[Any], Any]] = {
     ProgType.NUMBER: _numeric,
     ProgType.TEXT: _text,
     ProgType.GENDER: _gender,
-    ProgType.DATETIME: _datetime,
-    ProgType.TIMESPAN: _timespan,
-    ProgType.MUDDATETIME: _mud_datetime,
+    ProgType.DATETIME: convert_datetime,
+    ProgType.TIMESPAN: convert_timespan,
+    ProgType.MUDDATETIME: convert_mud_datetime,
     ProgType.EFFECT: _effect,
     ProgType.OUTFIT: _outfit,
     ProgType.OUTFIT_ITEM: _outfit_item,

@@ -40,7 +40,7 @@ def to_domain(row: ReferenceDocumentRow) -> ReferenceDocument:
     )
 
 
-def _apply(row: ReferenceDocumentRow, doc: ReferenceDocument) -> None:
+def apply_to_row(row: ReferenceDocumentRow, doc: ReferenceDocument) -> None:
     row.name, row.name_key = doc.name.strip(), name_key(doc.name)
     row.description, row.folder, row.doc_type = doc.description, doc.folder, doc.doc_type
     row.keywords, row.contents = doc.keywords, doc.contents
@@ -112,7 +112,7 @@ class ReferenceRepository:
             now = self._clock()
             row = ReferenceDocumentRow(created_on=now, updated_on=now)
             row.restrictions = []
-            _apply(row, doc)
+            apply_to_row(row, doc)
             session.add(row)
             await session.flush()
             return to_domain(row)
@@ -129,7 +129,7 @@ class ReferenceRepository:
         async with self._db.session() as session:
             row = await self._find(session, doc.id)
             await self._check_name_free(session, doc.name, row.id)
-            _apply(row, doc)
+            apply_to_row(row, doc)
             row.updated_on = self._clock()
             await session.flush()
             return to_domain(row)

@@ -106,7 +106,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
     )
 
 
-def _apply(row: StorytellerRow, st: Storyteller) -> None:
+def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
     """Copy every setting of `st` onto `row`, replacing surveillance and tools."""
     row.name = st.name.strip()
     row.name_key = name_key(st.name)
@@ -210,7 +210,7 @@ class StorytellerRepository:
             now = self._clock()
             row = StorytellerRow(created_on=now, updated_on=now, revision=1)
             row.surveillance, row.tools = [], []
-            _apply(row, st)
+            apply_to_row(row, st)
             session.add(row)
             await session.flush()
             return to_domain(row)
@@ -244,7 +244,7 @@ class StorytellerRepository:
                     f"(revision {st.revision}, now {row.revision}); read it again and retry."
                 )
             await self._check_name_free(session, st.name, row.id)
-            _apply(row, st)
+            apply_to_row(row, st)
             row.revision += 1
             row.updated_on = self._clock()
             await session.flush()
