@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.situations import CharacterMemory, Situation, check_scope
@@ -155,13 +155,21 @@ class SituationRepository:
             select(SituationRow)
             .where(SituationRow.storyteller_id == storyteller_id)
             .where(SituationRow.resolved.is_(False))
-            .order_by(SituationRow.created_on.desc(), SituationRow.id.desc())
         )
+        if room_id is not None or character_ids:
+            universal = and_(
+                SituationRow.scope_character_id.is_(None), SituationRow.scope_room_id.is_(None)
+            )
+            scoped = [universal]
+            if room_id is not None:
+                scoped.append(SituationRow.scope_room_id == room_id)
+            if character_ids:
+                scoped.append(SituationRow.scope_character_id.in_(list(character_ids)))
+            query = query.where(or_(*scoped))
+        query = query.order_by(SituationRow.created_on.desc(), SituationRow.id.desc()).limit(limit)
         async with self._db.session() as session:
             rows = [situation_to_domain(r) for r in (await session.execute(query)).scalars()]
-        if room_id is not None or character_ids:
-            rows = [s for s in rows if s.matches_trigger(room_id, character_ids)]
-        return list(reversed(rows[:limit]))
+        return list(reversed(rows))
 
 
 class MemoryRepository:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.references import ReferenceDocument, search_terms
@@ -24,6 +24,14 @@ from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRes
 from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_FIELDS = (
+    ReferenceDocumentRow.name,
+    ReferenceDocumentRow.description,
+    ReferenceDocumentRow.folder,
+    ReferenceDocumentRow.doc_type,
+    ReferenceDocumentRow.keywords,
+    ReferenceDocumentRow.contents,
+)
 
 
 def to_domain(row: ReferenceDocumentRow) -> ReferenceDocument:
@@ -195,15 +203,33 @@ class ReferenceRepository:
     ) -> builtins.list[ReferenceDocument]:
         """Documents matching every term, best first; a blank query lists all (by id)."""
         terms = search_terms(query)
-        docs = await self.list(visible_to=visible_to)
         if not terms:
-            return docs
+            return await self.list(visible_to=visible_to)
         async with self._db.session() as session:
             ranked = await self._engine_ranked_ids(session, terms)
-        by_id = {d.id: d for d in docs}
-        ordered = [by_id[i] for i in ranked if i in by_id]
+            candidates = select(ReferenceDocumentRow)
+            if all(t.isascii() for t in terms):
+                # SQL lower() folds ASCII only; other terms are checked in Python below.
+                candidates = candidates.where(
+                    *(
+                        or_(*(func.lower(c).contains(t.lower(), autoescape=True) for c in _FIELDS))
+                        for t in terms
+                    )
+                )
+            floor_rows = (await session.execute(candidates)).scalars().all()
+            ranked_rows = (
+                await session.execute(
+                    select(ReferenceDocumentRow).where(ReferenceDocumentRow.id.in_(ranked))
+                )
+            ).scalars()
+            by_id = {r.id: to_domain(r) for r in [*floor_rows, *ranked_rows]}
+        visible = {
+            i: d for i, d in by_id.items() if visible_to is None or d.is_visible_to(visible_to)
+        }
+        ordered = [visible[i] for i in ranked if i in visible]
         seen = {d.id for d in ordered}
         floor = sorted(
-            (d for d in docs if d.id not in seen and d.matches(query)), key=lambda d: d.name.lower()
+            (d for d in visible.values() if d.id not in seen and d.matches(query)),
+            key=lambda d: d.name.lower(),
         )
         return ordered + floor

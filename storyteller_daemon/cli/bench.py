@@ -1,0 +1,167 @@
+"""``storyteller bench``: measure intake, turn throughput and search on this machine.
+
+The benchmarks use the real pipeline, storage and sim world with the offline stand-in model (no
+network), on a throw-away SQLite file, so their numbers say what the daemon itself costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from storyteller_daemon.cli.common import console, print_json, run_async
+
+app = typer.Typer(
+    help="Benchmarks: pipeline throughput and reference search.", no_args_is_help=True
+)
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _report(title: str, rows: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        print_json(rows)
+        return
+    console.print(f"[bold]{title}[/]")
+    for key, value in rows.items():
+        console.print(f"  {key:<34} {value}")
+
+
+@app.command("pipeline")
+@run_async
+async def pipeline(
+    events: Annotated[int, typer.Option(help="World events to push through.", min=1)] = 500,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Push a burst of world events through intake, attention and turns; time every stage."""
+    from storyteller_daemon.agent.offline import OfflineStandInModel
+    from storyteller_daemon.app import ModelChoice, build_runtime
+    from storyteller_daemon.config import parse_config
+    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.storage.store import Store
+    from world_adapter.sim import SimWorld
+
+    with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        cfg = parse_config({"database": {"url": url}, "limits": {"queue_size": 10_000}}, "bench")
+        store = Store.open(url)
+        await store.db.upgrade()
+        await load_pack(store.db, read_pack("harbour-ward"))
+        watch = await store.storytellers.get("Harbour Ward Watch")
+        await store.storytellers.save(replace(watch, paused=False))
+        world = SimWorld.harbour_town(buffer_size=max(10_000, events * 2))
+        offline = OfflineStandInModel()
+        runtime = await build_runtime(
+            cfg, world=world, choice=ModelChoice(offline, offline.name), store=store
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.daemon.run(stop))
+        await runtime.daemon.ready.wait()
+        while world.waiting_subscriptions == 0:  # noqa: ASYNC110 - polls the sim's counter
+            await asyncio.sleep(0.001)
+
+        lines = ["shouts for help: a thief!", "hauls a rope along the quay."]
+        started = time.perf_counter()
+        for i in range(events):
+            world.emote(2003, lines[i % 2])
+        await asyncio.sleep(0)
+        produced = time.perf_counter() - started
+        while runtime.stats.events_in < events:  # noqa: ASYNC110 - polls the pump's counter
+            await asyncio.sleep(0.001)
+        intake = time.perf_counter() - started
+        await runtime.pipeline.drain()
+        total = time.perf_counter() - started
+        stop.set()
+        await task
+        await runtime.close()
+
+    stats = runtime.stats
+    turns = sum(stats.turns.values())
+    _report(
+        "pipeline benchmark (offline stand-in model, SQLite, sim world)",
+        {
+            "events": events,
+            "events produced per second": round(events / produced),
+            "events taken in per second": round(events / intake),
+            "attention calls": stats.attention_calls,
+            "verdicts": dict(stats.verdicts),
+            "turns": turns,
+            "turns per second": round(turns / total, 1) if total else 0,
+            "model requests per turn": round(
+                (stats.requests - sum(stats.verdicts.values())) / turns, 2
+            )
+            if turns
+            else 0,
+            "tool calls per turn": round(stats.tool_calls / turns, 2) if turns else 0,
+            "seconds until everything drained": round(total, 2),
+            "dropped": dict(stats.dropped),
+            "peak RSS (MiB)": round(_peak_rss_mib(), 1),
+        },
+        as_json,
+    )
+
+
+@app.command("search")
+@run_async
+async def search(
+    documents: Annotated[int, typer.Option(help="Reference documents to index.", min=1)] = 2000,
+    queries: Annotated[int, typer.Option(help="Searches to time.", min=1)] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Index synthetic reference documents in SQLite and time ranked searches."""
+    from storyteller_daemon.domain.references import ReferenceDocument
+    from storyteller_daemon.storage.store import Store
+
+    syllables = "ka lo mi nu re sa ti vo ha de quay tide salt rope gate oath".split()
+    # A vocabulary of ~4,000 pseudo-words: each query matches a handful of documents.
+    words = [a + b + c for a in syllables for b in syllables for c in syllables][:4000]
+    with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
+        store = Store.open(f"sqlite+aiosqlite:///{Path(tmp) / 'search.db'}")
+        await store.db.upgrade()
+        began = time.perf_counter()
+        for i in range(documents):
+            body = " ".join(words[(i * 61 + k * 13) % len(words)] for k in range(60))
+            await store.references.create(
+                ReferenceDocument(
+                    name=f"Document {i}", keywords=words[i % len(words)], contents=body
+                )
+            )
+        indexing = time.perf_counter() - began
+        timings: list[float] = []
+        hits = 0
+        for q in range(queries):
+            query = words[(q * 37) % len(words)]
+            t0 = time.perf_counter()
+            hits += len(await store.references.search(query))
+            timings.append((time.perf_counter() - t0) * 1000)
+        await store.close()
+    _report(
+        "reference search benchmark (SQLite FTS5 + substring floor)",
+        {
+            "documents": documents,
+            "indexing documents per second": round(documents / indexing),
+            "queries": queries,
+            "mean hits per query": round(hits / queries, 1),
+            "p50 ms": round(statistics.median(timings), 2),
+            "p95 ms": round(_percentile(timings, 0.95), 2),
+            "max ms": round(max(timings), 2),
+        },
+        as_json,
+    )

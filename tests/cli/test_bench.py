@@ -1,0 +1,31 @@
+"""The benchmarks run end to end on small sizes and report consistent numbers."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from storyteller_daemon.cli import app
+
+
+def test_pipeline_benchmark_reports_every_turn() -> None:
+    result = CliRunner().invoke(app, ["bench", "pipeline", "--events", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["events"] == 20
+    assert data["verdicts"] == {"interested": 10, "ignore": 10}
+    assert data["turns"] == 10
+    assert data["model requests per turn"] == 2.0
+    assert data["dropped"]["attention"] == 10
+
+
+def test_search_benchmark_finds_documents() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "search", "--documents", "40", "--queries", "5", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["documents"] == 40 and data["queries"] == 5
+    assert data["mean hits per query"] > 0
+    assert data["p50 ms"] <= data["p95 ms"] <= data["max ms"]
