@@ -7,26 +7,39 @@ configuration and the environment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+import socket
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from progs.types import ProgSignature
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
+from storyteller_daemon.alerts.crash_loop import StartHistory
+from storyteller_daemon.alerts.service import describe_queue_overflow
 from storyteller_daemon.config import Config
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock, SystemClock
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.metering import MeteredModel
+from storyteller_daemon.runtime.health import HealthServer, check_http_settings
+from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
+from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.inbox import InboxRepository
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
+from world_adapter.errors import FatalStreamError, WorldAdapterError
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
@@ -89,27 +102,108 @@ def choose_model(cfg: Config, environ: Mapping[str, str] = os.environ) -> ModelC
     )
 
 
-def build_world(cfg: Config) -> WorldClient:
-    """The configured world."""
+def build_world(
+    cfg: Config, environ: Mapping[str, str] = os.environ, *, request_seconds: float = 10.0
+) -> WorldClient:
+    """The configured world: the embedded sim world, or a game over the bridge protocol.
+
+    A bridged game is not contacted here; it is first reached by the first query or
+    subscription (each request gets `request_seconds`, reconnects included).
+    """
     if cfg.world.kind == "sim":
         from world_adapter.sim import SimWorld
 
         return SimWorld.harbour_town(seed=cfg.world.sim_seed)
-    raise ConfigError(
-        "config",
-        "the bridge world client is not available in this version; use kind = 'sim'",
-        key="world.kind",
-    )
+    from world_adapter.bridge.client import BridgeWorldClient, check_bridge_url
+    from world_adapter.bridge.timing import BridgeTimings
+
+    try:
+        url = check_bridge_url(cfg.world.url)
+    except ValueError as exc:
+        raise ConfigError("config", str(exc), key="world.url") from None
+    if not cfg.world.token_env:
+        raise ConfigError("config", "a bridged world needs token_env", key="world.token_env")
+    token = environ.get(cfg.world.token_env, "").strip()
+    if not token:
+        raise ConfigError(
+            "config",
+            f"environment variable {cfg.world.token_env} is not set",
+            key="world.token_env",
+        )
+    timings = BridgeTimings(request_seconds=request_seconds)
+    return BridgeWorldClient(url, token, timings=timings, client_name="storyteller")
 
 
 async def prog_catalogue(cfg: Config) -> list[ProgSignature] | None:
     """The configured world's prog catalogue, or None when the world cannot be reached.
 
-    The embedded sim world is always reachable; a bridged game may not be running.
+    The embedded sim world is always reachable; a bridged game may not be running, so it gets
+    a short time budget.
     """
     if cfg.world.kind == "sim":
         return await build_world(cfg).progs()
-    return None
+    world = build_world(cfg, request_seconds=3.0)
+    try:
+        return await world.progs()
+    except WorldAdapterError:
+        return None
+    finally:
+        close = getattr(world, "close", None)
+        if close is not None:
+            await close()
+
+
+def build_alerts(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.environ) -> Alerts:
+    """Alerts to the log, and to Discord when `alerts.discord_webhook_env` names a webhook.
+
+    An unset variable leaves Discord out with a warning (storytelling matters more than its
+    alerts; `storyteller doctor` reports it).
+
+    Raises:
+        ConfigError: the variable holds something that is not a Discord webhook URL.
+    """
+    name = cfg.alerts.discord_webhook_env
+    discord = None
+    url = environ.get(name, "").strip() if name else ""
+    if name and not url:
+        log.warning("%s is not set: alerts go to the log only", name)
+    if url:
+        problem = webhook_url_problem(url)
+        if problem is not None:
+            raise ConfigError(
+                "config",
+                f"environment variable {name}: {problem}",
+                key="alerts.discord_webhook_env",
+            )
+        discord = DiscordWebhookSink(
+            url,
+            clock=clock,
+            source=f"storyteller@{socket.gethostname()}",
+            period_seconds=cfg.alerts.repeat_window_seconds,
+        )
+    return Alerts(clock=clock, discord=discord)
+
+
+def start_history(cfg: Config, environ: Mapping[str, str] = os.environ) -> StartHistory | None:
+    """Where starts are recorded for crash-loop detection, or None for no detection.
+
+    The configured file, else ``$STATE_DIRECTORY/start-history.json`` when systemd runs us.
+    """
+    if cfg.alerts.start_history_file:
+        return StartHistory(Path(cfg.alerts.start_history_file))
+    state = environ.get("STATE_DIRECTORY", "").split(":")[0]
+    return StartHistory(Path(state) / "start-history.json") if state else None
+
+
+def http_token(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
+    """The listener's bearer token ("" for none), checked against the listen address.
+
+    Raises:
+        ConfigError: the listener would be reachable from other machines without a token.
+    """
+    token = environ.get(cfg.http.token_env, "").strip() if cfg.http.token_env else ""
+    check_http_settings(cfg.http, token)
+    return token
 
 
 @dataclass
@@ -125,25 +219,57 @@ class Runtime:
     daemon: Daemon
     runner: AgentTurnRunner | None = None
     extra_tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    alerts: Alerts | None = None
+    health: HealthServer | None = None
+    budget: BudgetKeeper | None = None
+    recorder: RunRecorder | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
+        async with self._services():
+            await self._run_daemon(stop)
+
+    @contextlib.asynccontextmanager
+    async def _services(self) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if self.alerts is not None:
+                await stack.enter_async_context(self.alerts.running())
+            if self.health is not None:
+                await stack.enter_async_context(self.health)
+            yield
+
+    async def _run_daemon(self, stop: asyncio.Event) -> None:
         """Run the daemon (and the sim world's activity, if any) until `stop` is set."""
         activity: asyncio.Task[None] | None = None
         run_activity = getattr(self.world, "run_activity", None)
         if run_activity is not None:
             activity = asyncio.create_task(run_activity(self.cfg.world.sim_tick_seconds))
+        pruning: asyncio.Task[None] | None = None
+        if self.recorder is not None:  # at start-up, then daily
+            pruning = asyncio.create_task(
+                self.recorder.prune_daily(
+                    retention_days=self.cfg.runs.retention_days,
+                    ledger_retention_days=self.cfg.runs.ledger_retention_days,
+                )
+            )
         try:
             await self.daemon.run(stop)
+        except FatalStreamError as exc:  # the operator must act: one clear line, no retry
+            raise ConfigError("config", f"the game refused the daemon: {exc}", key="world") from exc
         finally:
-            if activity is not None:
-                activity.cancel()
-                await asyncio.gather(activity, return_exceptions=True)
+            for task in (activity, pruning):
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
 
     async def close(self) -> None:
-        """Release the model client and the database."""
+        """Release the model client, the world's connections and the database."""
         close = getattr(self.choice.model, "close", None)
         if close is not None:
             await close()
+        close_world = getattr(self.world, "close", None)
+        if close_world is not None:
+            await close_world()
         await self.store.close()
 
 
@@ -157,30 +283,54 @@ async def build_runtime(
     clock: Clock | None = None,
     store: Store | None = None,
     reload_seconds: float = 5.0,
-    drain_seconds: float = 30.0,
+    drain_seconds: float | None = None,
+    alerts: Alerts | None = None,
 ) -> Runtime:
-    """Wire the daemon. Checks the schema is current; warns once when there is no model."""
+    """Wire the daemon. Checks the schema is current; warns once when there is no model.
+
+    `drain_seconds` defaults to ``[daemon] drain_seconds``; `alerts` to `build_alerts`.
+    """
+    token = http_token(cfg, environ)
+    clock = clock or SystemClock()
+    alerts = alerts or build_alerts(cfg, clock, environ)
     store = store or open_store(cfg, environ)
     await store.db.require_current()
-    world = world or build_world(cfg)
+    world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
-    clock = clock or SystemClock()
     stats = RuntimeStats()
+    budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
+    ledger = LedgerRepository(store.db)
+    await budget.load(ledger)  # today's spend survives a restart
+    recorder = RunRecorder(RunRepository(store.db), ledger, clock, record=cfg.runs.record)
     if choice.model is None:
         log.warning("model: %s", choice.description)
     elif choice.offline:
         log.warning(OFFLINE_BANNER)
     runner = None
+    latency: dict[str, LatencyHistogram] = {}
     if choice.model is not None:
+        metered = MeteredModel(
+            choice.model,
+            stats,
+            cfg.model.prices,
+            monotonic=clock.monotonic,
+            budget=budget,
+            now=clock.now,
+        )
+        latency = metered.latency
         runner = AgentTurnRunner(
             world=world,
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(choice.model, stats, cfg.model.prices),
+            model=metered,
             limits=cfg.limits,
             clock=clock,
             stats=stats,
+            speech=store.speech,
+            alerts=alerts,
+            budget=budget,
+            recorder=recorder,
         )
     pipeline = Pipeline(
         router=Router(),
@@ -190,6 +340,8 @@ async def build_runtime(
         observer=observer or LoggingObserver(debug_payloads=cfg.logging.debug_payloads),
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
+        speech=store.speech,
+        admission=Admission(budget, world, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
     )
     daemon = Daemon(
         settings=store.storytellers,
@@ -197,9 +349,29 @@ async def build_runtime(
         pipeline=pipeline,
         clock=clock,
         reload_seconds=reload_seconds,
-        drain_seconds=drain_seconds,
+        drain_seconds=cfg.daemon.drain_seconds if drain_seconds is None else drain_seconds,
+        alerts=alerts,
+        # A bridged game's epochs are unique per boot, so its events are stored durably and
+        # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
+        inbox=InboxRepository(store.db) if cfg.world.kind == "bridge" else None,
+        world_key=cfg.world.kind,
     )
-    return Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
+    alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
+    health = None
+    if cfg.http.enabled:
+        health = HealthServer(
+            daemon=daemon,
+            db_check=store.db.current_revision,
+            latency=latency,
+            alerts=alerts,
+            host=cfg.http.host,
+            port=cfg.http.port,
+            token=token,
+        )
+    runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
+    runtime.alerts, runtime.health = alerts, health
+    runtime.budget, runtime.recorder = budget, recorder
+    return runtime
 
 
 class _NoModel:

@@ -106,6 +106,28 @@ class AlertsConfig(_Section):
     """Where admins hear about problems."""
 
     discord_webhook_env: EnvVarName = ""
+    repeat_window_seconds: PositiveFloat = 600.0
+    """Quiet period per alert key: repeats inside it are counted and sent as one summary."""
+    start_history_file: str = ""
+    """Start times for crash-loop detection; empty: $STATE_DIRECTORY/start-history.json."""
+
+
+class DaemonConfig(_Section):
+    """The running daemon."""
+
+    drain_seconds: NonNegativeFloat = 30.0
+    """After SIGTERM, how long queued and running turns get to finish before being cancelled."""
+
+
+class HttpConfig(_Section):
+    """The optional health and metrics listener (``/healthz``, ``/metrics``)."""
+
+    enabled: bool = False
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: Annotated[int, Field(ge=0, le=65535)] = 9464
+    """0 picks a free port."""
+    token_env: EnvVarName = ""
+    """Bearer token required on every request; mandatory when `host` is not a loopback address."""
 
 
 class LoggingConfig(_Section):
@@ -116,6 +138,32 @@ class LoggingConfig(_Section):
     """Write prompts and player text to the log. Off by default: they stay in the database."""
 
 
+class RunsConfig(_Section):
+    """Run records: what each turn and attention call did, kept in the database for audit."""
+
+    record: bool = True
+    """Store a run record (trigger, prompts, requests, tool calls, cost) for every model call."""
+    retention_days: NonNegativeInt = 30
+    """Run records older than this are deleted at start-up and daily; 0 keeps them forever."""
+    ledger_retention_days: NonNegativeInt = 400
+    """Cost-ledger rows (tokens and USD, no text) are kept this long; 0 keeps them forever."""
+
+
+class BudgetsConfig(_Section):
+    """Hard spending caps, checked before every model request. 0 turns a cap off."""
+
+    daily_usd: NonNegativeFloat = 20.0
+    """All storytellers together, per UTC day."""
+    storyteller_daily_usd: NonNegativeFloat = 0.0
+    """Each storyteller, per UTC day, unless `storyteller_overrides` names it."""
+    storyteller_overrides: dict[str, NonNegativeFloat] = Field(default_factory=dict)
+    """Storyteller name (any case) → its own daily USD cap."""
+    turn_tokens: NonNegativeInt = 200_000
+    """Input plus output tokens of all requests of one turn."""
+    skip_idle_heartbeats: bool = True
+    """Heartbeats call no model while no player is online in the storyteller's watched rooms."""
+
+
 class Config(_Section):
     """The whole configuration file."""
 
@@ -124,7 +172,11 @@ class Config(_Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     world: WorldConfig = Field(default_factory=WorldConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    runs: RunsConfig = Field(default_factory=RunsConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
 
 
 def _format_pydantic_error(err: dict[str, Any]) -> tuple[str, str]:

@@ -2,16 +2,33 @@
 
 Implementations: the embedded sim world (in-process) and the bridge client (over a socket).
 Every method may raise `WorldCommandError` with a message that is safe to show to a model.
+
+A character has one id everywhere (for a multi-body character, its identity): the id that
+`online_players` lists is the id `character`, `path` and `character_plan` take.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
+from datetime import timedelta
 from typing import Any, Protocol
 
 from progs.types import ProgSignature
 from world_adapter.events import Cursor, WorldEvent
-from world_adapter.facts import CharacterInfo, CharacterSummary, ProgOutcome, RoomInfo
+from world_adapter.facts import (
+    MAX_PATH_EXITS,
+    CalendarInfo,
+    CharacterInfo,
+    CharacterPlan,
+    CharacterSummary,
+    DateTimeReading,
+    LandmarkInfo,
+    LandmarkSummary,
+    PathRule,
+    ProgOutcome,
+    RoomInfo,
+    RoomPath,
+)
 
 
 class WorldClient(Protocol):
@@ -51,5 +68,60 @@ class WorldClient(Protocol):
         """Run a prog (by id or name) with arguments by parameter name.
 
         A repeated `idempotency_key` returns the stored outcome and runs nothing again.
+        """
+        ...
+
+    async def landmarks(self) -> list[LandmarkSummary]:
+        """Every landmark, with the room it marks."""
+        ...
+
+    async def landmark(self, name: str) -> LandmarkInfo | None:
+        """The landmark with this name (case-insensitively), or None."""
+        ...
+
+    async def path(
+        self,
+        origin_room_id: int,
+        destination_room_id: int,
+        rule: PathRule,
+        *,
+        max_exits: int = MAX_PATH_EXITS,
+    ) -> RoomPath:
+        """The shortest path between two rooms that `rule` allows, at most `max_exits` long.
+
+        Raises:
+            WorldCommandError: If a room, or the rule's character, does not exist.
+        """
+        ...
+
+    async def character_plan(self, character_id: int) -> CharacterPlan | None:
+        """A character's plans (player or not, online or not), or None for an unknown id."""
+        ...
+
+    async def recent_plans(self, within: timedelta) -> list[CharacterPlan]:
+        """Plans of online player characters that changed within `within` of now.
+
+        NPCs are left out: their plans are written by builders, not by someone at the keyboard
+        announcing what they intend, which is what a storyteller reacts to.
+        """
+        ...
+
+    async def room_times(
+        self, room_ids: Collection[int] | None = None
+    ) -> dict[int, tuple[DateTimeReading, ...]]:
+        """Room id → the current date and time there, one reading per calendar of the room.
+
+        The room's first calendar comes first. `room_ids` None asks for every room; rooms the
+        world does not know are left out, and a room without a calendar maps to ``()``.
+        """
+        ...
+
+    async def calendar(self, ref: str, year: int | None = None) -> CalendarInfo | None:
+        """The calendar with this id, alias or name (case-insensitively), or None.
+
+        With `year`, the result also lays out that year's months.
+
+        Raises:
+            WorldCommandError: If the calendar cannot lay out `year` (out of its range).
         """
         ...

@@ -1,8 +1,9 @@
 """What the agent needs from persistence, as protocols the storage repositories satisfy.
 
 The agent layer may not import `storyteller_daemon.storage`; these protocols copy the
-signatures of `SituationRepository`, `MemoryRepository` and `ReferenceRepository` so that the
-composition root can hand the real repositories in, and tests can check they still fit.
+signatures of `SituationRepository`, `MemoryRepository`, `ReferenceRepository` and
+`SpeechHistoryRepository` so that the composition root can hand the real repositories in, and
+tests can check they still fit.
 Every method raises `NotFoundError` for an id that names nothing and `ValidationError` for a value
 that breaks a domain rule; the messages are safe to show to a model.
 
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Awaitable, Callable, Collection
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
+from storyteller_daemon.domain.text import SpeechLine
 
 BeforeRequest = Callable[[ModelRequest], Awaitable[None]]
 """Awaited with each model request before it is sent; raises `BudgetExceeded` to refuse it."""
@@ -123,4 +126,15 @@ class ReferenceStore(Protocol):
         self, query: str | None, *, visible_to: int | None = None
     ) -> builtins.list[ReferenceDocument]:
         """Documents matching every term of `query`, best first; blank lists all."""
+        ...
+
+
+@runtime_checkable
+class SpeechHistory(Protocol):
+    """What was recently said in each watched room (read side; the pipeline records it)."""
+
+    async def recent(
+        self, cell_id: int, *, limit: int, since: datetime, until: datetime | None = None
+    ) -> list[SpeechLine]:
+        """The newest `limit` lines heard in a room from `since` up to `until`, oldest first."""
         ...

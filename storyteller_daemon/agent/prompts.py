@@ -7,21 +7,30 @@ escapes, MXP tags and engine colour codes, and framed as quoted data, either a J
 one line or a block whose every line starts with ``| ``, so it cannot pose as prompt
 structure. Prompts over the size limit are cut with a visible marker, keeping any attention
 reason intact.
+
+A speech prompt ends with the room's recent speech when the storyteller asks for it
+(``speech_context_count``), in FutureMUD's "Recent Speech Context" line format; names in those
+lines are stripped and kept on one line, the words are quoted.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from storyteller_daemon.agent.model import ResponseItem
-from storyteller_daemon.agent.ports import SituationStore
+from storyteller_daemon.agent.ports import SituationStore, SpeechHistory
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import DEFAULT_SYSTEM_PROMPT, Storyteller
+from storyteller_daemon.domain.text import (
+    SpeechLine,
+    as_utc,
+    one_line,
+    split_camel,
+    strip_markup,
+)
 from storyteller_daemon.domain.tool_names import ToolProfile
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Crime, RoomEcho, Speech, StateChange
@@ -48,20 +57,8 @@ EVENT_FOCUSED_LINE = (
     "- This is an event-focused pass: do not survey the wider world, and prefer Noop when "
     "nothing needs doing right now."
 )
-
-# Markup that games put into text meant for telnet clients.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
-_MXP_ENCODED = re.compile(r"\x03/?[a-z]+[^\x04]*?\x04", re.IGNORECASE)  # FutureMUD's internal form
-_MXP_TAG = re.compile(
-    r"</?(?:send|a|b|i|u|s|em|strong|bold|italic|underline|strikeout|small|tt|c|color|colour|"
-    r"font|h|high|h[1-6]|v|var|expire|version|support|image|sound|music|gauge|stat|frame|"
-    r"dest|relocate|user|password|nobr|p|br|sbr|hr|!element|!el|!entity|!en|!attlist|!at)"
-    r"(?:\s[^<>]*)?/?>",
-    re.IGNORECASE,
-)
-_COLOUR = re.compile(r"##|#`\d{1,3};\d{1,3};\d{1,3};|#[0-9a-i]", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+SPEECH_CONTEXT_HEADER = "Recent Speech Context (oldest to newest):"
+NO_DIRECT_TARGET = "No direct target"
 
 
 def user_message(text: str) -> ResponseItem:
@@ -69,44 +66,15 @@ def user_message(text: str) -> ResponseItem:
     return {"role": "user", "content": text}
 
 
-def strip_markup(text: str) -> str:
-    """`text` without ANSI escapes, MXP tags, engine colour codes or control characters.
-
-    Engine colour codes follow FutureMUD: ``#`` and one of ``0-9``/``a-i`` sets a colour,
-    ``#`r;g;b;`` an RGB colour, and ``##`` stands for a literal ``#``.
-    """
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _MXP_ENCODED.sub("", text)
-    text = _ANSI.sub("", text)
-    text = _CONTROL.sub("", text)
-    text = _MXP_TAG.sub("", text)
-    return _COLOUR.sub(lambda m: "#" if m.group(0) == "##" else "", text)
-
-
-def one_line(text: str) -> str:
-    """Stripped text with all whitespace runs collapsed to single spaces."""
-    return " ".join(strip_markup(text).split())
-
-
-def quoted(text: str) -> str:
-    """World text as a one-line JSON string literal."""
-    return json.dumps(one_line(text), ensure_ascii=False)
+def quoted(text: str, *, colour_codes: bool = True) -> str:
+    """World text as a one-line JSON string literal (see `strip_markup` for `colour_codes`)."""
+    return json.dumps(one_line(text, colour_codes=colour_codes), ensure_ascii=False)
 
 
 def quoted_block(text: str) -> str:
     """World text as a block of lines, each starting with ``| ``."""
     lines = strip_markup(text).strip("\n").split("\n")
     return "\n".join(f"| {line.rstrip()}".rstrip() for line in lines) if any(lines) else "|"
-
-
-def _utc(moment: datetime) -> datetime:
-    """`moment` in UTC; a naive time is taken to be UTC already."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def split_camel(text: str) -> str:
-    """``AssaultWithWeapon`` → ``Assault With Weapon``."""
-    return _CAMEL_BREAK.sub(" ", text)
 
 
 def truncate(text: str, max_chars: int, keep_suffix: str = "") -> str:
@@ -164,6 +132,34 @@ def tool_loop_instructions(storyteller: Storyteller, trigger: Trigger) -> str:
     return f"{system}\n\n{boundary}"
 
 
+def speech_context_line(line: SpeechLine) -> str:
+    """One line of the recent-speech context, in FutureMUD's format.
+
+    ``- [{time}] {speaker} -> {target or "No direct target"}{ ({type} #{id})}: "{message}"
+    ({volume}, {language}, {accent})``; ids are printed without thousands separators.
+    """
+    target = one_line(line.target_description or "") or NO_DIRECT_TARGET
+    if line.target_id is not None:
+        target += f" ({one_line(line.target_kind or '') or 'unknown'} #{line.target_id})"
+    return (
+        f"- [{as_utc(line.occurred_at).isoformat()}] {one_line(line.speaker_name)} -> {target}: "
+        f"{quoted(line.message)} ({split_camel(one_line(line.volume))}, "
+        f"{one_line(line.language)}, {one_line(line.accent)})"
+    )
+
+
+def heard_before(lines: list[SpeechLine], current: SpeechLine) -> list[SpeechLine]:
+    """`lines` (oldest first) without `current` and anything recorded after it.
+
+    History is written in the background, so when a prompt is built the current speech may or
+    may not be stored yet, and later speech with the same timestamp may already be.
+    """
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index] == current:
+            return lines[:index]
+    return lines
+
+
 def situation_lines(situations: list[tuple[int, str]]) -> str:
     """The situation block for (id, title) pairs, oldest first."""
     if not situations:
@@ -178,14 +174,21 @@ class PromptBuilder:
         world: the game, for room and character names and descriptions.
         situations: the situation repository.
         limits: ``prompt_max_chars`` and ``max_situation_titles``.
+        speech: the rooms' speech history, for the recent-speech context of speech prompts
+            (None: speech prompts carry no context).
     """
 
     def __init__(
-        self, world: WorldClient, situations: SituationStore, limits: LimitsConfig
+        self,
+        world: WorldClient,
+        situations: SituationStore,
+        limits: LimitsConfig,
+        speech: SpeechHistory | None = None,
     ) -> None:
         self._world = world
         self._situations = situations
         self._limits = limits
+        self._speech = speech
 
     async def build(
         self, storyteller: Storyteller, trigger: Trigger, *, status_text: str = ""
@@ -204,7 +207,7 @@ class PromptBuilder:
         if storyteller.id is None:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
         block = await self._situation_block(storyteller.id, trigger)
-        lines, attention = await self._event_lines(trigger, status_text)
+        lines, attention = await self._event_lines(storyteller, trigger, status_text)
         body = "\n".join([block, "", WORLD_TEXT_NOTE, "", *lines])
         if trigger.needs_attention and attention is None:
             attention = body
@@ -226,7 +229,7 @@ class PromptBuilder:
         return situation_lines([(s.id, s.title) for s in situations])
 
     async def _event_lines(
-        self, trigger: Trigger, status_text: str
+        self, storyteller: Storyteller, trigger: Trigger, status_text: str
     ) -> tuple[list[str], str | None]:
         """The lines describing the trigger, and the attention input if it is not the prompt."""
         event = trigger.event
@@ -243,7 +246,8 @@ class PromptBuilder:
             lines += ["Event Text:", quoted_block(event.text)]
             return lines, strip_markup(event.text).strip()
         if kind is TriggerKind.SPEECH and isinstance(event, Speech):
-            return await self._speech(event), None
+            context = await self._speech_context(storyteller, event)
+            return [*await self._speech_lines(event), *context], None
         if kind is TriggerKind.CRIME and isinstance(event, Crime):
             return await self._crime(event), None
         if kind is TriggerKind.STATE and isinstance(event, StateChange):
@@ -269,7 +273,7 @@ class PromptBuilder:
             ], None
         raise ValueError(f"a {kind.value} trigger is missing the event or heartbeat it needs")
 
-    async def _speech(self, event: Speech) -> list[str]:
+    async def _speech_lines(self, event: Speech) -> list[str]:
         lines = [
             "A character has spoken in a room you watch.",
             await self._location(event.cell_id),
@@ -285,6 +289,23 @@ class PromptBuilder:
             lines.append(f"Target: {target}")
         return [*lines, "Spoken Text:", quoted_block(event.text)]
 
+    async def _speech_context(self, storyteller: Storyteller, event: Speech) -> list[str]:
+        """The room's recent speech before `event`, when the storyteller asks for it."""
+        count = storyteller.speech_context_count
+        if count <= 0 or self._speech is None:
+            return []
+        current = SpeechLine.from_event(event)
+        lines = await self._speech.recent(
+            event.cell_id,
+            limit=count + 1,
+            since=current.occurred_at - storyteller.speech_context_window,
+            until=current.occurred_at,
+        )
+        earlier = heard_before(lines, current)[-count:]
+        if not earlier:
+            return []
+        return ["", SPEECH_CONTEXT_HEADER, *(speech_context_line(line) for line in earlier)]
+
     async def _crime(self, event: Crime) -> list[str]:
         lines = [
             "A character has committed a crime in a room you watch.",
@@ -297,10 +318,11 @@ class PromptBuilder:
         if event.victim_id is not None:
             lines += await self._character("Victim", event.victim_id)
         if event.third_party:
-            lines.append(f"Third Party: {quoted(event.third_party)}")
+            # The engine writes it as "{type} #{id}": a "#" there is no colour code.
+            lines.append(f"Third Party: {quoted(event.third_party, colour_codes=False)}")
         lines += [
             f"Witness Count: {event.witness_count}",
-            f"Real-Time Stamp (UTC): {_utc(event.occurred_at).isoformat()}",
+            f"Real-Time Stamp (UTC): {as_utc(event.occurred_at).isoformat()}",
         ]
         return lines
 

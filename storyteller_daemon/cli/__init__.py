@@ -51,15 +51,18 @@ def root(
 
 def _register() -> None:
     # Each command group lives in its own module; importing registers nothing globally.
-    from storyteller_daemon.cli import ais, aisr, bench, db, demo, run, seed
+    from storyteller_daemon.cli import ais, aisr, bench, bridge, db, demo, doctor, run, seed, sim
 
     app.add_typer(db.app, name="db")
     app.add_typer(ais.app, name="ais")
     app.add_typer(aisr.app, name="aisr")
     app.add_typer(seed.app, name="seed")
+    app.add_typer(sim.app, name="sim")
+    app.add_typer(bridge.app, name="bridge")
     app.add_typer(bench.app, name="bench")
     app.command("run")(run.run)
     app.command("demo")(demo.demo)
+    app.command("doctor")(doctor.doctor)
 
 
 _register()

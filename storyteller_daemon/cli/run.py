@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Annotated
 
 import typer
@@ -33,12 +34,20 @@ async def run(
     ] = None,
 ) -> None:
     """Run the storyteller daemon against the configured world until SIGINT/SIGTERM."""
-    from storyteller_daemon.app import build_runtime
+    from storyteller_daemon.alerts.crash_loop import check_crash_loop
+    from storyteller_daemon.app import build_runtime, start_history
+    from storyteller_daemon.runtime.clock import SystemClock
     from storyteller_daemon.runtime.daemon import stop_on_signals
+    from storyteller_daemon.runtime.systemd import SystemdNotifier, run_under_systemd, status_line
 
     cfg = state(ctx).config()
     configure_logging(cfg.logging)
-    runtime = await build_runtime(cfg)
+    clock = SystemClock()
+    runtime = await build_runtime(cfg, clock=clock)
+    history = start_history(cfg)
+    if history is not None and runtime.alerts is not None:
+        check_crash_loop(history, clock.now(), runtime.alerts)  # delivered once alerts run
+    notifier = SystemdNotifier.from_environ(os.environ)
     log = logging.getLogger("storyteller")
     stop = asyncio.Event()
     try:
@@ -47,7 +56,14 @@ async def run(
             timer = None
             if seconds is not None:
                 timer = asyncio.get_running_loop().call_later(seconds, stop.set)
-            await runtime.run(stop)
+            await run_under_systemd(
+                runtime.run(stop),
+                notifier=notifier,
+                ready=runtime.daemon.ready,
+                stop=stop,
+                clock=clock,
+                status=lambda: status_line(runtime.daemon),
+            )
             if timer is not None:
                 timer.cancel()
     finally:

@@ -6,6 +6,15 @@ world's zone membership) every ``reload_seconds``; on a difference it reloads th
 re-routes, re-syncs heartbeats and, if the set of watched rooms changed, resubscribes to the
 world from its last cursor.
 
+Direct invocation (`Daemon.invoke`, FutureMUD's ``InvokeStorytellerAttention``) names a
+storyteller by id or case-insensitive name in the current routing table and answers whether the
+turn was queued, and if not, why.
+
+With an event inbox (a bridged game), every batch of events is stored and the stream cursor
+advanced in one transaction before the events are dispatched, and marked afterwards; on start the
+daemon resumes from the stored cursor and first dispatches what was stored but never dispatched.
+A game that refuses the daemon (bad token, protocol version) stops it with that error.
+
 Shutdown (SIGINT/SIGTERM): intake stops, heartbeats stop, queued and running turns get
 ``drain_seconds`` to finish, then everything left is cancelled. No task outlives `run()`.
 """
@@ -16,15 +25,20 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.errors import StorageError
 from storyteller_daemon.runtime.clock import Clock
 from storyteller_daemon.runtime.heartbeats import HeartbeatScheduler
 from storyteller_daemon.runtime.pipeline import Pipeline
-from world_adapter.errors import CursorExpired, WorldAdapterError
-from world_adapter.events import Cursor
+from world_adapter.bridge.batches import EventBatches
+from world_adapter.bridge.errors import StreamGap
+from world_adapter.errors import CursorExpired, FatalStreamError, WorldAdapterError
+from world_adapter.events import Cursor, WorldEvent
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
@@ -42,6 +56,51 @@ class SettingsSource(Protocol):
         ...
 
 
+class EventInbox(Protocol):
+    """Durable intake of world events (the inbox repository)."""
+
+    async def store_events(
+        self, world: str, events: Sequence[WorldEvent]
+    ) -> Sequence[tuple[int, WorldEvent]]:
+        """Store new events and advance the cursor in one transaction; return the new ones."""
+        ...
+
+    async def cursor(self, world: str) -> Cursor | None:
+        """The stored cursor."""
+        ...
+
+    async def pending(self, world: str) -> Sequence[tuple[int, WorldEvent]]:
+        """Stored events not yet dispatched, oldest first."""
+        ...
+
+    async def mark_dispatched(self, ids: Sequence[int]) -> None:
+        """Mark stored events as dispatched."""
+        ...
+
+    async def prune(self, world: str, *, keep: int) -> int:
+        """Delete dispatched events except the newest `keep`."""
+        ...
+
+
+INBOX_BATCH = 500
+"""Events stored per transaction at most."""
+
+
+@dataclass(frozen=True)
+class InvocationResult:
+    """The answer to a direct invocation.
+
+    Attributes:
+        accepted: True once the turn is queued (it runs later; the result does not wait).
+        reason: why it was refused, or ``queued``.
+        storyteller_id: the storyteller the reference named, when it named one.
+    """
+
+    accepted: bool
+    reason: str
+    storyteller_id: int | None = None
+
+
 class Daemon:
     """Owns the tasks that make up a running storyteller service."""
 
@@ -55,8 +114,22 @@ class Daemon:
         reload_seconds: float = 5.0,
         drain_seconds: float = 30.0,
         retry_seconds: float = 5.0,
+        alerts: AlertSink | None = None,
+        inbox: EventInbox | None = None,
+        world_key: str = "world",
+        inbox_keep: int = 10_000,
     ) -> None:
         self._settings = settings
+        self._inbox = inbox
+        self._world_key = world_key
+        self._inbox_keep = inbox_keep
+        self._restored = inbox is None
+        self._stored_since_prune = 0
+        self._intake_open = True
+        self._stop: asyncio.Event | None = None
+        self.failure: WorldAdapterError | None = None
+        """Why the world refused the daemon, if it did (`run` raises it after draining)."""
+        self._alerts = alerts
         self._world = world
         self.pipeline = pipeline
         self._clock = clock
@@ -70,6 +143,10 @@ class Daemon:
         self._cells: frozenset[int] = frozenset()
         self._resubscribe = asyncio.Event()
         self.ready = asyncio.Event()
+        self.world_status = "starting"
+        """``starting``, ``subscribed`` or ``reconnecting`` (shown by /healthz)."""
+        self.stream_gaps = 0
+        """Times the world could not replay from our cursor, so events were lost."""
         self.polls = 0
         """Completed settings polls (tests wait on this instead of sleeping)."""
         self._polled = asyncio.Condition()
@@ -105,11 +182,46 @@ class Daemon:
             )
         return True
 
+    def find_storyteller(self, ref: str | int) -> Storyteller | None:
+        """A storyteller by id, or by name ignoring case (a text of digits is an id)."""
+        if isinstance(ref, bool):  # a bool is an int to Python, but never an id
+            return None
+        text = str(ref).strip()
+        if isinstance(ref, int) or text.isdigit():
+            return self.pipeline.router.storyteller(int(text))
+        wanted = text.casefold()
+        return next(
+            (s for s in self.pipeline.router.storytellers if s.name.casefold() == wanted), None
+        )
+
+    def invoke(self, storyteller_ref: str | int, text: str) -> InvocationResult:
+        """Queue a direct-invocation turn for a storyteller, with the game's text.
+
+        Args:
+            storyteller_ref: the storyteller's id, or its name in any case.
+            text: what the game wants the storyteller to attend to (trimmed).
+
+        Returns:
+            Accepted once the turn is queued. Refused, with the reason, when the daemon is not
+            running, the storyteller is unknown or paused, the text is blank, no model is
+            configured, or the storyteller's queue is full.
+        """
+        if not self.ready.is_set():
+            return InvocationResult(False, "the daemon is not running")
+        storyteller = self.find_storyteller(storyteller_ref)
+        if storyteller is None:
+            return InvocationResult(False, f"no storyteller '{storyteller_ref}'")
+        refusal = self.pipeline.submit_direct(storyteller, text)
+        return InvocationResult(refusal is None, refusal or "queued", storyteller.id)
+
     async def _watch_settings(self) -> None:
         while True:
             await self._clock.sleep(self._reload_seconds)
             try:
                 await self.reload()
+            except FatalStreamError as exc:
+                self._refused(exc)
+                return
             except Exception:  # a failed poll is retried at the next interval
                 log.exception("could not reload settings")
             async with self._polled:
@@ -124,9 +236,46 @@ class Daemon:
     # ------------------------------------------------------------------ world stream
 
     async def _consume(self, cells: frozenset[int]) -> None:
-        async for event in self._world.subscribe(cells, self.cursor):
-            self.cursor = event.cursor
+        if not self._restored:
+            await self._restore()
+        self.world_status = "subscribed"
+        stream = self._world.subscribe(cells, self.cursor)
+        if self._inbox is None:
+            async for event in stream:
+                self.cursor = event.cursor
+                self.pipeline.ingest(event)
+            return
+        async with EventBatches(stream, INBOX_BATCH) as batches:
+            while (batch := await batches.next()) is not None:
+                await _complete_even_if_cancelled(self._store_and_dispatch(batch))
+
+    async def _restore(self) -> None:
+        """Resume from the stored cursor; dispatch what was stored but never dispatched."""
+        assert self._inbox is not None
+        self.cursor = await self._inbox.cursor(self._world_key)
+        pending = await self._inbox.pending(self._world_key)
+        if pending:
+            log.info("dispatching %d stored world events from before the restart", len(pending))
+        await self._dispatch(pending)
+        self._restored = True
+
+    async def _store_and_dispatch(self, events: Sequence[WorldEvent]) -> None:
+        assert self._inbox is not None
+        stored = await self._inbox.store_events(self._world_key, events)
+        self.cursor = events[-1].cursor
+        await self._dispatch(stored)
+
+    async def _dispatch(self, stored: Sequence[tuple[int, WorldEvent]]) -> None:
+        # Once intake has closed, stored events stay pending: the next start dispatches them.
+        if not stored or not self._intake_open or self._inbox is None:
+            return
+        for _, event in stored:
             self.pipeline.ingest(event)
+        await self._inbox.mark_dispatched([row_id for row_id, _ in stored])
+        self._stored_since_prune += len(stored)
+        if self._stored_since_prune >= self._inbox_keep // 10:
+            self._stored_since_prune = 0
+            await self._inbox.prune(self._world_key, keep=self._inbox_keep)
 
     async def _pump(self) -> None:
         """Follow the world's events, resubscribing when the watched rooms change."""
@@ -144,19 +293,68 @@ class Daemon:
                 continue  # resubscribe with the new cells from the same cursor
             error = consumer.exception()
             if isinstance(error, CursorExpired):
-                log.warning("world cannot replay from %s; continuing from live events", self.cursor)
-                self.cursor = None
+                # A bridged game says where its stream goes on; the sim world only has "now".
+                resume = error.resume_after if isinstance(error, StreamGap) else None
+                log.warning(
+                    "world cannot replay from %s; continuing from %s",
+                    self.cursor,
+                    resume or "live events",
+                )
+                self._report_gap()
+                self.cursor = resume
+            elif isinstance(error, FatalStreamError):
+                self._refused(error)
+                return
+            elif isinstance(error, StorageError):
+                self.world_status = "reconnecting"
+                log.error(
+                    "could not store world events (%s); retrying in %ss", error, self._retry_seconds
+                )
+                await self._clock.sleep(self._retry_seconds)
             elif isinstance(error, WorldAdapterError):
+                self.world_status = "reconnecting"
                 log.warning("world stream failed (%s); retrying in %ss", error, self._retry_seconds)
                 await self._clock.sleep(self._retry_seconds)
             elif error is not None:
                 raise error
 
+    def _refused(self, error: FatalStreamError) -> None:
+        """The world refused the daemon (token, protocol version): stop, and say why."""
+        if self.failure is None:
+            self.world_status = "refused"
+            self.failure = error
+            log.error("the world refused the daemon, which stops: %s", error)
+        if self._stop is not None:
+            self._stop.set()
+
+    def _report_gap(self) -> None:
+        self.stream_gaps += 1
+        if self._alerts is not None:
+            self._alerts.alert(
+                "stream_gap",
+                "World events were lost: the game could not replay from the daemon's cursor",
+                f"The game no longer holds events after {self.cursor}, so the daemon carried on "
+                "from live events; storytellers never saw what happened in between. Frequent "
+                "gaps mean the game keeps too little history or the daemon was down too long.",
+                severity="warning",
+                key="stream_gap",
+            )
+
     # ------------------------------------------------------------------ lifecycle
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Run until `stop` is set, then drain and return."""
-        await self.reload(force=True)
+        """Run until `stop` is set, then drain and return.
+
+        Raises:
+            FatalStreamError: After draining, if the world refused the daemon.
+        """
+        self._stop = stop
+        try:
+            await self.reload(force=True)
+        except FatalStreamError:
+            raise
+        except WorldAdapterError as exc:  # a game that is down: the settings poll retries
+            log.warning("the world did not answer at start (%s); retrying while running", exc)
         self.heartbeats.start()
         try:
             async with asyncio.TaskGroup() as group:
@@ -173,6 +371,7 @@ class Daemon:
                 )
                 await stop.wait()
                 log.info("stopping: no new events; draining queued turns")
+                self._intake_open = False
                 self.pipeline.stop_intake()
                 self.heartbeats.shutdown()
                 for task in background:
@@ -185,9 +384,26 @@ class Daemon:
                         "drain deadline of %ss passed; cancelling what is left", self._drain_seconds
                     )
                 pipeline.cancel()
+            if self.failure is not None:
+                raise self.failure
         finally:
             self.heartbeats.shutdown()
             self.ready.clear()
+
+
+async def _complete_even_if_cancelled(work: Awaitable[None]) -> None:
+    """Await `work`; if cancelled meanwhile, let it finish first, then pass the cancellation on.
+
+    A batch is stored and marked in short transactions; finishing it keeps database
+    connections out of half-cancelled states, and its events are then either dispatched or
+    still pending for the next start.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.gather(task, return_exceptions=True)
+        raise
 
 
 @contextlib.contextmanager

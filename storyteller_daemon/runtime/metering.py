@@ -1,22 +1,75 @@
-"""Counting every model request, its tokens and its cost, at the model seam."""
+"""Counting every model request, its tokens and its cost, at the model seam.
+
+With a `BudgetKeeper`, each request's reservation (made by the ``before_request`` hook, or here
+as a backstop) is settled with the real cost once the answer is in, and released if none comes.
+The run the request belongs to (`attribution.current_run`) gets the request, answer and bill.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse
 from storyteller_daemon.config import ModelPrice
+from storyteller_daemon.runtime.attribution import Charge, Exchange, current_run
+from storyteller_daemon.runtime.budgets import BudgetKeeper
 from storyteller_daemon.runtime.costs import cost_usd
 from storyteller_daemon.runtime.stats import RuntimeStats
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)
+"""Upper bounds, in seconds, of the model-latency histogram (served on /metrics)."""
+
+
+@dataclass
+class LatencyHistogram:
+    """How long model requests took: counts per bucket (not cumulative), sum and count."""
+
+    bounds: tuple[float, ...] = LATENCY_BUCKETS
+    counts: list[int] = field(init=False)
+    """One count per bound, plus one for slower requests."""
+    total_seconds: float = 0.0
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, seconds: float) -> None:
+        """Record one request."""
+        index = next((i for i, bound in enumerate(self.bounds) if seconds <= bound), -1)
+        self.counts[index] += 1
+        self.total_seconds += seconds
+        self.count += 1
 
 
 class MeteredModel:
     """Wraps a `Model`; every request made through it (attention or tool loop) is counted."""
 
-    def __init__(self, inner: Model, stats: RuntimeStats, prices: Mapping[str, ModelPrice]) -> None:
+    def __init__(
+        self,
+        inner: Model,
+        stats: RuntimeStats,
+        prices: Mapping[str, ModelPrice],
+        *,
+        budget: BudgetKeeper | None = None,
+        now: Callable[[], datetime] = _utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._inner = inner
         self._stats = stats
         self._prices = prices
+        self._budget = budget
+        self._now = now
+        self._monotonic = monotonic
+        self.latency: dict[str, LatencyHistogram] = {}
+        """Model name → latency of its requests, failed ones included."""
 
     @property
     def name(self) -> str:
@@ -25,8 +78,36 @@ class MeteredModel:
 
     async def respond(self, request: ModelRequest) -> ModelResponse:
         """Forward the request and account for what it cost."""
+        reservation = self._budget.claim(request) if self._budget is not None else None
         self._stats.requests += 1
-        response = await self._inner.respond(request)
+        run = current_run()
+        exchange = Exchange(request)
+        if run is not None:
+            run.exchanges.append(exchange)
+        try:
+            response = await self._timed(request)
+        except BaseException as exc:
+            if reservation is not None and self._budget is not None:
+                self._budget.release(reservation)
+            exchange.error = f"{type(exc).__name__}: {exc}"
+            raise
+        exchange.response = response
+        cost = cost_usd(self._prices, request.model, response.usage)
         self._stats.usage = self._stats.usage + response.usage
-        self._stats.cost_usd += cost_usd(self._prices, request.model, response.usage)
+        self._stats.cost_usd += cost
+        if reservation is not None and self._budget is not None:
+            self._budget.settle(reservation, response.usage, cost)
+        if run is not None:
+            run.charges.append(
+                Charge(self._now(), run.purpose, request.model, response.usage, cost)
+            )
         return response
+
+    async def _timed(self, request: ModelRequest) -> ModelResponse:
+        """The inner model's answer, with the request's latency recorded."""
+        began = self._monotonic()
+        try:
+            return await self._inner.respond(request)
+        finally:
+            histogram = self.latency.setdefault(request.model, LatencyHistogram())
+            histogram.observe(self._monotonic() - began)

@@ -3,7 +3,14 @@
 Each stage is a small method that either passes a trigger on or drops it with a reason, so each
 can be tested alone. Intake never blocks: the first three stages are in-memory checks, and the
 attention and turn stages run in per-storyteller tasks behind bounded buffers whose overflow is
-counted and reported.
+counted and reported. Before the attention and turn stages call a model, an optional
+`Admission` may still drop a trigger (a spent budget, a heartbeat with no player around), and a
+heartbeat that fires while a turn of its storyteller is running is dropped as ``busy``.
+
+Speech is also written to the rooms' speech history, once per event whoever hears it and
+whether or not anyone is paused, by one background writer behind a bounded buffer (overflow is
+counted as the ``speech_history`` drop). A batch holding speech waits for the writer to catch
+up before it is judged, so a speech prompt's recent-speech context has every earlier line.
 """
 
 from __future__ import annotations
@@ -16,15 +23,18 @@ from typing import Protocol
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runtime.clock import Clock
 from storyteller_daemon.runtime.routing import SUBSCRIPTION_FOR, Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.work_queue import WorkQueue
-from world_adapter.events import WorldEvent
+from world_adapter.events import Speech, WorldEvent
 
 log = logging.getLogger(__name__)
 
 ATTENTION_BATCH = 8
+SPEECH_BUFFER = 256
+"""Speech events waiting to be written to the history before new ones are dropped."""
 
 
 class Verdict(Protocol):
@@ -66,6 +76,24 @@ class TurnRunner(Protocol):
 
     async def run_turn(self, storyteller: Storyteller, trigger: Trigger) -> TurnOutcome:
         """Build the prompt, run the tool loop, persist the result."""
+        ...
+
+
+class SpeechRecorder(Protocol):
+    """Where speech heard in watched rooms is kept (the speech history repository)."""
+
+    async def record(self, event: Speech) -> object:
+        """Store one speech."""
+        ...
+
+
+class Admission(Protocol):
+    """Last checks before a model is called for a trigger (budgets, idle heartbeats)."""
+
+    async def admit(
+        self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
+    ) -> tuple[str, str] | None:
+        """None to go on, or the stage and reason to drop the trigger with."""
         ...
 
 
@@ -111,6 +139,9 @@ class Pipeline:
         observer: Observer,
         queue_size: int,
         model_available: bool,
+        speech: SpeechRecorder | None = None,
+        speech_buffer: int = SPEECH_BUFFER,
+        admission: Admission | None = None,
     ) -> None:
         self.router = router
         self._runner = runner
@@ -122,6 +153,14 @@ class Pipeline:
         self._lanes: dict[int, _Lanes] = {}
         self._group: asyncio.TaskGroup | None = None
         self._accepting = True
+        self._speech = speech
+        self._unrecorded: asyncio.Queue[Speech] = asyncio.Queue(maxsize=speech_buffer)
+        self._speech_taken = 0
+        self._speech_done = 0
+        self._speech_progress = asyncio.Condition()
+        self._admission = admission
+        self._running: set[int] = set()
+        """Storytellers with a turn in progress."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -130,6 +169,8 @@ class Pipeline:
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
+                if self._speech is not None:
+                    group.create_task(self._speech_writer(self._speech), name="speech-history")
                 for st in self.router.storytellers:
                     self._ensure_lanes(st)
                 await asyncio.Event().wait()  # lanes run in the group; this waits for cancel
@@ -142,7 +183,8 @@ class Pipeline:
         self._accepting = False
 
     async def drain(self) -> None:
-        """Wait until every attention buffer and turn queue is empty."""
+        """Wait until the speech buffer, every attention buffer and turn queue are empty."""
+        await self._unrecorded.join()
         for lanes in list(self._lanes.values()):
             await lanes.attention.join()
         for lanes in list(self._lanes.values()):
@@ -162,21 +204,21 @@ class Pipeline:
 
     def _ensure_lanes(self, storyteller: Storyteller) -> _Lanes:
         assert storyteller.id is not None
-        lanes = self._lanes.get(storyteller.id)
-        if lanes is not None:
-            return lanes
         sid = storyteller.id
-        lanes = _Lanes(
-            attention=asyncio.Queue(maxsize=self._queue_size * 2),
-            turns=WorkQueue(
-                f"storyteller {sid}",
-                self._queue_size,
-                lambda trigger: self._turn_stage(sid, trigger),
-            ),
-            tasks=[],
-        )
-        self._lanes[sid] = lanes
-        if self._group is not None:
+        lanes = self._lanes.get(sid)
+        if lanes is None:
+            lanes = _Lanes(
+                attention=asyncio.Queue(maxsize=self._queue_size * 2),
+                turns=WorkQueue(
+                    f"storyteller {sid}",
+                    self._queue_size,
+                    lambda trigger: self._turn_stage(sid, trigger),
+                ),
+                tasks=[],
+            )
+            self._lanes[sid] = lanes
+        # Lanes made before `run` started get their tasks once the group exists.
+        if self._group is not None and not lanes.tasks:
             lanes.tasks.append(self._group.create_task(self._attention_lane(sid, lanes)))
             lanes.tasks.append(self._group.create_task(lanes.turns.run()))
         return lanes
@@ -186,6 +228,8 @@ class Pipeline:
     def ingest(self, event: WorldEvent) -> None:
         """Offer a world event to every storyteller whose rooms and subscriptions cover it."""
         self.stats.events_in += 1
+        if isinstance(event, Speech):
+            self._remember_speech(event)
         for st in self.router.audience(event):
             self.offer(st, Trigger.from_event(event))
 
@@ -195,17 +239,28 @@ class Pipeline:
         if st is None or heartbeat not in st.heartbeats:
             return False
         trigger = Trigger(TriggerKind.HEARTBEAT, occurred_at=self._clock.now(), heartbeat=heartbeat)
+        if storyteller_id in self._running:  # a heartbeat must not pile onto work in progress
+            self._drop(st, trigger, "busy", "a turn of this storyteller is running")
+            return False
         return self.offer(st, trigger)
 
     def direct(self, storyteller: Storyteller, text: str) -> bool:
         """A direct invocation: True only if the turn was actually queued (FutureMUD §9.15)."""
+        return self.submit_direct(storyteller, text) is None
+
+    def submit_direct(self, storyteller: Storyteller, text: str) -> str | None:
+        """A direct invocation: None when the turn was queued, else why it was refused."""
         if not text.strip():
-            return False
+            return "blank text"
         trigger = Trigger(TriggerKind.DIRECT, occurred_at=self._clock.now(), text=text.strip())
-        return self.offer(storyteller, trigger)
+        return self._admit(storyteller, trigger)
 
     def offer(self, storyteller: Storyteller, trigger: Trigger) -> bool:
         """Run the synchronous stages; True when the trigger was accepted for the next stage."""
+        return self._admit(storyteller, trigger) is None
+
+    def _admit(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        """Run the synchronous stages; None when accepted, else the reason it was dropped."""
         for stage, check in (
             ("intake", self._intake_stage),
             ("pause", self._pause_stage),
@@ -215,15 +270,14 @@ class Pipeline:
             reason = check(storyteller, trigger)
             if reason is not None:
                 self._drop(storyteller, trigger, stage, reason)
-                return False
+                return reason
         lanes = self._ensure_lanes(storyteller)
         if trigger.needs_attention:
             try:
                 lanes.attention.put_nowait(trigger)
             except asyncio.QueueFull:
-                self._overflow(storyteller, trigger, "attention buffer full")
-                return False
-            return True
+                return self._overflow(storyteller, trigger, "attention buffer full")
+            return None
         return self._queue_stage(storyteller, trigger)
 
     # ------------------------------------------------------------------ stages
@@ -274,10 +328,18 @@ class Pipeline:
                 live.append(trigger)
             else:
                 self._drop(st, trigger, "pause" if st.paused else "api_key", reason)
+        live = [t for t in live if await self._admitted(st, t)]
         if not live:
             return
+        if any(t.kind is TriggerKind.SPEECH for t in live):
+            await self._speech_caught_up()
         self.stats.attention_calls += 1
-        verdicts = await self._runner.judge(st, live)
+        try:
+            verdicts = await self._runner.judge(st, live)
+        except BudgetExceeded as exc:  # the cap was reached during this batch
+            for trigger in live:
+                self._drop(st, trigger, "budget", str(exc))
+            return
         for trigger, verdict in zip(live, verdicts, strict=True):
             self._observer.judged(st, trigger, verdict)
             if verdict.violation:
@@ -290,11 +352,12 @@ class Pipeline:
                 self.stats.verdicts["interested"] += 1
                 self._queue_stage(st, replace(trigger, attention_reason=verdict.reason))
 
-    def _queue_stage(self, storyteller: Storyteller, trigger: Trigger) -> bool:
+    def _queue_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
         if self._ensure_lanes(storyteller).turns.submit(trigger):
-            return True
-        self._overflow(storyteller, trigger, f"queue full ({self._queue_size} pending or running)")
-        return False
+            return None
+        return self._overflow(
+            storyteller, trigger, f"queue full ({self._queue_size} pending or running)"
+        )
 
     async def _turn_stage(self, storyteller_id: int, trigger: Trigger) -> None:
         st = self.router.storyteller(storyteller_id)
@@ -303,8 +366,11 @@ class Pipeline:
         if st.paused:  # pause is a master switch: queued work does not run either
             self._drop(st, trigger, "pause", "storyteller was paused while the turn waited")
             return
+        if not await self._admitted(st, trigger):
+            return
         self._observer.turn_started(st, trigger)
         outcome: TurnOutcome | None = None
+        self._running.add(storyteller_id)
         try:
             outcome = await self._runner.run_turn(st, trigger)
             self.stats.turns[outcome.outcome] += 1
@@ -312,7 +378,18 @@ class Pipeline:
             self.stats.turns["crashed"] += 1
             raise
         finally:
+            self._running.discard(storyteller_id)
             self._observer.turn_finished(st, trigger, outcome)
+
+    async def _admitted(self, storyteller: Storyteller, trigger: Trigger) -> bool:
+        """Whether `Admission` lets the trigger reach a model; a refusal is a drop."""
+        if self._admission is None or storyteller.id is None:
+            return True
+        watched = self.router.cells_of(storyteller.id)
+        refusal = await self._admission.admit(storyteller, trigger, watched)
+        if refusal is not None:
+            self._drop(storyteller, trigger, *refusal)
+        return refusal is None
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -320,6 +397,39 @@ class Pipeline:
         self.stats.drop(stage)
         self._observer.dropped(storyteller, trigger, stage, reason)
 
-    def _overflow(self, storyteller: Storyteller, trigger: Trigger, reason: str) -> None:
+    def _overflow(self, storyteller: Storyteller, trigger: Trigger, reason: str) -> str:
         self.stats.queue_overflow[storyteller.name] += 1
         self._drop(storyteller, trigger, "queue", reason)
+        return reason
+
+    # ------------------------------------------------------------------ speech history
+
+    def _remember_speech(self, event: Speech) -> None:
+        if self._speech is None:
+            return
+        try:
+            self._unrecorded.put_nowait(event)
+        except asyncio.QueueFull:
+            self.stats.drop("speech_history")
+            log.warning("speech history buffer full; a speech in room #%s is lost", event.cell_id)
+            return
+        self._speech_taken += 1
+
+    async def _speech_caught_up(self) -> None:
+        """Return once every speech taken in so far has been written (or has failed to be)."""
+        target = self._speech_taken
+        async with self._speech_progress:
+            await self._speech_progress.wait_for(lambda: self._speech_done >= target)
+
+    async def _speech_writer(self, recorder: SpeechRecorder) -> None:
+        while True:
+            event = await self._unrecorded.get()
+            try:
+                await recorder.record(event)
+            except Exception:  # a failed write loses one line, never the pipeline
+                log.exception("could not record a speech in room #%s", event.cell_id)
+            finally:
+                self._unrecorded.task_done()
+                self._speech_done += 1
+                async with self._speech_progress:
+                    self._speech_progress.notify_all()

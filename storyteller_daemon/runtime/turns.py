@@ -1,4 +1,9 @@
-"""The agent behind the pipeline: prompts, the attention gate, the tool loop, and accounting."""
+"""The agent behind the pipeline: prompts, the attention gate, the tool loop, and accounting.
+
+Each attention call and each turn runs inside a `RunRecorder` run, which attributes its model
+requests (for the budgets and the cost ledger), tapes what the turn's services answered, and
+stores the run record. A replay builds this same runner over services that answer from a tape.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,22 @@ from collections.abc import Sequence
 from storyteller_daemon.agent.attention import AttentionGate, AttentionVerdict
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.model import Model
-from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.agent.ports import (
+    MemoryStore,
+    ReferenceStore,
+    SituationStore,
+    SpeechHistory,
+)
 from storyteller_daemon.agent.prompts import PromptBuilder
-from storyteller_daemon.agent.records import TurnRecord
+from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools.base import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runtime.budgets import BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock
+from storyteller_daemon.runtime.recorder import RunRecorder, Services
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
@@ -56,26 +69,34 @@ class AgentTurnRunner:
         limits: LimitsConfig,
         clock: Clock,
         stats: RuntimeStats,
+        speech: SpeechHistory | None = None,
+        budget: BudgetKeeper | None = None,
+        recorder: RunRecorder | None = None,
+        alerts: AlertSink | None = None,
     ) -> None:
-        self._world = world
         self._stats = stats
-        self._prompts = PromptBuilder(world, situations, limits)
-        self.gate = AttentionGate(model, limits)
-        self._loop = ToolLoop(model, limits, clock.monotonic)
-        self._tools = ToolContext(
-            world=world, situations=situations, memories=memories, references=references
-        )
+        self._alerts = alerts
+        self._limits = limits
+        self._services = Services(world, situations, memories, references, speech)
+        self._prompts = PromptBuilder(world, situations, limits, speech)
+        hook = budget.before_request if budget is not None else None
+        self.gate = AttentionGate(model, limits, before_request=hook)
+        self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook)
+        self._recorder = recorder or RunRecorder(None, None, clock)
         self.last_records: list[TurnRecord] = []
 
     async def judge(
         self, storyteller: Storyteller, triggers: Sequence[Trigger]
     ) -> list[AttentionVerdict]:
         """Verdicts for a batch of triggers (room echoes, speech, crimes)."""
-        items = []
-        for trigger in triggers:
+        verdicts: list[AttentionVerdict] = []
+        for trigger in triggers:  # one request per item, each recorded as its own run
             prompt = await self._prompts.build(storyteller, trigger)
-            items.append(prompt.attention_input or prompt.text)
-        verdicts = await self.gate.judge(storyteller, items)
+            item = prompt.attention_input or prompt.text
+            key = turn_key(storyteller, trigger)
+            async with self._recorder.attention(storyteller, trigger, key, item) as run:
+                [run.verdict] = await self.gate.judge(storyteller, [item])
+            verdicts.append(run.verdict)
         assert storyteller.id is not None
         streak = self.gate.consecutive_violations(storyteller.id)
         if any(v.violation for v in verdicts) and streak >= VIOLATION_ALERT_STREAK:
@@ -90,7 +111,9 @@ class AgentTurnRunner:
                 )
         return verdicts
 
-    async def _status_text(self, storyteller: Storyteller, trigger: Trigger) -> str:
+    async def _status_text(
+        self, storyteller: Storyteller, trigger: Trigger, world: WorldClient
+    ) -> str:
         """The heartbeat's status prog output ("" when none is set or it fails)."""
         if trigger.heartbeat is None:
             return ""
@@ -99,7 +122,7 @@ class AgentTurnRunner:
             return ""
         key = f"status:{turn_key(storyteller, trigger)}"
         try:
-            outcome = await self._world.execute_prog(prog, {}, key)
+            outcome = await world.execute_prog(prog, {}, key)
         except WorldAdapterError as exc:
             log.warning("status prog %s of storyteller %s failed: %s", prog, storyteller.id, exc)
             return ""
@@ -107,13 +130,42 @@ class AgentTurnRunner:
         return value if isinstance(value, str) else str(value) if value is not None else ""
 
     async def run_turn(self, storyteller: Storyteller, trigger: Trigger) -> TurnRecord:
-        """Build the prompt and run the tool loop."""
-        status = await self._status_text(storyteller, trigger)
-        prompt = await self._prompts.build(storyteller, trigger, status_text=status)
-        record = await self._loop.run(
-            storyteller, trigger, prompt.text, self._tools, turn_key=turn_key(storyteller, trigger)
-        )
+        """Build the prompt and run the tool loop, as one recorded run."""
+        key = turn_key(storyteller, trigger)
+        async with self._recorder.turn(storyteller, trigger, key, self._services) as run:
+            used = run.services
+            prompts = self._prompts
+            if used is not self._services:  # taped: the prompt's lookups go on the tape too
+                prompts = PromptBuilder(used.world, used.situations, self._limits, used.speech)
+            status = await self._status_text(storyteller, trigger, used.world)
+            prompt = await prompts.build(storyteller, trigger, status_text=status)
+            run.prompt = prompt.text
+            tools = ToolContext(
+                world=used.world,
+                situations=used.situations,
+                memories=used.memories,
+                references=used.references,
+            )
+            record = await self._loop.run(storyteller, trigger, prompt.text, tools, turn_key=key)
+            run.record = record
         self._stats.tool_calls += len(record.calls)
+        if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:
+            self._alert_refused(storyteller, record)
         self.last_records.append(record)
         del self.last_records[:-50]
         return record
+
+    def _alert_refused(self, storyteller: Storyteller, record: TurnRecord) -> None:
+        """Tell the admins the endpoint refused a turn (the alert's key allows one an hour)."""
+        if self._alerts is None:
+            return
+        self._alerts.alert(
+            "model_fatal",
+            f"{storyteller.name}: the model endpoint refused its turn",
+            # The error names the HTTP status and the API's reason; the adapter keeps keys out.
+            f"{record.error or 'no detail'}\n\nEvery turn of this storyteller will fail the same "
+            "way until the API key, the model name (`storyteller ais set … model`) or the "
+            "endpoint (`[model] base_url`) is fixed. `storyteller doctor` checks all three.",
+            severity="error",
+            key=f"model_fatal:{storyteller.id}",
+        )

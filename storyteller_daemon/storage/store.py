@@ -5,6 +5,7 @@ from __future__ import annotations
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.narrative import MemoryRepository, SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
+from storyteller_daemon.storage.speech import SpeechHistoryRepository
 from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
 
 
@@ -17,6 +18,7 @@ class Store:
         self.situations = SituationRepository(db, clock)
         self.memories = MemoryRepository(db, clock)
         self.references = ReferenceRepository(db, clock)
+        self.speech = SpeechHistoryRepository(db)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:

@@ -191,6 +191,9 @@ class ScriptedResponsesServer:
         requests: every request body that parsed as a JSON object, in order, including those
             answered with a fault or rejected.
         responder: ``(request body) -> Reply | Fault``, consulted when the queue is empty.
+        models: model ids listed by ``GET /v1/models``; None answers 404, like a compatible
+            server without that endpoint.
+        api_key: when set, ``GET /v1/models`` answers 401 to any other bearer token.
     """
 
     def __init__(self, *, port: int = 0, responder: Responder | None = None) -> None:
@@ -199,6 +202,8 @@ class ScriptedResponsesServer:
         self._port = port
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.models: list[str] | None = None
+        self.api_key: str | None = None
         self._script: collections.deque[Reply | Fault] = collections.deque()
         self._serial = 0
         self._runner: web.AppRunner | None = None
@@ -217,6 +222,7 @@ class ScriptedResponsesServer:
             raise RuntimeError("the scripted Responses server is already running")
         app = web.Application()
         app.router.add_post("/v1/responses", self._handle)
+        app.router.add_get("/v1/models", self._list_models)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         try:
@@ -333,6 +339,17 @@ class ScriptedResponsesServer:
             )
             return _error(500, message, None, "scripted_responder_failed", "server_error")
         return web.json_response(self._render(answer, body))
+
+    async def _list_models(self, request: web.Request) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "")
+        if self.api_key is not None and given != f"Bearer {self.api_key}":
+            return _error(401, _default_message(401, None, {}, request), None, "invalid_api_key")
+        if self.models is None:
+            return _error(404, "Invalid URL (GET /v1/models)", None, None)
+        data = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.models
+        ]
+        return web.json_response({"object": "list", "data": data})
 
     async def _answer_fault(
         self, fault: Fault, body: dict[str, Any], request: web.Request

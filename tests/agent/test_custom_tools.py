@@ -118,7 +118,7 @@ async def test_invalid_tools_are_refused_with_their_reason(
         tools.refusal("broken")
         == "Custom tool 'Broken' is invalid because its prog does not compile."
     )
-    assert tools.refusal("Landmarks") == "Unknown function 'Landmarks'."
+    assert tools.refusal("Landmarks") == "Tool 'Landmarks' is not available for this trigger."
 
 
 async def test_custom_tool_schema_is_strict_and_described(

@@ -8,6 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import storyteller_daemon.storage.runs  # noqa: F401 - registers the run and ledger tables
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import (
     Base,
@@ -28,6 +29,8 @@ EXPECTED_TABLES = {
     "speech_history",
     "stream_state",
     "event_inbox",
+    "runs",
+    "cost_ledger",
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
-from world_adapter.sim.map import Door, Exit, Room, TownMap, Zone
+from world_adapter.sim.map import Door, Exit, Landmark, Room, TownMap, Zone
 
 EXPECTED_ROOMS = {
     101: "Harbour Quay",
@@ -92,9 +92,11 @@ def test_exit_tokens_and_phrases() -> None:
     assert by_command["north"].departure_phrase() == "to the north"
     assert by_command["enter door"].brief == "enter door"
     assert by_command["enter door"].departure_phrase() == "through a heavy oak door"
-    assert Exit("up", 1).departure_phrase() == "upwards"
-    assert Exit("down", 1).arrival_phrase() == "from below"
-    assert Exit("climb ladder", 1).departure_phrase() == "by way of 'climb ladder'"
+    assert Exit("up", 1, id=1).departure_phrase() == "upwards"
+    assert Exit("down", 1, id=1).arrival_phrase() == "from below"
+    assert Exit("climb ladder", 1, id=1).departure_phrase() == "by way of 'climb ladder'"
+    assert Exit("Climb Ladder", 1, id=1).brief == "climb ladder"
+    assert Exit("northeast", 1, id=1).brief == "ne" and Exit("up", 1, id=1).brief == "u"
 
 
 def test_people_have_the_agreed_ids_rooms_and_full_sheets() -> None:
@@ -123,23 +125,55 @@ def _zone() -> tuple[Zone, ...]:
 @pytest.mark.parametrize(
     ("rooms", "message"),
     [
-        ((Room(1, "A", 1, "a", (Exit("north", 9),)),), "leads to room 9, which does not exist"),
-        ((Room(1, "A", 1, "a", (Exit("north", 2),)), Room(2, "B", 1, "b")), "no way back"),
+        (
+            (Room(1, "A", 1, "a", (Exit("north", 9, id=1),)),),
+            "leads to room 9, which does not exist",
+        ),
+        ((Room(1, "A", 1, "a", (Exit("north", 2, id=1),)), Room(2, "B", 1, "b")), "no way back"),
         ((Room(1, "A", 5, "a"),), "zone 5, which does not exist"),
         ((Room(1, "A", 1, "a"), Room(1, "B", 1, "b")), "Repeated room: 1"),
         (
             (
-                Room(1, "A", 1, "a", (Exit("north", 2), Exit("north", 2))),
-                Room(2, "B", 1, "b", (Exit("south", 1),)),
+                Room(1, "A", 1, "a", (Exit("north", 2, id=1), Exit("north", 2, id=1))),
+                Room(2, "B", 1, "b", (Exit("south", 1, id=1),)),
             ),
             "Repeated exit command in room 1: north",
         ),
         (
             (
-                Room(1, "A", 1, "a", (Exit("north", 2, Door(1, "d")),)),
-                Room(2, "B", 1, "b", (Exit("south", 1),)),
+                Room(1, "A", 1, "a", (Exit("north", 2, Door(1, "d"), id=1),)),
+                Room(2, "B", 1, "b", (Exit("south", 1, id=1),)),
             ),
             "do not share the same door",
+        ),
+        (
+            (
+                Room(1, "A", 1, "a", (Exit("north", 2, id=1),)),
+                Room(2, "B", 1, "b", (Exit("south", 1, id=2),)),
+            ),
+            "has id 1 but its way back has id 2",
+        ),
+        (
+            (
+                Room(1, "A", 1, "a", (Exit("north", 2, id=1), Exit("east", 3, id=1))),
+                Room(2, "B", 1, "b", (Exit("south", 1, id=1),)),
+                Room(3, "C", 1, "c", (Exit("west", 1, id=1),)),
+            ),
+            "Exit id 1 is used by 4 exits instead of one pair",
+        ),
+        (
+            (
+                Room(1, "A", 1, "a", (Exit("north", 2, id=0),)),
+                Room(2, "B", 1, "b", (Exit("south", 1, id=0),)),
+            ),
+            "Exit id 0 is used by 2 exits instead of one pair \\(exit ids are positive\\)",
+        ),
+        (
+            (
+                Room(1, "A", 1, "a", landmarks=(Landmark("The Well", ("Deep.",)),)),
+                Room(2, "B", 1, "b", landmarks=(Landmark("the well", ("Dry.",)),)),
+            ),
+            "Repeated landmark name: the well",
         ),
     ],
 )
@@ -151,9 +185,9 @@ def test_inconsistent_maps_are_refused(rooms: tuple[Room, ...], message: str) ->
 def test_a_door_used_by_more_than_one_pair_of_exits_is_refused() -> None:
     door = Door(1, "d")
     rooms = (
-        Room(1, "A", 1, "a", (Exit("north", 2, door), Exit("east", 3, door))),
-        Room(2, "B", 1, "b", (Exit("south", 1, door),)),
-        Room(3, "C", 1, "c", (Exit("west", 1, door),)),
+        Room(1, "A", 1, "a", (Exit("north", 2, door, id=1), Exit("east", 3, door, id=2))),
+        Room(2, "B", 1, "b", (Exit("south", 1, door, id=1),)),
+        Room(3, "C", 1, "c", (Exit("west", 1, door, id=2),)),
     )
     with pytest.raises(ValueError, match="Door 1 is used by 4 exits instead of 2"):
         TownMap(_zone(), rooms)
@@ -174,3 +208,38 @@ def test_blank_names_and_negative_ages_are_refused() -> None:
         replace(sheet, name=" ")
     with pytest.raises(ValueError, match="negative age"):
         replace(sheet, age=-1)
+
+
+def test_doors_landmarks_and_exit_ids_are_checked_when_built() -> None:
+    with pytest.raises(ValueError, match="cannot start locked while open"):
+        Door(9, "a gate", locked=True)
+    with pytest.raises(ValueError, match="needs at least one description"):
+        Landmark("The Well", ())
+    with pytest.raises(ValueError, match="needs a name"):
+        Landmark(" ", ("Deep.",))
+
+
+def test_exit_ids_name_both_sides_of_each_exit() -> None:
+    passages = HARBOUR_TOWN_MAP.passages
+    assert sorted(passages) == list(range(11, 23))
+    guildhall = passages[22]
+    assert (guildhall.near.id, guildhall.exit.command, guildhall.far.id) == (
+        204,
+        "enter door",
+        205,
+    )
+    assert guildhall.name == "Copper Street - Guildhall"
+    for room in HARBOUR_TOWN_MAP.rooms:
+        for exit_ in room.exits:
+            ends = {passages[exit_.id].near.id, passages[exit_.id].far.id}
+            assert ends == {room.id, exit_.destination_id}
+
+
+def test_landmarks_are_listed_with_their_rooms_in_map_order() -> None:
+    found = [(room.id, lm.name) for room, lm in HARBOUR_TOWN_MAP.landmarks]
+    assert found == [
+        (103, "the Drowned Lantern"),
+        (107, "the harbour lighthouse"),
+        (201, "the Old Town Gate"),
+        (202, "the Temple of the Tides"),
+    ]

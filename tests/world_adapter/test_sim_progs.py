@@ -11,11 +11,17 @@ from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Cursor, RoomEcho
 from world_adapter.sim import SimWorld
+from world_adapter.sim.arguments import bind_arguments
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
-from world_adapter.sim.progs import HARBOUR_TOWN_PROGS, SimProg, bind_arguments
+from world_adapter.sim.progs import HARBOUR_TOWN_PROGS, SimProg
 
 MAREN, OSRIC, ILSA, HOLT, AGNA, PER, WREN = 1001, 1002, 1003, 2001, 2002, 2003, 2004
+INSPECTED = [
+    "Shard", "Zone", "Gender", "Race", "Culture", "Trait", "Clan", "Ethnicity", "ClanRank",
+    "ClanAppointment", "ClanPaygrade", "Currency", "Exit", "DateTime", "TimeSpan", "Language",
+    "Accent", "Merit", "MudDateTime", "Calendar", "Clock", "Knowledge", "Role", "Drug", "Shop",
+]  # fmt: skip
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
@@ -63,6 +69,12 @@ async def test_the_catalogue_has_the_agreed_signatures(world: SimWorld) -> None:
         14: ("WhisperToCharacter", [("Character", "Character"), ("Text", "Text")], "Boolean"),
         15: ("HarbourPlayerProfile", [("Character", "Character")], "Dictionary"),
         16: ("BrokenProg", [("Text", "Text")], "Text"),
+        20: ("InspectReferences", [(t, t) for t in INSPECTED], "Dictionary"),
+        21: ("FormOfAddress", [("Gender", "Gender")], "Text"),
+        22: ("InspectOutfit", [("Outfit", "Outfit")], "Dictionary"),
+        23: ("InspectOutfitItem", [("OutfitItem", "OutfitItem")], "Dictionary"),
+        24: ("InspectEffect", [("Effect", "Effect")], "Dictionary"),
+        25: ("EchoToRooms", [("Rooms", "Collection<Location>"), ("Text", "Text")], "Number"),
     }
     assert [p.compile_error for p in await world.progs() if p.compile_error] == [
         "Unknown variable @foo on line 2"
@@ -230,17 +242,18 @@ def test_catalogue_and_store_settings_are_checked() -> None:
         SimWorld(HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, twice)
     with pytest.raises(ValueError, match="remembered_prog_calls must be at least 1, not 0"):
         SimWorld(HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, (), remembered_prog_calls=0)
-    broken = HARBOUR_TOWN_PROGS[-1].signature
+    broken = next(p.signature for p in HARBOUR_TOWN_PROGS if p.signature.compile_error)
     with pytest.raises(ValueError, match="must have a body exactly when it compiles"):
         SimProg(broken, lambda town, arguments: None)
 
 
-def test_parameter_types_the_sim_cannot_bind_are_refused(world: SimWorld) -> None:
+@pytest.mark.parametrize("kind", [ProgType.DICTIONARY, ProgType.ANYTHING, ProgType.VOID])
+def test_parameter_types_the_sim_cannot_bind_are_refused(world: SimWorld, kind: ProgType) -> None:
     signature = ProgSignature(
         id=50,
         name="CountCoins",
-        parameters=(ProgParameter("Amount", ValueType(ProgType.NUMBER)),),
+        parameters=(ProgParameter("Purse", ValueType(kind)),),
         return_type=ValueType(ProgType.TEXT),
     )
-    with pytest.raises(WorldCommandError, match="type Number of 'Amount' is not supported"):
-        bind_arguments(world, signature, {"amount": 3})
+    with pytest.raises(WorldCommandError, match=f"type {kind.value} of 'Purse' is not supported"):
+        bind_arguments(world, signature, {"purse": {}})

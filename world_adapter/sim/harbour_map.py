@@ -1,16 +1,19 @@
 """The harbour town's geography: the Harbour Ward by the water and the Old Town above it.
 
+Exit ids are shown on the links; every door starts closed except the tavern's. The Customs House
+and Watch House doors start locked, and the Watch House door has a grille one can shoot through.
+
 ```
                                                       205 Guildhall
-                                                            | enter door
-   203 Watch House --door-- 202 Temple Square ------- 204 Copper Street
-                                   |
+                                                            | enter door (22)
+   203 Watch House -(20) door- 202 Temple Square ---(21)--- 204 Copper Street
+                                   | (19)
                              201 Old Town Gate
-                                   |
+                                   | (18)
                              106 Warehouse Lane
-                                   |
- 105 Net-Menders' Row ---- 101 Harbour Quay ---- 102 Fish Market ---- 107 Lighthouse Steps
-                                   | enter door        | enter door          | enter door
+                                   | (11)
+ 105 Net-Menders' Row -(13)- 101 Harbour Quay -(12)- 102 Fish Market -(15)- 107 Lighthouse Steps
+                                   | enter door (14)   | enter door (16)     | enter door (17)
                           104 Customs House   103 The Drowned Lantern   108 Harbourmaster's Office
 ```
 """
@@ -28,11 +31,11 @@ from world_adapter.sim.map import (
     Zone,
 )
 
-_CUSTOMS_DOOR = Door(1, "a heavy oak door")
-_TAVERN_DOOR = Door(2, "a salt-warped tavern door")
-_HARBOURMASTER_DOOR = Door(3, "a narrow green door")
-_WATCH_DOOR = Door(4, "an iron-bound door")
-_GUILDHALL_DOOR = Door(5, "a pair of carved double doors")
+CUSTOMS_DOOR = Door(1, "a heavy oak door", closed=True, locked=True)
+TAVERN_DOOR = Door(2, "a salt-warped tavern door")
+HARBOURMASTER_DOOR = Door(3, "a narrow green door", closed=True)
+WATCH_DOOR = Door(4, "an iron-bound door", closed=True, locked=True, fireable=True)
+GUILDHALL_DOOR = Door(5, "a pair of carved double doors", closed=True)
 
 HARBOUR_TOWN_MAP = TownMap(
     zones=(
@@ -49,10 +52,10 @@ HARBOUR_TOWN_MAP = TownMap(
             "smell of brine crowd the quay. Warehouse Lane climbs away to the north, the fish "
             "market clamours to the east, and the Customs House squats behind a heavy oak door.",
             exits=(
-                Exit("north", 106),
-                Exit("east", 102),
-                Exit("west", 105),
-                Exit("enter door", 104, _CUSTOMS_DOOR),
+                Exit("north", 106, id=11),
+                Exit("east", 102, id=12),
+                Exit("west", 105, id=13),
+                Exit("enter door", 104, CUSTOMS_DOOR, id=14),
             ),
         ),
         Room(
@@ -64,9 +67,9 @@ HARBOUR_TOWN_MAP = TownMap(
             "din. The lantern sign of a tavern hangs above a salt-warped door, and a line of worn "
             "steps climbs east toward the lighthouse.",
             exits=(
-                Exit("west", 101),
-                Exit("east", 107),
-                Exit("enter door", 103, _TAVERN_DOOR),
+                Exit("west", 101, id=12),
+                Exit("east", 107, id=15),
+                Exit("enter door", 103, TAVERN_DOOR, id=16),
             ),
         ),
         Room(
@@ -77,11 +80,16 @@ HARBOUR_TOWN_MAP = TownMap(
             "drowned ship's lantern, green with verdigris, hangs over the bar as the tavern's "
             "namesake. Sailors and dock hands hunch over scarred tables, and a fire sputters in a "
             "hearth built from ballast stones.",
-            exits=(Exit("leave door", 102, _TAVERN_DOOR),),
+            exits=(Exit("leave door", 102, TAVERN_DOOR, id=16),),
             landmarks=(
                 Landmark(
                     "the Drowned Lantern",
-                    "A harbour tavern where sailors drink away their pay and rumours change hands.",
+                    (
+                        "A harbour tavern where sailors drink away their pay and rumours change "
+                        "hands.",
+                        "Its namesake lantern was hauled up in a fishing net forty years ago, and "
+                        "old hands swear it still glows on the night of a drowning.",
+                    ),
                 ),
             ),
         ),
@@ -93,7 +101,7 @@ HARBOUR_TOWN_MAP = TownMap(
             "hall. A long counter divides the merchants from the clerks who weigh, measure and tax "
             "every cask that comes ashore. A strongbox sits bolted to the floor behind the "
             "counter.",
-            exits=(Exit("leave door", 101, _CUSTOMS_DOOR),),
+            exits=(Exit("leave door", 101, CUSTOMS_DOOR, id=14),),
         ),
         Room(
             105,
@@ -102,7 +110,7 @@ HARBOUR_TOWN_MAP = TownMap(
             "A narrow row of sheds where nets hang drying from poles like grey curtains. Old men "
             "and children sit on upturned baskets, knotting and mending with bone needles, and the "
             "ground is littered with cork floats and snapped twine. The quay lies to the east.",
-            exits=(Exit("east", 101),),
+            exits=(Exit("east", 101, id=13),),
         ),
         Room(
             106,
@@ -111,7 +119,7 @@ HARBOUR_TOWN_MAP = TownMap(
             "Tall, windowless warehouses lean over this cramped lane, leaving it in shadow even at "
             "noon. Carts rumble up toward the Old Town Gate to the north, while the quay opens out "
             "to the south. Doorways and stacked barrels offer plenty of places to lurk unseen.",
-            exits=(Exit("south", 101), Exit("north", 201)),
+            exits=(Exit("south", 101, id=11), Exit("north", 201, id=18)),
         ),
         Room(
             107,
@@ -121,11 +129,11 @@ HARBOUR_TOWN_MAP = TownMap(
             "lighthouse, its great lamp dark by day. Spray bursts over the sea wall here, and the "
             "whole harbour is laid out below. A narrow green door opens into the harbourmaster's "
             "office at the foot of the tower.",
-            exits=(Exit("west", 102), Exit("enter door", 108, _HARBOURMASTER_DOOR)),
+            exits=(Exit("west", 102, id=15), Exit("enter door", 108, HARBOURMASTER_DOOR, id=17)),
             landmarks=(
                 Landmark(
                     "the harbour lighthouse",
-                    "A white stone tower whose lamp guides ships past the reef at night.",
+                    ("A white stone tower whose lamp guides ships past the reef at night.",),
                 ),
             ),
         ),
@@ -136,7 +144,7 @@ HARBOUR_TOWN_MAP = TownMap(
             "A cramped, round office built into the base of the lighthouse. Charts of the coast "
             "are pinned over every inch of curved wall, a brass telescope points out of the only "
             "window, and the harbour's mooring book lies open on a sloping desk.",
-            exits=(Exit("leave door", 107, _HARBOURMASTER_DOOR),),
+            exits=(Exit("leave door", 107, HARBOURMASTER_DOOR, id=17),),
         ),
         Room(
             201,
@@ -146,12 +154,14 @@ HARBOUR_TOWN_MAP = TownMap(
             "Town's older streets. The portcullis has rusted open for a generation, and a bored "
             "sentry watches the carts roll through. Temple Square lies to the north and Warehouse "
             "Lane slopes down to the south.",
-            exits=(Exit("south", 106), Exit("north", 202)),
+            exits=(Exit("south", 106, id=18), Exit("north", 202, id=19)),
             landmarks=(
                 Landmark(
                     "the Old Town Gate",
-                    "The gatehouse between the harbour and the Old Town, its portcullis rusted "
-                    "open.",
+                    (
+                        "The gatehouse between the harbour and the Old Town, its portcullis "
+                        "rusted open.",
+                    ),
                 ),
             ),
         ),
@@ -164,14 +174,18 @@ HARBOUR_TOWN_MAP = TownMap(
             "pigeons squabble around a dry fountain. The Watch House stands to the west, Copper "
             "Street runs east, and the gate lies to the south.",
             exits=(
-                Exit("south", 201),
-                Exit("west", 203, _WATCH_DOOR),
-                Exit("east", 204),
+                Exit("south", 201, id=19),
+                Exit("west", 203, WATCH_DOOR, id=20),
+                Exit("east", 204, id=21),
             ),
             landmarks=(
                 Landmark(
                     "the Temple of the Tides",
-                    "The town's oldest temple, where sailors pray for safe return.",
+                    (
+                        "The town's oldest temple, where sailors pray for safe return.",
+                        "Its priests keep the Temple Harvest Reckoning, their own calendar of "
+                        "offerings.",
+                    ),
                 ),
             ),
         ),
@@ -181,8 +195,8 @@ HARBOUR_TOWN_MAP = TownMap(
             OLD_TOWN_ID,
             "A sturdy guardroom of whitewashed stone, with a rack of cudgels and pikes by the door "
             "and a duty roster chalked on a slate. A pair of barred cells stand at the back. An "
-            "iron-bound door leads east into Temple Square.",
-            exits=(Exit("east", 202, _WATCH_DOOR),),
+            "iron-bound door with a barred grille leads east into Temple Square.",
+            exits=(Exit("east", 202, WATCH_DOOR, id=20),),
         ),
         Room(
             204,
@@ -191,7 +205,7 @@ HARBOUR_TOWN_MAP = TownMap(
             "The ring of hammers fills this street of coppersmiths and tinkers, their wares "
             "hanging in bright rows from the shopfronts. The Guildhall's carved double doors open "
             "to the north, and Temple Square lies back to the west.",
-            exits=(Exit("west", 202), Exit("enter door", 205, _GUILDHALL_DOOR)),
+            exits=(Exit("west", 202, id=21), Exit("enter door", 205, GUILDHALL_DOOR, id=22)),
         ),
         Room(
             205,
@@ -200,7 +214,7 @@ HARBOUR_TOWN_MAP = TownMap(
             "A lofty hall hung with the banners of the town's guilds, from the coppersmiths to the "
             "net-makers. Long oak tables stand ready for the council of masters, and a gallery "
             "looks down from above. The carved double doors lead back to Copper Street.",
-            exits=(Exit("leave door", 204, _GUILDHALL_DOOR),),
+            exits=(Exit("leave door", 204, GUILDHALL_DOOR, id=22),),
         ),
     ),
 )

@@ -1,8 +1,14 @@
-"""The harbour town's characters: three players and the NPCs who keep the harbour busy."""
+"""The harbour town's characters: three players and the NPCs who keep the harbour busy.
+
+Maren and Ilsa changed their plans days before the world starts, Osric months before (outside
+a 90-day window); Sergeant Holt, an NPC, has plans set by the builders.
+"""
 
 from __future__ import annotations
 
-from world_adapter.sim.people import CharacterSheet
+from datetime import timedelta
+
+from world_adapter.sim.people import CharacterSheet, PlanSheet
 
 MAREN_ID = 1001
 OSRIC_ID = 1002
@@ -34,6 +40,11 @@ HARBOUR_TOWN_PEOPLE: tuple[CharacterSheet, ...] = (
         start_room_id=101,
         accent="a clipped harbour accent",
         profile=(("Reputation", "Well liked on the quay"), ("Faction", "Fishers' Guild")),
+        plans=PlanSheet(
+            "Find out who has been cutting the nets on Net-Menders' Row.",
+            "Buy a boat of her own before the autumn storms.",
+            timedelta(days=2),
+        ),
     ),
     CharacterSheet(
         id=OSRIC_ID,
@@ -55,6 +66,11 @@ HARBOUR_TOWN_PEOPLE: tuple[CharacterSheet, ...] = (
         start_room_id=103,
         accent="a drawling Old Town accent",
         profile=(("Reputation", "Owes money to half the tavern"), ("Faction", "None")),
+        plans=PlanSheet(
+            "Win back the signet ring he lost at dice in the Drowned Lantern.",
+            "Restore the Vell family's standing among the Old Town gentry.",
+            timedelta(days=120),
+        ),
     ),
     CharacterSheet(
         id=ILSA_ID,
@@ -76,6 +92,11 @@ HARBOUR_TOWN_PEOPLE: tuple[CharacterSheet, ...] = (
         start_room_id=202,
         accent="a soft northern lilt",
         profile=(("Reputation", "Earnest and trusted"), ("Faction", "Temple of the Tides")),
+        plans=PlanSheet(
+            "Gather shell offerings for the Festival of Nets.",
+            "Be ordained a priestess of the Tides.",
+            timedelta(days=10),
+        ),
     ),
     CharacterSheet(
         id=HOLT_ID,
@@ -97,6 +118,11 @@ HARBOUR_TOWN_PEOPLE: tuple[CharacterSheet, ...] = (
         start_room_id=203,
         accent="a gruff harbour accent",
         profile=(("Reputation", "Stern but fair"), ("Faction", "Harbour Ward Watch")),
+        plans=PlanSheet(
+            "Catch the cutpurse working Warehouse Lane.",
+            "Retire to a cottage on the cliffs with his pension.",
+            timedelta(days=1),
+        ),
     ),
     CharacterSheet(
         id=AGNA_ID,

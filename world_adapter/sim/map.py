@@ -7,7 +7,8 @@ calendars, clans...) can read it without defending against dangling references.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 HARBOUR_WARD_ID = 1
 OLD_TOWN_ID = 2
@@ -36,13 +37,34 @@ class Zone:
     name: str
     legal_authority: str
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names a prog argument may give the zone by."""
+        return (self.name,)
+
 
 @dataclass(frozen=True)
 class Door:
-    """A door shared by the two exits that pass through it."""
+    """A door shared by the two exits that pass through it, with its state when the world starts.
+
+    Attributes:
+        closed: Whether the door starts closed.
+        locked: Whether the door starts locked (only a closed door can be).
+        fireable: Whether missiles pass through it even when closed (a grille, bars).
+
+    Raises:
+        ValueError: If the door starts locked but open.
+    """
 
     id: int
     name: str
+    closed: bool = False
+    locked: bool = False
+    fireable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.locked and not self.closed:
+            raise ValueError(f"Door {self.id} cannot start locked while open.")
 
 
 @dataclass(frozen=True)
@@ -54,11 +76,13 @@ class Exit:
             ``enter door``.
         destination_id: The room the exit leads to.
         door: The door the exit passes through, if any.
+        id: The exit's id, shared with its way back (one exit joins two rooms).
     """
 
     command: str
     destination_id: int
     door: Door | None = None
+    id: int = field(kw_only=True)
 
     @property
     def is_cardinal(self) -> bool:
@@ -68,7 +92,7 @@ class Exit:
     @property
     def brief(self) -> str:
         """The movement token a path lists: ``n``, ``ne``, ``u`` or ``enter door``."""
-        return _BRIEF_DIRECTIONS.get(self.command, self.command)
+        return _BRIEF_DIRECTIONS.get(self.command, self.command.lower())
 
     def departure_phrase(self) -> str:
         """How someone leaving through this exit is described, e.g. ``to the east``."""
@@ -89,10 +113,20 @@ class Exit:
 
 @dataclass(frozen=True)
 class Landmark:
-    """A named place a storyteller can refer to."""
+    """A named place a storyteller can refer to, with one or more description texts.
+
+    Raises:
+        ValueError: If the name is blank or there is no description.
+    """
 
     name: str
-    description: str
+    descriptions: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise ValueError("A landmark needs a name.")
+        if not self.descriptions or not all(d.strip() for d in self.descriptions):
+            raise ValueError(f"Landmark '{self.name}' needs at least one description.")
 
 
 @dataclass(frozen=True)
@@ -112,13 +146,35 @@ class Room:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """One exit seen from both rooms it joins: what an ``Exit`` prog argument resolves to.
+
+    Attributes:
+        near: The room the exit was first met in (map order).
+        exit: The exit leading from `near` to `far`.
+        far: The room at the other end.
+    """
+
+    id: int
+    near: Room
+    exit: Exit
+    far: Room
+
+    @property
+    def name(self) -> str:
+        """The two rooms the exit joins, e.g. ``Copper Street - Guildhall``."""
+        return f"{self.near.name} - {self.far.name}"
+
+
+@dataclass(frozen=True)
 class TownMap:
     """Zones and rooms, checked for consistency on construction.
 
     Raises:
         ValueError: If ids repeat, a room names an unknown zone, an exit leads nowhere or has no
-            way back, a room has two exits with the same command, or a door is not shared by
-            exactly one pair of opposite exits.
+            way back, a room has two exits with the same command, an exit and its way back do
+            not share their door and id, a door or exit id is not used by exactly one pair of
+            opposite exits, or two landmarks share a name (case-insensitively).
     """
 
     zones: tuple[Zone, ...]
@@ -130,6 +186,7 @@ class TownMap:
         zone_ids = {z.id for z in self.zones}
         rooms = {r.id: r for r in self.rooms}
         doors: Counter[Door] = Counter()
+        exit_ids: Counter[int] = Counter()
         for room in self.rooms:
             if room.zone_id not in zone_ids:
                 raise ValueError(f"Room {room.id} is in zone {room.zone_id}, which does not exist.")
@@ -152,16 +209,46 @@ class TownMap:
                         f"Exit '{exit_.command}' of room {room.id} and its way back do not "
                         "share the same door."
                     )
+                if back.id != exit_.id:
+                    raise ValueError(
+                        f"Exit '{exit_.command}' of room {room.id} has id {exit_.id} but its way "
+                        f"back has id {back.id}."
+                    )
                 if exit_.door is not None:
                     doors[exit_.door] += 1
+                exit_ids[exit_.id] += 1
         _require_unique("door", [d.id for d in doors])
         for door, uses in doors.items():
             if uses != 2:
                 raise ValueError(f"Door {door.id} is used by {uses} exits instead of 2.")
+        for exit_id, uses in exit_ids.items():
+            if exit_id < 1 or uses != 2:
+                raise ValueError(
+                    f"Exit id {exit_id} is used by {uses} exits instead of one pair "
+                    "(exit ids are positive)."
+                )
+        _require_unique("landmark name", [lm.name.casefold() for _, lm in self.landmarks])
 
     def room(self, room_id: int) -> Room | None:
         """The room with `room_id`, or None."""
         return next((r for r in self.rooms if r.id == room_id), None)
+
+    @property
+    def landmarks(self) -> list[tuple[Room, Landmark]]:
+        """Every landmark with the room it marks, in map order."""
+        return [(room, landmark) for room in self.rooms for landmark in room.landmarks]
+
+    @cached_property
+    def passages(self) -> dict[int, Passage]:
+        """Exit id → the exit seen from both rooms it joins."""
+        found: dict[int, Passage] = {}
+        for room in self.rooms:
+            for exit_ in room.exits:
+                if exit_.id in found:
+                    continue
+                other = next(r for r in self.rooms if r.id == exit_.destination_id)
+                found[exit_.id] = Passage(exit_.id, room, exit_, other)
+        return found
 
 
 def _require_unique(what: str, values: list[int] | list[str]) -> None:

@@ -1,7 +1,10 @@
 """The sim world's prog catalogue: typed signatures with Python bodies that act on the town.
 
 Prog effects that reach a room are recorded with origin ``prog`` so that the daemon can tell its
-own actions from what players and NPCs did.
+own actions from what players and NPCs did. Bodies receive resolved arguments (rooms,
+characters, outfits... see `world_adapter.sim.arguments`). Besides the narrative progs, a few
+report what their arguments resolved to, so that builders can check how a custom tool's
+arguments reach the game.
 """
 
 from __future__ import annotations
@@ -14,18 +17,50 @@ from typing import Any
 
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from world_adapter.errors import WorldCommandError
-from world_adapter.sim.actions import Town
 from world_adapter.sim.harbour_people import HOLT_ID
+from world_adapter.sim.inspection import describe, describe_mud_datetime
 from world_adapter.sim.map import HARBOUR_WARD_ID
+from world_adapter.sim.queries import KnowingTown
 
-ProgBody = Callable[[Town, Mapping[str, Any]], Any]
-"""A prog's implementation: the town and the bound arguments (by declared parameter name)."""
+ProgBody = Callable[[KnowingTown, Mapping[str, Any]], Any]
+"""A prog's implementation: the town and the resolved arguments (by declared parameter name)."""
 
 _TEXT = ValueType(ProgType.TEXT)
+_NUMBER = ValueType(ProgType.NUMBER)
 _BOOLEAN = ValueType(ProgType.BOOLEAN)
 _LOCATION = ValueType(ProgType.LOCATION)
 _CHARACTER = ValueType(ProgType.CHARACTER)
 _DICTIONARY = ValueType(ProgType.DICTIONARY)
+_ROOMS = ValueType(ProgType.LOCATION, collection=True)
+
+INSPECTED_TYPES: tuple[ProgType, ...] = (
+    ProgType.SHARD,
+    ProgType.ZONE,
+    ProgType.GENDER,
+    ProgType.RACE,
+    ProgType.CULTURE,
+    ProgType.TRAIT,
+    ProgType.CLAN,
+    ProgType.ETHNICITY,
+    ProgType.CLAN_RANK,
+    ProgType.CLAN_APPOINTMENT,
+    ProgType.CLAN_PAYGRADE,
+    ProgType.CURRENCY,
+    ProgType.EXIT,
+    ProgType.DATETIME,
+    ProgType.TIMESPAN,
+    ProgType.LANGUAGE,
+    ProgType.ACCENT,
+    ProgType.MERIT,
+    ProgType.MUDDATETIME,
+    ProgType.CALENDAR,
+    ProgType.CLOCK,
+    ProgType.KNOWLEDGE,
+    ProgType.ROLE,
+    ProgType.DRUG,
+    ProgType.SHOP,
+)
+"""The 25 parameters of InspectReferences, one per type, each named after its type."""
 
 
 @dataclass(frozen=True)
@@ -42,66 +77,6 @@ class SimProg:
             )
 
 
-def bind_arguments(
-    town: Town, signature: ProgSignature, arguments: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Match arguments to parameters by case-insensitive name and check their values.
-
-    Returns:
-        The arguments keyed by declared parameter name. Location and Character values are
-        ids of a room or character that exists.
-
-    Raises:
-        WorldCommandError: For a repeated, unknown or missing argument, a value of the wrong
-            type, an unknown room or character, or a parameter type the sim does not support.
-    """
-    given: dict[str, tuple[str, Any]] = {}
-    for name, value in arguments.items():
-        key = str(name).strip().lower()
-        if key in given:
-            raise WorldCommandError(f"Argument '{name}' is given twice.")
-        given[key] = (str(name), value)
-    declared = {p.name.lower() for p in signature.parameters}
-    for key, (name, _) in given.items():
-        if key not in declared:
-            expected = ", ".join(signature.parameter_names) or "none"
-            raise WorldCommandError(
-                f"Prog {signature.name} has no parameter named '{name}' "
-                f"(its parameters: {expected})."
-            )
-    bound: dict[str, Any] = {}
-    for parameter in signature.parameters:
-        if parameter.name.lower() not in given:
-            raise WorldCommandError(
-                f"Prog {signature.name} needs the argument '{parameter.name}' "
-                f"({parameter.type.describe()})."
-            )
-        bound[parameter.name] = _check_value(town, parameter, given[parameter.name.lower()][1])
-    return bound
-
-
-def _check_value(town: Town, parameter: ProgParameter, value: Any) -> Any:
-    kind = parameter.type
-    if kind == _TEXT:
-        if not isinstance(value, str):
-            raise WorldCommandError(f"Argument '{parameter.name}' must be text, not {value!r}.")
-        return value
-    if kind in (_LOCATION, _CHARACTER):
-        what = "room" if kind == _LOCATION else "character"
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise WorldCommandError(
-                f"Argument '{parameter.name}' must be a {what} id (an integer), not {value!r}."
-            )
-        if kind == _LOCATION:
-            town.room_of(value)
-        else:
-            town.sheet(value)
-        return value
-    raise WorldCommandError(
-        f"Parameter type {kind.describe()} of '{parameter.name}' is not supported by the sim world."
-    )
-
-
 def _required_text(arguments: Mapping[str, Any], name: str) -> str:
     text = str(arguments[name]).strip()
     if not text:
@@ -109,19 +84,19 @@ def _required_text(arguments: Mapping[str, Any], name: str) -> str:
     return text
 
 
-def _five_minute_status(town: Town, arguments: Mapping[str, Any]) -> str:
+def _five_minute_status(town: KnowingTown, arguments: Mapping[str, Any]) -> str:
     return "Five-minute heartbeat check complete."
 
 
-def _hourly_status(town: Town, arguments: Mapping[str, Any]) -> str:
+def _hourly_status(town: KnowingTown, arguments: Mapping[str, Any]) -> str:
     return "Hourly heartbeat check complete. Consider reviewing unresolved situations."
 
 
-def _record_cue(town: Town, arguments: Mapping[str, Any]) -> str:
+def _record_cue(town: KnowingTown, arguments: Mapping[str, Any]) -> str:
     return "Narrative cue captured: " + str(arguments["Cue"])
 
 
-def _harbour_watch_status(town: Town, arguments: Mapping[str, Any]) -> str:
+def _harbour_watch_status(town: KnowingTown, arguments: Mapping[str, Any]) -> str:
     ward = town.zone(HARBOUR_WARD_ID)
     cells = town.zone_cells()[ward.id]
     players = []
@@ -143,21 +118,21 @@ def _harbour_watch_status(town: Town, arguments: Mapping[str, Any]) -> str:
     return f"{ward.name}: {who}. Crimes in the last hour: {seen}."
 
 
-def _echo_to_room(town: Town, arguments: Mapping[str, Any]) -> bool:
-    town.echo(arguments["Room"], _required_text(arguments, "Text"), origin="prog")
+def _echo_to_room(town: KnowingTown, arguments: Mapping[str, Any]) -> bool:
+    town.echo(arguments["Room"].id, _required_text(arguments, "Text"), origin="prog")
     return True
 
 
-def _crowd_shout(town: Town, arguments: Mapping[str, Any]) -> bool:
+def _crowd_shout(town: KnowingTown, arguments: Mapping[str, Any]) -> bool:
     text = _required_text(arguments, "Text")
-    town.echo(arguments["Room"], f'A voice from the crowd shouts, "{text}"', origin="prog")
+    town.echo(arguments["Room"].id, f'A voice from the crowd shouts, "{text}"', origin="prog")
     return True
 
 
-def _dispatch_watchman(town: Town, arguments: Mapping[str, Any]) -> str:
+def _dispatch_watchman(town: KnowingTown, arguments: Mapping[str, Any]) -> str:
     holt = town.sheet(HOLT_ID)
     status = town.status(HOLT_ID)
-    room = town.room_of(arguments["Room"])
+    room = arguments["Room"]
     reason = _required_text(arguments, "Reason")
     if not status.online or status.state is not None:
         return f"{holt.name} cannot be dispatched: he is in no state to respond."
@@ -167,12 +142,41 @@ def _dispatch_watchman(town: Town, arguments: Mapping[str, Any]) -> str:
     return f"{holt.name} has been dispatched to {room.name} and has arrived. Reason: {reason}"
 
 
-def _whisper_to_character(town: Town, arguments: Mapping[str, Any]) -> bool:
-    return town.tell(arguments["Character"], _required_text(arguments, "Text"))
+def _whisper_to_character(town: KnowingTown, arguments: Mapping[str, Any]) -> bool:
+    return town.tell(arguments["Character"].id, _required_text(arguments, "Text"))
 
 
-def _player_profile(town: Town, arguments: Mapping[str, Any]) -> dict[str, str]:
-    return dict(town.sheet(arguments["Character"]).profile)
+def _player_profile(town: KnowingTown, arguments: Mapping[str, Any]) -> dict[str, str]:
+    return dict(arguments["Character"].profile)
+
+
+def _echo_to_rooms(town: KnowingTown, arguments: Mapping[str, Any]) -> int:
+    text = _required_text(arguments, "Text")
+    rooms = {room.id: room for room in arguments["Rooms"] if room is not None}
+    for room_id in sorted(rooms):
+        town.echo(room_id, text, origin="prog")
+    return len(rooms)
+
+
+_ADDRESSES = {"male": "sir", "female": "madam"}
+
+
+def _form_of_address(town: KnowingTown, arguments: Mapping[str, Any]) -> str:
+    return _ADDRESSES.get(arguments["Gender"], "friend")
+
+
+def _inspect_references(town: KnowingTown, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        name: describe_mud_datetime(value) if name == "MudDateTime" else describe(value)
+        for name, value in arguments.items()
+    }
+
+
+def _describe_one(parameter: str) -> ProgBody:
+    def body(town: KnowingTown, arguments: Mapping[str, Any]) -> Any:
+        return describe(arguments[parameter])
+
+    return body
 
 
 def _prog(
@@ -218,4 +222,20 @@ HARBOUR_TOWN_PROGS: tuple[SimProg, ...] = (
     _prog(16, "BrokenProg", (("Text", _TEXT),), _TEXT,
           "A prog that does not compile.", None,
           compile_error="Unknown variable @foo on line 2"),
+    _prog(20, "InspectReferences", tuple((t.value, ValueType(t)) for t in INSPECTED_TYPES),
+          _DICTIONARY, "Reports which object or value each of its 25 arguments resolved to.",
+          _inspect_references),
+    _prog(21, "FormOfAddress", (("Gender", ValueType(ProgType.GENDER)),), _TEXT,
+          "How a polite stranger addresses someone of a gender: sir, madam or friend.",
+          _form_of_address),
+    _prog(22, "InspectOutfit", (("Outfit", ValueType(ProgType.OUTFIT)),), _DICTIONARY,
+          "Reports which outfit its argument resolved to.", _describe_one("Outfit")),
+    _prog(23, "InspectOutfitItem", (("OutfitItem", ValueType(ProgType.OUTFIT_ITEM)),),
+          _DICTIONARY, "Reports which outfit item its argument resolved to.",
+          _describe_one("OutfitItem")),
+    _prog(24, "InspectEffect", (("Effect", ValueType(ProgType.EFFECT)),), _DICTIONARY,
+          "Reports which effect its argument resolved to.", _describe_one("Effect")),
+    _prog(25, "EchoToRooms", (("Rooms", _ROOMS), ("Text", _TEXT)), _NUMBER,
+          "Shows a line of text in several rooms at once; returns how many rooms saw it.",
+          _echo_to_rooms),
 )  # fmt: skip

@@ -15,26 +15,36 @@ from world_adapter.errors import WorldCommandError
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.facts import CharacterInfo, CharacterSummary, ProgOutcome, RoomInfo
 from world_adapter.protocol import WorldClient
-from world_adapter.sim.actions import Town
 from world_adapter.sim.activity import ScriptedActivity
+from world_adapter.sim.arguments import bind_arguments
+from world_adapter.sim.belongings import Belongings
 from world_adapter.sim.event_log import Subscription
+from world_adapter.sim.framework import Framework
+from world_adapter.sim.harbour_framework import HARBOUR_BELONGINGS, HARBOUR_FRAMEWORK
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
+from world_adapter.sim.harbour_time import HARBOUR_TIMEKEEPING
 from world_adapter.sim.map import TownMap
 from world_adapter.sim.people import CharacterSheet
-from world_adapter.sim.progs import HARBOUR_TOWN_PROGS, SimProg, bind_arguments
+from world_adapter.sim.progs import HARBOUR_TOWN_PROGS, SimProg
+from world_adapter.sim.queries import KnowingTown
+from world_adapter.sim.timekeeping import Timekeeping
 
 
-class SimWorld(Town, WorldClient):
+class SimWorld(KnowingTown, WorldClient):
     """A small world that lives inside the daemon's process.
 
-    Tests and the demo drive it with `emote`, `say`, `move`, `commit_crime`... or let
-    `run_activity` animate it; the daemon reads it through the `WorldClient` methods.
+    Tests and the demo drive it with `emote`, `say`, `move`, `commit_crime`, `set_door`,
+    `set_plans`... or let `run_activity` animate it; the daemon reads it through the
+    `WorldClient` methods (landmarks, paths, plans and time come from `KnowingTown`).
 
     Args:
         town_map: The geography.
         people: Every character.
         progs: The prog catalogue.
+        timekeeping: Calendars, clocks and each zone's reckoning (None: no calendars).
+        framework: Races, clans, currencies... that prog arguments name (None: none).
+        belongings: Items, outfits and effects (None: none).
         seed: Seed of the scripted activity's random generator.
         epoch: Epoch of the event cursors.
         clock: Returns the current timezone-aware time (default: UTC now).
@@ -42,8 +52,8 @@ class SimWorld(Town, WorldClient):
         remembered_prog_calls: How many idempotency keys (with their outcomes) are kept.
 
     Raises:
-        ValueError: If the data is inconsistent (see `Town`), prog ids or names repeat, or
-            `remembered_prog_calls` is below one.
+        ValueError: If the data is inconsistent (see `KnowingTown`), prog ids or names repeat,
+            or `remembered_prog_calls` is below one.
     """
 
     def __init__(
@@ -52,13 +62,25 @@ class SimWorld(Town, WorldClient):
         people: Iterable[CharacterSheet],
         progs: Iterable[SimProg],
         *,
+        timekeeping: Timekeeping | None = None,
+        framework: Framework | None = None,
+        belongings: Belongings | None = None,
         seed: int = 7,
         epoch: str = "sim-1",
         clock: Callable[[], datetime] | None = None,
         buffer_size: int = 10_000,
         remembered_prog_calls: int = 1_000,
     ) -> None:
-        super().__init__(town_map, people, epoch=epoch, clock=clock, buffer_size=buffer_size)
+        super().__init__(
+            town_map,
+            people,
+            timekeeping=timekeeping,
+            framework=framework,
+            belongings=belongings,
+            epoch=epoch,
+            clock=clock,
+            buffer_size=buffer_size,
+        )
         self._progs = tuple(progs)
         for kind, values in (
             ("id", [p.signature.id for p in self._progs]),
@@ -83,11 +105,14 @@ class SimWorld(Town, WorldClient):
         clock: Callable[[], datetime] | None = None,
         buffer_size: int = 10_000,
     ) -> SimWorld:
-        """The harbour town with its people and progs, players online, no events yet."""
+        """The harbour town with its people, progs, calendars and belongings; no events yet."""
         return cls(
             HARBOUR_TOWN_MAP,
             HARBOUR_TOWN_PEOPLE,
             HARBOUR_TOWN_PROGS,
+            timekeeping=HARBOUR_TIMEKEEPING,
+            framework=HARBOUR_FRAMEWORK,
+            belongings=HARBOUR_BELONGINGS,
             seed=seed,
             epoch=epoch,
             clock=clock,
@@ -117,15 +142,7 @@ class SimWorld(Town, WorldClient):
     async def online_players(self) -> list[CharacterSummary]:
         """Online player characters, by id."""
         return [
-            CharacterSummary(
-                id=sheet.id,
-                name=sheet.name,
-                gender=sheet.gender,
-                short_description=sheet.short_description,
-                location_id=self.status(sheet.id).location_id,
-                location_name=self.room_of(self.status(sheet.id).location_id).name,
-                is_player=True,
-            )
+            self.character_summary(sheet.id)
             for sheet in self.all_sheets()
             if sheet.is_player and self.status(sheet.id).online
         ]

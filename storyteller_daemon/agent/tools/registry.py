@@ -19,7 +19,16 @@ from types import MappingProxyType
 from typing import Any
 
 from storyteller_daemon.agent.model import ToolSpec
-from storyteller_daemon.agent.tools import memories, players, references, situations
+from storyteller_daemon.agent.tools import (
+    landmarks,
+    memories,
+    pathing,
+    plans,
+    players,
+    references,
+    situations,
+)
+from storyteller_daemon.agent.tools import time as date_time
 from storyteller_daemon.agent.tools.base import Tool, ToolContext
 from storyteller_daemon.agent.tools.custom import catalogue, custom_toolset
 from storyteller_daemon.agent.trigger import Trigger
@@ -46,7 +55,11 @@ _BUILTIN_MODULES: tuple[tuple[Tool, ...], ...] = (
     (NOOP_TOOL,),
     players.TOOLS,
     memories.TOOLS,
+    landmarks.TOOLS,
     references.TOOLS,
+    pathing.TOOLS,
+    plans.TOOLS,
+    date_time.TOOLS,
 )
 
 

@@ -1,0 +1,74 @@
+"""Errors the daemon logs become alerts, so every ``log.error``/``log.exception`` reaches admins.
+
+The handler sits on the root logger at ERROR. It forwards the formatted message and, for an
+exception, only the exception's type: tracebacks and exception messages stay in the log. Records
+that already describe an alert (from ``storyteller_daemon.alerts``) are not forwarded, and a call
+can opt out with ``extra={"alert": False}``.
+
+Occurrences of one log call share a key (logger name and message template), so a storm of the
+same error is folded into one alert with a count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+
+from storyteller_daemon.alerts.sanitise import exception_summary
+from storyteller_daemon.alerts.sink import AlertSink
+
+_ALERTS_LOGGER = "storyteller_daemon.alerts"
+MAX_TITLE_CHARS = 200
+
+
+class AlertingLogHandler(logging.Handler):
+    """Forwards ERROR and CRITICAL log records to an `AlertSink`."""
+
+    def __init__(self, sink: AlertSink, level: int = logging.ERROR) -> None:
+        super().__init__(level)
+        self._sink = sink
+        self._busy = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Turn the record into an alert; never raises."""
+        if record.name == _ALERTS_LOGGER or record.name.startswith(_ALERTS_LOGGER + "."):
+            return
+        if getattr(record, "alert", True) is False or getattr(self._busy, "active", False):
+            return
+        self._busy.active = True  # a sink that logs an error must not loop back here
+        try:
+            message = record.getMessage()
+            title, _, rest = message.strip().partition("\n")
+            if len(title) > MAX_TITLE_CHARS:
+                title = title[: MAX_TITLE_CHARS - 1] + "…"
+            detail = rest.strip()
+            if record.exc_info and record.exc_info[0] is not None:
+                detail = f"{detail}\n\n{exception_summary(record.exc_info[0])}".strip()
+            template = record.msg if isinstance(record.msg, str) else message
+            self._sink.alert(
+                "log_error",
+                title or f"error logged by {record.name}",
+                detail,
+                severity="critical" if record.levelno >= logging.CRITICAL else "error",
+                key=f"log:{record.name}:{template}",
+            )
+        except Exception:  # the alert is best effort; the record itself is already logged
+            return
+        finally:
+            self._busy.active = False
+
+
+@contextlib.contextmanager
+def forwarding_errors(
+    sink: AlertSink, logger: logging.Logger | None = None
+) -> Iterator[AlertingLogHandler]:
+    """Forward errors logged inside the block (by default on the root logger) to `sink`."""
+    target = logger or logging.getLogger()
+    handler = AlertingLogHandler(sink)
+    target.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        target.removeHandler(handler)

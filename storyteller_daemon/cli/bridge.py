@@ -1,0 +1,68 @@
+"""``storyteller bridge``: check a game's side of the bridge protocol against the spec."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated, Any
+
+import typer
+
+from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
+
+app = typer.Typer(help="The game bridge: check a game's implementation.", no_args_is_help=True)
+
+
+def _prog_arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise typer.BadParameter("must be a JSON object of arguments by parameter name")
+    return value
+
+
+@app.command("check")
+@run_async
+async def check(
+    url: Annotated[str, typer.Argument(help="The game's bridge URL, ws://host:port/path.")],
+    token_env: Annotated[
+        str, typer.Option(help="Environment variable holding the shared secret.")
+    ] = DEFAULT_TOKEN_ENV,
+    prog: Annotated[
+        str | None,
+        typer.Option(help="A harmless prog to run twice for the idempotency check."),
+    ] = None,
+    prog_args: Annotated[str, typer.Option(help="The prog's arguments as a JSON object.")] = "{}",
+    step_seconds: Annotated[
+        float, typer.Option("--timeout", help="Seconds each step may take.", min=0.1)
+    ] = 5.0,
+) -> None:
+    """Run the conformance checks against a running game; exit 1 if any fails."""
+    from world_adapter.bridge.client import check_bridge_url
+    from world_adapter.bridge.conformance import Status, run_checks
+
+    try:
+        check_bridge_url(url)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        raise fail(f"environment variable {token_env} is not set (the bridge's shared secret)", 2)
+    arguments = _prog_arguments(prog_args)
+    results = await run_checks(
+        url, token, prog=prog, prog_arguments=arguments, seconds=step_seconds
+    )
+    styles = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
+    width = max(len(r.name) for r in results)
+    for result in results:
+        status = f"[{styles[result.status]}]{result.status.value}[/]"
+        console.print(f"{status}  {result.name.ljust(width)}  {result.detail}", markup=True)
+    failed = sum(r.status is Status.FAIL for r in results)
+    skipped = sum(r.status is Status.SKIP for r in results)
+    passed = len(results) - failed - skipped
+    console.print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,306 @@
+"""``storyteller doctor``: check everything the daemon depends on, one line per check.
+
+Each check prints ``ok`` or ``problem`` with what it found, and for a problem a ``fix`` line
+saying what to do. The command exits 1 when any check found a problem, so it can gate a
+deployment. It changes nothing, except that ``--send-test-alert`` posts one alert to Discord.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated
+
+import aiohttp
+import typer
+
+from storyteller_daemon.cli.common import console, run_async, state
+from storyteller_daemon.config import Config
+from storyteller_daemon.errors import ConfigError, StorytellerError
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+ENV_FILE_HINT = "the daemon's environment (under systemd: /etc/storyteller/storyteller.env)"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The result of one check."""
+
+    check: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def ok(check: str, detail: str) -> Finding:
+    """A check that passed."""
+    return Finding(check, True, detail)
+
+
+def problem(check: str, detail: str, fix: str) -> Finding:
+    """A check that found something to fix."""
+    return Finding(check, False, detail, fix)
+
+
+class Doctor:
+    """Runs the checks against one configuration.
+
+    Args:
+        environ: where secrets are read from.
+        timeout_seconds: limit of each network check.
+    """
+
+    def __init__(self, environ: Mapping[str, str], timeout_seconds: float = 10.0) -> None:
+        self._environ = environ
+        self._timeout = timeout_seconds
+
+    async def run(
+        self, load: Callable[[], Config], *, send_test_alert: bool = False
+    ) -> list[Finding]:
+        """Every check, in order; later checks are skipped when the config cannot be read."""
+        try:
+            cfg = load()
+        except ConfigError as exc:
+            return [
+                problem("config", str(exc), "edit the file; config.example.toml documents each key")
+            ]
+        findings = [ok("config", "the configuration is valid"), self.http(cfg)]
+        database, models = await self.database(cfg)
+        findings.append(database)
+        findings.extend(await self.model(cfg, models))
+        findings.append(await self.world(cfg))
+        findings.append(await self.webhook(cfg, send_test_alert=send_test_alert))
+        return findings
+
+    def http(self, cfg: Config) -> Finding:
+        """The health listener's address and token rules."""
+        from storyteller_daemon.app import http_token
+
+        if not cfg.http.enabled:
+            return ok("http", "the /healthz and /metrics listener is off")
+        try:
+            token = http_token(cfg, self._environ)
+        except ConfigError as exc:
+            return problem("http", exc.problem, f"set {cfg.http.token_env or '[http] token_env'}")
+        guarded = "with a bearer token" if token else "without a token (loopback only)"
+        return ok("http", f"will listen on {cfg.http.host}:{cfg.http.port} {guarded}")
+
+    async def database(self, cfg: Config) -> tuple[Finding, dict[str, list[str]]]:
+        """Reachable and migrated; also returns model name → storytellers using it."""
+        from storyteller_daemon.app import database_url, open_store
+        from storyteller_daemon.domain.settings import Scope
+
+        try:
+            url = database_url(cfg, self._environ)
+        except ConfigError as exc:
+            return problem("database", exc.problem, f"set it in {ENV_FILE_HINT}"), {}
+        missing = _missing_sqlite_file(url)
+        if missing is not None:  # opening it would create an empty file: look, do not touch
+            return problem(
+                "database",
+                f"the SQLite file {missing} does not exist",
+                "run `storyteller db upgrade` to create it (the systemd unit does at each start)",
+            ), {}
+        store = open_store(cfg, self._environ)
+        models: dict[str, list[str]] = {}
+        try:
+            async with asyncio.timeout(self._timeout):
+                current, head = await store.db.current_revision(), store.db.head_revision()
+                if current != head:
+                    found = f"{store.db.dialect} database is at revision {current or 'none'}"
+                    return problem(
+                        "database",
+                        f"{found}; this version needs {head}",
+                        "run `storyteller db upgrade` (the systemd unit does it at each start)",
+                    ), {}
+                for st in await store.storytellers.list():
+                    for name in {st.model_for(scope) for scope in Scope}:
+                        models.setdefault(name, []).append(st.name)
+        except (StorytellerError, TimeoutError) as exc:
+            detail = str(exc) or "no answer in time"
+            return problem(
+                "database", detail, "check [database] url and that the database is running"
+            ), {}
+        finally:
+            await store.close()
+        detail = f"{store.db.dialect} database reachable, schema current ({head})"
+        return ok("database", detail), models
+
+    async def model(self, cfg: Config, used: Mapping[str, list[str]]) -> list[Finding]:
+        """The endpoint answers with our key, and knows the models storytellers use."""
+        env = cfg.model.api_key_env
+        key = self._environ.get(env, "").strip()
+        if not key:
+            if cfg.model.offline_when_no_key:
+                return [ok("model", f"{env} is not set: the offline stand-in answers (no LLM)")]
+            return [
+                problem(
+                    "model",
+                    f"{env} is not set, so storytellers will not call a model",
+                    f"put {env}=… in {ENV_FILE_HINT}",
+                )
+            ]
+        base = (cfg.model.base_url or OPENAI_BASE_URL).rstrip("/")
+        try:
+            status, listed = await self._list_models(base, key)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return [
+                problem(
+                    "model",
+                    f"cannot reach {base} ({type(exc).__name__})",
+                    "check [model] base_url, DNS and the firewall",
+                )
+            ]
+        if status in (401, 403):
+            return [
+                problem("model", f"{base} rejected the API key (HTTP {status})", f"check {env}")
+            ]
+        if status in (404, 405, 501):
+            detail = f"{base} answers but does not list its models, so names were not checked"
+            return [ok("model", detail)]
+        if status != 200 or listed is None:
+            return [problem("model", f"GET {base}/models answered HTTP {status}", "check base_url")]
+        findings = [ok("model", f"{base} accepts the key and lists {len(listed)} models")]
+        for name, storytellers in sorted(used.items()):
+            if name not in listed:
+                who = ", ".join(storytellers)
+                findings.append(
+                    problem(
+                        "models",
+                        f"{name!r} (used by {who}) is not offered by the endpoint",
+                        f'storyteller ais set "{storytellers[0]}" model NAME '
+                        "(with --scope time or attention if it is that scope's model)",
+                    )
+                )
+        if len(findings) == 1 and used:
+            findings.append(ok("models", f"all {len(used)} model names in use are offered"))
+        return findings
+
+    async def _list_models(self, base: str, key: str) -> tuple[int, set[str] | None]:
+        timeout = aiohttp.ClientTimeout(total=self._timeout)
+        headers = {"Authorization": f"Bearer {key}"}
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(f"{base}/models", headers=headers) as response,
+        ):
+            if response.status != 200:
+                return response.status, None
+            try:
+                body = await response.json(content_type=None)
+                names = {str(item["id"]) for item in body["data"]}
+            except (ValueError, KeyError, TypeError):
+                return 502, None  # a 200 that is not a model list
+            return 200, names
+
+    async def world(self, cfg: Config) -> Finding:
+        """The configured world answers a zone query."""
+        from storyteller_daemon.app import build_world
+
+        try:
+            world = build_world(cfg)
+        except ConfigError as exc:
+            return problem("world", exc.problem, "fix [world] in the configuration")
+        try:
+            async with asyncio.timeout(self._timeout):
+                zones = await world.zones()
+        except Exception as exc:  # any failure to answer is the finding itself
+            return problem(
+                "world",
+                f"{cfg.world.kind} world did not answer ({type(exc).__name__}: {exc})",
+                "check that the game and its bridge run, and [world] url and token_env",
+            )
+        finally:
+            close = getattr(world, "close", None)
+            if close is not None:
+                await close()
+        return ok("world", f"{cfg.world.kind} world answers ({len(zones)} zones)")
+
+    async def webhook(self, cfg: Config, *, send_test_alert: bool) -> Finding:
+        """The Discord webhook URL has the right shape; optionally post a test alert."""
+        from storyteller_daemon.alerts.discord import (
+            DiscordWebhookSink,
+            redact_webhook_url,
+            webhook_url_problem,
+        )
+        from storyteller_daemon.runtime.clock import SystemClock
+
+        name = cfg.alerts.discord_webhook_env
+        if not name:
+            return ok("webhook", "no Discord webhook configured: alerts go to the log only")
+        url = self._environ.get(name, "").strip()
+        if not url:
+            return problem("webhook", f"{name} is not set", f"put {name}=… in {ENV_FILE_HINT}")
+        shape = webhook_url_problem(url)
+        if shape is not None:
+            return problem("webhook", f"{name}: {shape}", "copy the webhook URL from Discord again")
+        shown = redact_webhook_url(url)
+        if not send_test_alert:
+            return ok("webhook", f"{shown} looks right (not contacted; --send-test-alert posts)")
+        sink = DiscordWebhookSink(url, clock=SystemClock(), max_attempts=2)
+        async with sink.running(grace_seconds=0):
+            sink.alert(
+                "test",
+                "Test alert from storyteller doctor",
+                "Alerts from the storyteller daemon reach this channel.",
+                severity="info",
+            )
+            try:
+                async with asyncio.timeout(self._timeout * 2):
+                    await sink.idle()
+            except TimeoutError:
+                pass
+        if sink.counts["sent"]:
+            return ok("webhook", f"{shown} accepted a test alert")
+        return problem(
+            "webhook",
+            f"{shown} did not accept the test alert (see the log lines above)",
+            "check that the webhook still exists in the channel's Integrations",
+        )
+
+
+def _missing_sqlite_file(url: str) -> str | None:
+    """The path of a SQLite database file that does not exist yet, else None."""
+    scheme, _, rest = url.partition(":///")
+    if not scheme.startswith("sqlite") or not rest:
+        return None
+    path = rest.split("?", 1)[0]
+    if path in ("", ":memory:") or os.path.exists(path):
+        return None
+    return path
+
+
+def report(findings: list[Finding]) -> None:
+    """Print one line per finding, and a fix line under each problem."""
+    width = max(len(f.check) for f in findings)
+    for f in findings:
+        status = "ok" if f.ok else "problem"
+        console.print(f"{status:<8} {f.check:<{width}}  {f.detail}", markup=False)
+        if not f.ok:
+            console.print(f"{'':<8} {'fix':<{width}}  {f.fix}", markup=False)
+
+
+@run_async
+async def doctor(
+    ctx: typer.Context,
+    config: Annotated[
+        str | None,
+        typer.Option("--config", "-c", help="Configuration file (same as the global option)."),
+    ] = None,
+    send_test_alert: Annotated[
+        bool, typer.Option("--send-test-alert", help="Post a test alert to the Discord webhook.")
+    ] = False,
+    check_seconds: Annotated[
+        float, typer.Option(help="Seconds each network check may take.", min=0.1)
+    ] = 10.0,
+) -> None:
+    """Check the config, database, model endpoint, world and webhook; exit 1 on any problem."""
+    if config is not None:
+        state(ctx).config_path = config
+    findings = await Doctor(os.environ, check_seconds).run(
+        state(ctx).config, send_test_alert=send_test_alert
+    )
+    report(findings)
+    if not all(f.ok for f in findings):
+        raise typer.Exit(1)

@@ -1,0 +1,86 @@
+"""Who a model request is for: the run (storyteller, trigger, room, purpose) it belongs to.
+
+The model seam only sees a `ModelRequest`, yet budgets and the cost ledger need to know whose
+request it is. The runner therefore opens each attention call and turn with `attributed`, which
+puts a `RunContext` in a context variable for the running task (tasks copy their context, so
+concurrent storytellers never see each other's run); the budget hook and the `MeteredModel`
+read it with `current_run` and add the request, its answer and its bill to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one answered request cost."""
+
+    at: datetime
+    purpose: str
+    model: str
+    usage: Usage
+    cost_usd: float
+
+
+@dataclass
+class Exchange:
+    """One request of a run and what came of it (for attention records)."""
+
+    request: ModelRequest
+    response: ModelResponse | None = None
+    error: str | None = None
+
+
+@dataclass
+class RunContext:
+    """The run the current task's model requests belong to.
+
+    Attributes:
+        storyteller_id: whose requests they are (None for requests of no storyteller).
+        storyteller_name: the name at the time, for alerts and the ledger.
+        purpose: ``attention``, ``turn`` or ``replay``.
+        trigger_kind: the trigger's kind value.
+        room_id: the trigger's room, if any.
+        charges: the answered requests' bills, in order.
+        exchanges: every request with its response or error, in order.
+        tokens_used: input plus output tokens answered so far (the per-turn cap).
+    """
+
+    storyteller_id: int | None
+    storyteller_name: str
+    purpose: str
+    trigger_kind: str | None = None
+    room_id: int | None = None
+    charges: list[Charge] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+    tokens_used: int = 0
+
+    @property
+    def cost_usd(self) -> float:
+        """USD of all answered requests."""
+        return sum(c.cost_usd for c in self.charges)
+
+
+_current: ContextVar[RunContext | None] = ContextVar("storyteller_run", default=None)
+
+
+def current_run() -> RunContext | None:
+    """The run of the running task, if one was set with `attributed`."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def attributed(run: RunContext) -> Iterator[RunContext]:
+    """Make `run` the owner of the model requests made inside the block (this task only)."""
+    token = _current.set(run)
+    try:
+        yield run
+    finally:
+        _current.reset(token)

@@ -1,0 +1,378 @@
+"""Hard spending caps, checked before every model request, and who each request is for.
+
+Caps (``[budgets]``, 0 turns one off): all storytellers together per UTC day (``daily_usd``),
+each storyteller per UTC day (``storyteller_daily_usd`` or its entry in
+``storyteller_overrides``), and the tokens of one turn (``turn_tokens``).
+
+Every request first *reserves* its worst case: the request body's UTF-8 size as input tokens
+(no token is shorter than a byte) at the uncached input price, plus ``max_output_tokens`` at
+the output price. It is sent only if what was spent, plus what in-flight requests reserved, plus
+its own worst case fits under every cap that applies; after the answer the reservation is
+replaced by the real cost. So however many storytellers call at once, a cap is not crossed (a
+provider would have to bill more input tokens than the bytes it was sent); the price is that
+the last few cents of a cap go unused.
+
+A request that would fit once the requests in flight have settled waits for them. One that
+could not fit even then is refused with `BudgetExceeded` (the turn ends with outcome
+``budget_exceeded``) and its daily cap is *reached*: the storyteller (or, for the global cap,
+every storyteller) calls no model until 00:00 UTC, and the pipeline drops its triggers at the
+``budget`` stage. Admins are alerted once per day at 50 %, 80 % and 100 % of each daily cap.
+The ledger in the database is the durable truth; `BudgetKeeper.load` re-reads today's spend at
+start-up, so a restart does not reset a cap.
+
+Which storyteller, trigger and room a request is for comes from `attribution.current_run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Protocol
+
+from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.records import api_body
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import BudgetsConfig, ModelPrice
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.errors import BudgetExceeded
+from storyteller_daemon.runtime.attribution import RunContext, current_run
+from storyteller_daemon.runtime.clock import Clock
+from storyteller_daemon.runtime.costs import price_for
+from world_adapter.errors import WorldAdapterError
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__name__)
+
+ALERT_PERCENTS = (50, 80, 100)
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+"""Assumed for a request that sets no ``max_output_tokens`` (the loop and the gate always do)."""
+
+Alert = Callable[[str, str], None]
+"""``(severity, message)``, severity ``warning`` or ``error`` (`Alerts.reporter("budget")`)."""
+
+
+@dataclass
+class Reservation:
+    """A request's worst case, held from the check until the answer."""
+
+    request: ModelRequest
+    run: RunContext | None
+    usd: float
+
+
+class _NoRoomYet(BudgetExceeded):
+    """The request would fit if the requests in flight cost less than their worst case."""
+
+
+class SpendSource(Protocol):
+    """Where today's spend is read at start-up (the ledger repository)."""
+
+    async def spend_on(self, day: date) -> _DaySpend:
+        """USD spent on a UTC day."""
+        ...
+
+
+class _DaySpend(Protocol):
+    @property
+    def total(self) -> float: ...
+
+    @property
+    def by_storyteller(self) -> dict[int, float]: ...
+
+
+def worst_case(
+    prices: Mapping[str, ModelPrice], request: ModelRequest
+) -> tuple[int, int, float, bool]:
+    """Input and output tokens, USD, and whether the model has a price, at worst."""
+    input_tokens = len(json.dumps(api_body(request), ensure_ascii=False).encode("utf-8"))
+    output_tokens = request.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+    price = price_for(prices, request.model)
+    if price is None:
+        return input_tokens, output_tokens, 0.0, False
+    usd = (input_tokens * price.input + output_tokens * price.output) / 1_000_000
+    return input_tokens, output_tokens, usd, True
+
+
+class BudgetKeeper:
+    """Checks, reserves and settles every model request against the caps.
+
+    Args:
+        cfg: the ``[budgets]`` section.
+        prices: the price table.
+        clock: decides the UTC day.
+        alert: told about 50/80/100 % of a daily cap (besides the log).
+    """
+
+    def __init__(
+        self,
+        cfg: BudgetsConfig,
+        prices: Mapping[str, ModelPrice],
+        clock: Clock,
+        *,
+        alert: Alert | None = None,
+    ) -> None:
+        self._cfg = cfg
+        self._prices = prices
+        self._clock = clock
+        self._alert = alert
+        self._overrides = {k.casefold(): v for k, v in cfg.storyteller_overrides.items()}
+        self._day = clock.now().date()
+        self._spent: dict[int | None, float] = {}
+        self._total = 0.0
+        self._reserved: dict[int | None, float] = {}
+        self._reserved_total = 0.0
+        self._reached: set[int | None] = set()
+        """Storyteller ids whose daily cap is reached; None stands for the global cap."""
+        self._alerted: set[tuple[int | None, int]] = set()
+        self._names: dict[int | None, str] = {}
+        self._pending: dict[int, Reservation] = {}
+        self._freed = asyncio.Event()
+        """Set (and replaced) whenever a reservation ends."""
+        self.waiting = 0
+        """Requests waiting for in-flight requests to settle."""
+        self._unpriced: set[str] = set()
+
+    # ------------------------------------------------------------------ state
+
+    async def load(self, source: SpendSource) -> None:
+        """Take today's spend from the ledger (at start-up)."""
+        self._roll()
+        spend = await source.spend_on(self._day)
+        self._total = spend.total
+        self._spent = {}
+        for storyteller_id, usd in spend.by_storyteller.items():
+            self._spent[storyteller_id] = usd
+
+    def cap_for(self, storyteller_id: int | None, name: str) -> float:
+        """The daily USD cap of a storyteller (0: none)."""
+        if storyteller_id is None:
+            return 0.0
+        return self._overrides.get(name.casefold(), self._cfg.storyteller_daily_usd)
+
+    def spent(self, storyteller_id: int | None = None) -> float:
+        """USD settled today by one storyteller, or by all with None."""
+        self._roll()
+        return self._total if storyteller_id is None else self._spent.get(storyteller_id, 0.0)
+
+    def blocked(self, storyteller_id: int, name: str) -> str | None:
+        """Why this storyteller may not call a model today, or None."""
+        self._roll()
+        if None in self._reached:
+            return f"the global daily budget of ${self._cfg.daily_usd:.2f} is spent"
+        if storyteller_id in self._reached:
+            cap = self.cap_for(storyteller_id, name)
+            return f"its daily budget of ${cap:.2f} is spent"
+        return None
+
+    def _roll(self) -> None:
+        """Start a new window when the UTC day changed; in-flight reservations carry over."""
+        today = self._clock.now().date()
+        if today != self._day:
+            self._day = today
+            self._spent.clear()
+            self._total = 0.0
+            self._reached.clear()
+            self._alerted.clear()
+
+    # ------------------------------------------------------------------ the request path
+
+    async def before_request(self, request: ModelRequest) -> None:
+        """The `BeforeRequest` hook: reserve, wait for room, or refuse.
+
+        A request that would fit once the requests in flight have settled waits for them
+        (each is bounded by the model's timeout); one that cannot fit today is refused.
+
+        Raises:
+            BudgetExceeded: a cap is reached, or the turn's token cap would be crossed.
+        """
+        while True:
+            try:
+                self.reserve(request)
+                return
+            except _NoRoomYet:
+                freed = self._freed
+                self.waiting += 1
+                try:
+                    await freed.wait()
+                finally:
+                    self.waiting -= 1
+
+    def reserve(self, request: ModelRequest) -> Reservation:
+        """Check every cap against the request's worst case and hold it.
+
+        Raises:
+            BudgetExceeded: a cap would be crossed; daily caps then count as reached.
+        """
+        self._roll()
+        run = current_run()
+        tokens_in, tokens_out, usd, priced = worst_case(self._prices, request)
+        if not priced and request.model not in self._unpriced:
+            self._unpriced.add(request.model)
+            log.warning(
+                "budgets: model %s has no price in [model.prices]; its requests count as $0",
+                request.model,
+            )
+        if run is not None and run.purpose == "turn" and self._cfg.turn_tokens:
+            if run.tokens_used + tokens_in + tokens_out > self._cfg.turn_tokens:
+                raise BudgetExceeded(
+                    f"the turn's token cap of {self._cfg.turn_tokens} would be crossed "
+                    f"({run.tokens_used} used, up to {tokens_in + tokens_out} more)"
+                )
+        sid = run.storyteller_id if run is not None else None
+        name = run.storyteller_name if run is not None else ""
+        if sid is not None:
+            self._names[sid] = name
+        self._check(None, self._cfg.daily_usd, self._total, self._reserved_total, usd)
+        if sid is not None:
+            spent, held = self._spent.get(sid, 0.0), self._reserved.get(sid, 0.0)
+            self._check(sid, self.cap_for(sid, name), spent, held, usd)
+        reservation = Reservation(request, run, usd)
+        self._reserved_total += usd
+        self._reserved[sid] = self._reserved.get(sid, 0.0) + usd
+        self._pending[id(request)] = reservation
+        return reservation
+
+    def _check(self, scope: int | None, cap: float, spent: float, held: float, usd: float) -> None:
+        """Refuse a request that does not fit; the cap is reached if it could never fit today."""
+        if not cap:
+            return
+        label = "the global daily budget" if scope is None else "its daily budget"
+        if scope in self._reached or spent + usd > cap:
+            self._reach(scope, cap)
+            raise BudgetExceeded(
+                f"{label} of ${cap:.2f} is spent (${spent:.4f}, and this request could cost "
+                f"${usd:.4f}); no model calls until 00:00 UTC"
+            )
+        if spent + held + usd > cap:
+            # Requests in flight hold the rest; when they settle there may be room again.
+            raise _NoRoomYet(
+                f"{label} of ${cap:.2f} has no room for this request while others are in "
+                f"flight (${spent:.4f} spent, ${held:.4f} reserved, this request up to "
+                f"${usd:.4f})"
+            )
+
+    def claim(self, request: ModelRequest) -> Reservation:
+        """The reservation `before_request` made for this request, or a new one (the backstop).
+
+        Raises:
+            BudgetExceeded: no reservation was made and the request does not fit.
+        """
+        # A pending reservation keeps its request alive, so no other object can share its id.
+        held = self._pending.pop(id(request), None)
+        if held is not None:
+            return held
+        reservation = self.reserve(request)
+        del self._pending[id(request)]
+        return reservation
+
+    def release(self, reservation: Reservation) -> None:
+        """Drop a reservation whose request got no answer (and wake requests waiting for room)."""
+        sid = reservation.run.storyteller_id if reservation.run is not None else None
+        self._reserved_total = max(self._reserved_total - reservation.usd, 0.0)
+        self._reserved[sid] = max(self._reserved.get(sid, 0.0) - reservation.usd, 0.0)
+        self._freed.set()
+        self._freed = asyncio.Event()
+
+    def settle(self, reservation: Reservation, usage: Usage, cost: float) -> None:
+        """Replace a reservation with what the answer really cost."""
+        self.release(reservation)
+        self._roll()
+        run = reservation.run
+        if run is not None:
+            run.tokens_used += usage.input_tokens + usage.output_tokens
+        sid = run.storyteller_id if run is not None else None
+        self._total += cost
+        if sid is not None:
+            self._spent[sid] = self._spent.get(sid, 0.0) + cost
+            self._crossed(sid, self.cap_for(sid, self._names.get(sid, "")), self._spent[sid])
+        self._crossed(None, self._cfg.daily_usd, self._total)
+
+    # ------------------------------------------------------------------ alerts
+
+    def _crossed(self, scope: int | None, cap: float, spent: float) -> None:
+        if not cap:
+            return
+        if spent >= cap:
+            self._reach(scope, cap)
+            return
+        for percent in ALERT_PERCENTS[:-1]:
+            if spent >= cap * percent / 100 and (scope, percent) not in self._alerted:
+                self._alerted.add((scope, percent))
+                self._emit(
+                    "warning",
+                    f"{self._label(scope)} has spent ${spent:.2f} of its "
+                    f"${cap:.2f} daily budget ({percent} %)",
+                )
+
+    def _reach(self, scope: int | None, cap: float) -> None:
+        self._reached.add(scope)
+        if (scope, 100) in self._alerted:
+            return
+        self._alerted.update((scope, p) for p in ALERT_PERCENTS)
+        self._emit(
+            "error",
+            f"{self._label(scope)} reached its daily budget of ${cap:.2f} (100 %); "
+            "no model calls until 00:00 UTC",
+        )
+
+    def _label(self, scope: int | None) -> str:
+        if scope is None:
+            return "budget: all storytellers"
+        return f"budget: storyteller {self._names.get(scope, '')} (#{scope})"
+
+    def _emit(self, level: str, message: str) -> None:
+        """Alert the admins; without an alert hook, the log is where they look."""
+        if self._alert is None:
+            log.log(logging.ERROR if level == "error" else logging.WARNING, "%s", message)
+            return
+        try:
+            self._alert(level, message)
+        except Exception:  # an alert sink must never break accounting
+            log.exception("budget alert could not be delivered: %s", message)
+
+
+class Admission:
+    """The pipeline's last checks before a model is called for a trigger.
+
+    A storyteller whose daily cap (or the global one) is reached is dropped at the ``budget``
+    stage. With `skip_idle_heartbeats`, a heartbeat is dropped at the ``idle`` stage while no
+    player is online in the storyteller's watched rooms (anywhere in the world, for a
+    storyteller that watches none): a world nobody is in costs nothing.
+
+    Args:
+        budget: the caps, or None.
+        world: asked who is online, or None.
+        skip_idle_heartbeats: ``budgets.skip_idle_heartbeats``.
+    """
+
+    def __init__(
+        self,
+        budget: BudgetKeeper | None,
+        world: WorldClient | None,
+        *,
+        skip_idle_heartbeats: bool = True,
+    ) -> None:
+        self._budget = budget
+        self._world = world
+        self._skip_idle = skip_idle_heartbeats
+
+    async def admit(
+        self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
+    ) -> tuple[str, str] | None:
+        """None to go on, or the stage and reason to drop the trigger with."""
+        if self._budget is not None and storyteller.id is not None:
+            reason = self._budget.blocked(storyteller.id, storyteller.name)
+            if reason is not None:
+                return "budget", reason
+        if self._skip_idle and self._world is not None and trigger.kind is TriggerKind.HEARTBEAT:
+            try:
+                players = await self._world.online_players()
+            except WorldAdapterError:
+                return None  # cannot tell: let the turn find out
+            if not any(p.is_player and (not watched or p.location_id in watched) for p in players):
+                return "idle", "no player is online in its watched rooms"
+        return None

@@ -1,0 +1,365 @@
+"""The optional HTTP listener: ``/healthz`` for liveness checks, ``/metrics`` for Prometheus.
+
+``/healthz`` answers 200 when the daemon is ready, the world stream is subscribed, the heartbeat
+scheduler runs and the database answers, and 503 otherwise; the JSON body says which check
+failed. ``/metrics`` is the Prometheus text exposition format (version 0.0.4), written here
+because it is small and the daemon has no other use for a metrics library.
+
+The listener binds to loopback by default. On any other address a bearer token is mandatory
+(`check_http_settings` refuses to start without one), because the metrics name storytellers and
+show spending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from storyteller_daemon.alerts import Alerts
+from storyteller_daemon.config import HttpConfig
+from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.metering import LatencyHistogram
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+DB_CHECK_SECONDS = 3.0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names only this machine (a hostname other than localhost does not)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_http_settings(http: HttpConfig, token: str) -> None:
+    """Refuse a listener on a non-loopback address without a bearer token.
+
+    Raises:
+        ConfigError: `http.token_env` is empty or its variable unset for a non-loopback host.
+    """
+    if not http.enabled or token or is_loopback(http.host):
+        return
+    if http.token_env:
+        problem = f"environment variable {http.token_env} is not set"
+    else:
+        problem = "a bearer token is required when host is not a loopback address"
+    raise ConfigError("config", f"{problem} (http.host = {http.host!r})", key="http.token_env")
+
+
+# ---------------------------------------------------------------------- exposition format
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class Exposition:
+    """Builds a Prometheus text exposition, one metric family at a time."""
+
+    def __init__(self, prefix: str = "storyteller_") -> None:
+        self._prefix = prefix
+        self._lines: list[str] = []
+
+    def family(
+        self,
+        name: str,
+        kind: str,
+        help_text: str,
+        samples: Iterable[tuple[Mapping[str, str], float]],
+    ) -> None:
+        """One family: HELP and TYPE lines, then a sample per label set."""
+        full = self._prefix + name
+        self._lines.append(f"# HELP {full} {help_text}")
+        self._lines.append(f"# TYPE {full} {kind}")
+        for labels, value in samples:
+            self._sample(full, labels, value)
+
+    def histogram(
+        self, name: str, help_text: str, label: str, histograms: Mapping[str, LatencyHistogram]
+    ) -> None:
+        """A histogram family with cumulative ``le`` buckets, ``_sum`` and ``_count``."""
+        full = self._prefix + name
+        self._lines.append(f"# HELP {full} {help_text}")
+        self._lines.append(f"# TYPE {full} histogram")
+        for value, histogram in sorted(histograms.items()):
+            running = 0
+            for bound, count in zip((*histogram.bounds, math.inf), histogram.counts, strict=True):
+                running += count
+                self._sample(f"{full}_bucket", {label: value, "le": _number(bound)}, running)
+            self._sample(f"{full}_sum", {label: value}, histogram.total_seconds)
+            self._sample(f"{full}_count", {label: value}, histogram.count)
+
+    def _sample(self, name: str, labels: Mapping[str, str], value: float) -> None:
+        rendered = ",".join(f'{key}="{_escape(str(v))}"' for key, v in labels.items())
+        self._lines.append(
+            f"{name}{{{rendered}}} {_number(value)}" if rendered else f"{name} {_number(value)}"
+        )
+
+    def text(self) -> str:
+        """The exposition, ending with a newline."""
+        return "\n".join(self._lines) + "\n"
+
+
+def _labelled(label: str, counts: Mapping[str, int]) -> list[tuple[Mapping[str, str], float]]:
+    return [({label: key}, value) for key, value in sorted(counts.items())]
+
+
+def _bare(value: float) -> list[tuple[Mapping[str, str], float]]:
+    return [({}, value)]
+
+
+# ---------------------------------------------------------------------- the listener
+
+
+class HealthServer:
+    """Serves ``/healthz`` and ``/metrics`` about one running daemon.
+
+    Args:
+        daemon: the daemon to describe.
+        db_check: awaits a round trip to the database (raises when it cannot).
+        latency: model name → request latency histogram (from `MeteredModel.latency`).
+        alerts: the alert service, for alert counters; None leaves them out.
+        host: address to listen on.
+        port: TCP port; 0 picks a free one (see `port` after `start`).
+        token: bearer token every request must present; empty for none.
+    """
+
+    def __init__(
+        self,
+        *,
+        daemon: Daemon,
+        db_check: Callable[[], Awaitable[object]],
+        latency: Mapping[str, LatencyHistogram],
+        alerts: Alerts | None = None,
+        host: str = "127.0.0.1",
+        port: int = 9464,
+        token: str = "",
+    ) -> None:
+        self._daemon = daemon
+        self._db_check = db_check
+        self._latency = latency
+        self._alerts = alerts
+        self._host = host
+        self._port = port
+        self._token = token
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (the chosen one when 0 was asked for)."""
+        return self._port
+
+    async def start(self) -> None:
+        """Start listening.
+
+        Raises:
+            ConfigError: the address cannot be bound (in use, not local, no permission).
+        """
+        app = web.Application(middlewares=[self._authenticate])
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self._port).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ConfigError(
+                "config",
+                f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
+                "http.port",
+            ) from None
+        self._port = int(runner.addresses[0][1])
+        self._runner = runner
+
+    async def stop(self) -> None:
+        """Stop listening; safe to call twice."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> HealthServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @web.middleware
+    async def _authenticate(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if self._token:
+            given = request.headers.get("Authorization", "")
+            expected = f"Bearer {self._token}"
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                return web.json_response(
+                    {"error": "a bearer token is required"},
+                    status=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        return await handler(request)
+
+    # ------------------------------------------------------------------ health
+
+    async def checks(self) -> dict[str, dict[str, Any]]:
+        """Each health check: ``{"ok": bool, "detail": str}``."""
+        daemon = self._daemon
+        world_ok = daemon.world_status == "subscribed"
+        return {
+            "daemon": {
+                "ok": daemon.ready.is_set(),
+                "detail": "ready" if daemon.ready.is_set() else "starting or stopping",
+            },
+            "world": {"ok": world_ok, "detail": daemon.world_status},
+            "scheduler": {
+                "ok": daemon.heartbeats.running,
+                "detail": "running" if daemon.heartbeats.running else "stopped",
+            },
+            "database": await self._database(),
+        }
+
+    async def _database(self) -> dict[str, Any]:
+        try:
+            async with asyncio.timeout(DB_CHECK_SECONDS):
+                await self._db_check()
+        except TimeoutError:
+            return {"ok": False, "detail": f"no answer within {DB_CHECK_SECONDS:g} s"}
+        except Exception as exc:  # any failure means unreachable; the type says enough here
+            return {"ok": False, "detail": f"unreachable ({type(exc).__name__})"}
+        return {"ok": True, "detail": "reachable"}
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        checks = await self.checks()
+        healthy = all(check["ok"] for check in checks.values())
+        body = {"status": "ok" if healthy else "unhealthy", "checks": checks}
+        return web.json_response(body, status=200 if healthy else 503)
+
+    # ------------------------------------------------------------------ metrics
+
+    def metrics_text(self) -> str:
+        """Everything the daemon counts, in the Prometheus text format."""
+        daemon = self._daemon
+        pipeline = daemon.pipeline
+        stats = pipeline.stats
+        usage = stats.usage
+        out = Exposition()
+        out.family("ready", "gauge", "1 while the daemon is ready.", _bare(daemon.ready.is_set()))
+        out.family(
+            "world_subscribed",
+            "gauge",
+            "1 while the world event stream is subscribed.",
+            _bare(daemon.world_status == "subscribed"),
+        )
+        out.family(
+            "world_stream_gaps_total",
+            "counter",
+            "Times the world could not replay missed events.",
+            _bare(daemon.stream_gaps),
+        )
+        out.family(
+            "events_received_total", "counter", "World events received.", _bare(stats.events_in)
+        )
+        out.family(
+            "triggers_dropped_total",
+            "counter",
+            "Triggers dropped, by pipeline stage.",
+            _labelled("stage", stats.dropped),
+        )
+        out.family(
+            "attention_calls_total",
+            "counter",
+            "Attention-gate model calls.",
+            _bare(stats.attention_calls),
+        )
+        out.family(
+            "attention_verdicts_total",
+            "counter",
+            "Attention verdicts, by verdict.",
+            _labelled("verdict", stats.verdicts),
+        )
+        out.family(
+            "turns_total", "counter", "Turns, by outcome.", _labelled("outcome", stats.turns)
+        )
+        out.family("model_requests_total", "counter", "Model requests.", _bare(stats.requests))
+        out.family(
+            "tool_calls_total", "counter", "Tool calls made by the model.", _bare(stats.tool_calls)
+        )
+        tokens = {
+            "input": usage.input_tokens,
+            "cached_input": usage.cached_tokens,
+            "output": usage.output_tokens,
+            "reasoning": usage.reasoning_tokens,
+        }
+        out.family("tokens_total", "counter", "Model tokens, by kind.", _labelled("kind", tokens))
+        out.family("cost_usd_total", "counter", "Model spending in USD.", _bare(stats.cost_usd))
+        depths = {
+            st.name: pipeline.queue_depth(st.id)
+            for st in pipeline.router.storytellers
+            if st.id is not None
+        }
+        out.family(
+            "queue_depth",
+            "gauge",
+            "Pending plus running turns, by storyteller.",
+            _labelled("storyteller", depths),
+        )
+        out.family(
+            "queue_overflow_total",
+            "counter",
+            "Triggers dropped because a storyteller's queue was full.",
+            _labelled("storyteller", stats.queue_overflow),
+        )
+        out.family(
+            "heartbeats_missed_total",
+            "counter",
+            "Heartbeats that did not run on time.",
+            _bare(sum(daemon.heartbeats.missed.values())),
+        )
+        out.histogram(
+            "model_request_seconds", "Model request latency, by model.", "model", self._latency
+        )
+        if self._alerts is not None:
+            out.family(
+                "alerts_total",
+                "counter",
+                "Alerts raised, by kind.",
+                _labelled("kind", self._alerts.raised),
+            )
+            discord = self._alerts.discord
+            if discord is not None:
+                deliveries = {**discord.counts, "suppressed": discord.suppressed}
+                out.family(
+                    "alert_deliveries_total",
+                    "counter",
+                    "Discord alert posts, by result.",
+                    _labelled("result", deliveries),
+                )
+        return out.text()
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=self.metrics_text().encode(), headers={"Content-Type": CONTENT_TYPE}
+        )

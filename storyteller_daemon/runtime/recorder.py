@@ -1,0 +1,460 @@
+"""Recording runs: every turn and attention call stored with its cost, for audit and replay.
+
+`RunRecorder` wraps each attention call and each turn of the `AgentTurnRunner`:
+
+* it makes the run the owner of the model requests made inside it (`attribution.attributed`),
+  so the budgets and the cost ledger know whose requests they are;
+* for a turn, it tapes what the world and the repositories answered (`tape.Tape`), which is
+  what a replay answers from, and which tells which situation the turn touched;
+* when the run ends (normally or with an error, but not when cancelled at shutdown) it stores
+  the run record and one cost-ledger row per request in one transaction.
+
+Attention calls are stored one record per judged trigger (``kind = attention``), interested or
+not; the turn an interested verdict leads to is stored under the same turn key, so the two can be
+shown together. With ``runs.record = false`` only the ledger rows are written.
+
+Records hold prompts and player text: they go to the database only, never to the log. A failed
+write is logged (without payload) and never fails the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from storyteller_daemon.agent.attention import AttentionVerdict
+from storyteller_daemon.agent.ports import (
+    MemoryStore,
+    ReferenceStore,
+    SituationStore,
+    SpeechHistory,
+)
+from storyteller_daemon.agent.records import TurnRecord, api_body, response_summary, usage_dict
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
+from storyteller_daemon.runtime.attribution import Charge, RunContext, attributed
+from storyteller_daemon.runtime.clock import Clock
+from storyteller_daemon.runtime.tape import Tape, decode, encode
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import LedgerEntry, NewRun, RunRepository
+from world_adapter.events import Crime, EventKind, RoomEcho, Speech, StateChange, WorldEvent
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__name__)
+
+RECORD_VERSION = 1
+DAY = timedelta(days=1)
+_EVENT_CLASSES: dict[str, type[WorldEvent]] = {
+    EventKind.ROOM_ECHO.value: RoomEcho,
+    EventKind.SPEECH.value: Speech,
+    EventKind.CRIME.value: Crime,
+    EventKind.STATE_CHANGE.value: StateChange,
+}
+
+
+# ---------------------------------------------------------------------- triggers
+
+
+def encode_trigger(trigger: Trigger) -> dict[str, Any]:
+    """A trigger as JSON, event included, so a replay can rebuild it exactly."""
+    return {
+        "kind": trigger.kind.value,
+        "label": trigger.label,
+        "occurred_at": trigger.occurred_at.isoformat(),
+        "event": encode(trigger.event),
+        "heartbeat": trigger.heartbeat.value if trigger.heartbeat is not None else None,
+        "text": trigger.text,
+        "attention_reason": trigger.attention_reason,
+        "involved": sorted(trigger.involved),
+    }
+
+
+def decode_trigger(data: dict[str, Any]) -> Trigger:
+    """The trigger `encode_trigger` wrote."""
+    event = None
+    if data.get("event") is not None:
+        event = decode(data["event"], _EVENT_CLASSES[data["event"]["kind"]])
+    return Trigger(
+        kind=TriggerKind(data["kind"]),
+        occurred_at=datetime.fromisoformat(data["occurred_at"]),
+        event=event,
+        heartbeat=Heartbeat(data["heartbeat"]) if data.get("heartbeat") else None,
+        text=data.get("text", ""),
+        attention_reason=data.get("attention_reason"),
+        involved=frozenset(data.get("involved", ())),
+    )
+
+
+# ---------------------------------------------------------------------- services
+
+
+@dataclass(frozen=True)
+class Services:
+    """What a turn reads and writes besides the model."""
+
+    world: WorldClient
+    situations: SituationStore
+    memories: MemoryStore
+    references: ReferenceStore
+    speech: SpeechHistory | None = None
+
+    def recorded_on(self, tape: Tape) -> Services:
+        """These services, with every call written on `tape`."""
+        return Services(
+            world=tape.record("world", WorldClient, self.world),
+            situations=tape.record("situations", SituationStore, self.situations),
+            memories=tape.record("memories", MemoryStore, self.memories),
+            references=tape.record("references", ReferenceStore, self.references),
+            speech=None
+            if self.speech is None
+            else tape.record("speech", SpeechHistory, self.speech),
+        )
+
+    @classmethod
+    def replayed_from(cls, tape: Tape, *, speech: bool = True) -> Services:
+        """Stand-ins that answer every call from `tape` and act on nothing."""
+        return cls(
+            world=tape.replay("world", WorldClient),
+            situations=tape.replay("situations", SituationStore),
+            memories=tape.replay("memories", MemoryStore),
+            references=tape.replay("references", ReferenceStore),
+            speech=tape.replay("speech", SpeechHistory) if speech else None,
+        )
+
+
+# ---------------------------------------------------------------------- runs in progress
+
+
+@dataclass
+class AttentionRun:
+    """An attention call being made; the runner fills in the verdict."""
+
+    context: RunContext
+    verdict: AttentionVerdict | None = None
+
+
+@dataclass
+class TurnRun:
+    """A turn being run; the runner fills in the prompt and the record.
+
+    Attributes:
+        services: what the turn must use (taped when the recorder stores anything).
+        tape: the tape of `services`, if taped.
+    """
+
+    context: RunContext
+    services: Services
+    tape: Tape | None = None
+    prompt: str = ""
+    record: TurnRecord | None = None
+
+
+def _charge_json(charge: Charge) -> dict[str, Any]:
+    return {
+        "at": charge.at.isoformat(),
+        "purpose": charge.purpose,
+        "model": charge.model,
+        "usage": usage_dict(charge.usage),
+        "cost_usd": charge.cost_usd,
+    }
+
+
+def _usage_columns(run: RunContext) -> dict[str, int]:
+    return {
+        "input_tokens": sum(c.usage.input_tokens for c in run.charges),
+        "cached_tokens": sum(c.usage.cached_tokens for c in run.charges),
+        "output_tokens": sum(c.usage.output_tokens for c in run.charges),
+        "reasoning_tokens": sum(c.usage.reasoning_tokens for c in run.charges),
+    }
+
+
+def ledger_entries(run: RunContext, situation_id: int | None = None) -> list[LedgerEntry]:
+    """One ledger row per answered request of a run."""
+    return [
+        LedgerEntry(
+            occurred_at=c.at,
+            purpose=c.purpose,
+            model=c.model,
+            storyteller_id=run.storyteller_id,
+            storyteller_name=run.storyteller_name,
+            trigger_kind=run.trigger_kind,
+            room_id=run.room_id,
+            situation_id=situation_id,
+            input_tokens=c.usage.input_tokens,
+            cached_tokens=c.usage.cached_tokens,
+            output_tokens=c.usage.output_tokens,
+            reasoning_tokens=c.usage.reasoning_tokens,
+            cost_usd=c.cost_usd,
+        )
+        for c in run.charges
+    ]
+
+
+def _error_text(exc: BaseException | None) -> str | None:
+    return None if exc is None else f"{type(exc).__name__}: {exc}"
+
+
+class RunRecorder:
+    """Stores run records and ledger rows.
+
+    Args:
+        runs: the run repository; None stores no run records.
+        ledger: the ledger repository; None stores no ledger rows either.
+        clock: stamps runs and requests.
+        record: False keeps only the ledger rows (``runs.record``).
+    """
+
+    def __init__(
+        self,
+        runs: RunRepository | None,
+        ledger: LedgerRepository | None,
+        clock: Clock,
+        *,
+        record: bool = True,
+    ) -> None:
+        self._runs = runs
+        self._ledger = ledger
+        self._clock = clock
+        self._record = record and runs is not None
+        self.failures = 0
+        """Runs that could not be stored (logged, never raised)."""
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is stored (otherwise runs are only attributed)."""
+        return self._ledger is not None or self._record
+
+    @contextlib.asynccontextmanager
+    async def attention(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, item: str
+    ) -> AsyncIterator[AttentionRun]:
+        """Attribute the attention call made inside, and store it when it ends."""
+        run = AttentionRun(self._context(storyteller, trigger, "attention"))
+        started, began = self._clock.now(), self._clock.monotonic()
+        error: Exception | None = None
+        try:
+            with attributed(run.context):
+                yield run
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            # A run cancelled at shutdown is not stored: the database may be closing.
+            if not _cancelled(error):
+                await self._store_attention(
+                    storyteller, trigger, key, item, run, started, began, error
+                )
+
+    @contextlib.asynccontextmanager
+    async def turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, services: Services
+    ) -> AsyncIterator[TurnRun]:
+        """Attribute and tape the turn run inside, and store it when it ends."""
+        tape = Tape() if self.active else None
+        taped = services.recorded_on(tape) if tape is not None else services
+        run = TurnRun(self._context(storyteller, trigger, "turn"), taped, tape)
+        started, began = self._clock.now(), self._clock.monotonic()
+        error: Exception | None = None
+        try:
+            with attributed(run.context):
+                yield run
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            if not _cancelled(error):
+                await self._store_turn(storyteller, trigger, key, run, started, began, error)
+
+    def _context(self, storyteller: Storyteller, trigger: Trigger, purpose: str) -> RunContext:
+        return RunContext(
+            storyteller_id=storyteller.id,
+            storyteller_name=storyteller.name,
+            purpose=purpose,
+            trigger_kind=trigger.kind.value,
+            room_id=trigger.room_id,
+        )
+
+    # ------------------------------------------------------------------ storing
+
+    async def _store_attention(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        item: str,
+        run: AttentionRun,
+        started: datetime,
+        began: float,
+        error: BaseException | None,
+    ) -> None:
+        context, verdict = run.context, run.verdict
+        exchange = context.exchanges[-1] if context.exchanges else None
+        error_text = _error_text(error) or (exchange.error if exchange else None)
+        if verdict is not None:
+            outcome = "violation" if verdict.violation else verdict.decision
+        else:
+            outcome = _error_outcome(error)
+        record = {
+            "version": RECORD_VERSION,
+            "kind": "attention",
+            "storyteller": {"id": storyteller.id, "name": storyteller.name},
+            "turn_key": key,
+            "trigger": encode_trigger(trigger),
+            "input": item,
+            "request": api_body(exchange.request) if exchange else None,
+            "response": (
+                response_summary(exchange.response) if exchange and exchange.response else None
+            ),
+            "verdict": None
+            if verdict is None
+            else {
+                "decision": verdict.decision,
+                "reason": verdict.reason,
+                "violation": verdict.violation,
+            },
+            "charges": [_charge_json(c) for c in context.charges],
+            "cost_usd": context.cost_usd,
+            "error": error_text,
+        }
+        await self._store(
+            NewRun(
+                kind="attention",
+                turn_key=key,
+                storyteller_id=storyteller.id or 0,
+                storyteller_name=storyteller.name,
+                trigger_kind=trigger.kind.value,
+                trigger_label=trigger.label,
+                room_id=trigger.room_id,
+                verdict=outcome if verdict is not None else None,
+                outcome=outcome,
+                started_at=started,
+                duration_seconds=self._clock.monotonic() - began,
+                rounds=len(context.exchanges),
+                cost_usd=context.cost_usd,
+                error=error_text,
+                record=record,
+                **_usage_columns(context),
+            ),
+            context,
+            None,
+        )
+
+    async def _store_turn(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        run: TurnRun,
+        started: datetime,
+        began: float,
+        error: BaseException | None,
+    ) -> None:
+        context, turn = run.context, run.record
+        touched = run.tape.touched_situations() if run.tape is not None else []
+        situation = touched[0] if touched else None
+        outcome = turn.outcome.value if turn is not None else _error_outcome(error)
+        error_text = _error_text(error) or (turn.error if turn is not None else None)
+        record = {
+            "version": RECORD_VERSION,
+            "kind": "turn",
+            "storyteller": {"id": storyteller.id, "name": storyteller.name},
+            "turn_key": key,
+            "trigger": encode_trigger(trigger),
+            "prompt": run.prompt,
+            "turn": turn.to_dict() if turn is not None else None,
+            "charges": [_charge_json(c) for c in context.charges],
+            "cost_usd": context.cost_usd,
+            "situations": touched,
+            "tape": run.tape.entries if run.tape is not None else [],
+            "speech_history": run.services.speech is not None,
+            "error": error_text,
+        }
+        await self._store(
+            NewRun(
+                kind="turn",
+                turn_key=key,
+                storyteller_id=storyteller.id or 0,
+                storyteller_name=storyteller.name,
+                trigger_kind=trigger.kind.value,
+                trigger_label=trigger.label,
+                room_id=trigger.room_id,
+                verdict="interested" if trigger.attention_reason is not None else None,
+                outcome=outcome,
+                started_at=started,
+                duration_seconds=self._clock.monotonic() - began,
+                rounds=turn.rounds if turn is not None else 0,
+                tool_calls=len(turn.calls) if turn is not None else 0,
+                cost_usd=context.cost_usd,
+                situation_id=situation,
+                error=error_text,
+                record=record,
+                **_usage_columns(context),
+            ),
+            context,
+            situation,
+        )
+
+    async def _store(self, run: NewRun, context: RunContext, situation: int | None) -> None:
+        entries = ledger_entries(context, situation)
+        try:
+            if self._record and self._runs is not None:
+                await self._runs.add(run, entries)
+            elif self._ledger is not None:
+                await self._ledger.add(entries)
+        except Exception as exc:  # losing a record must never fail the turn
+            self.failures += 1
+            log.warning(
+                "the %s run of storyteller %s could not be stored: %s",
+                run.kind,
+                run.storyteller_id,
+                type(exc).__name__,
+            )
+
+    # ------------------------------------------------------------------ retention
+
+    async def prune(self, *, retention_days: int, ledger_retention_days: int) -> tuple[int, int]:
+        """Delete runs and ledger rows past their retention (0 keeps forever); counts deleted."""
+        now = self._clock.now()
+        runs = ledger = 0
+        if retention_days and self._runs is not None:
+            runs = await self._runs.prune(now - retention_days * DAY)
+        if ledger_retention_days and self._ledger is not None:
+            ledger = await self._ledger.prune(now - ledger_retention_days * DAY)
+        return runs, ledger
+
+    async def prune_daily(self, *, retention_days: int, ledger_retention_days: int) -> None:
+        """Prune now and then once a day, until cancelled; a failed prune waits for the next."""
+        while True:
+            try:
+                runs, ledger = await self.prune(
+                    retention_days=retention_days, ledger_retention_days=ledger_retention_days
+                )
+            except Exception as exc:
+                log.warning("run records could not be pruned: %s", exc)
+            else:
+                if runs or ledger:
+                    log.info("pruned %d run records and %d ledger rows", runs, ledger)
+            await self._clock.sleep(DAY.total_seconds())
+
+
+def _error_outcome(error: BaseException | None) -> str:
+    """The outcome of a run that ended without a result."""
+    if isinstance(error, BudgetExceeded):
+        return "budget_exceeded"
+    if isinstance(error, ModelTransientError):
+        return "model_transient_error"
+    if isinstance(error, ModelFatalError):
+        return "model_fatal_error"
+    return "crashed"
+
+
+def _cancelled(error: Exception | None) -> bool:
+    """Whether the run is ending because its task is being cancelled."""
+    task = asyncio.current_task()
+    return error is None and task is not None and task.cancelling() > 0

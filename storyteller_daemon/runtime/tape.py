@@ -1,0 +1,260 @@
+"""The tape: what the world and the repositories answered during one turn, for exact replay.
+
+While a turn runs, its services (the world, situations, memories, reference documents, speech
+history) are wrapped in recording proxies. Each awaited call appends one entry to the turn's
+`Tape`: the service, the method, the arguments by name and the result, or the error it raised,
+all as JSON. A replay hands the same code proxies that answer from the tape instead, so the
+replayed turn reads the same world and writes nothing: no prog runs, no situation is created.
+
+A replayed call is matched to the first unused entry with the same service, method and
+arguments; a call the tape does not hold is a *miss*: it is listed, and it raises an error the
+tool turns into a model-visible failure (``replay: not in the recording``).
+
+Values are converted with `encode` and `decode`, which follow the type hints of the service
+protocols: dataclasses become objects, enums their values, datetimes ISO text, sets sorted
+lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar, cast
+
+from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
+from world_adapter.errors import WorldCommandError
+
+T = TypeVar("T")
+Entry = dict[str, Any]
+
+MISS_MESSAGE = "replay: this call is not in the recording, so nothing was run"
+
+_REPLAYABLE_ERRORS: dict[str, type[Exception]] = {
+    cls.__name__: cls
+    for cls in (WorldCommandError, NotFoundError, ValidationError, ConflictError, ToolError)
+}
+
+
+class RecordedFailure(RuntimeError):
+    """Stands in, on replay, for an exception type the tape cannot rebuild."""
+
+
+# ---------------------------------------------------------------------- codec
+
+
+def encode(value: Any) -> Any:
+    """A JSON value for a service argument or result."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+    if isinstance(value, Mapping):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted((encode(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [encode(v) for v in value]
+    raise TypeError(f"cannot record a {type(value).__name__} on the tape")
+
+
+def decode(data: Any, hint: Any) -> Any:
+    """The value of type `hint` that `encode` turned into `data`."""
+    if hint is Any or hint is object or data is None:
+        return data
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return decode(data, option)
+            except (TypeError, ValueError, KeyError):
+                continue
+        raise ValueError(f"{data!r} fits none of {hint}")
+    if origin in (list, Sequence, Collection):
+        return [decode(v, args[0] if args else Any) for v in data]
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(decode(v, args[0]) for v in data)
+        return tuple(decode(v, a) for v, a in zip(data, args, strict=True))
+    if origin in (frozenset, set):
+        return origin(decode(v, args[0] if args else Any) for v in data)
+    if origin in (dict, Mapping):
+        key_type, value_type = args if args else (Any, Any)
+        return {decode_key(k, key_type): decode(v, value_type) for k, v in data.items()}
+    if isinstance(hint, type):
+        return _decode_class(data, hint)
+    return data
+
+
+def decode_key(key: str, hint: Any) -> Any:
+    """A mapping key, which JSON turned into text."""
+    return int(key) if hint is int else key
+
+
+def _decode_class(data: Any, cls: type[Any]) -> Any:
+    if dataclasses.is_dataclass(cls):
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object for {cls.__name__}")
+        hints = typing.get_type_hints(cls)
+        values = {
+            f.name: decode(data[f.name], hints[f.name])
+            for f in dataclasses.fields(cls)
+            if f.init and f.name in data
+        }
+        return cls(**values)
+    if issubclass(cls, Enum):
+        return cls(data)
+    if cls is datetime:
+        return datetime.fromisoformat(data)
+    if cls is float and isinstance(data, int | float) and not isinstance(data, bool):
+        return float(data)
+    if not isinstance(data, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------------- calls
+
+
+def _bound_arguments(
+    protocol: type[Any], method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The call's arguments by name, defaults filled in, as the protocol declares them."""
+    signature = inspect.signature(getattr(protocol, method))
+    bound = signature.bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    return {k: encode(v) for k, v in list(bound.arguments.items())[1:]}
+
+
+def _async_methods(protocol: type[Any]) -> frozenset[str]:
+    return frozenset(
+        name
+        for name, member in vars(protocol).items()
+        if not name.startswith("_") and inspect.iscoroutinefunction(member)
+    )
+
+
+class Tape:
+    """The entries of one turn, in the order the calls finished."""
+
+    def __init__(self, entries: list[Entry] | None = None) -> None:
+        self.entries: list[Entry] = list(entries or [])
+        self._used: set[int] = set()
+        self.misses: list[Entry] = []
+
+    def record(self, service: str, protocol: type[Any], target: T) -> T:
+        """`target`, with every awaited method of `protocol` recorded on this tape."""
+        return cast(T, _Recording(self, service, protocol, target))
+
+    def replay(self, service: str, protocol: type[Any]) -> Any:
+        """A stand-in for a service of type `protocol` that answers every call from this tape."""
+        return _Replaying(self, service, protocol)
+
+    def answer(self, service: str, method: str, arguments: dict[str, Any]) -> Entry | None:
+        """The first unused entry for this call, now used; None (and a miss noted) if none."""
+        for index, entry in enumerate(self.entries):
+            if index in self._used:
+                continue
+            if (entry["service"], entry["method"], entry["args"]) == (service, method, arguments):
+                self._used.add(index)
+                return entry
+        self.misses.append({"service": service, "method": method, "args": arguments})
+        return None
+
+    def unused(self) -> list[Entry]:
+        """Entries no replayed call asked for."""
+        return [e for i, e in enumerate(self.entries) if i not in self._used]
+
+    def touched_situations(self) -> list[int]:
+        """Situation ids that tools created, read or changed, in order, without repeats."""
+        seen: list[int] = []
+        for entry in self.entries:
+            if entry["service"] != "situations" or "error" in entry:
+                continue
+            if entry["method"] == "create" and isinstance(entry.get("result"), dict):
+                found = entry["result"].get("id")
+            else:
+                found = entry["args"].get("situation_id")
+            if isinstance(found, int) and found not in seen:
+                seen.append(found)
+        return seen
+
+
+class _Recording:
+    """Forwards every call to the real service and writes it on the tape."""
+
+    def __init__(self, tape: Tape, service: str, protocol: type[Any], target: Any) -> None:
+        self._tape = tape
+        self._service = service
+        self._protocol = protocol
+        self._target = target
+        self._methods = _async_methods(protocol)
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._target, name)
+        if name not in self._methods:
+            return attribute
+        return self._wrap(name, attribute)
+
+    def _wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            entry: Entry = {
+                "service": self._service,
+                "method": name,
+                "args": _bound_arguments(self._protocol, name, args, kwargs),
+            }
+            try:
+                result = await method(*args, **kwargs)
+            except Exception as exc:
+                entry["error"] = {"type": type(exc).__name__, "message": str(exc)}
+                self._tape.entries.append(entry)
+                raise
+            entry["result"] = encode(result)
+            self._tape.entries.append(entry)
+            return result
+
+        return call
+
+
+class _Replaying:
+    """Answers every call from the tape; acts on nothing."""
+
+    def __init__(self, tape: Tape, service: str, protocol: type[Any]) -> None:
+        self._tape = tape
+        self._service = service
+        self._protocol = protocol
+        self._methods = _async_methods(protocol)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._methods:
+            raise AttributeError(f"a replayed {self._service} has no {name}")
+        returns = typing.get_type_hints(getattr(self._protocol, name)).get("return", Any)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            arguments = _bound_arguments(self._protocol, name, args, kwargs)
+            entry = self._tape.answer(self._service, name, arguments)
+            if entry is None:
+                raise _miss_error(self._service)
+            if "error" in entry:
+                error = entry["error"]
+                raise _REPLAYABLE_ERRORS.get(error["type"], RecordedFailure)(error["message"])
+            return decode(entry.get("result"), returns)
+
+        return call
+
+
+def _miss_error(service: str) -> Exception:
+    """The error a call the tape does not hold raises: one its callers already handle."""
+    if service == "world":
+        return WorldCommandError(MISS_MESSAGE)
+    return ToolError(MISS_MESSAGE)

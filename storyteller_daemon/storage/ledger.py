@@ -1,0 +1,183 @@
+"""The cost ledger: one row per model request, with its tokens, its price and who caused it.
+
+A row is attributed to a storyteller, a trigger kind, a room and (when a tool of the turn
+touched one) a situation, so staff can ask what an arc, a room or a storyteller cost. Rows hold
+no player text, so they are kept longer than run records (``runs.ledger_retention_days``); a
+pruned run leaves its ledger rows behind with ``run_id`` cleared.
+
+The day of a row is its UTC calendar day as ``YYYY-MM-DD`` text, the same on every backend, so
+daily totals group and index without dialect-specific date functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.models import SituationRow
+from storyteller_daemon.storage.runs import LedgerEntry, LedgerRow, ledger_row
+
+Grouping = Literal["day", "storyteller", "trigger", "situation", "room", "model", "purpose"]
+GROUPINGS: tuple[Grouping, ...] = (
+    "day",
+    "storyteller",
+    "trigger",
+    "situation",
+    "room",
+    "model",
+    "purpose",
+)
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """Totals of one group in a cost report.
+
+    Attributes:
+        key: the group's value (a day, a storyteller id, a trigger kind...); None for requests
+            without one (e.g. turns that touched no situation).
+        label: how to show the key (a storyteller's or situation's name when known).
+    """
+
+    key: str | None
+    label: str
+    requests: int
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class DaySpend:
+    """USD spent on one UTC day, in all and per storyteller."""
+
+    total: float
+    by_storyteller: dict[int, float]
+
+
+def _group_column(by: Grouping) -> Any:
+    return {
+        "day": LedgerRow.day,
+        "storyteller": LedgerRow.storyteller_id,
+        "trigger": LedgerRow.trigger_kind,
+        "situation": LedgerRow.situation_id,
+        "room": LedgerRow.room_id,
+        "model": LedgerRow.model,
+        "purpose": LedgerRow.purpose,
+    }[by]
+
+
+class LedgerRepository:
+    """Adds ledger rows and sums them."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, entries: Sequence[LedgerEntry]) -> None:
+        """Store rows that belong to no stored run (e.g. a replay against a live model)."""
+        if not entries:
+            return
+        async with self._db.session() as session:
+            session.add_all([ledger_row(e) for e in entries])
+
+    async def spend_on(self, day: date) -> DaySpend:
+        """What was spent on a UTC day (the budgets reload this at start-up)."""
+        async with self._db.session() as session:
+            rows = (
+                await session.execute(
+                    select(LedgerRow.storyteller_id, func.sum(LedgerRow.cost_usd))
+                    .where(LedgerRow.day == day.isoformat())
+                    .group_by(LedgerRow.storyteller_id)
+                )
+            ).all()
+        by_storyteller = {int(sid): float(total or 0.0) for sid, total in rows if sid is not None}
+        return DaySpend(sum(float(total or 0.0) for _, total in rows), by_storyteller)
+
+    async def totals(
+        self,
+        by: Grouping,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        storyteller_id: int | None = None,
+        storyteller_name: str | None = None,
+    ) -> list[CostLine]:
+        """Requests, tokens and USD per group, most expensive first (by day: newest first).
+
+        Args:
+            by: what to group by.
+            since: only requests at or after this time.
+            until: only requests before this time.
+            storyteller_id: only this storyteller's requests.
+            storyteller_name: only requests of storytellers with this name (any case).
+        """
+        column = _group_column(by)
+        cost = func.sum(LedgerRow.cost_usd)
+        query = select(
+            column,
+            func.count(),
+            func.sum(LedgerRow.input_tokens),
+            func.sum(LedgerRow.cached_tokens),
+            func.sum(LedgerRow.output_tokens),
+            func.sum(LedgerRow.reasoning_tokens),
+            cost,
+        ).group_by(column)
+        if since is not None:
+            query = query.where(LedgerRow.occurred_at >= since)
+        if until is not None:
+            query = query.where(LedgerRow.occurred_at < until)
+        if storyteller_id is not None:
+            query = query.where(LedgerRow.storyteller_id == storyteller_id)
+        if storyteller_name is not None:
+            query = query.where(func.lower(LedgerRow.storyteller_name) == storyteller_name.lower())
+        query = query.order_by(column.desc() if by == "day" else cost.desc(), column)
+        async with self._db.session() as session:
+            rows = (await session.execute(query)).all()
+            labels = await self._labels(session, by, [r[0] for r in rows])
+        return [
+            CostLine(
+                key=None if key is None else str(key),
+                label=labels.get(key, "none" if key is None else str(key)),
+                requests=int(count),
+                input_tokens=int(tin or 0),
+                cached_tokens=int(cached or 0),
+                output_tokens=int(tout or 0),
+                reasoning_tokens=int(reasoning or 0),
+                cost_usd=float(usd or 0.0),
+            )
+            for key, count, tin, cached, tout, reasoning, usd in rows
+        ]
+
+    @staticmethod
+    async def _labels(session: AsyncSession, by: Grouping, keys: list[Any]) -> dict[Any, str]:
+        """Readable names for storyteller and situation ids (as recorded, or as now titled)."""
+        wanted = [k for k in keys if k is not None]
+        if not wanted:
+            return {}
+        if by == "storyteller":
+            rows = await session.execute(
+                select(LedgerRow.storyteller_id, func.max(LedgerRow.storyteller_name))
+                .where(LedgerRow.storyteller_id.in_(wanted))
+                .group_by(LedgerRow.storyteller_id)
+            )
+            return {sid: f"{name} (#{sid})" for sid, name in rows.all()}
+        if by == "situation":
+            rows = await session.execute(
+                select(SituationRow.id, SituationRow.title).where(SituationRow.id.in_(wanted))
+            )
+            return {sid: f"#{sid} {title}" for sid, title in rows.all()}
+        return {}
+
+    async def prune(self, before: datetime) -> int:
+        """Delete rows older than `before`; how many went."""
+        async with self._db.session() as session:
+            result = await session.execute(delete(LedgerRow).where(LedgerRow.occurred_at < before))
+        return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,354 @@
+"""Run records: what every storyteller turn and attention call did, for audit and replay.
+
+A run is one of two kinds:
+
+* ``turn``: a tool-loop turn. Its record holds the trigger, the user prompt, every request body
+  and response, every tool call with arguments and result envelope, skips, refusals, retries,
+  usage, cost, outcome and duration, plus the tape of what the world and the repositories
+  answered (which is what makes a replay possible).
+* ``attention``: one attention-gate request about one trigger, with its verdict and reason. Every
+  judged trigger gets one, interested or not; a turn that follows an interested verdict carries
+  the same ``turn_key``, which is how `RunRepository.related` links the two.
+
+The full record is JSON in ``record``; the columns beside it exist to filter and sum without
+parsing it. Runs hold player text and prompts, so they are pruned after
+``runs.retention_days``; their cost-ledger rows (this module's `LedgerRow`, no text) outlive
+them with ``run_id`` cleared.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    select,
+)
+from sqlalchemy import update as sql_update
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storyteller_daemon.errors import NotFoundError
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.models import Base, Id, UtcDateTime
+from storyteller_daemon.storage.storytellers import as_utc
+
+
+class RunRow(Base):
+    """One turn or attention call."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_started", "started_at"),
+        Index("ix_runs_storyteller", "storyteller_id", "started_at"),
+        Index("ix_runs_turn_key", "turn_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    turn_key: Mapped[str] = mapped_column(String(300))
+    storyteller_id: Mapped[int] = mapped_column(BigInteger)
+    """No foreign key: runs are kept for audit after their storyteller is deleted."""
+    storyteller_name: Mapped[str] = mapped_column(String(200))
+    trigger_kind: Mapped[str] = mapped_column(String(20))
+    trigger_label: Mapped[str] = mapped_column(String(100))
+    room_id: Mapped[int | None] = mapped_column(BigInteger)
+    verdict: Mapped[str | None] = mapped_column(String(20))
+    outcome: Mapped[str] = mapped_column(String(40))
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    duration_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    rounds: Mapped[int] = mapped_column(Integer, default=0)
+    tool_calls: Mapped[int] = mapped_column(Integer, default=0)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    situation_id: Mapped[int | None] = mapped_column(BigInteger)
+    """The first situation a tool of the turn touched, if any."""
+    error: Mapped[str | None] = mapped_column(Text)
+    record: Mapped[str] = mapped_column(Text)
+    """The whole run as JSON."""
+
+
+class LedgerRow(Base):
+    """What one model request cost (see `storyteller_daemon.storage.ledger`)."""
+
+    __tablename__ = "cost_ledger"
+    __table_args__ = (
+        Index("ix_cost_ledger_day", "day", "storyteller_id"),
+        Index("ix_cost_ledger_time", "occurred_at"),
+        Index("ix_cost_ledger_run", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    run_id: Mapped[int | None] = mapped_column(Id, ForeignKey("runs.id", ondelete="SET NULL"))
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    day: Mapped[str] = mapped_column(String(10))
+    """The UTC day as ``YYYY-MM-DD``: groups and indexes the same on every backend."""
+    purpose: Mapped[str] = mapped_column(String(20))
+    """``attention``, ``turn`` or ``replay``."""
+    storyteller_id: Mapped[int | None] = mapped_column(BigInteger)
+    storyteller_name: Mapped[str] = mapped_column(String(200), default="")
+    trigger_kind: Mapped[str | None] = mapped_column(String(20))
+    room_id: Mapped[int | None] = mapped_column(BigInteger)
+    situation_id: Mapped[int | None] = mapped_column(BigInteger)
+    model: Mapped[str] = mapped_column(String(200))
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One request's bill, as the runtime hands it in."""
+
+    occurred_at: datetime
+    purpose: str
+    model: str
+    storyteller_id: int | None = None
+    storyteller_name: str = ""
+    trigger_kind: str | None = None
+    room_id: int | None = None
+    situation_id: int | None = None
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+def day_of(moment: datetime) -> str:
+    """The UTC calendar day of `moment` as ``YYYY-MM-DD``."""
+    return as_utc(moment).date().isoformat()
+
+
+def ledger_row(entry: LedgerEntry, run_id: int | None = None) -> LedgerRow:
+    """A row for `entry`, optionally linked to the run that made the request."""
+    return LedgerRow(
+        run_id=run_id,
+        occurred_at=entry.occurred_at,
+        day=day_of(entry.occurred_at),
+        purpose=entry.purpose,
+        storyteller_id=entry.storyteller_id,
+        storyteller_name=entry.storyteller_name,
+        trigger_kind=entry.trigger_kind,
+        room_id=entry.room_id,
+        situation_id=entry.situation_id,
+        model=entry.model,
+        input_tokens=entry.input_tokens,
+        cached_tokens=entry.cached_tokens,
+        output_tokens=entry.output_tokens,
+        reasoning_tokens=entry.reasoning_tokens,
+        cost_usd=entry.cost_usd,
+    )
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run to store: the filterable facts and the whole record."""
+
+    kind: str
+    turn_key: str
+    storyteller_id: int
+    storyteller_name: str
+    trigger_kind: str
+    trigger_label: str
+    outcome: str
+    started_at: datetime
+    record: dict[str, Any]
+    room_id: int | None = None
+    verdict: str | None = None
+    duration_seconds: float = 0.0
+    rounds: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    situation_id: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A stored run without its record: what lists show."""
+
+    id: int
+    kind: str
+    turn_key: str
+    storyteller_id: int
+    storyteller_name: str
+    trigger_kind: str
+    trigger_label: str
+    room_id: int | None
+    verdict: str | None
+    outcome: str
+    started_at: datetime
+    duration_seconds: float
+    rounds: int
+    tool_calls: int
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cost_usd: float
+    situation_id: int | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A stored run with its full record."""
+
+    summary: RunSummary
+    record: dict[str, Any]
+
+
+def _summary(row: RunRow) -> RunSummary:
+    return RunSummary(
+        id=row.id,
+        kind=row.kind,
+        turn_key=row.turn_key,
+        storyteller_id=row.storyteller_id,
+        storyteller_name=row.storyteller_name,
+        trigger_kind=row.trigger_kind,
+        trigger_label=row.trigger_label,
+        room_id=row.room_id,
+        verdict=row.verdict,
+        outcome=row.outcome,
+        started_at=as_utc(row.started_at),
+        duration_seconds=row.duration_seconds,
+        rounds=row.rounds,
+        tool_calls=row.tool_calls,
+        input_tokens=row.input_tokens,
+        cached_tokens=row.cached_tokens,
+        output_tokens=row.output_tokens,
+        reasoning_tokens=row.reasoning_tokens,
+        cost_usd=row.cost_usd,
+        situation_id=row.situation_id,
+        error=row.error,
+    )
+
+
+def _row(run: NewRun) -> RunRow:
+    columns = {k: v for k, v in vars(run).items() if k != "record"}
+    text = json.dumps(run.record, ensure_ascii=False, separators=(",", ":"), default=str)
+    return RunRow(**columns, record=text)
+
+
+class RunRepository:
+    """Stores, lists, shows and prunes run records (and writes their ledger rows)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, run: NewRun, charges: Sequence[LedgerEntry] = ()) -> int:
+        """Store a run and the ledger rows of its requests in one transaction; the run's id.
+
+        A turn that touched a situation has its requests, and those of its attention call (same
+        storyteller and turn key), attributed to that situation, so an arc's cost includes the
+        judging that started its turns.
+        """
+        async with self._db.session() as session:
+            row = _row(run)
+            session.add(row)
+            await session.flush()
+            if run.situation_id is not None:
+                charges = [
+                    c if c.situation_id is not None else replace(c, situation_id=run.situation_id)
+                    for c in charges
+                ]
+            session.add_all([ledger_row(c, row.id) for c in charges])
+            if run.kind == "turn" and run.situation_id is not None:
+                attention_runs = select(RunRow.id).where(
+                    RunRow.kind == "attention",
+                    RunRow.turn_key == run.turn_key,
+                    RunRow.storyteller_id == run.storyteller_id,
+                )
+                await session.execute(
+                    sql_update(LedgerRow)
+                    .where(LedgerRow.run_id.in_(attention_runs), LedgerRow.situation_id.is_(None))
+                    .values(situation_id=run.situation_id)
+                )
+            return row.id
+
+    async def get(self, run_id: int) -> StoredRun:
+        """One run with its record.
+
+        Raises:
+            NotFoundError: no run has that id (it may have been pruned).
+        """
+        async with self._db.session() as session:
+            row = await session.get(RunRow, run_id)
+            if row is None:
+                raise NotFoundError(f"No run with id {run_id} exists (it may have been pruned).")
+            return StoredRun(_summary(row), json.loads(row.record))
+
+    async def list(
+        self,
+        *,
+        storyteller_id: int | None = None,
+        storyteller_name: str | None = None,
+        trigger_kind: str | None = None,
+        outcome: str | None = None,
+        kind: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+    ) -> builtins.list[RunSummary]:
+        """Runs matching every given filter, newest first, at most `limit`."""
+        query = select(RunRow)
+        if storyteller_id is not None:
+            query = query.where(RunRow.storyteller_id == storyteller_id)
+        if storyteller_name is not None:
+            query = query.where(func.lower(RunRow.storyteller_name) == storyteller_name.lower())
+        if trigger_kind is not None:
+            query = query.where(RunRow.trigger_kind == trigger_kind)
+        if outcome is not None:
+            query = query.where(RunRow.outcome == outcome)
+        if kind is not None:
+            query = query.where(RunRow.kind == kind)
+        if since is not None:
+            query = query.where(RunRow.started_at >= since)
+        if until is not None:
+            query = query.where(RunRow.started_at < until)
+        query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
+        async with self._db.session() as session:
+            rows = (await session.execute(query)).scalars().all()
+            return [_summary(r) for r in rows]
+
+    async def related(self, run: RunSummary) -> builtins.list[RunSummary]:
+        """The other runs of the same storyteller and turn key (a turn's attention call)."""
+        query = (
+            select(RunRow)
+            .where(
+                RunRow.turn_key == run.turn_key,
+                RunRow.storyteller_id == run.storyteller_id,
+                RunRow.id != run.id,
+            )
+            .order_by(RunRow.started_at, RunRow.id)
+        )
+        async with self._db.session() as session:
+            return [_summary(r) for r in (await session.execute(query)).scalars().all()]
+
+    async def prune(self, before: datetime) -> int:
+        """Delete runs started before `before` (their ledger rows stay); how many went."""
+        async with self._db.session() as session:
+            result = await session.execute(delete(RunRow).where(RunRow.started_at < before))
+        return int(getattr(result, "rowcount", 0) or 0)

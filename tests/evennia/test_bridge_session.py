@@ -1,0 +1,476 @@
+"""The Evennia bridge's protocol logic, without a network or Evennia: frames in, frames out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from world_adapter.bridges.evennia.eventlog import EventLog
+from world_adapter.bridges.evennia.executor import ProgExecutor
+from world_adapter.bridges.evennia.registry import ProgError, ProgRegistry, ResultStore
+from world_adapter.bridges.evennia.session import (
+    MAX_FRAME_BYTES,
+    BadParams,
+    BridgeSession,
+    CommandFailed,
+    int_list_param,
+    int_param,
+    optional_int_param,
+    path_rule_param,
+    seconds_param,
+    str_param,
+)
+
+TOKEN = "s3cret-token"
+
+
+@dataclass
+class Timer:
+    seconds: float
+    fn: Callable[[], None]
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@dataclass
+class Room:
+    id: int
+
+
+@dataclass
+class Harness:
+    """A session wired to lists instead of a socket, and a prog runner the test controls."""
+
+    log: EventLog = field(default_factory=lambda: EventLog(5, epoch="e1", clock=lambda: 0.0))
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    closes: list[tuple[int, str]] = field(default_factory=list)
+    timers: list[Timer] = field(default_factory=list)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+    pending: list[tuple[Callable[[], Any], Callable[[Any], None], Callable[[Any], None]]] = field(
+        default_factory=list
+    )
+    run_now: bool = True
+    registry: ProgRegistry = field(default_factory=ProgRegistry)
+    session: BridgeSession = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.registry.register(
+            self._echo, name="EchoToRoom", params=[("Room", "Location"), ("Text", "Text")],
+            returns="Boolean",
+        )  # fmt: skip
+        self.registry.register(self._boom, name="Boom", returns="Text")
+        executor = ProgExecutor(
+            self.registry, ResultStore(), lookup=self._lookup, invoke=self._invoke
+        )
+        self.session = BridgeSession(
+            token=TOKEN,
+            game="Test Game",
+            events=self.log,
+            methods={
+                "zones": lambda p: {"1": [2, 3]},
+                "room": lambda p: {"id": int_param(p, "room_id")},
+                "refuse": self._refuse,
+                "broken": lambda p: 1 / 0,
+                "huge": lambda p: "x" * MAX_FRAME_BYTES,
+            },
+            executor=executor,
+            send_text=lambda text: self.sent.append(json.loads(text)),
+            close=lambda code, reason: self.closes.append((code, reason)),
+            call_later=self._call_later,
+        )
+        self.session.opened()
+
+    def _call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        timer = Timer(seconds, fn)
+        self.timers.append(timer)
+        return timer
+
+    def _lookup(self, element: str, object_id: int) -> Room | None:
+        return Room(object_id) if element == "Location" and object_id < 10 else None
+
+    def _invoke(
+        self, call: Callable[[], Any], ok: Callable[[Any], None], fail: Callable[[Any], None]
+    ) -> None:
+        if not self.run_now:
+            self.pending.append((call, ok, fail))
+            return
+        try:
+            value = call()
+        except Exception as exc:
+            fail(exc)
+        else:
+            ok(value)
+
+    def _echo(self, room: Room, text: str) -> bool:
+        self.calls.append((room.id, text))
+        return True
+
+    def _boom(self) -> str:
+        raise RuntimeError("secret internals")
+
+    def _refuse(self, params: dict[str, Any]) -> Any:
+        raise CommandFailed("No.")
+
+    def send(self, frame: dict[str, Any] | str) -> list[dict[str, Any]]:
+        """Feed one frame; return what the session sent in answer."""
+        before = len(self.sent)
+        self.session.received(frame if isinstance(frame, str) else json.dumps(frame))
+        return self.sent[before:]
+
+    def hello(self) -> dict[str, Any]:
+        [welcome] = self.send({"type": "hello", "protocol": 1, "token": TOKEN})
+        return welcome
+
+    def request(self, method: str, **params: Any) -> dict[str, Any]:
+        [answer] = self.send({"type": "request", "id": "r1", "method": method, "params": params})
+        return answer
+
+    def run_prog(self, key: str, **arguments: Any) -> list[dict[str, Any]]:
+        params = {"prog": "EchoToRoom", "arguments": arguments, "idempotency_key": key}
+        return self.send({"type": "request", "id": key, "method": "execute_prog", "params": params})
+
+    def say(self, cell: int, text: str) -> None:
+        self.log.append({"kind": "room_echo", "cell_id": cell, "zone_id": None, "text": text})
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
+
+
+# ---------------------------------------------------------------- handshake
+
+
+def test_hello_with_the_token_gets_welcome_with_the_head(h: Harness) -> None:
+    h.say(2, "before")
+    assert h.hello() == {
+        "type": "welcome",
+        "protocol": 1,
+        "game": "Test Game",
+        "head": {"epoch": "e1", "seq": 1},
+    }
+    assert h.timers[0].cancelled and h.timers[-1].seconds == 60
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ({"type": "hello", "protocol": 1, "token": "wrong"}, 4001),
+        ({"type": "hello", "protocol": 999, "token": "wrong"}, 4001),
+        ({"type": "hello", "protocol": 999, "token": TOKEN}, 4002),
+        ({"type": "hello", "protocol": True, "token": TOKEN}, 4002),
+        ({"type": "ping", "nonce": "x"}, 4003),
+        ({"type": "hello", "protocol": 1}, 4003),
+        ("not json", 4003),
+    ],
+)
+def test_a_bad_hello_closes_with_its_code(h: Harness, frame: Any, code: int) -> None:
+    assert h.send(frame) == []
+    assert h.closes[0][0] == code
+    assert h.session.state == "closed"
+    assert h.send({"type": "hello", "protocol": 1, "token": TOKEN}) == []
+
+
+def test_silence_before_hello_closes_with_4003_and_later_with_4000(h: Harness) -> None:
+    h.timers[0].fn()
+    assert h.closes == [(4003, "no hello within 10 seconds")]
+    late = Harness()
+    late.hello()
+    late.timers[-1].fn()
+    assert late.closes[0][0] == 4000
+
+
+def test_binary_frames_close_before_hello_and_are_bad_frames_after(h: Harness) -> None:
+    h.hello()
+    h.session.received_binary()
+    assert h.sent[-1]["code"] == "bad_frame"
+    fresh = Harness()
+    fresh.session.received_binary()
+    assert fresh.closes[0][0] == 4003
+
+
+# ---------------------------------------------------------------- frames and requests
+
+
+def test_ping_pong_and_bad_frames_keep_the_connection(h: Harness) -> None:
+    h.hello()
+    assert h.send({"type": "ping", "nonce": "p-1"}) == [{"type": "pong", "nonce": "p-1"}]
+    for bad in ["{", "[1]", json.dumps({"type": "dance"}), json.dumps({"nonce": 1})]:
+        [error] = h.send(bad)
+        assert (error["type"], error["code"], error["id"]) == ("error", "bad_frame", None)
+    assert h.send({"type": "pong", "nonce": "p-9"}) == []
+    assert h.send({"type": "error", "code": "bad_frame", "message": "x"}) == []
+    assert h.session.bad_frames == 4 and h.closes == []
+
+
+def test_requests_are_answered_by_id_with_results_or_coded_errors(h: Harness) -> None:
+    h.hello()
+    assert h.request("zones") == {"type": "result", "id": "r1", "result": {"1": [2, 3]}}
+    assert h.request("room", room_id=7)["result"] == {"id": 7}
+    assert h.request("room", room_id="7")["code"] == "bad_params"
+    assert h.request("room", room_id=True)["code"] == "bad_params"
+    assert h.request("nope")["code"] == "unknown_method"
+    assert h.request("refuse") == {
+        "type": "error",
+        "id": "r1",
+        "code": "command_failed",
+        "message": "No.",
+    }
+    assert h.request("broken")["code"] == "internal"
+    assert h.request("huge")["code"] == "internal"
+    [no_id] = h.send({"type": "request", "method": "zones", "params": {}})
+    assert no_id["code"] == "bad_frame"
+
+
+def test_params_are_checked_by_type() -> None:
+    assert int_param({"a": 3}, "a") == 3
+    for value in (None, "3", 3.0, False):
+        with pytest.raises(BadParams):
+            int_param({"a": value}, "a")
+    assert optional_int_param({}, "a") is None
+    assert str_param({"a": "x"}, "a") == "x"
+    assert seconds_param({"a": 90}, "a") == 90.0
+    assert int_list_param({"a": None}, "a") is None and int_list_param({"a": [1]}, "a") == [1]
+    for call in (
+        lambda: optional_int_param({"a": "1"}, "a"),
+        lambda: str_param({}, "a"),
+        lambda: seconds_param({"a": -1}, "a"),
+        lambda: int_list_param({"a": [1, "2"]}, "a"),
+    ):
+        with pytest.raises(BadParams):
+            call()
+
+
+@pytest.mark.parametrize(
+    ("rule", "error"),
+    [
+        ({"doors": "ignore"}, None),
+        ({"doors": "include_unlockable", "character_id": 5}, None),
+        ({"doors": "sideways"}, "'rule' must be an object"),
+        ({"doors": "include_unlockable"}, "needs a 'character_id'"),
+        ({"doors": "ignore", "character_must_cross": True}, "needs a 'character_id'"),
+        ({"doors": "ignore", "character_must_cross": "yes", "character_id": 5}, "true or false"),
+    ],
+)
+def test_path_rules_are_checked(rule: dict[str, Any], error: str | None) -> None:
+    if error is None:
+        assert path_rule_param({"rule": rule}, "rule")["doors"] == rule["doors"]
+    else:
+        with pytest.raises(BadParams, match=error):
+            path_rule_param({"rule": rule}, "rule")
+
+
+# ---------------------------------------------------------------- progs
+
+
+def test_a_prog_runs_once_per_idempotency_key(h: Harness) -> None:
+    h.hello()
+    [first] = h.run_prog("k1", room=2, text="A gull screams.")
+    [again] = h.run_prog("k1", room=2, text="A gull screams.")
+    assert first["result"] == {
+        "prog": "EchoToRoom",
+        "return_type": "Boolean",
+        "value": True,
+        "replayed": False,
+    }
+    assert again["result"] == {**first["result"], "replayed": True}
+    assert h.calls == [(2, "A gull screams.")]
+
+
+def test_a_key_still_running_waits_for_that_run(h: Harness) -> None:
+    h.hello()
+    h.run_now = False
+    assert h.run_prog("k1", Room=2, Text="x") == []
+    assert h.run_prog("k1", Room=2, Text="x") == []
+    call, ok, _ = h.pending.pop()
+    ok(call())
+    assert [(f["id"], f["result"]["replayed"]) for f in h.sent[-2:]] == [
+        ("k1", False),
+        ("k1", True),
+    ]
+    assert h.calls == [(2, "x")]
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "message"),
+    [
+        ({"prog": "Nope", "arguments": {}, "idempotency_key": "k"}, "command_failed", "no prog"),
+        ({"prog": "EchoToRoom", "arguments": {"Room": 2}, "idempotency_key": "k"}, "command_failed",
+         "needs the argument 'Text'"),
+        ({"prog": "EchoToRoom", "arguments": {"Room": 99, "Text": "x"}, "idempotency_key": "k"},
+         "command_failed", "no room with id 99"),
+        ({"prog": "EchoToRoom", "arguments": {"Room": "2", "Text": "x"}, "idempotency_key": "k"},
+         "command_failed", "must be the id of a room"),
+        ({"prog": "EchoToRoom", "arguments": {"Room": 2, "Text": 5}, "idempotency_key": "k"},
+         "command_failed", "must be text"),
+        ({"prog": "Boom", "arguments": {}, "idempotency_key": "k"}, "command_failed",
+         "failed with an error inside the game"),
+        ({"prog": "EchoToRoom", "arguments": [], "idempotency_key": "k"}, "bad_params",
+         "arguments"),
+        ({"prog": "EchoToRoom", "arguments": {}, "idempotency_key": ""}, "bad_params", "key"),
+        ({"prog": None, "arguments": {}, "idempotency_key": "k"}, "bad_params", "prog"),
+    ],
+)  # fmt: skip
+def test_prog_failures_are_plain_coded_errors(
+    h: Harness, params: dict[str, Any], code: str, message: str
+) -> None:
+    h.hello()
+    [error] = h.send({"type": "request", "id": "x", "method": "execute_prog", "params": params})
+    assert (error["type"], error["id"], error["code"]) == ("error", "x", code)
+    assert message in error["message"]
+    assert "secret" not in error["message"]
+
+
+def test_a_failed_run_is_not_stored_and_may_be_retried(h: Harness) -> None:
+    h.hello()
+    h.run_now = False
+    h.run_prog("k1", Room=2, Text="x")
+    _, _, fail = h.pending.pop()
+    fail(TimeoutError())
+    assert h.sent[-1]["message"] == "Prog EchoToRoom did not finish in time."
+    h.run_now = True
+    [retry] = h.run_prog("k1", Room=2, Text="x")
+    assert retry["result"]["replayed"] is False
+
+
+def test_progs_can_be_named_by_id_and_answers_after_close_are_dropped(h: Harness) -> None:
+    h.hello()
+    prog_id = h.registry.find("EchoToRoom").id
+    params = {"prog": prog_id, "arguments": {"Room": 2, "Text": "x"}, "idempotency_key": "k"}
+    [answer] = h.send({"type": "request", "id": "x", "method": "execute_prog", "params": params})
+    assert answer["result"]["prog"] == "EchoToRoom"
+    h.run_now = False
+    h.run_prog("k2", Room=2, Text="y")
+    h.session.closed()
+    call, ok, _ = h.pending.pop()
+    before = len(h.sent)
+    ok(call())
+    assert len(h.sent) == before
+
+
+def test_prog_errors_raised_by_game_code_reach_the_model_as_written() -> None:
+    registry = ProgRegistry()
+
+    def refuse() -> None:
+        raise ProgError("The harbour is closed tonight.")
+
+    registry.register(refuse, name="Refuse")
+    replies: list[Any] = []
+    executor = ProgExecutor(
+        registry,
+        ResultStore(),
+        lookup=lambda e, i: None,
+        invoke=lambda c, ok, fail: fail(_raise(c)),
+    )
+    executor.execute("Refuse", {}, "k", lambda outcome, error: replies.append(str(error)))
+    assert replies == ["The harbour is closed tonight."]
+
+
+def _raise(call: Callable[[], Any]) -> BaseException:
+    try:
+        call()
+    except BaseException as exc:
+        return exc
+    raise AssertionError("the call did not raise")
+
+
+# ---------------------------------------------------------------- events
+
+
+def _events(frames: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return [
+        (f["type"], f["cursor"]["seq"] if f["type"] == "event" else f.get("reason")) for f in frames
+    ]
+
+
+def test_subscribe_replays_after_the_cursor_in_its_cells_then_goes_live(h: Harness) -> None:
+    h.hello()
+    for cell, text in [(2, "a"), (3, "b"), (2, "c")]:
+        h.say(cell, text)
+    sent = h.send({"type": "subscribe", "cells": [2], "after": {"epoch": "e1", "seq": 0}})
+    assert sent[0] == {"type": "subscribed", "cells": [2], "head": {"epoch": "e1", "seq": 3}}
+    assert _events(sent[1:]) == [("event", 1), ("event", 3)]
+    assert sent[1]["text"] == "a" and sent[1]["occurred_at"] == "1970-01-01T00:00:00Z"
+    before = len(h.sent)
+    h.say(3, "d")
+    h.say(2, "e")
+    assert _events(h.sent[before:]) == [("event", 5)]
+
+
+def test_subscribe_from_now_on_sends_only_new_events(h: Harness) -> None:
+    h.hello()
+    h.say(2, "old")
+    assert _events(h.send({"type": "subscribe", "cells": [2], "after": None})[1:]) == []
+    h.say(2, "new")
+    assert _events(h.sent[-1:]) == [("event", 2)]
+
+
+@pytest.mark.parametrize(
+    ("after", "gap"),
+    [
+        ({"epoch": "old", "seq": 9}, {"reason": "epoch", "after": {"epoch": "old", "seq": 9},
+                                      "resume_after": {"epoch": "e1", "seq": 2}}),
+        ({"epoch": "e1", "seq": 1}, {"reason": "expired", "after": {"epoch": "e1", "seq": 1},
+                                     "resume_after": {"epoch": "e1", "seq": 2}}),
+        ({"epoch": "e1", "seq": 99}, {"reason": "ahead", "after": {"epoch": "e1", "seq": 99},
+                                      "resume_after": {"epoch": "e1", "seq": 7}}),
+    ],
+)  # fmt: skip
+def test_a_cursor_that_cannot_be_replayed_gets_one_gap(
+    h: Harness, after: dict[str, Any], gap: dict[str, Any]
+) -> None:
+    h.hello()
+    for n in range(7):  # the buffer holds 5: seqs 3..7
+        h.say(2, str(n))
+    sent = h.send({"type": "subscribe", "cells": [2], "after": after})
+    assert sent[1] == {"type": "gap", **gap}
+    expected = [] if gap["reason"] == "ahead" else [3, 4, 5, 6, 7]
+    assert [f["cursor"]["seq"] for f in sent[2:]] == expected
+
+
+def test_a_new_subscription_replaces_the_old(h: Harness) -> None:
+    h.hello()
+    h.send({"type": "subscribe", "cells": [2], "after": None})
+    h.send({"type": "subscribe", "cells": [3], "after": None})
+    before = len(h.sent)
+    h.say(2, "not seen")
+    h.say(3, "seen")
+    assert [f["text"] for f in h.sent[before:]] == ["seen"]
+    for bad in ({"cells": [True]}, {"cells": "2"}, {"cells": [2], "after": {"epoch": "e1"}}):
+        assert h.send({"type": "subscribe", "after": None, **bad})[0]["code"] == "bad_frame"
+
+
+def test_back_pressure_holds_events_and_a_slow_subscriber_gets_an_expired_gap(h: Harness) -> None:
+    h.hello()
+    h.send({"type": "subscribe", "cells": [2], "after": None})
+    h.say(2, "first")
+    h.session.pause()
+    before = len(h.sent)
+    for n in range(8):  # seqs 2..9; the buffer keeps 5..9, so 2..4 are lost unsent
+        h.say(2, str(n))
+    assert h.sent[before:] == []
+    h.session.resume()
+    sent = h.sent[before:]
+    assert sent[0] == {
+        "type": "gap",
+        "reason": "expired",
+        "after": {"epoch": "e1", "seq": 1},
+        "resume_after": {"epoch": "e1", "seq": 4},
+    }
+    assert [f["cursor"]["seq"] for f in sent[1:]] == [5, 6, 7, 8, 9]
+
+
+def test_closing_stops_the_subscription_and_the_timers(h: Harness) -> None:
+    h.hello()
+    h.send({"type": "subscribe", "cells": [2], "after": None})
+    h.session.closed()
+    before = len(h.sent)
+    h.say(2, "unheard")
+    assert h.sent[before:] == []
+    assert h.timers[-1].cancelled

@@ -1,0 +1,309 @@
+"""The storyteller against a real Evennia game, end to end.
+
+Evennia (pinned) runs from its own cached venv with the bridge installed, on loopback ports of its
+own. A player logs in over telnet and speaks; the daemon (SQLite, the harbour-ward storyteller
+set to watch the player's room, the scripted Responses server through the real openai SDK) hears
+it over the bridge, creates a situation and runs the game's EchoToRoom prog, whose words the
+player sees. The conformance suite passes against the same game, and the room tap reports moves
+and poses. Everything started here is stopped here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from typing import Any
+
+import aiohttp
+import pytest
+from evennia_game import ADMIN, TOKEN_ENV, EvenniaGame, evennia_venv
+from evennia_telnet import TelnetClient
+
+from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.app import ModelChoice, build_runtime
+from storyteller_daemon.config import parse_config
+from storyteller_daemon.domain.settings import CustomTool, EventKind
+from storyteller_daemon.domain.surveillance import Surveillance
+from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+
+pytestmark = pytest.mark.evennia
+
+LIMBO = 2
+"""The room Evennia's first start creates; the superuser's character starts there."""
+WATCH = "Harbour Ward Watch"
+ECHO = "The walls of Limbo answer with a low hum."
+STEP_SECONDS = 30
+
+
+@pytest.fixture(scope="module")
+def game(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EvenniaGame]:
+    """One running game for this module's tests; stopped (or killed) afterwards."""
+    started = time.monotonic()
+    venv, install_seconds = evennia_venv()
+    game = EvenniaGame.create(venv, tmp_path_factory.mktemp("evennia"))
+    try:
+        game.start()
+        print(
+            f"\nevennia: install {install_seconds:.1f} s, "
+            f"create + start {time.monotonic() - started - install_seconds:.1f} s"
+        )
+        yield game
+    finally:
+        stopping = time.monotonic()
+        game.stop()
+        print(f"\nevennia: stop {time.monotonic() - stopping:.1f} s")
+
+
+@pytest.fixture
+async def player(game: EvenniaGame) -> AsyncIterator[TelnetClient]:
+    """The superuser, logged in over telnet and standing in Limbo."""
+    async with TelnetClient(game.telnet_port) as client:
+        await client.read_until("look will re-show")
+        await client.send_line(f"connect {ADMIN[0]} {ADMIN[1]}")
+        await client.read_until(f"You become {ADMIN[0]}")
+        yield client
+
+
+# ---------------------------------------------------------------- the daemon, end to end
+
+
+def wants_verdict(body: dict[str, Any]) -> bool:
+    return "text" in body and body["text"].get("format", {}).get("type") == "json_schema"
+
+
+def has_outputs(body: dict[str, Any]) -> bool:
+    return any(item.get("type") == "function_call_output" for item in body["input"])
+
+
+def responder(body: dict[str, Any]) -> Reply:
+    """Interested; then a situation and the echo prog; then Noop."""
+    if wants_verdict(body):
+        return Reply.text(json.dumps({"decision": "interested", "reason": "someone speaks"}))
+    if not has_outputs(body):
+        return Reply.calls(
+            (
+                "CreateSituation",
+                {
+                    "Title": "A voice in Limbo",
+                    "Description": "The admin spoke into the void.",
+                    "CharacterId": None,
+                    "RoomId": LIMBO,
+                },
+            ),
+            ("EchoToRoom", {"Room": LIMBO, "Text": ECHO}),
+        )
+    return Reply.calls(("Noop", {}))
+
+
+async def watch_limbo(store: Store) -> int:
+    """The harbour-ward storyteller, set to watch Limbo with one tool bound to EchoToRoom."""
+    await store.db.upgrade()
+    await load_pack(store.db, read_pack("harbour-ward"))
+    watch = await store.storytellers.get(WATCH)
+    echo = CustomTool(
+        name="EchoToRoom",
+        description="Narrates something that happens in a room.",
+        prog="EchoToRoom",
+        parameter_descriptions=(("Room", "Id of the room."), ("Text", "The narration.")),
+    )
+    saved = await store.storytellers.save(
+        replace(
+            watch,
+            paused=False,
+            subscriptions=frozenset({EventKind.ROOM, EventKind.SPEECH}),
+            heartbeats=frozenset(),
+            status_progs=(),
+            player_info_prog=None,
+            custom_tools=(echo,),
+            surveillance=Surveillance(included=frozenset({LIMBO})),
+        )
+    )
+    assert saved.id is not None
+    return saved.id
+
+
+async def until(predicate: Any, what: str, seconds: float = STEP_SECONDS) -> None:
+    """Wait for work done across processes and HTTP round trips (nothing to await on)."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {seconds} s for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
+    game: EvenniaGame, player: TelnetClient, sqlite_url: str
+) -> None:
+    started = time.monotonic()
+    store = Store.open(sqlite_url)
+    watch_id = await watch_limbo(store)
+    cfg = parse_config(
+        {
+            "database": {"url": sqlite_url},
+            "world": {"kind": "bridge", "url": game.bridge_url, "token_env": TOKEN_ENV},
+        },
+        "test",
+    )
+    async with ScriptedResponsesServer(responder=responder) as server:
+        model = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
+        runtime = await build_runtime(
+            cfg,
+            environ={TOKEN_ENV: game.token},
+            choice=ModelChoice(model, model.name),
+            store=store,
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        try:
+            subscribed = game.server_log().count("subscribed to 1 rooms")
+            await until(
+                lambda: game.server_log().count("subscribed to 1 rooms") > subscribed,
+                "the daemon to subscribe to Limbo",
+            )
+            await player.send_line("say Is anyone listening?")
+            await player.read_until(ECHO, within=STEP_SECONDS)
+            await until(lambda: runtime.stats.turns.total() >= 1, "the turn to finish")
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, STEP_SECONDS)
+            await runtime.close()
+    store = Store.open(sqlite_url)
+    try:
+        situations = await store.situations.list(watch_id)
+    finally:
+        await store.close()
+    assert [(s.title, s.room_id) for s in situations] == [("A voice in Limbo", LIMBO)]
+    attention = server.requests[0]
+    assert wants_verdict(attention)
+    assert "Is anyone listening?" in json.dumps(attention["input"])
+    print(f"\ndaemon e2e: {time.monotonic() - started:.1f} s")
+
+
+# ---------------------------------------------------------------- conformance
+
+
+async def test_the_bridge_passes_the_conformance_suite(
+    game: EvenniaGame, player: TelnetClient
+) -> None:
+    # A zone to subscribe to and a few events to resume over, so that no check is skipped.
+    await player.send_line("@tag here = limbo:zone")
+    await player.read_until("limbo")
+    for n in range(3):
+        await player.send_line(f"say Testing, {n}.")
+        await player.read_until(f"Testing, {n}.")
+    check = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "storyteller_daemon", "bridge", "check", game.bridge_url,
+        "--token-env", TOKEN_ENV,
+        "--prog", "EchoToRoom", "--prog-args", json.dumps({"Room": LIMBO, "Text": "A draught."}),
+        env={**os.environ, TOKEN_ENV: game.token},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        output, _ = await asyncio.wait_for(check.communicate(), 120)
+    finally:
+        if check.returncode is None:
+            check.kill()
+            await check.wait()
+    report = output.decode()
+    print(report)
+    assert check.returncode == 0, report
+    verdicts = [line.split()[0] for line in report.splitlines() if line.strip()]
+    assert verdicts.count("PASS") == 12, report
+
+
+# ---------------------------------------------------------------- what the tap reports
+
+
+async def _call(ws: aiohttp.ClientWebSocketResponse, method: str, **params: Any) -> Any:
+    await ws.send_json({"type": "request", "id": method, "method": method, "params": params})
+    frame = await ws.receive_json(timeout=STEP_SECONDS)
+    assert (frame["type"], frame["id"]) == ("result", method), frame
+    return frame["result"]
+
+
+async def test_the_tap_and_the_queries_follow_the_game(
+    game: EvenniaGame, player: TelnetClient
+) -> None:
+    async with aiohttp.ClientSession() as http, http.ws_connect(game.bridge_url) as ws:
+        await ws.send_json({"type": "hello", "protocol": 1, "token": game.token})
+        welcome = await ws.receive_json(timeout=STEP_SECONDS)
+        await player.send_line("@dig/teleport Hall = hall;h, back;b")
+        hall = int((await player.read_until(r"Hall\(#\d+\)")).rsplit("#", 1)[1].split(")")[0])
+        await player.send_line("@tag here = Old Hall:landmark")
+        await player.read_until("Old Hall")
+        await player.send_line("back")
+        await player.read_until(r"Limbo\(#2\)")
+        await player.send_line("pose stretches.")
+        await player.read_until("stretches")
+        await player.send_line(f"@tag #{hall} = keep:zone")
+        await player.read_until("keep")
+
+        await ws.send_json({"type": "subscribe", "cells": [LIMBO, hall], "after": welcome["head"]})
+        assert (await ws.receive_json(timeout=STEP_SECONDS))["type"] == "subscribed"
+        events = []
+        while not events or events[-1]["text"] != "admin stretches.":
+            frame = await ws.receive_json(timeout=STEP_SECONDS)
+            assert frame["type"] == "event", frame
+            events.append(frame)
+
+        zones = await _call(ws, "zones")
+        landmark = await _call(ws, "landmark", name="old hall")
+        path = await _call(
+            ws, "path", origin_room_id=LIMBO, destination_room_id=hall, rule={"doors": "ignore"}
+        )
+        players = await _call(ws, "online_players")
+
+    assert [(e["cell_id"], e["kind"], e["text"]) for e in events] == [
+        (LIMBO, "room_echo", "admin is leaving Limbo, heading for Hall."),
+        (hall, "room_echo", "admin arrives to Hall from Limbo."),
+        (hall, "room_echo", "admin is leaving Hall, heading for Limbo."),
+        (LIMBO, "room_echo", "admin arrives to Limbo from Hall."),
+        (LIMBO, "room_echo", "admin stretches."),
+    ]
+    assert all(e["source_character_id"] == 1 and e["origin"] == "world" for e in events)
+    assert [hall] in zones.values()
+    assert (landmark["name"], landmark["room_id"], landmark["occupants"]) == ("Old Hall", hall, [])
+    assert path == {
+        "origin_room_id": LIMBO,
+        "destination_room_id": hall,
+        "directions": ["hall"],
+        "found": True,
+    }
+    assert [(p["id"], p["location_id"], p["is_player"]) for p in players] == [(1, LIMBO, True)]
+
+
+async def test_progs_may_return_deferreds_and_fail_plainly(
+    game: EvenniaGame, player: TelnetClient
+) -> None:
+    async with aiohttp.ClientSession() as http, http.ws_connect(game.bridge_url) as ws:
+        await ws.send_json({"type": "hello", "protocol": 1, "token": game.token})
+        await ws.receive_json(timeout=STEP_SECONDS)
+        await ws.send_json({"type": "subscribe", "cells": [LIMBO], "after": None})
+        assert (await ws.receive_json(timeout=STEP_SECONDS))["type"] == "subscribed"
+        for key, prog, arguments in [
+            ("later", "LaterEcho", {"Room": LIMBO, "Text": "Somewhere, a bell."}),
+            ("broken", "Broken", {}),
+        ]:
+            params = {"prog": prog, "arguments": arguments, "idempotency_key": key}
+            await ws.send_json(
+                {"type": "request", "id": key, "method": "execute_prog", "params": params}
+            )
+        frames = [await ws.receive_json(timeout=STEP_SECONDS) for _ in range(3)]
+    await player.read_until("Somewhere, a bell.")
+    by_type = {(f["type"], f.get("id")): f for f in frames}
+    assert by_type[("result", "later")]["result"]["value"] == "Somewhere, a bell."
+    assert (
+        by_type[("error", "broken")]["message"]
+        == "Prog Broken failed with an error inside the game."
+    )
+    echo = by_type[("event", None)]
+    assert (echo["text"], echo["origin"]) == ("Somewhere, a bell.", "prog")
+    assert "an internal detail the model must not see" in game.server_log()

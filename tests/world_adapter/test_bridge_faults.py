@@ -1,0 +1,258 @@
+"""Faults end to end: the daemon (real pipeline, real SQLite inbox) following the sim world's
+bridge server over loopback while connections are cut, the daemon is killed and restarted, the
+game restarts into a new epoch, or the token is wrong. Nothing may be lost or dispatched twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+from test_bridge_doubles import TOKEN, RecordingSleep, served, sim_world
+
+from storyteller_daemon.domain.settings import EventKind
+from storyteller_daemon.domain.surveillance import Surveillance
+from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.inbox import InboxRepository
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
+from world_adapter.bridge.client import BridgeWorldClient
+from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.errors import FatalStreamError
+from world_adapter.events import Cursor, WorldEvent
+from world_adapter.sim import SimWorld
+
+MAREN = 1001
+EVENTS = 10_000
+WAIT = 30.0  # a guard against hanging, not a sleep: every wait below ends on a condition
+
+
+class RecordingPipeline(Pipeline):
+    """The real pipeline, also noting each event it is given."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seen: list[Cursor] = []
+        self._target = 0
+        self._reached = asyncio.Event()
+
+    def ingest(self, event: WorldEvent) -> None:
+        self.seen.append(event.cursor)
+        if len(self.seen) >= self._target:
+            self._reached.set()
+        super().ingest(event)
+
+    async def wait_seen(self, count: int) -> None:
+        self._target = count
+        if len(self.seen) < count:
+            self._reached.clear()
+        await asyncio.wait_for(self._reached.wait(), WAIT)
+
+
+@dataclass
+class RunningDaemon:
+    daemon: Daemon
+    pipeline: RecordingPipeline
+    client: BridgeWorldClient
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+    sleep: RecordingSleep = field(default_factory=RecordingSleep)
+
+    async def finish(self) -> None:
+        self.stop.set()
+        try:
+            await asyncio.wait_for(self.task, WAIT)
+        finally:
+            await self.client.close()
+
+    async def kill(self) -> None:
+        """Stop it the hard way: no drain, the task is simply cancelled."""
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        await self.client.close()
+
+
+@pytest.fixture
+async def watched_store(sqlite_store: Store) -> Store:
+    st = await sqlite_store.storytellers.create("Harbour Watch")
+    # Paused, so the pipeline drops every event right after intake: only intake is measured.
+    await sqlite_store.storytellers.save(
+        replace(
+            st,
+            subscriptions=frozenset({EventKind.ROOM}),
+            surveillance=Surveillance(zones=frozenset({1, 2})),
+        )
+    )
+    return sqlite_store
+
+
+async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDaemon:
+    clock = FakeClock()  # pings and settings polls never fire: the test drives everything
+    sleep = RecordingSleep()
+    client = BridgeWorldClient(url, token, clock=clock, sleep=sleep, rng=random.Random(5))
+    pipeline = RecordingPipeline(
+        router=Router(),
+        runner=None,
+        clock=clock,
+        stats=RuntimeStats(),
+        observer=LoggingObserver(),
+        queue_size=25,
+        model_available=False,
+    )
+    daemon = Daemon(
+        settings=store.storytellers,
+        world=client,
+        pipeline=pipeline,
+        clock=clock,
+        drain_seconds=5,
+        inbox=InboxRepository(store.db),
+        world_key="bridge",
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    return RunningDaemon(daemon, pipeline, client, stop, task, sleep)
+
+
+async def generate(world: SimWorld, count: int) -> None:
+    """`count` room echoes in room 101, handing the loop over between chunks."""
+    for n in range(count):
+        world.emote(MAREN, f"counts {n}.")
+        if n % 500 == 499:
+            await asyncio.sleep(0)
+
+
+def epoch_cursors(epoch: str, count: int, start: int = 1) -> list[Cursor]:
+    return [Cursor(epoch, seq) for seq in range(start, start + count)]
+
+
+@contextlib.asynccontextmanager
+async def daemon_on(store: Store, server: BridgeServer) -> AsyncIterator[RunningDaemon]:
+    running = await start_daemon(store, server.url)
+    try:
+        yield running
+    finally:
+        if running.task.done():
+            await running.client.close()
+        else:
+            await running.finish()
+
+
+async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
+    watched_store: Store,
+) -> None:
+    world = sim_world()
+    inbox = InboxRepository(watched_store.db)
+    async with served(world, cut_every=500) as server, daemon_on(watched_store, server) as running:
+        await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
+        started = time.perf_counter()
+        await generate(world, EVENTS)
+        await running.pipeline.wait_seen(EVENTS)
+        elapsed = time.perf_counter() - started
+    expected = epoch_cursors("boot-1", EVENTS)
+    assert running.pipeline.seen == expected  # all of them, once each, in order
+    assert await inbox.count("bridge") == EVENTS
+    assert await inbox.count("bridge", pending_only=True) == 0
+    assert await inbox.cursor("bridge") == Cursor("boot-1", EVENTS)
+    assert server.stats.cuts >= EVENTS // 500 - 1
+    assert running.client.stats.duplicates == 0 and running.sleep.delays == []
+    print(f"\n10,000 events, {server.stats.cuts} cuts: {elapsed:.2f} s")  # the measured figure
+
+
+async def test_a_daemon_killed_mid_stream_resumes_from_its_database(watched_store: Store) -> None:
+    world = sim_world()
+    inbox = InboxRepository(watched_store.db)
+    async with served(world) as server:
+        first = await start_daemon(watched_store, server.url)
+        await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
+        await generate(world, EVENTS)
+        await first.pipeline.wait_seen(3_000)
+        await first.kill()
+        stored_before = await inbox.count("bridge")
+        assert 3_000 <= stored_before < EVENTS or stored_before == EVENTS
+        second = await start_daemon(watched_store, server.url)  # a new client, the same database
+        try:
+            await second.pipeline.wait_seen(EVENTS - len(first.pipeline.seen))
+        finally:
+            await second.finish()
+    assert first.pipeline.seen + second.pipeline.seen == epoch_cursors("boot-1", EVENTS)
+    assert await inbox.count("bridge") == EVENTS
+    assert await inbox.cursor("bridge") == Cursor("boot-1", EVENTS)
+
+
+async def test_events_stored_but_never_dispatched_are_dispatched_first_on_restart(
+    watched_store: Store,
+) -> None:
+    world = sim_world()
+    events = [world.emote(MAREN, f"counts {n}.") for n in range(5)]
+    inbox = InboxRepository(watched_store.db)
+    await inbox.store_events("bridge", events[:3])  # a daemon that died before dispatching
+    async with served(world) as server, daemon_on(watched_store, server) as running:
+        await running.pipeline.wait_seen(5)
+    assert running.pipeline.seen == epoch_cursors("boot-1", 5)
+    assert await inbox.count("bridge", pending_only=True) == 0
+
+
+async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_whole(
+    watched_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    old = sim_world("boot-1")
+    inbox = InboxRepository(watched_store.db)
+    async with served(old) as first_game:
+        port = int(first_game.url.rsplit(":", 1)[1].split("/")[0])
+        running = await start_daemon(watched_store, first_game.url)
+        await asyncio.wait_for(first_game.wait_subscriptions(1), WAIT)
+        await generate(old, 5)
+        await running.pipeline.wait_seen(5)
+    new = sim_world("boot-2")
+    await generate(new, 3)  # happened while the daemon was away
+    try:
+        async with served(new, port=port) as second_game:
+            await running.pipeline.wait_seen(8)
+            await generate(new, 2)
+            await running.pipeline.wait_seen(10)
+            assert second_game.subscriptions == 2  # the gap, then the resubscription
+    finally:
+        await running.finish()
+    assert running.pipeline.seen == epoch_cursors("boot-1", 5) + epoch_cursors("boot-2", 5)
+    assert running.daemon.stream_gaps == 1
+    assert "world cannot replay from boot-1:5; continuing from boot-2:0" in caplog.text
+    assert await inbox.cursor("bridge") == Cursor("boot-2", 5)
+    assert running.sleep.delays  # reconnecting to the restarted game backed off
+
+
+async def test_a_wrong_token_stops_the_daemon_instead_of_retrying(watched_store: Store) -> None:
+    world = sim_world()
+    async with served(world) as server:
+        running = await start_daemon(watched_store, server.url, token="not-the-token")
+        with pytest.raises(FatalStreamError, match="refused the bridge token"):
+            await asyncio.wait_for(running.task, WAIT)
+        await running.client.close()
+    assert server.stats.refused == 1 and running.sleep.delays == []
+
+
+async def test_a_token_revoked_while_running_stops_the_daemon_after_draining(
+    watched_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = sim_world()
+    async with served(world) as server, daemon_on(watched_store, server) as running:
+        await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
+        server.check_token = lambda token: False  # type: ignore[method-assign]
+        server.cut_all()
+        with pytest.raises(FatalStreamError, match="4001"):
+            await asyncio.wait_for(running.task, WAIT)
+    assert running.daemon.world_status == "refused"
+    assert "the world refused the daemon, which stops" in caplog.text
+    # The cut connection had delivered nothing, so one backed-off attempt, refused: no retry.
+    assert len(running.sleep.delays) == 1 and server.stats.refused == 1

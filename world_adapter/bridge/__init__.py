@@ -1,0 +1,11 @@
+"""The bridge protocol (docs/bridge-protocol.md): a game's world over one WebSocket.
+
+Daemon side: `client.BridgeWorldClient` (a `WorldClient`), built from `stream.BridgeSubscription`
+(the supervisor that owns the cursor) and `connection.BridgeConnection` (one disposable socket).
+Game side: `sim_server.BridgeServer` serves an in-process world, with `replay.ReplayBuffer`.
+Both speak `messages` (frames, codes, limits) and `codec`/`methods` (values and requests, read
+from the `WorldClient` protocol). `conformance` (with `probe`) checks any game-side
+implementation.
+
+Importing this package imports nothing else: the storage layer reads `codec` without aiohttp.
+"""

@@ -1,0 +1,293 @@
+"""The bridge protocol's frames, limits and codes (docs/bridge-protocol.md, version 1).
+
+Each frame type is a frozen dataclass; `parse_frame` turns received text into one of them or
+raises `BadFrame` with a message fit for an ``error`` frame, and `encode_frame` writes one. Both
+sides of the protocol (the daemon's client, the sim world's server, the conformance checker)
+use these definitions, and a test parses every example in the protocol document with them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from world_adapter.bridge.codec import CodecError, decode, decode_event, encode, encode_event
+from world_adapter.events import Cursor, WorldEvent
+
+PROTOCOL_VERSION = 1
+MAX_FRAME_BYTES = 1_048_576
+"""Largest frame, in bytes of UTF-8, either side sends or accepts."""
+MAX_ID_CHARS = 64
+MAX_IN_FLIGHT_REQUESTS = 64
+"""Requests the daemon leaves unanswered on one connection at most."""
+
+
+class CloseCode(IntEnum):
+    """WebSocket close codes with a meaning in this protocol."""
+
+    NORMAL = 1000
+    GOING_AWAY = 1001
+    TOO_BIG = 1009
+    INTERNAL = 1011
+    SILENT = 4000
+    """Liveness timeout: nothing arrived in time."""
+    AUTH_FAILED = 4001
+    UNSUPPORTED_VERSION = 4002
+    HANDSHAKE = 4003
+    """The first frame was not a valid hello, or none came in time."""
+
+
+FATAL_CLOSE_CODES = frozenset({CloseCode.AUTH_FAILED, CloseCode.UNSUPPORTED_VERSION})
+"""Close codes after which reconnecting cannot help: an operator must act."""
+
+
+class ErrorCode(StrEnum):
+    """Codes of ``error`` frames."""
+
+    BAD_FRAME = "bad_frame"
+    UNKNOWN_METHOD = "unknown_method"
+    BAD_PARAMS = "bad_params"
+    COMMAND_FAILED = "command_failed"
+    INTERNAL = "internal"
+
+
+class GapReason(StrEnum):
+    """Why a game could not replay everything after a cursor."""
+
+    EPOCH = "epoch"
+    EXPIRED = "expired"
+    AHEAD = "ahead"
+
+
+def _check_id(value: str, name: str) -> None:
+    if not 1 <= len(value) <= MAX_ID_CHARS:
+        raise ValueError(f"{name} must be 1-{MAX_ID_CHARS} characters")
+
+
+@dataclass(frozen=True)
+class Hello:
+    """daemon → game: the first frame of a connection."""
+
+    protocol: int
+    token: str = field(repr=False)
+    client: str = ""
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """game → daemon: the handshake succeeded."""
+
+    protocol: int
+    head: Cursor
+    game: str = ""
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    """daemon → game: report events in `cells` after `after` (None: from now on)."""
+
+    cells: tuple[int, ...]
+    after: Cursor | None
+
+
+@dataclass(frozen=True)
+class Subscribed:
+    """game → daemon: the subscription is in place; `head` is the newest cursor."""
+
+    cells: tuple[int, ...]
+    head: Cursor
+
+
+@dataclass(frozen=True)
+class Gap:
+    """game → daemon: events after `after` up to `resume_after` cannot be replayed."""
+
+    reason: GapReason
+    after: Cursor
+    resume_after: Cursor
+
+
+@dataclass(frozen=True)
+class EventFrame:
+    """game → daemon: one world event."""
+
+    event: WorldEvent
+
+
+@dataclass(frozen=True)
+class Request:
+    """daemon → game: call `method` with `params` by name."""
+
+    id: str
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "id")
+
+
+@dataclass(frozen=True)
+class Result:
+    """game → daemon: the answer to request `id`."""
+
+    id: str
+    result: Any
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "id")
+
+
+@dataclass(frozen=True)
+class Error:
+    """Either direction: request `id` failed, or (id None) a frame was bad."""
+
+    code: ErrorCode
+    message: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Either direction: answer with a `Pong` carrying the same nonce."""
+
+    nonce: str
+
+    def __post_init__(self) -> None:
+        _check_id(self.nonce, "nonce")
+
+
+@dataclass(frozen=True)
+class Pong:
+    """The answer to a `Ping`."""
+
+    nonce: str
+
+    def __post_init__(self) -> None:
+        _check_id(self.nonce, "nonce")
+
+
+Frame = (
+    Hello
+    | Welcome
+    | Subscribe
+    | Subscribed
+    | Gap
+    | EventFrame
+    | Request
+    | Result
+    | Error
+    | Ping
+    | Pong
+)
+FRAME_TYPES: dict[str, type[Any]] = {
+    "hello": Hello,
+    "welcome": Welcome,
+    "subscribe": Subscribe,
+    "subscribed": Subscribed,
+    "gap": Gap,
+    "event": EventFrame,
+    "request": Request,
+    "result": Result,
+    "error": Error,
+    "ping": Ping,
+    "pong": Pong,
+}
+_TYPE_NAMES = {cls: name for name, cls in FRAME_TYPES.items()}
+
+
+MAX_ERROR_MESSAGE_CHARS = 500
+"""Error messages are cut to this length, so echoing a bad value never makes a frame too large."""
+
+
+class BadFrame(ValueError):
+    """Received text is not a valid frame.
+
+    Attributes:
+        request_id: The ``id`` of a request frame that was bad, so the error can answer it.
+    """
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(short_message(message))
+        self.request_id = request_id
+
+
+def short_message(message: str) -> str:
+    """`message`, cut to `MAX_ERROR_MESSAGE_CHARS` with a visible ellipsis."""
+    if len(message) <= MAX_ERROR_MESSAGE_CHARS:
+        return message
+    return message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+
+
+class FrameTooLarge(ValueError):
+    """A frame to send is over `MAX_FRAME_BYTES`."""
+
+
+def parse_frame(text: str, *, strict: bool = False) -> Frame:
+    """The frame `text` holds.
+
+    Args:
+        text: A received text message.
+        strict: Also reject fields the frame type does not define (receivers normally ignore
+            them; the protocol document's examples are checked strictly).
+
+    Raises:
+        BadFrame: If the text is not JSON, not an object, of unknown type, or a field is
+            missing or does not fit.
+    """
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise BadFrame("Frame is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise BadFrame("Frame is not a JSON object.")
+    kind = data.get("type")
+    cls = FRAME_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise BadFrame(f"Unknown frame type {kind!r}.")
+    request_id = data.get("id") if kind == "request" and isinstance(data.get("id"), str) else None
+    body = {k: v for k, v in data.items() if k != "type"}
+    try:
+        if cls is EventFrame:
+            return EventFrame(decode_event(body, strict=strict))
+        frame: Frame = decode(body, cls, strict=strict)
+    except CodecError as exc:
+        raise BadFrame(f"Bad {kind} frame: {exc}", request_id) from None
+    return frame
+
+
+def frame_type(frame: Frame) -> str:
+    """The ``type`` of a frame (``hello``, ``event``...)."""
+    return _TYPE_NAMES[type(frame)]
+
+
+def frame_data(frame: Frame) -> dict[str, Any]:
+    """The JSON object of a frame, ``type`` first."""
+    if isinstance(frame, EventFrame):
+        return {"type": "event", **encode_event(frame.event)}
+    body = {f.name: encode(getattr(frame, f.name)) for f in dataclasses.fields(frame)}
+    return {"type": frame_type(frame), **body}
+
+
+def encode_frame(frame: Frame) -> str:
+    """The text of a frame.
+
+    Raises:
+        FrameTooLarge: If the text is over `MAX_FRAME_BYTES`.
+    """
+    text = json.dumps(frame_data(frame), ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_FRAME_BYTES // 4 and len(text.encode()) > MAX_FRAME_BYTES:
+        raise FrameTooLarge(f"A {frame_type(frame)} frame would be over {MAX_FRAME_BYTES} bytes.")
+    return text
+
+
+def close_code_name(code: int | None) -> str:
+    """``4001 (AUTH_FAILED)`` for a code this protocol names, else the number."""
+    if code is None:
+        return "none"
+    try:
+        return f"{code} ({CloseCode(code).name})"
+    except ValueError:
+        return str(code)

@@ -1,0 +1,451 @@
+"""One bridge connection, sans I/O: frames in, frames out (docs/bridge-protocol.md, version 1).
+
+Pure Python, so the protocol logic is tested without a network or an engine. The engine glue
+feeds received text to `BridgeSession.received`, tells it when the socket's buffer is full or
+drained (`pause` / `resume`) and when the connection is gone (`closed`), and supplies:
+
+* ``send_text(text)`` and ``close(code, reason)``;
+* ``call_later(seconds, fn)`` returning something with ``cancel()`` (for the hello and idle
+  timeouts);
+* the world queries (``methods``: name → ``fn(params) -> JSON``) and a `ProgExecutor`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeGuard
+
+from .eventlog import EventLog, Frame
+from .executor import ProgExecutor
+from .registry import ProgError
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+MAX_FRAME_BYTES = 1_048_576
+HELLO_SECONDS = 10.0
+IDLE_SECONDS = 60.0
+MAX_ID_CHARS = 64
+MAX_EPOCH_CHARS = 200
+MAX_KEY_CHARS = 256
+
+CLOSE_IDLE = 4000
+CLOSE_BAD_TOKEN = 4001
+CLOSE_BAD_VERSION = 4002
+CLOSE_HANDSHAKE = 4003
+
+
+class BadParams(ValueError):
+    """The params of a request do not fit its method."""
+
+
+class CommandFailed(Exception):
+    """The world refused a request; the message is shown to the storyteller's model."""
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+Method = Callable[[dict[str, Any]], Any]
+
+
+def int_param(params: dict[str, Any], name: str) -> int:
+    """An integer parameter (booleans are not integers here).
+
+    Raises:
+        BadParams: missing or not an integer.
+    """
+    value = params.get(name)
+    if not _is_int(value):
+        raise BadParams(f"'{name}' must be an integer")
+    return value
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def optional_int_param(params: dict[str, Any], name: str) -> int | None:
+    """An integer parameter that may be null or left out.
+
+    Raises:
+        BadParams: present and neither null nor an integer.
+    """
+    value = params.get(name)
+    if value is not None and not _is_int(value):
+        raise BadParams(f"'{name}' must be an integer or null")
+    return value
+
+
+def str_param(params: dict[str, Any], name: str) -> str:
+    """A string parameter.
+
+    Raises:
+        BadParams: missing or not a string.
+    """
+    value = params.get(name)
+    if not isinstance(value, str):
+        raise BadParams(f"'{name}' must be a string")
+    return value
+
+
+def seconds_param(params: dict[str, Any], name: str) -> float:
+    """A duration in seconds (a non-negative number).
+
+    Raises:
+        BadParams: missing, not a number or negative.
+    """
+    value = params.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise BadParams(f"'{name}' must be a number of seconds")
+    return float(value)
+
+
+def int_list_param(params: dict[str, Any], name: str) -> list[int] | None:
+    """An array of integers that may be null or left out.
+
+    Raises:
+        BadParams: present and neither null nor an array of integers.
+    """
+    value = params.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(_is_int(v) for v in value):
+        raise BadParams(f"'{name}' must be an array of integers or null")
+    return value
+
+
+DOOR_RULES = frozenset(
+    {"respect_closed", "include_unlocked", "include_fireable", "ignore", "include_unlockable"}
+)
+
+
+def path_rule_param(params: dict[str, Any], name: str) -> dict[str, Any]:
+    """A *path_rule*: ``doors``, optional ``character_id`` and ``character_must_cross``.
+
+    Raises:
+        BadParams: not an object, an unknown door rule, mistyped fields, or a rule that needs a
+            character without one.
+    """
+    rule = params.get(name)
+    if not isinstance(rule, dict) or rule.get("doors") not in DOOR_RULES:
+        raise BadParams(f"'{name}' must be an object with 'doors', one of {sorted(DOOR_RULES)}")
+    character_id = optional_int_param(rule, "character_id")
+    must_cross = rule.get("character_must_cross", False)
+    if not isinstance(must_cross, bool):
+        raise BadParams("'character_must_cross' must be true or false")
+    if character_id is None and (must_cross or rule["doors"] == "include_unlockable"):
+        raise BadParams("this path rule needs a 'character_id'")
+    return {
+        "doors": rule["doors"],
+        "character_id": character_id,
+        "character_must_cross": must_cross,
+    }
+
+
+def _is_id(value: Any) -> TypeGuard[str]:
+    return isinstance(value, str) and 1 <= len(value) <= MAX_ID_CHARS
+
+
+def _is_cursor(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("epoch"), str)
+        and 1 <= len(value["epoch"]) <= MAX_EPOCH_CHARS
+        and isinstance(value.get("seq"), int)
+        and not isinstance(value["seq"], bool)
+        and value["seq"] >= 0
+    )
+
+
+class BridgeSession:
+    """The protocol state of one connection."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        game: str,
+        events: EventLog,
+        methods: Mapping[str, Method],
+        executor: ProgExecutor,
+        send_text: Callable[[str], None],
+        close: Callable[[int, str], None],
+        call_later: Callable[[float, Callable[[], None]], Cancellable],
+    ) -> None:
+        self._token = token.encode()
+        self._game = game
+        self._events = events
+        self._methods = methods
+        self._executor = executor
+        self._send_text = send_text
+        self._close = close
+        self._call_later = call_later
+        self.state = "hello"
+        """``hello`` (waiting for it), ``open`` or ``closed``."""
+        self.bad_frames = 0
+        self._paused = False
+        self._pumping = False
+        self._cells: frozenset[int] | None = None
+        self._position = 0
+        self._timer: Cancellable | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def opened(self) -> None:
+        """The WebSocket is open: the peer has `HELLO_SECONDS` to say hello."""
+        self._timer = self._call_later(HELLO_SECONDS, self._hello_timeout)
+
+    def closed(self) -> None:
+        """The connection is gone: stop everything it started."""
+        if self.state == "closed":
+            return
+        self.state = "closed"
+        self._events.remove_listener(self.pump)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def pause(self) -> None:
+        """The socket's send buffer is full: hold events until `resume`."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """The send buffer drained: send the events held back."""
+        self._paused = False
+        self.pump()
+
+    def _hello_timeout(self) -> None:
+        self._timer = None
+        self._shut(CLOSE_HANDSHAKE, "no hello within 10 seconds")
+
+    def _idle_timeout(self) -> None:
+        self._timer = None
+        self._shut(CLOSE_IDLE, "nothing received for 60 seconds")
+
+    def _shut(self, code: int, reason: str) -> None:
+        if self.state != "closed":
+            self._close(code, reason)
+            self.closed()
+
+    # ------------------------------------------------------------------ receiving
+
+    def received(self, text: str) -> None:
+        """One text frame from the daemon."""
+        if self.state == "closed":
+            return
+        if self.state == "hello":
+            self._hello(text)
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._call_later(IDLE_SECONDS, self._idle_timeout)
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            self._bad_frame("Frame is not valid JSON.")
+            return
+        if not isinstance(frame, dict):
+            self._bad_frame("Frame is not a JSON object.")
+            return
+        kind = frame.get("type")
+        handler = {
+            "ping": self._on_ping,
+            "pong": self._ignore,
+            "error": self._ignore,
+            "subscribe": self._on_subscribe,
+            "request": self._on_request,
+        }.get(kind if isinstance(kind, str) else "")
+        if handler is None:
+            self._bad_frame(f"Unknown frame type {kind!r}." if kind else "Frame has no type.")
+            return
+        handler(frame)
+
+    def received_binary(self) -> None:
+        """A binary frame: not part of the protocol."""
+        if self.state == "hello":
+            self._shut(CLOSE_HANDSHAKE, "the first frame must be a hello")
+        elif self.state == "open":
+            self._bad_frame("Binary frames are not allowed.")
+
+    def _hello(self, text: str) -> None:
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            frame = None
+        if not (
+            isinstance(frame, dict)
+            and frame.get("type") == "hello"
+            and isinstance(frame.get("token"), str)
+            and isinstance(frame.get("protocol"), int)
+        ):
+            self._shut(CLOSE_HANDSHAKE, "the first frame must be a hello")
+            return
+        if not hmac.compare_digest(frame["token"].encode(), self._token):
+            log.warning("refused a connection: wrong token")
+            self._shut(CLOSE_BAD_TOKEN, "authentication failed")
+            return
+        if frame["protocol"] != PROTOCOL_VERSION or isinstance(frame["protocol"], bool):
+            log.warning("refused a connection: protocol %r", frame["protocol"])
+            self._shut(CLOSE_BAD_VERSION, f"supported protocol versions: {PROTOCOL_VERSION}")
+            return
+        log.info("connection from %s", str(frame.get("client") or "a daemon")[:80])
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._call_later(IDLE_SECONDS, self._idle_timeout)
+        self.state = "open"
+        self._send(
+            {
+                "type": "welcome",
+                "protocol": PROTOCOL_VERSION,
+                "game": self._game,
+                "head": self._events.head,
+            }
+        )
+
+    def _ignore(self, frame: dict[str, Any]) -> None:
+        """Pongs and errors from the daemon are never answered."""
+
+    def _on_ping(self, frame: dict[str, Any]) -> None:
+        nonce = frame.get("nonce")
+        if not _is_id(nonce):
+            self._bad_frame("A ping needs a nonce of 1-64 characters.")
+            return
+        self._send({"type": "pong", "nonce": nonce})
+
+    # ------------------------------------------------------------------ events
+
+    def _can_send(self) -> bool:
+        return not self._paused and self.state == "open"
+
+    def _on_subscribe(self, frame: dict[str, Any]) -> None:
+        cells, after = frame.get("cells"), frame.get("after")
+        if not isinstance(cells, list) or not all(
+            isinstance(c, int) and not isinstance(c, bool) for c in cells
+        ):
+            self._bad_frame("subscribe needs 'cells', an array of integers.")
+            return
+        if after is not None and not _is_cursor(after):
+            self._bad_frame("subscribe needs 'after', a cursor or null.")
+            return
+        self._events.remove_listener(self.pump)
+        start = self._events.resume(after)
+        self._cells = frozenset(cells)
+        self._position = start.position
+        self._send({"type": "subscribed", "cells": cells, "head": self._events.head})
+        log.info(
+            "subscribed to %d rooms after %s",
+            len(self._cells),
+            "now" if after is None else f"{after['epoch']}:{after['seq']}",
+        )
+        if start.gap is not None:
+            self._send(start.gap)
+        self._events.add_listener(self.pump)
+        self.pump()
+
+    def pump(self) -> None:
+        """Send the subscription's events after its position until paused or caught up."""
+        if self._pumping or self._cells is None:
+            return
+        self._pumping = True
+        try:
+            events = self._events
+            while self._can_send():
+                oldest_lost = events.first_held_seq - 1
+                if self._position < oldest_lost:
+                    after = {"epoch": events.epoch, "seq": self._position}
+                    self._send(events.gap("expired", after, oldest_lost))
+                    self._position = oldest_lost
+                if self._position >= events.last_seq:
+                    break
+                self._position += 1
+                event = events.event(self._position)
+                if event is not None and event.get("cell_id") in self._cells:
+                    self._send(event)
+        finally:
+            self._pumping = False
+
+    # ------------------------------------------------------------------ requests
+
+    def _on_request(self, frame: dict[str, Any]) -> None:
+        request_id, method, params = frame.get("id"), frame.get("method"), frame.get("params", {})
+        if not _is_id(request_id):
+            self._bad_frame("A request needs an id of 1-64 characters.")
+            return
+        if not isinstance(method, str) or not isinstance(params, dict):
+            self._bad_frame("A request needs a 'method' string and a 'params' object.", request_id)
+            return
+        if method == "execute_prog":
+            self._execute_prog(request_id, params)
+            return
+        handler = self._methods.get(method)
+        if handler is None:
+            self._error(request_id, "unknown_method", f"There is no method '{method}'.")
+            return
+        try:
+            result = handler(params)
+        except BadParams as exc:
+            self._error(request_id, "bad_params", str(exc))
+        except CommandFailed as exc:
+            self._error(request_id, "command_failed", str(exc))
+        except Exception:
+            log.exception("bridge method %s failed", method)
+            self._error(request_id, "internal", f"The game failed answering '{method}'.")
+        else:
+            self._result(request_id, result)
+
+    def _execute_prog(self, request_id: str, params: dict[str, Any]) -> None:
+        prog, arguments, key = (
+            params.get("prog"),
+            params.get("arguments"),
+            params.get("idempotency_key"),
+        )
+        if isinstance(prog, int) and not isinstance(prog, bool):
+            prog = str(prog)
+        if not isinstance(prog, str) or not prog.strip():
+            self._error(request_id, "bad_params", "'prog' must be a prog id or name")
+            return
+        if not isinstance(arguments, dict):
+            self._error(request_id, "bad_params", "'arguments' must be an object")
+            return
+        if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
+            self._error(request_id, "bad_params", "'idempotency_key' must be 1-256 characters")
+            return
+
+        def reply(outcome: dict[str, Any] | None, error: ProgError | None) -> None:
+            if self.state != "open":
+                return
+            if error is not None:
+                self._error(request_id, "command_failed", str(error))
+            else:
+                self._result(request_id, outcome)
+
+        self._executor.execute(prog, arguments, key, reply)
+
+    # ------------------------------------------------------------------ sending
+
+    def _result(self, request_id: str, result: Any) -> None:
+        if not self._send({"type": "result", "id": request_id, "result": result}):
+            self._error(request_id, "internal", "The answer is larger than 1 MiB.")
+
+    def _error(self, request_id: str | None, code: str, message: str) -> None:
+        self._send({"type": "error", "id": request_id, "code": code, "message": message})
+
+    def _bad_frame(self, message: str, request_id: str | None = None) -> None:
+        self.bad_frames += 1
+        self._error(request_id, "bad_frame", message)
+
+    def _send(self, frame: Frame) -> bool:
+        """Send a frame; False (and nothing sent) when it would exceed the size limit."""
+        if self.state == "closed":
+            return False
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+        if len(text.encode()) > MAX_FRAME_BYTES:
+            log.warning("bridge: not sending a %s frame over 1 MiB", frame.get("type"))
+            return False
+        self._send_text(text)
+        return True
