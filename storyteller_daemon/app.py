@@ -227,7 +227,14 @@ class Runtime:
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
         async with self._services():
-            await self._run_daemon(stop)
+            try:
+                await self._run_daemon(stop)
+            except Exception as exc:
+                # Logged while alert delivery still runs, so the admins hear of it; the
+                # traceback follows from the caller.
+                first = exc.exceptions[0] if isinstance(exc, ExceptionGroup) else exc
+                log.error("the daemon stopped on an unexpected %s", type(first).__name__)
+                raise
 
     @contextlib.asynccontextmanager
     async def _services(self) -> AsyncIterator[None]:

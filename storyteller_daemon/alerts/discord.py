@@ -98,7 +98,7 @@ def redact_webhook_url(url: str) -> str:
 def webhook_payload(alert: Alert, *, source: str, at: datetime, username: str) -> dict[str, Any]:
     """The webhook body for an alert: one embed, no pings possible."""
     embed: dict[str, Any] = {
-        "title": sanitise(alert.headline, MAX_TITLE_CHARS),
+        "title": sanitise(" ".join(alert.headline.split()), MAX_TITLE_CHARS, "…"),
         "color": COLOURS.get(alert.severity, COLOURS["error"]),
         "footer": {"text": sanitise(f"{source} · {alert.kind} · {alert.severity}", 200)},
         "timestamp": at.isoformat(),

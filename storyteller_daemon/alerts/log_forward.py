@@ -11,6 +11,7 @@ same error is folded into one alert with a count.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -24,18 +25,42 @@ MAX_TITLE_CHARS = 200
 
 
 class AlertingLogHandler(logging.Handler):
-    """Forwards ERROR and CRITICAL log records to an `AlertSink`."""
+    """Forwards ERROR and CRITICAL log records to an `AlertSink`.
 
-    def __init__(self, sink: AlertSink, level: int = logging.ERROR) -> None:
+    Args:
+        sink: where the alerts go.
+        loop: the event loop the sink belongs to; records logged by other threads (database
+            drivers, executors) are handed to it, because the sink's queue is not thread-safe.
+    """
+
+    def __init__(
+        self,
+        sink: AlertSink,
+        level: int = logging.ERROR,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         super().__init__(level)
         self._sink = sink
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
         self._busy = threading.local()
 
     def emit(self, record: logging.LogRecord) -> None:
         """Turn the record into an alert; never raises."""
         if record.name == _ALERTS_LOGGER or record.name.startswith(_ALERTS_LOGGER + "."):
             return
-        if getattr(record, "alert", True) is False or getattr(self._busy, "active", False):
+        if getattr(record, "alert", True) is False:
+            return
+        if self._loop is not None and threading.get_ident() != self._loop_thread:
+            try:
+                self._loop.call_soon_threadsafe(self._forward, record)
+            except RuntimeError:  # the loop has closed; the record is in the log anyway
+                pass
+            return
+        self._forward(record)
+
+    def _forward(self, record: logging.LogRecord) -> None:
+        if getattr(self._busy, "active", False):
             return
         self._busy.active = True  # a sink that logs an error must not loop back here
         try:
@@ -64,9 +89,16 @@ class AlertingLogHandler(logging.Handler):
 def forwarding_errors(
     sink: AlertSink, logger: logging.Logger | None = None
 ) -> Iterator[AlertingLogHandler]:
-    """Forward errors logged inside the block (by default on the root logger) to `sink`."""
+    """Forward errors logged inside the block (by default on the root logger) to `sink`.
+
+    Called inside a running event loop, records from other threads are passed to that loop.
+    """
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
     target = logger or logging.getLogger()
-    handler = AlertingLogHandler(sink)
+    handler = AlertingLogHandler(sink, loop=loop)
     target.addHandler(handler)
     try:
         yield handler

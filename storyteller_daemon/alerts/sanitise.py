@@ -49,16 +49,16 @@ def neutralise(text: str) -> str:
     return text.replace("<@", "<@" + ZERO_WIDTH_SPACE)
 
 
-def cap(text: str, limit: int = MAX_ALERT_CHARS) -> str:
-    """`text` cut to at most `limit` characters, ending with a marker when it was cut."""
+def cap(text: str, limit: int = MAX_ALERT_CHARS, marker: str = TRUNCATION_MARKER) -> str:
+    """`text` cut to at most `limit` characters, ending with `marker` when it was cut."""
     if len(text) <= limit:
         return text
-    return text[: max(0, limit - len(TRUNCATION_MARKER))].rstrip() + TRUNCATION_MARKER
+    return text[: max(0, limit - len(marker))].rstrip() + marker
 
 
-def sanitise(text: str, limit: int = MAX_ALERT_CHARS) -> str:
+def sanitise(text: str, limit: int = MAX_ALERT_CHARS, marker: str = TRUNCATION_MARKER) -> str:
     """Markup stripped, mentions and code fences neutralised, length capped."""
-    return cap(neutralise(strip_markup(text)).strip(), limit)
+    return cap(neutralise(strip_markup(text)).strip(), limit, marker)
 
 
 def exception_summary(exc: BaseException | type[BaseException]) -> str:

@@ -10,7 +10,9 @@ Any part of the daemon can raise an alert through an `AlertSink`::
         key="budget:3:day",
     )
 
-`alert` never blocks and never raises: a broken alert channel must not hurt the daemon. Alerts
+`alert` never blocks and never raises: a broken alert channel must not hurt the daemon. Call it
+from the event loop's thread (errors logged by other threads are handed over by the log
+forwarder). Alerts
 with the same `key` are one problem happening again; sinks that post somewhere (Discord) use the
 key to de-duplicate and rate-limit, and the log sink writes every occurrence.
 """

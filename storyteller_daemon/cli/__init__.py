@@ -51,7 +51,20 @@ def root(
 
 def _register() -> None:
     # Each command group lives in its own module; importing registers nothing globally.
-    from storyteller_daemon.cli import ais, aisr, bench, bridge, db, demo, doctor, run, seed, sim
+    from storyteller_daemon.cli import (
+        ais,
+        aisr,
+        bench,
+        bridge,
+        costs,
+        db,
+        demo,
+        doctor,
+        run,
+        runs,
+        seed,
+        sim,
+    )
 
     app.add_typer(db.app, name="db")
     app.add_typer(ais.app, name="ais")
@@ -60,6 +73,8 @@ def _register() -> None:
     app.add_typer(sim.app, name="sim")
     app.add_typer(bridge.app, name="bridge")
     app.add_typer(bench.app, name="bench")
+    app.add_typer(runs.app, name="runs")
+    app.command("costs")(costs.costs)
     app.command("run")(run.run)
     app.command("demo")(demo.demo)
     app.command("doctor")(doctor.doctor)

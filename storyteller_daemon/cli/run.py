@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from storyteller_daemon.cli.common import run_async, state
 from storyteller_daemon.config import LoggingConfig
+
+if TYPE_CHECKING:
+    from storyteller_daemon.alerts import Alerts
 
 
 def configure_logging(cfg: LoggingConfig) -> None:
@@ -25,6 +28,21 @@ def configure_logging(cfg: LoggingConfig) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(cfg.level)))
 
 
+async def report_failed_start(alerts: Alerts, exc: Exception) -> None:
+    """Alert that the daemon could not start, and post what is queued before exiting."""
+    from storyteller_daemon.alerts.sanitise import exception_summary
+
+    alerts.alert(
+        "startup_failed",
+        "The storyteller daemon could not start",
+        f"{exception_summary(exc)} `storyteller doctor` checks what the daemon depends on.",
+        severity="critical",
+        key="startup_failed",
+    )
+    async with alerts.running():
+        pass  # leaving the block posts the queue (a few seconds at most)
+
+
 @run_async
 async def run(
     ctx: typer.Context,
@@ -35,7 +53,7 @@ async def run(
 ) -> None:
     """Run the storyteller daemon against the configured world until SIGINT/SIGTERM."""
     from storyteller_daemon.alerts.crash_loop import check_crash_loop
-    from storyteller_daemon.app import build_runtime, start_history
+    from storyteller_daemon.app import build_alerts, build_runtime, start_history
     from storyteller_daemon.runtime.clock import SystemClock
     from storyteller_daemon.runtime.daemon import stop_on_signals
     from storyteller_daemon.runtime.systemd import SystemdNotifier, run_under_systemd, status_line
@@ -43,10 +61,15 @@ async def run(
     cfg = state(ctx).config()
     configure_logging(cfg.logging)
     clock = SystemClock()
-    runtime = await build_runtime(cfg, clock=clock)
+    alerts = build_alerts(cfg, clock)
     history = start_history(cfg)
-    if history is not None and runtime.alerts is not None:
-        check_crash_loop(history, clock.now(), runtime.alerts)  # delivered once alerts run
+    if history is not None:  # recorded first: failing starts are the ones that loop
+        check_crash_loop(history, clock.now(), alerts)  # posted once the alerts run
+    try:
+        runtime = await build_runtime(cfg, clock=clock, alerts=alerts)
+    except Exception as exc:
+        await report_failed_start(alerts, exc)
+        raise
     notifier = SystemdNotifier.from_environ(os.environ)
     log = logging.getLogger("storyteller")
     stop = asyncio.Event()

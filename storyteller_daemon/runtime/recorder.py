@@ -28,104 +28,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from storyteller_daemon.agent.attention import AttentionVerdict
-from storyteller_daemon.agent.ports import (
-    MemoryStore,
-    ReferenceStore,
-    SituationStore,
-    SpeechHistory,
-)
 from storyteller_daemon.agent.records import TurnRecord, api_body, response_summary, usage_dict
-from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runtime.attribution import Charge, RunContext, attributed
 from storyteller_daemon.runtime.clock import Clock
-from storyteller_daemon.runtime.tape import Tape, decode, encode
+from storyteller_daemon.runtime.tape import Services, Tape, encode_trigger
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import LedgerEntry, NewRun, RunRepository
-from world_adapter.events import Crime, EventKind, RoomEcho, Speech, StateChange, WorldEvent
-from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
 RECORD_VERSION = 1
 DAY = timedelta(days=1)
-_EVENT_CLASSES: dict[str, type[WorldEvent]] = {
-    EventKind.ROOM_ECHO.value: RoomEcho,
-    EventKind.SPEECH.value: Speech,
-    EventKind.CRIME.value: Crime,
-    EventKind.STATE_CHANGE.value: StateChange,
-}
-
-
-# ---------------------------------------------------------------------- triggers
-
-
-def encode_trigger(trigger: Trigger) -> dict[str, Any]:
-    """A trigger as JSON, event included, so a replay can rebuild it exactly."""
-    return {
-        "kind": trigger.kind.value,
-        "label": trigger.label,
-        "occurred_at": trigger.occurred_at.isoformat(),
-        "event": encode(trigger.event),
-        "heartbeat": trigger.heartbeat.value if trigger.heartbeat is not None else None,
-        "text": trigger.text,
-        "attention_reason": trigger.attention_reason,
-        "involved": sorted(trigger.involved),
-    }
-
-
-def decode_trigger(data: dict[str, Any]) -> Trigger:
-    """The trigger `encode_trigger` wrote."""
-    event = None
-    if data.get("event") is not None:
-        event = decode(data["event"], _EVENT_CLASSES[data["event"]["kind"]])
-    return Trigger(
-        kind=TriggerKind(data["kind"]),
-        occurred_at=datetime.fromisoformat(data["occurred_at"]),
-        event=event,
-        heartbeat=Heartbeat(data["heartbeat"]) if data.get("heartbeat") else None,
-        text=data.get("text", ""),
-        attention_reason=data.get("attention_reason"),
-        involved=frozenset(data.get("involved", ())),
-    )
-
-
-# ---------------------------------------------------------------------- services
-
-
-@dataclass(frozen=True)
-class Services:
-    """What a turn reads and writes besides the model."""
-
-    world: WorldClient
-    situations: SituationStore
-    memories: MemoryStore
-    references: ReferenceStore
-    speech: SpeechHistory | None = None
-
-    def recorded_on(self, tape: Tape) -> Services:
-        """These services, with every call written on `tape`."""
-        return Services(
-            world=tape.record("world", WorldClient, self.world),
-            situations=tape.record("situations", SituationStore, self.situations),
-            memories=tape.record("memories", MemoryStore, self.memories),
-            references=tape.record("references", ReferenceStore, self.references),
-            speech=None
-            if self.speech is None
-            else tape.record("speech", SpeechHistory, self.speech),
-        )
-
-    @classmethod
-    def replayed_from(cls, tape: Tape, *, speech: bool = True) -> Services:
-        """Stand-ins that answer every call from `tape` and act on nothing."""
-        return cls(
-            world=tape.replay("world", WorldClient),
-            situations=tape.replay("situations", SituationStore),
-            memories=tape.replay("memories", MemoryStore),
-            references=tape.replay("references", ReferenceStore),
-            speech=tape.replay("speech", SpeechHistory) if speech else None,
-        )
 
 
 # ---------------------------------------------------------------------- runs in progress
@@ -222,8 +138,9 @@ class RunRecorder:
         self._ledger = ledger
         self._clock = clock
         self._record = record and runs is not None
-        self.failures = 0
-        """Runs that could not be stored (logged, never raised)."""
+        self.prunes = 0
+        """Completed daily prunes (tests wait on this instead of sleeping)."""
+        self._pruned = asyncio.Condition()
 
     @property
     def active(self) -> bool:
@@ -293,6 +210,8 @@ class RunRecorder:
         began: float,
         error: BaseException | None,
     ) -> None:
+        if not self.active:
+            return
         context, verdict = run.context, run.verdict
         exchange = context.exchanges[-1] if context.exchanges else None
         error_text = _error_text(error) or (exchange.error if exchange else None)
@@ -355,6 +274,8 @@ class RunRecorder:
         began: float,
         error: BaseException | None,
     ) -> None:
+        if not self.active:
+            return
         context, turn = run.context, run.record
         touched = run.tape.touched_situations() if run.tape is not None else []
         situation = touched[0] if touched else None
@@ -408,7 +329,6 @@ class RunRecorder:
             elif self._ledger is not None:
                 await self._ledger.add(entries)
         except Exception as exc:  # losing a record must never fail the turn
-            self.failures += 1
             log.warning(
                 "the %s run of storyteller %s could not be stored: %s",
                 run.kind,
@@ -440,7 +360,15 @@ class RunRecorder:
             else:
                 if runs or ledger:
                     log.info("pruned %d run records and %d ledger rows", runs, ledger)
+            async with self._pruned:
+                self.prunes += 1
+                self._pruned.notify_all()
             await self._clock.sleep(DAY.total_seconds())
+
+    async def wait_prunes(self, count: int) -> None:
+        """Return once `prune_daily` has pruned `count` times."""
+        async with self._pruned:
+            await self._pruned.wait_for(lambda: self.prunes >= count)
 
 
 def _error_outcome(error: BaseException | None) -> str:

@@ -38,9 +38,8 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError, ValidationError
 from storyteller_daemon.runtime.clock import SystemClock
 from storyteller_daemon.runtime.costs import cost_usd
-from storyteller_daemon.runtime.recorder import Services, decode_trigger
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.tape import Tape
+from storyteller_daemon.runtime.tape import Services, Tape, decode_trigger
 from storyteller_daemon.runtime.turns import AgentTurnRunner, turn_key
 from storyteller_daemon.storage.runs import LedgerEntry
 
@@ -183,7 +182,8 @@ async def replay_turn(
         now: stamps the live requests' ledger entries.
 
     Raises:
-        ValidationError: the record is not a turn, or belongs to another storyteller.
+        ValidationError: the record is not a turn, belongs to another storyteller, or today's
+            code fails on it outside the tool loop (e.g. a recorded value it cannot read).
     """
     if record.get("kind") != "turn" or record.get("turn") is None:
         raise ValidationError(f"Run #{run_id} is not a recorded turn; only turns can be replayed.")
@@ -208,8 +208,13 @@ async def replay_turn(
         clock=SystemClock(),
         stats=RuntimeStats(),
     )
-    trigger = decode_trigger(record["trigger"])
-    turn = await runner.run_turn(storyteller, trigger)
+    try:
+        trigger = decode_trigger(record["trigger"])
+        turn = await runner.run_turn(storyteller, trigger)
+    except Exception as exc:  # e.g. a recorded value today's code cannot read
+        raise ValidationError(
+            f"Run #{run_id} cannot be replayed with today's code: {type(exc).__name__}: {exc}"
+        ) from exc
     replayed = turn.to_dict()
     report = ReplayReport(run_id, "recorded" if live is None else model.name, recorded, replayed)
     if live is not None:
@@ -264,9 +269,27 @@ def _charges(
 
 
 def excerpt(value: Any) -> str:
-    """A value as short text for a report line."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A value as short, one-line text for a report line."""
+    text = excerpt_text(value)
     return text if len(text) <= EXCERPT else text[: EXCERPT - 1] + "…"
+
+
+def excerpts(before: Any, after: Any) -> tuple[str, str]:
+    """Both values as short text, starting shortly before the first place they differ."""
+    a, b = excerpt_text(before), excerpt_text(after)
+    same = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+    cut = max(same - EXCERPT // 4, 0)
+    if cut == 0:
+        return excerpt(a), excerpt(b)
+    return excerpt("…" + a[cut:]), excerpt("…" + b[cut:])
+
+
+def excerpt_text(value: Any) -> str:
+    """A value as one line of text."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return " ".join(text.split())
 
 
 def _without_call_ids(value: Any) -> Any:
@@ -302,7 +325,7 @@ def _request_differences(
             if key == "input" and isinstance(a, list) and isinstance(b, list):
                 found.append(_first_item_difference(where, a, b))
             else:
-                found.append(Difference(f"{where} {key}", excerpt(a), excerpt(b)))
+                found.append(Difference(f"{where} {key}", *excerpts(a, b)))
     return found
 
 
@@ -311,7 +334,7 @@ def _first_item_difference(where: str, before: list[Any], after: list[Any]) -> D
         a = before[index] if index < len(before) else None
         b = after[index] if index < len(after) else None
         if a != b:
-            return Difference(f"{where} input item {index + 1}", excerpt(a), excerpt(b))
+            return Difference(f"{where} input item {index + 1}", *excerpts(a, b))
     return Difference(f"{where} input", excerpt(before), excerpt(after))
 
 
@@ -346,9 +369,7 @@ def _call_differences(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> l
             found.append(Difference(where, call_line(a), call_line(b)))
         elif a["envelope"] != b["envelope"]:
             found.append(
-                Difference(
-                    f"{where} {a['name']} result", excerpt(a["envelope"]), excerpt(b["envelope"])
-                )
+                Difference(f"{where} {a['name']} result", *excerpts(a["envelope"], b["envelope"]))
             )
         if _flags(a) != _flags(b):
             found.append(Difference(f"{where} {a['name']}", _flags(a), _flags(b)))

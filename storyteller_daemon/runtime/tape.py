@@ -12,7 +12,9 @@ tool turns into a model-visible failure (``replay: not in the recording``).
 
 Values are converted with `encode` and `decode`, which follow the type hints of the service
 protocols: dataclasses become objects, enums their values, datetimes ISO text, sets sorted
-lists.
+lists. Triggers, whose event may be any of the world's event classes, have their own pair
+(`encode_trigger`, `decode_trigger`), and `Services` bundles a turn's services with the means
+to record them on a tape or to replay them from one.
 """
 
 from __future__ import annotations
@@ -27,8 +29,18 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar, cast
 
+from storyteller_daemon.agent.ports import (
+    MemoryStore,
+    ReferenceStore,
+    SituationStore,
+    SpeechHistory,
+)
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
 from world_adapter.errors import WorldCommandError
+from world_adapter.events import Crime, EventKind, RoomEcho, Speech, StateChange, WorldEvent
+from world_adapter.protocol import WorldClient
 
 T = TypeVar("T")
 Entry = dict[str, Any]
@@ -208,18 +220,23 @@ class _Recording:
 
     def _wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         async def call(*args: Any, **kwargs: Any) -> Any:
-            entry: Entry = {
-                "service": self._service,
-                "method": name,
-                "args": _bound_arguments(self._protocol, name, args, kwargs),
-            }
+            # Recording must never change what the call does: what cannot be written down is
+            # left off the tape (a replay then misses it), and the call goes ahead regardless.
+            try:
+                arguments = _bound_arguments(self._protocol, name, args, kwargs)
+            except (TypeError, ValueError):
+                return await method(*args, **kwargs)
+            entry: Entry = {"service": self._service, "method": name, "args": arguments}
             try:
                 result = await method(*args, **kwargs)
             except Exception as exc:
                 entry["error"] = {"type": type(exc).__name__, "message": str(exc)}
                 self._tape.entries.append(entry)
                 raise
-            entry["result"] = encode(result)
+            try:
+                entry["result"] = encode(result)
+            except (TypeError, ValueError):
+                entry["unrecorded"] = type(result).__name__
             self._tape.entries.append(entry)
             return result
 
@@ -248,7 +265,12 @@ class _Replaying:
             if "error" in entry:
                 error = entry["error"]
                 raise _REPLAYABLE_ERRORS.get(error["type"], RecordedFailure)(error["message"])
-            return decode(entry.get("result"), returns)
+            if "unrecorded" in entry:
+                raise RecordedFailure(f"replay: the recorded {entry['unrecorded']} was not kept")
+            try:
+                return decode(entry.get("result"), returns)
+            except (TypeError, ValueError, KeyError) as exc:
+                raise RecordedFailure(f"replay: the recorded answer no longer fits: {exc}") from exc
 
         return call
 
@@ -258,3 +280,81 @@ def _miss_error(service: str) -> Exception:
     if service == "world":
         return WorldCommandError(MISS_MESSAGE)
     return ToolError(MISS_MESSAGE)
+
+
+_EVENT_CLASSES: dict[str, type[WorldEvent]] = {
+    EventKind.ROOM_ECHO.value: RoomEcho,
+    EventKind.SPEECH.value: Speech,
+    EventKind.CRIME.value: Crime,
+    EventKind.STATE_CHANGE.value: StateChange,
+}
+
+
+# ---------------------------------------------------------------------- triggers
+
+
+def encode_trigger(trigger: Trigger) -> dict[str, Any]:
+    """A trigger as JSON, event included, so a replay can rebuild it exactly."""
+    return {
+        "kind": trigger.kind.value,
+        "label": trigger.label,
+        "occurred_at": trigger.occurred_at.isoformat(),
+        "event": encode(trigger.event),
+        "heartbeat": trigger.heartbeat.value if trigger.heartbeat is not None else None,
+        "text": trigger.text,
+        "attention_reason": trigger.attention_reason,
+        "involved": sorted(trigger.involved),
+    }
+
+
+def decode_trigger(data: dict[str, Any]) -> Trigger:
+    """The trigger `encode_trigger` wrote."""
+    event = None
+    if data.get("event") is not None:
+        event = decode(data["event"], _EVENT_CLASSES[data["event"]["kind"]])
+    return Trigger(
+        kind=TriggerKind(data["kind"]),
+        occurred_at=datetime.fromisoformat(data["occurred_at"]),
+        event=event,
+        heartbeat=Heartbeat(data["heartbeat"]) if data.get("heartbeat") else None,
+        text=data.get("text", ""),
+        attention_reason=data.get("attention_reason"),
+        involved=frozenset(data.get("involved", ())),
+    )
+
+
+# ---------------------------------------------------------------------- services
+
+
+@dataclasses.dataclass(frozen=True)
+class Services:
+    """What a turn reads and writes besides the model."""
+
+    world: WorldClient
+    situations: SituationStore
+    memories: MemoryStore
+    references: ReferenceStore
+    speech: SpeechHistory | None = None
+
+    def recorded_on(self, tape: Tape) -> Services:
+        """These services, with every call written on `tape`."""
+        return Services(
+            world=tape.record("world", WorldClient, self.world),
+            situations=tape.record("situations", SituationStore, self.situations),
+            memories=tape.record("memories", MemoryStore, self.memories),
+            references=tape.record("references", ReferenceStore, self.references),
+            speech=None
+            if self.speech is None
+            else tape.record("speech", SpeechHistory, self.speech),
+        )
+
+    @classmethod
+    def replayed_from(cls, tape: Tape, *, speech: bool = True) -> Services:
+        """Stand-ins that answer every call from `tape` and act on nothing."""
+        return cls(
+            world=tape.replay("world", WorldClient),
+            situations=tape.replay("situations", SituationStore),
+            memories=tape.replay("memories", MemoryStore),
+            references=tape.replay("references", ReferenceStore),
+            speech=tape.replay("speech", SpeechHistory) if speech else None,
+        )

@@ -29,8 +29,9 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.budgets import BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock
-from storyteller_daemon.runtime.recorder import RunRecorder, Services
+from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.tape import Services
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
 

@@ -9,7 +9,7 @@ import pytest
 
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS, builtin_tools
-from storyteller_daemon.domain.tool_names import FULL_PROFILE_TOOLS, ToolProfile
+from storyteller_daemon.domain.tool_names import FULL_ONLY_TOOLS, FULL_PROFILE_TOOLS, ToolProfile
 
 
 def strict_problems(schema: Any, path: str = "$") -> list[str]:
@@ -137,10 +137,21 @@ def test_built_ins_keep_futuremud_names_and_declaration_order() -> None:
         "CreateMemory",
         "UpdateMemory",
         "ForgetMemory",
+        "Landmarks",
+        "ShowLandmark",
         "SearchReferenceDocuments",
         "ShowReferenceDocument",
+        "PathBetweenRooms",
+        "PathFromCharacterToRoom",
+        "PathBetweenCharacters",
+        "RecentCharacterPlans",
+        "CharacterPlans",
+        "CurrentDateTime",
+        "DateTimeForTarget",
+        "CalendarDefinition",
     ]
-    assert [t.name for t in builtin_tools(ToolProfile.EVENT_FOCUSED)] == offered
+    event_focused = [t.name for t in builtin_tools(ToolProfile.EVENT_FOCUSED)]
+    assert event_focused == [n for n in offered if n not in FULL_ONLY_TOOLS]
 
 
 def test_built_in_parameter_names_match_futuremud() -> None:

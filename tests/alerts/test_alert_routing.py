@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +27,7 @@ class Recorder:
     """An `AlertSink` that keeps what it is given."""
 
     alerts: list[Alert] = field(default_factory=list)
+    threads: list[int] = field(default_factory=list)
 
     def alert(
         self,
@@ -36,6 +39,7 @@ class Recorder:
         key: str | None = None,
     ) -> None:
         self.alerts.append(Alert(kind, title, detail, severity, key or kind))
+        self.threads.append(threading.get_ident())
 
 
 def occurrence(key: str = "k", kind: str = "log_error", title: str = "t") -> Alert:
@@ -109,6 +113,15 @@ def test_a_logged_exception_alerts_with_its_type_only() -> None:
     assert alert.detail == ("Failed with ValueError. Full details were written to the daemon log.")
     assert "sk-123" not in alert.detail
     assert alert.key == "log:storyteller_daemon.runtime.work_queue:work item failed in queue %s"
+
+
+async def test_errors_logged_by_other_threads_are_handed_to_the_event_loop() -> None:
+    recorder = Recorder()
+    with forwarding_errors(recorder):
+        await asyncio.to_thread(logging.getLogger("storyteller_daemon.storage").error, "disk full")
+        await settle()
+    assert [a.title for a in recorder.alerts] == ["disk full"]
+    assert recorder.threads == [threading.get_ident()]
 
 
 def test_the_log_sink_writes_every_alert_at_its_severity(caplog: pytest.LogCaptureFixture) -> None:

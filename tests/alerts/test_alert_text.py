@@ -52,6 +52,13 @@ def test_long_text_is_cut_to_the_cap_with_a_marker() -> None:
     assert sanitise("y" * MAX_ALERT_CHARS) == "y" * MAX_ALERT_CHARS
 
 
+def test_a_long_title_is_cut_on_one_line() -> None:
+    alert = Alert("log_error", "word " * 100 + "\nsecond line", "", "error", "k")
+    payload = webhook_payload(alert, source="s", at=datetime(2026, 5, 1, tzinfo=UTC), username="st")
+    title = payload["embeds"][0]["title"]
+    assert len(title) == 256 and title.endswith("…") and "\n" not in title
+
+
 def test_mentions_are_neutralised_before_the_cut_so_the_cap_holds() -> None:
     text = sanitise("@everyone " * 1000)
     assert len(text) <= MAX_ALERT_CHARS

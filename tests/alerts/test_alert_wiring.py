@@ -64,6 +64,16 @@ class GappyWorld:
             yield event
 
 
+class BrokenWorld(GappyWorld):
+    """A world whose stream fails with an error the daemon does not expect (a bug)."""
+
+    async def subscribe(
+        self, cells: frozenset[int], after: Cursor | None
+    ) -> AsyncIterator[WorldEvent]:
+        raise RuntimeError("a bug in the world client")
+        yield  # an async generator, like the real one
+
+
 @dataclass
 class Rig:
     runtime: Runtime
@@ -187,3 +197,12 @@ async def test_queue_overflow_is_alerted_with_the_number_dropped(
     assert discord.titles() == [
         "Harbour Watch: 5 trigger(s) dropped because its work queue was full"
     ]
+
+
+async def test_a_daemon_that_dies_on_a_bug_says_so_before_it_exits(
+    rigs: Any, discord: FakeDiscord
+) -> None:
+    rig = await rigs(GatedModel(), world=BrokenWorld())
+    with pytest.raises(ExceptionGroup):
+        await asyncio.wait_for(rig.task, 5)
+    assert discord.titles() == ["the daemon stopped on an unexpected RuntimeError"]

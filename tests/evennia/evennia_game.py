@@ -265,6 +265,21 @@ class EvenniaGame:
             time.sleep(0.1)  # waiting on an external process: poll with a deadline
         raise TimeoutError(f"Evennia did not come up in {READY_SECONDS} s:\n{self.server_log()}")
 
+    def reload(self) -> None:
+        """``evennia reload`` (a new Server process; telnet sessions stay with the Portal);
+        return once the new Server is up and the bridge listens again."""
+        reloads = self.server_log().count("Server successfully reloaded")
+        self.evennia("reload")
+        deadline = time.monotonic() + READY_SECONDS
+        while time.monotonic() < deadline:
+            if (
+                self.server_log().count("Server successfully reloaded") > reloads
+                and self._bridge_listening()
+            ):
+                return
+            time.sleep(0.1)  # waiting on an external process: poll with a deadline
+        raise TimeoutError(f"Evennia did not reload in {READY_SECONDS} s:\n{self.server_log()}")
+
     def _server_ready(self) -> bool:
         log = self.server_log()
         setup = log.rfind("Initial setup complete")

@@ -307,3 +307,29 @@ async def test_progs_may_return_deferreds_and_fail_plainly(
     echo = by_type[("event", None)]
     assert (echo["text"], echo["origin"]) == ("Somewhere, a bell.", "prog")
     assert "an internal detail the model must not see" in game.server_log()
+
+
+async def test_a_reload_says_goodbye_and_resuming_crosses_into_the_new_epoch(
+    game: EvenniaGame, player: TelnetClient
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(game.bridge_url) as ws:
+            await ws.send_json({"type": "hello", "protocol": 1, "token": game.token})
+            old_head = (await ws.receive_json(timeout=STEP_SECONDS))["head"]
+            reloading = asyncio.create_task(asyncio.to_thread(game.reload))
+            closed = await ws.receive(timeout=STEP_SECONDS)
+            assert (closed.type, ws.close_code) == (aiohttp.WSMsgType.CLOSE, 1001)
+            await reloading
+        # The player's telnet session lives in the Portal and survives the reload.
+        await player.send_line("say Still here.")
+        await player.read_until("Still here.")
+        async with http.ws_connect(game.bridge_url) as ws:
+            await ws.send_json({"type": "hello", "protocol": 1, "token": game.token})
+            new_head = (await ws.receive_json(timeout=STEP_SECONDS))["head"]
+            await ws.send_json({"type": "subscribe", "cells": [LIMBO], "after": old_head})
+            frames = [await ws.receive_json(timeout=STEP_SECONDS) for _ in range(3)]
+    assert new_head["epoch"] != old_head["epoch"]
+    assert [f["type"] for f in frames] == ["subscribed", "gap", "event"]
+    assert frames[1]["reason"] == "epoch"
+    assert frames[1]["resume_after"] == {"epoch": new_head["epoch"], "seq": 0}
+    assert (frames[2]["kind"], frames[2]["text"]) == ("speech", "Still here.")

@@ -30,9 +30,10 @@ from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat,
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runtime.metering import MeteredModel
-from storyteller_daemon.runtime.recorder import RunRecorder, decode_trigger, encode_trigger
+from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.replay import replay_turn
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.tape import decode_trigger, encode_trigger
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository

@@ -92,6 +92,8 @@ def test_the_unit_declares_notify_watchdog_restart_and_a_stop_timeout_above_the_
     assert int(settings["WatchdogSec"][0]) >= 10
     assert int(settings["TimeoutStopSec"][0]) > DaemonConfig().drain_seconds
     assert all(INSTALLED_EXECUTABLE in line for line in settings["ExecStart"])
+    # a failed migration must not stop the daemon from starting and raising its alert
+    assert [line.split()[0] for line in settings["ExecStartPre"]] == ["-" + INSTALLED_EXECUTABLE]
 
 
 def test_the_deployment_config_loads_and_fits_the_unit() -> None:
@@ -148,3 +150,25 @@ def test_storyteller_run_notifies_ready_pings_and_stopping_on_sigterm(tmp_path: 
     assert "stopped cleanly" in err
     assert "alert [crash_loop]: The storyteller daemon has started 3 times in the last 5 min" in err
     assert len(json.loads((state / "start-history.json").read_text(encoding="utf-8"))) == 3
+
+
+def test_a_failed_start_is_alerted_before_the_process_exits(tmp_path: Path) -> None:
+    config = tmp_path / "storyteller.toml"
+    config.write_text(  # never migrated: the daemon refuses to start
+        f'[database]\nurl = "sqlite+aiosqlite:///{tmp_path / "s.db"}"\n', encoding="utf-8"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "storyteller_daemon", "--config", str(config), "run"],
+        env={**os.environ, "STATE_DIRECTORY": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert (
+        "alert [startup_failed]: The storyteller daemon could not start — Failed with "
+        "NotMigratedError." in result.stderr
+    )
+    assert "error: database is at revision none" in result.stderr
+    assert (tmp_path / "start-history.json").exists()  # the failed start still counts

@@ -232,14 +232,13 @@ async def test_a_subscription_filters_cells_and_continues_live(
 async def test_a_new_game_epoch_is_a_gap_that_says_where_to_resume() -> None:
     old = sim_world("boot-1")
     old.emote(MAREN, "waves.")
-    async with served(old) as first:
-        port = int(first.url.rsplit(":", 1)[1].split("/")[0])
-        client = client_for(first)
+    async with served(old) as game:
+        client = client_for(game)
         seen = await take(client.subscribe(frozenset({101}), Cursor("boot-1", 0)), 1)
-    new = sim_world("boot-2")
-    new.emote(MAREN, "is back.")
-    try:
-        async with served(new, port=port):
+        new = sim_world("boot-2")
+        new.emote(MAREN, "is back.")
+        await game.restart(new)
+        try:
             stream = client.subscribe(frozenset({101}), seen[-1].cursor)
             with pytest.raises(StreamGap) as caught:
                 await anext(stream)
@@ -250,8 +249,8 @@ async def test_a_new_game_epoch_is_a_gap_that_says_where_to_resume() -> None:
                 Cursor("boot-2", 0),
             )
             resumed = await take(client.subscribe(frozenset({101}), gap.resume_after), 1)
-    finally:
-        await client.close()
+        finally:
+            await client.close()
     assert resumed[0].cursor == Cursor("boot-2", 1)
 
 
@@ -266,3 +265,23 @@ async def test_backoff_is_full_jitter_capped_and_reset_after_a_quiet_spell() -> 
     assert backoff.delay() <= 1.0 and backoff.attempts == 1
     with pytest.raises(ValueError, match="cap"):
         Backoff(base=2, cap=1)
+
+
+async def test_a_subscription_retrying_a_dead_game_stops_when_cancelled() -> None:
+    sleep = RecordingSleep()  # no real waiting: the retry loop runs as fast as it can
+    client = BridgeWorldClient(
+        "ws://127.0.0.1:9/nothing-listens", TOKEN, clock=FakeClock(), sleep=sleep
+    )
+    following = asyncio.create_task(anext(client.subscribe(frozenset({101}), None)))
+    try:
+        for _ in range(10_000):
+            if len(sleep.delays) >= 20:
+                break
+            await asyncio.sleep(0)
+        assert len(sleep.delays) >= 20
+        assert sleep.delays[-1] <= 60.0  # capped
+        following.cancel()
+        await asyncio.wait_for(asyncio.gather(following, return_exceptions=True), STEP)
+        assert following.cancelled()
+    finally:
+        await client.close()

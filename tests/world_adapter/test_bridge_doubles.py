@@ -37,12 +37,12 @@ def all_cells(world: SimWorld) -> frozenset[int]:
 
 @contextlib.asynccontextmanager
 async def served(
-    world: ServedWorld, *, port: int = 0, cells: frozenset[int] | None = None, **kwargs: Any
+    world: ServedWorld, *, cells: frozenset[int] | None = None, **kwargs: Any
 ) -> AsyncIterator[BridgeServer]:
-    """`world` served on 127.0.0.1 for the duration of the block."""
+    """`world` served on a free port of 127.0.0.1 for the duration of the block."""
     assert isinstance(world, SimWorld) or cells is not None
     server = BridgeServer(world, TOKEN, cells=cells or all_cells(world), **kwargs)  # type: ignore[arg-type]
-    await server.start("127.0.0.1", port)
+    await server.start("127.0.0.1", 0)
     try:
         yield server
     finally:

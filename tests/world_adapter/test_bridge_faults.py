@@ -209,27 +209,22 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
     caplog.set_level(logging.WARNING)
     old = sim_world("boot-1")
     inbox = InboxRepository(watched_store.db)
-    async with served(old) as first_game:
-        port = int(first_game.url.rsplit(":", 1)[1].split("/")[0])
-        running = await start_daemon(watched_store, first_game.url)
-        await asyncio.wait_for(first_game.wait_subscriptions(1), WAIT)
+    async with served(old) as game, daemon_on(watched_store, game) as running:
+        await asyncio.wait_for(game.wait_subscriptions(1), WAIT)
         await generate(old, 5)
         await running.pipeline.wait_seen(5)
-    new = sim_world("boot-2")
-    await generate(new, 3)  # happened while the daemon was away
-    try:
-        async with served(new, port=port) as second_game:
-            await running.pipeline.wait_seen(8)
-            await generate(new, 2)
-            await running.pipeline.wait_seen(10)
-            assert second_game.subscriptions == 2  # the gap, then the resubscription
-    finally:
-        await running.finish()
+        new = sim_world("boot-2")
+        await generate(new, 3)  # happened before the daemon got back
+        await game.restart(new)
+        await running.pipeline.wait_seen(8)
+        await generate(new, 2)
+        await running.pipeline.wait_seen(10)
+        assert game.subscriptions == 3  # the first, the one that met the gap, the resumption
     assert running.pipeline.seen == epoch_cursors("boot-1", 5) + epoch_cursors("boot-2", 5)
     assert running.daemon.stream_gaps == 1
     assert "world cannot replay from boot-1:5; continuing from boot-2:0" in caplog.text
     assert await inbox.cursor("bridge") == Cursor("boot-2", 5)
-    assert running.sleep.delays  # reconnecting to the restarted game backed off
+    assert running.sleep.delays == []  # the connection had delivered events: resumed at once
 
 
 async def test_a_wrong_token_stops_the_daemon_instead_of_retrying(watched_store: Store) -> None:

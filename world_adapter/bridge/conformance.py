@@ -142,9 +142,8 @@ class Checker:
 
     async def _open(self) -> Probe:
         assert self._session is not None
-        ws = await asyncio.wait_for(
-            self._session.ws_connect(self.url, max_msg_size=MAX_FRAME_BYTES), self._seconds
-        )
+        async with asyncio.timeout(self._seconds):
+            ws = await self._session.ws_connect(self.url, max_msg_size=MAX_FRAME_BYTES)
         return Probe(ws, self._seconds)
 
     async def _session_probe(self) -> Probe:

@@ -134,10 +134,10 @@ class BridgeConnection:
                 otherwise.
         """
         try:
-            ws = await asyncio.wait_for(
-                session.ws_connect(url, max_msg_size=MAX_FRAME_BYTES, autoping=True),
-                timings.connect_seconds,
-            )
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+            # that arrives as the connect fails, and a retry loop would then never stop.
+            async with asyncio.timeout(timings.connect_seconds):
+                ws = await session.ws_connect(url, max_msg_size=MAX_FRAME_BYTES, autoping=True)
         except aiohttp.WSServerHandshakeError as exc:
             raise TransientStreamError(
                 f"{url} did not accept a WebSocket (HTTP {exc.status})"
@@ -384,6 +384,7 @@ async def _close_quietly(
     ws: aiohttp.ClientWebSocketResponse, code: int, seconds: float, reason: str = ""
 ) -> None:
     try:
-        await asyncio.wait_for(ws.close(code=code, message=reason.encode()), seconds)
+        async with asyncio.timeout(seconds):
+            await ws.close(code=code, message=reason.encode())
     except (TimeoutError, aiohttp.ClientError, OSError):
         pass  # the socket is being dropped either way

@@ -65,7 +65,8 @@ class Probe:
 
     async def receive(self, seconds: float | None = None) -> Frame | Closed:
         try:
-            message = await asyncio.wait_for(self.ws.receive(), seconds or self.seconds)
+            async with asyncio.timeout(seconds or self.seconds):
+                message = await self.ws.receive()
         except TimeoutError:
             raise CheckFailed(f"nothing arrived within {seconds or self.seconds:g} s") from None
         if message.type is aiohttp.WSMsgType.TEXT:

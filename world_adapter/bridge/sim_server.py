@@ -7,7 +7,7 @@ frames for bad frames, and the 1 MiB frame limit. It is the reference the confor
 tested against, and `storyteller sim serve` runs it.
 
 For fault tests it can cut connections on purpose: `cut_every` aborts a connection after that
-many events, and `cut_all()` aborts every open one.
+many events, and `cut_all()` aborts every open one; `restart(world)` plays a game reboot.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ class BridgeServer:
         self._token = token.encode()
         self._cells = frozenset(cells)
         self.game = game
+        self._buffer_size = buffer_size
         self.buffer = ReplayBuffer(Cursor(world.cursor.epoch, 0), buffer_size)
         self.handshake_seconds = handshake_seconds
         self.clock = clock or SystemBridgeClock()
@@ -159,6 +160,23 @@ class BridgeServer:
             self._follower.cancel()
             await asyncio.gather(self._follower, return_exceptions=True)
             self._follower = None
+
+    async def restart(self, world: ServedWorld) -> None:
+        """Serve `world` (with its own epoch) instead, as a game does after a reboot.
+
+        The listening socket stays open; every connection is closed with 1001 (going away) once
+        the new world is in place, so clients reconnect to it and resume, or learn of the gap.
+        """
+        if self._follower is not None:
+            self._follower.cancel()
+            await asyncio.gather(self._follower, return_exceptions=True)
+        self.world = world
+        self.buffer = ReplayBuffer(Cursor(world.cursor.epoch, 0), self._buffer_size)
+        self._caught_up = asyncio.Event()
+        self._follower = asyncio.create_task(self._follow(world.cursor), name="bridge-follower")
+        await self._caught_up.wait()
+        for session in list(self._sessions):
+            await session.close(CloseCode.GOING_AWAY, "game restarting")
 
     def cut_all(self) -> int:
         """Abort every open connection without a close frame; returns how many."""

@@ -92,7 +92,7 @@ def bind_arguments(
             raise WorldCommandError(f"{label} must be a list ({kind.describe()}), not {value!r}.")
         else:
             bound[parameter.name] = [
-                _element(town, f"Element {i} of {label.lower()}", kind.element, item)
+                _element(town, f"Element {i} of argument '{parameter.name}'", kind.element, item)
                 for i, item in enumerate(value)
             ]
     return bound
@@ -180,7 +180,8 @@ def _mud_datetime(town: KnowingTown, label: str, value: Any) -> Any:
 
 def _id(label: str, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise WorldCommandError(f"{label} must be a {what} id (an integer), not {value!r}.")
+        article = "an" if what[0] in "aeiou" else "a"
+        raise WorldCommandError(f"{label} must be {article} {what} id (an integer), not {value!r}.")
     return value
 
 

@@ -24,17 +24,22 @@ WINDOW_DAYS = 90
 WINDOW = timedelta(days=WINDOW_DAYS)
 
 
-def _span(span: timedelta) -> str:
-    return format_timespan(timedelta(seconds=int(span.total_seconds())))
+def _age(plan: CharacterPlan) -> timedelta | None:
+    """The plan's age to the whole second, so that age and remaining window add up to 90 days."""
+    if plan.updated_ago is None:
+        return None
+    return timedelta(seconds=int(plan.updated_ago.total_seconds()))
 
 
 def _is_recent(plan: CharacterPlan) -> bool:
-    return plan.updated_ago is not None and plan.updated_ago <= WINDOW
+    age = _age(plan)
+    return age is not None and age <= WINDOW
 
 
 def _remaining(plan: CharacterPlan) -> timedelta:
-    assert plan.updated_ago is not None  # callers check _is_recent first
-    return WINDOW - plan.updated_ago
+    age = _age(plan)
+    assert age is not None  # callers check _is_recent first
+    return WINDOW - age
 
 
 def _common(plan: CharacterPlan) -> dict[str, Any]:
@@ -56,8 +61,8 @@ async def recent_character_plans(arguments: dict[str, Any], ctx: ToolContext) ->
         "Plans": [
             {
                 **_common(p),
-                "UpdatedAgo": _span(p.updated_ago or timedelta(0)),
-                "WindowRemaining": _span(_remaining(p)),
+                "UpdatedAgo": format_timespan(WINDOW - _remaining(p)),
+                "WindowRemaining": format_timespan(_remaining(p)),
             }
             for p in plans
         ],
@@ -70,12 +75,13 @@ async def character_plans(arguments: dict[str, Any], ctx: ToolContext) -> dict[s
     plan = await ctx.world.character_plan(character_id)
     if plan is None:
         raise ToolError(f"No character with id {character_id} exists.")
+    age = _age(plan)
     recent = _is_recent(plan)
     return {
         **_common(plan),
         "RecentlyUpdated": recent,
-        "UpdatedAgo": None if plan.updated_ago is None else _span(plan.updated_ago),
-        "WindowRemaining": _span(_remaining(plan)) if recent else None,
+        "UpdatedAgo": None if age is None else format_timespan(age),
+        "WindowRemaining": format_timespan(_remaining(plan)) if recent else None,
     }
 
 

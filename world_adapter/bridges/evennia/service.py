@@ -53,6 +53,8 @@ from .session import (
 from .tap import prog_origin
 
 DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - a variable name, not a secret
+CLOSE_SECONDS = 1.0
+"""How long a stopping Server waits for daemons to acknowledge its close frames."""
 
 
 class _EvenniaLog(logging.Handler):
@@ -215,9 +217,22 @@ class BridgeService(internet.TCPServer):
         self.bridge_factory = factory
 
     def stopService(self) -> Any:
+        # Twisted waits for this Deferred before it stops the reactor, so the close frames are
+        # sent rather than dropped with the sockets (bounded: a peer may never answer).
+        closing = []
         for connection in list(self.bridge_factory.connections):
-            connection.sendClose(code=1001, reason="the game is going down")
-        return super().stopService()
+            try:
+                # sendClose() only takes application codes; 1001 "going away" is a protocol one.
+                connection.sendCloseFrame(code=1001, reasonUtf8=b"the game is going down")
+            except Exception:
+                logger.log_trace("storyteller bridge: could not close a connection")
+            else:
+                closing.append(connection.is_closed)
+        stopped = super().stopService()
+        goodbyes = defer.DeferredList(closing, consumeErrors=True)
+        goodbyes.addTimeout(CLOSE_SECONDS, reactor)
+        goodbyes.addErrback(lambda failure: None)
+        return defer.DeferredList([d for d in (stopped, goodbyes) if d is not None])
 
 
 def _load_progs() -> None:

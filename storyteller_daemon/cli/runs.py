@@ -1,0 +1,242 @@
+"""``storyteller runs``: what the storytellers did and why, replays, and pruning.
+
+Every turn and attention call is stored as a run (see `storyteller_daemon.storage.runs`).
+``list`` filters them, ``show`` prints one as a transcript, ``replay`` re-runs a turn with
+today's code against its recorded model answers (or a live model with ``--model``) and reports
+what differs, and ``prune`` deletes runs past the retention period.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+
+from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.trigger import TriggerKind
+from storyteller_daemon.cli.ais_io import (
+    JsonFlag,
+    command_group,
+    format_duration,
+    parse_duration,
+    register,
+    say,
+)
+from storyteller_daemon.cli.common import open_store, print_json, run_async, state
+from storyteller_daemon.cli.runs_view import (
+    list_runs,
+    parse_when,
+    show_replay,
+    show_run,
+    summary_json,
+)
+from storyteller_daemon.config import Config
+from storyteller_daemon.errors import NotFoundError, ValidationError
+
+app = command_group("Run records: list and show what storytellers did, replay a turn, prune.")
+
+RunId = Annotated[int, typer.Argument(metavar="ID", help="Run id (see `runs list`).", min=1)]
+StorytellerOption = Annotated[
+    str | None,
+    typer.Option("--storyteller", "-s", help="Only this storyteller (id, or name in any case)."),
+]
+Since = Annotated[
+    str | None,
+    typer.Option(help="Only from this time: 2026-03-01, 2026-03-01T12:00 (UTC) or 3d (ago)."),
+]
+Until = Annotated[str | None, typer.Option(help="Only before this time (same forms).")]
+
+
+def storyteller_filter(ref: str | None) -> tuple[int | None, str | None]:
+    """``--storyteller`` as the (id, name) filter pair: digits are an id, anything else a name."""
+    if ref is None or not ref.strip():
+        return None, None
+    text = ref.strip()
+    return (int(text), None) if text.isdigit() else (None, text)
+
+
+def time_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """``--since`` and ``--until`` as UTC times."""
+    now = datetime.now(UTC)
+    start = parse_when(since, now) if since else None
+    end = parse_when(until, now) if until else None
+    if start is not None and end is not None and end <= start:
+        raise ValidationError("--until must be later than --since.")
+    return start, end
+
+
+@register(app, "list")
+@run_async
+async def list_command(
+    ctx: typer.Context,
+    storyteller: StorytellerOption = None,
+    trigger: Annotated[
+        TriggerKind | None, typer.Option("--trigger", "-t", help="Only this trigger kind.")
+    ] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(help="Only this outcome (completed, noop, budget_exceeded, ignore...)."),
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Only turns ('turn') or attention calls ('attention').")
+    ] = None,
+    since: Since = None,
+    until: Until = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.", min=1)] = 50,
+    json_out: JsonFlag = False,
+) -> None:
+    """List runs, newest first."""
+    if kind is not None and kind not in ("turn", "attention"):
+        raise ValidationError("--kind must be 'turn' or 'attention'.")
+    start, end = time_window(since, until)
+    storyteller_id, storyteller_name = storyteller_filter(storyteller)
+    async with open_store(ctx) as store:
+        from storyteller_daemon.storage.runs import RunRepository
+
+        runs = await RunRepository(store.db).list(
+            storyteller_id=storyteller_id,
+            storyteller_name=storyteller_name,
+            trigger_kind=trigger.value if trigger else None,
+            outcome=outcome,
+            kind=kind,
+            since=start,
+            until=end,
+            limit=limit,
+        )
+    if json_out:
+        print_json([summary_json(r) for r in runs])
+    else:
+        list_runs(runs)
+
+
+@register(app, "show")
+@run_async
+async def show(ctx: typer.Context, run_id: RunId, json_out: JsonFlag = False) -> None:
+    """Show one run as a transcript: trigger, verdict, each round's calls and results, cost."""
+    async with open_store(ctx) as store:
+        from storyteller_daemon.storage.runs import RunRepository
+
+        runs = RunRepository(store.db)
+        stored = await runs.get(run_id)
+        related = await runs.related(stored.summary)
+    if json_out:
+        print_json(
+            {
+                "run": summary_json(stored.summary),
+                "related": [summary_json(r) for r in related],
+                "record": stored.record,
+            }
+        )
+    else:
+        show_run(stored.summary, stored.record, related)
+
+
+@register(app, "replay")
+@run_async
+async def replay(
+    ctx: typer.Context,
+    run_id: RunId,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Ask this live model (on the configured endpoint) instead of replaying the "
+            "recorded answers.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="With --model: the Responses-API endpoint; overrides model.base_url."),
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Re-run a recorded turn with today's code and show what differs; acts on nothing.
+
+    The world's answers and prog results come from the recording, so no prog runs and nothing
+    is stored, except the cost of a live model's requests in the cost ledger.
+    """
+    from storyteller_daemon.runtime.replay import replay_turn
+    from storyteller_daemon.storage.ledger import LedgerRepository
+    from storyteller_daemon.storage.runs import RunRepository
+
+    if base_url is not None and model is None:
+        raise ValidationError("--base-url needs --model.")
+    cfg = state(ctx).config()
+    async with open_store(ctx) as store:
+        stored = await RunRepository(store.db).get(run_id)
+        if stored.summary.kind != "turn":
+            raise ValidationError(f"Run #{run_id} is not a turn; only turns can be replayed.")
+        try:
+            storyteller = await store.storytellers.get(stored.summary.storyteller_id)
+        except NotFoundError:
+            raise ValidationError(
+                f"Storyteller #{stored.summary.storyteller_id} no longer exists; a replay needs "
+                "its settings."
+            ) from None
+        live = _live_model(cfg, base_url) if model is not None else None
+        try:
+            report = await replay_turn(
+                run_id,
+                stored.record,
+                storyteller,
+                cfg.limits,
+                live=live,
+                live_name=model,
+                prices=cfg.model.prices,
+            )
+        finally:
+            close = getattr(live, "close", None)
+            if close is not None:
+                await close()
+        await LedgerRepository(store.db).add(report.charges)
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        show_replay(report.to_dict(), live=live is not None)
+
+
+def _live_model(cfg: Config, base_url: str | None) -> Model:
+    """The configured endpoint's model, as ``storyteller run`` would build it."""
+    from storyteller_daemon.app import choose_model
+
+    if base_url is not None:
+        endpoint = cfg.model.model_copy(update={"base_url": base_url})
+        cfg = cfg.model_copy(update={"model": endpoint})
+    choice = choose_model(cfg)
+    if choice.model is None or choice.offline:
+        raise ValidationError(
+            f"No live model: set {cfg.model.api_key_env} to ask the configured endpoint."
+        )
+    return choice.model
+
+
+@register(app, "prune")
+@run_async
+async def prune(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str | None,
+        typer.Option(help="Delete runs older than this (e.g. 30d); default runs.retention_days."),
+    ] = None,
+) -> None:
+    """Delete run records past their retention, and cost-ledger rows past theirs."""
+    from storyteller_daemon.storage.ledger import LedgerRepository
+    from storyteller_daemon.storage.runs import RunRepository
+
+    cfg = state(ctx).config()
+    keep = parse_duration(older_than) if older_than else timedelta(days=cfg.runs.retention_days)
+    if not keep:
+        raise ValidationError("Runs are kept forever (runs.retention_days = 0); give --older-than.")
+    now = datetime.now(UTC)
+    async with open_store(ctx) as store:
+        runs = await RunRepository(store.db).prune(now - keep)
+        ledger = 0
+        if cfg.runs.ledger_retention_days:
+            kept = timedelta(days=cfg.runs.ledger_retention_days)
+            ledger = await LedgerRepository(store.db).prune(now - kept)
+    say(
+        f"Deleted {runs} run record(s) older than {format_duration(keep)} and {ledger} cost-ledger "
+        "row(s) past their retention."
+    )
