@@ -6,7 +6,9 @@ no player text, so they are kept longer than run records (``runs.ledger_retentio
 pruned run leaves its ledger rows behind with ``run_id`` cleared.
 
 The day of a row is its UTC calendar day as ``YYYY-MM-DD`` text, the same on every backend, so
-daily totals group and index without dialect-specific date functions.
+daily totals group and index without dialect-specific date functions. The table itself
+(`LedgerRow`) is declared beside the runs table in `storyteller_daemon.storage.runs`, which
+writes a run and its ledger rows in one transaction.
 """
 
 from __future__ import annotations
@@ -24,15 +26,7 @@ from storyteller_daemon.storage.models import SituationRow
 from storyteller_daemon.storage.runs import LedgerEntry, LedgerRow, ledger_row
 
 Grouping = Literal["day", "storyteller", "trigger", "situation", "room", "model", "purpose"]
-GROUPINGS: tuple[Grouping, ...] = (
-    "day",
-    "storyteller",
-    "trigger",
-    "situation",
-    "room",
-    "model",
-    "purpose",
-)
+"""What a cost report sums over."""
 
 
 @dataclass(frozen=True)

@@ -357,3 +357,16 @@ async def test_path_between_characters_walks_from_one_to_the_other(
         }
         | PATH_KEYS
     )
+
+
+async def test_a_characters_plain_functions_are_named_by_their_canonical_spelling(
+    ctx: ToolContext,
+) -> None:
+    ids = {"OriginCharacterId": MAREN, "DestinationRoomId": CUSTOMS}
+    ignoring = await _path(ctx, "PathFromCharacterToRoom", "IGNOREDOORS", **ids)
+    assert (ignoring["PathSearchFunction"], ignoring["Directions"]) == (
+        "IgnorePresenceOfDoors",
+        ["enter door"],
+    )
+    variant = await _path(ctx, "PathFromCharacterToRoom", "pathignoredoors", **ids)
+    assert variant["PathSearchFunction"] == "PathIgnoreDoors"

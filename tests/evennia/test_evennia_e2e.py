@@ -31,6 +31,7 @@ from storyteller_daemon.domain.settings import CustomTool, EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import settle
 from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
 
 pytestmark = pytest.mark.evennia
@@ -130,7 +131,7 @@ async def watch_limbo(store: Store) -> int:
 
 
 async def until(predicate: Any, what: str, seconds: float = STEP_SECONDS) -> None:
-    """Wait for work done across processes and HTTP round trips (nothing to await on)."""
+    """Poll the Evennia process (its log) with a deadline: there is nothing to await on."""
     deadline = time.monotonic() + seconds
     while not predicate():
         if time.monotonic() > deadline:
@@ -169,11 +170,16 @@ async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
             )
             await player.send_line("say Is anyone listening?")
             await player.read_until(ECHO, within=STEP_SECONDS)
-            await until(lambda: runtime.stats.turns.total() >= 1, "the turn to finish")
+            # attention, the round with the prog call, the closing Noop round
+            async with asyncio.timeout(STEP_SECONDS):
+                await server.wait_for_requests(3)
         finally:
-            stop.set()
+            stop.set()  # a stopping daemon drains: the running turn finishes first
             await asyncio.wait_for(task, STEP_SECONDS)
             await runtime.close()
+    assert runtime.stats.turns.total() == 1
+    await settle()
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
     store = Store.open(sqlite_url)
     try:
         situations = await store.situations.list(watch_id)

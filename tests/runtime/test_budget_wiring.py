@@ -23,7 +23,9 @@ class Noop:
 
     async def respond(self, request: ModelRequest) -> ModelResponse:
         calls = (FunctionCall("c1", "Noop", "{}"),)
-        return ModelResponse("r", request.model, "completed", calls, "", (), Usage(40_000, 0, 1000, 0))
+        return ModelResponse(
+            "r", request.model, "completed", calls, "", (), Usage(40_000, 0, 1000, 0)
+        )
 
 
 def old_run(started: datetime) -> NewRun:

@@ -10,7 +10,8 @@ typed `PathRule` for the world:
 * The ``Path`` variants (``PathRespectClosedDoors``, ``PathIncludeUnlockedDoors``,
   ``PathIgnoreDoors``, ``PathIncludeUnlockableDoors``) also avoid exits the travelling character
   cannot cross now. Between two rooms there is no character, so they fall back to their plain
-  forms, and the result's ``PathSearchFunction`` names the form actually used.
+  forms. The result's ``PathSearchFunction`` names the form actually used, with ``IgnoreDoors``
+  written as ``IgnorePresenceOfDoors``.
 
 A path is at most 50 exits long. Directions are brief cardinal tokens (``n``, ``ne``, ``u``) or
 ``verb keyword`` in lower case (``enter door``); the same room gives ``HasPath: true`` and no
@@ -77,7 +78,8 @@ def path_rule(spelling: str, character_id: int | None) -> tuple[PathRule, str]:
                 "use PathFromCharacterToRoom or PathBetweenCharacters."
             )
         return PathRule(search.doors), search.plain
-    return PathRule(search.doors, character_id, search.path_variant), search.name
+    used = search.name if search.path_variant else search.plain
+    return PathRule(search.doors, character_id, search.path_variant), used
 
 
 async def _located(ctx: ToolContext, character_id: int) -> tuple[CharacterInfo, int]:
