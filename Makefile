@@ -29,4 +29,4 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-data
+	rm -rf $(VENV) .evennia-venv .evennia-venv.lock .pytest_cache .mypy_cache .ruff_cache demo-data

@@ -24,7 +24,8 @@ def configure_logging(cfg: LoggingConfig) -> None:
         force=True,
     )
     # Third-party chatter (HTTP request lines) stays out unless debugging.
-    for noisy in ("httpx", "httpx2", "openai", "apscheduler"):
+    # SQL logging at DEBUG would write statement parameters (run records hold player text).
+    for noisy in ("httpx", "httpx2", "openai", "apscheduler", "aiosqlite", "sqlalchemy"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(cfg.level)))
 
 

@@ -139,7 +139,7 @@ def evennia_venv() -> tuple[Path, float]:
     stamp = root / f".installed-evennia-{EVENNIA_VERSION}"
     if stamp.exists():
         return root, 0.0
-    with _locked(root.parent / f".{root.name}.lock"):
+    with _locked(root.with_name(root.name + ".lock")):
         if stamp.exists():
             return root, 0.0
         started = time.monotonic()

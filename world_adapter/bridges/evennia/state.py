@@ -10,7 +10,7 @@ from django.conf import settings
 
 from .eventlog import EventLog
 
-DEFAULT_REPLAY_EVENTS = 1000
+DEFAULT_REPLAY_EVENTS = 10_000
 
 _log: EventLog | None = None
 
