@@ -135,7 +135,8 @@ class OfflineStandInModel:
 
     def _verdict(self, request: ModelRequest, digest: str) -> ModelResponse:
         text = "\n".join(_user_texts(request.input))
-        found = self._watch_hits(text)
+        # Judge the event itself, not the situation list or speech context around it.
+        found = self._watch_hits(_event_text(text) or text)
         if found:
             verdict = {"decision": "interested", "reason": "mentions " + ", ".join(found)}
         else:

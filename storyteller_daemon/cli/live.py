@@ -15,6 +15,11 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.pipeline import TurnOutcome, Verdict
 
 QUIET_STAGES = {"prefilter"}
+OUTCOME_WORDS = {
+    "noop": "the model ended it with Noop",
+    "completed": "completed",
+    "no_tool_call": "the model made no tool call",
+}
 
 
 def _short(value: Any, limit: int = 70) -> str:
@@ -92,7 +97,8 @@ class ConsoleObserver:
                 f"{mark}{flag}: {escape(_short(shown, 80))}"
             )
         rounds = getattr(outcome, "rounds", 0)
-        self._console.print(f"          [cyan]turn {outcome.outcome}[/] after {rounds} request(s)")
+        ending = OUTCOME_WORDS.get(str(outcome.outcome), str(outcome.outcome))
+        self._console.print(f"          [cyan]turn over: {ending}[/] ({rounds} model request(s))")
         if self._output_of is None:
             return
         for pid, who in self._players():

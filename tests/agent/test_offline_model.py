@@ -338,3 +338,21 @@ async def test_answers_are_deterministic_and_continuations_match_the_calls() -> 
             "arguments": call.arguments,
             "status": "completed",
         }
+
+
+async def test_the_verdict_judges_the_event_not_the_situations_around_it() -> None:
+    prompt = (
+        "Current unresolved situations:\n- #1: Thief on the quay\n\n"
+        "Location: Harbour Quay [#101]\nSpeaker: Maren Tidewell\nSpoken Text:\n"
+        "| The tide's turning. Smell that?"
+    )
+    response = await OfflineStandInModel().respond(
+        ModelRequest(model="gpt-mini", input=[user(prompt)], text_format=VERDICT)
+    )
+    assert json.loads(response.output_text)["decision"] == "ignore"
+
+
+async def test_quoted_world_text_gives_a_clean_situation_title() -> None:
+    prompt = "Location: Harbour Quay [#101]\nSpoken Text:\n| Thief! Stop him!\n| He went east."
+    response = await OfflineStandInModel().respond(loop_request(user(prompt)))
+    assert arguments(response)["Title"] == "Thief!"

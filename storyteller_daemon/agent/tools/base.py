@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from progs.scalars import ID_KEYS, integer_value
 from progs.types import ProgSignature
 from storyteller_daemon.agent.model import ToolSpec
 from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
@@ -218,22 +219,12 @@ async def invoke(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> Env
 
 def _as_id(value: Any) -> int | None:
     """An integer id from a number, a numeric string or ``{"Id": ...}``; None if not an id."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("+-").isdigit():
-            return int(text)
-        return None
     if isinstance(value, dict):
-        for key in ("Id", "ID", "id"):
+        for key in ID_KEYS:
             if key in value:
                 return _as_id(value[key])
-    return None
+        return None
+    return integer_value(value)
 
 
 def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
