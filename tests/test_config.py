@@ -67,7 +67,7 @@ def test_config_is_frozen() -> None:
             "greater than 0",
         ),
         (
-            "[database]\nurl = 'x'\n[model]\napi_key_env = 'sk-proj-abcdefghijklmnopqrstuv'\n",
+            "[database]\nurl = 'x'\n[model]\napi_key_env = 'sk-proj-not-a-key'\n",
             "model.api_key_env",
             "NAME of an environment variable",
         ),

@@ -12,7 +12,7 @@ from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
 from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
 
-API_KEY = "sk-test-0123456789abcdef"
+API_KEY = "sk-test-not-real"
 
 SITUATION_TOOL = ToolSpec(
     name="CreateSituation",

@@ -22,7 +22,7 @@ from openai.types.responses import (
 from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
 
-KEY = "sk-test-0123456789abcdef"
+KEY = "sk-test-not-real"
 STRICT_TOOL: dict[str, Any] = {
     "type": "function",
     "name": "CreateSituation",
