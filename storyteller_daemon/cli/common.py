@@ -23,7 +23,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_CONFIG = "storyteller.toml"
-console = Console(highlight=False, soft_wrap=True)
+# Piped or redirected output is read in files and pagers: give tables room instead of 80 columns.
+_PIPED_WIDTH = None if sys.stdout.isatty() else 200
+console = Console(highlight=False, soft_wrap=True, width=_PIPED_WIDTH)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
