@@ -17,6 +17,7 @@ from storyteller_daemon.cli.live import ConsoleObserver
 
 DEMO_STORYTELLER = "Harbour Ward Watch"
 PACKS = ("narrative-steward", "harbour-ward")
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "config.example.toml"
 
 
 async def _opening_scene(world: object, delay: float) -> None:
@@ -49,16 +50,20 @@ async def demo(
     """Migrate a fresh SQLite file, load the packs, and watch a storyteller work (Ctrl-C ends)."""
     from storyteller_daemon.app import OFFLINE_BANNER, build_runtime, choose_model, open_store
     from storyteller_daemon.cli.run import configure_logging
-    from storyteller_daemon.config import parse_config
+    from storyteller_daemon.config import load_config, parse_config
     from storyteller_daemon.runtime.daemon import stop_on_signals
     from storyteller_daemon.storage.seeding import Action, load_pack, read_pack
     from world_adapter.sim import SimWorld
 
     db_file = _fresh_database_file(data_dir)
+    example = load_config(EXAMPLE_CONFIG)  # the documented price table, so costs are real
     cfg = parse_config(
         {
             "database": {"url": f"sqlite+aiosqlite:///{db_file}"},
-            "model": {"offline_when_no_key": True},
+            "model": {
+                "offline_when_no_key": True,
+                "prices": {name: p.model_dump() for name, p in example.model.prices.items()},
+            },
             "world": {"sim_tick_seconds": tick},
             "logging": {"level": "WARNING"},
         },
