@@ -323,7 +323,20 @@ class Daemon:
         if self.failure is None:
             self.world_status = "refused"
             self.failure = error
-            log.error("the world refused the daemon, which stops: %s", error)
+            # Alerted directly below with the fix; the log line is not forwarded a second time.
+            log.error(
+                "the world refused the daemon, which stops: %s", error, extra={"alert": False}
+            )
+            if self._alerts is not None:
+                self._alerts.alert(
+                    "world_refused",
+                    "The game refused the storyteller daemon, which has stopped",
+                    f"{error}. Check that the bridge token (world.token_env) matches the game's "
+                    "and that both sides speak the same protocol version; the daemon does not "
+                    "retry a refusal.",
+                    severity="error",
+                    key="world_refused",
+                )
         if self._stop is not None:
             self._stop.set()
 
@@ -351,7 +364,8 @@ class Daemon:
         self._stop = stop
         try:
             await self.reload(force=True)
-        except FatalStreamError:
+        except FatalStreamError as exc:
+            self._refused(exc)
             raise
         except WorldAdapterError as exc:  # a game that is down: the settings poll retries
             log.warning("the world did not answer at start (%s); retrying while running", exc)
