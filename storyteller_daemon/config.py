@@ -49,7 +49,7 @@ class _Section(BaseModel):
 class DatabaseConfig(_Section):
     """Where everything is persisted."""
 
-    url: str = Field(min_length=1)
+    url: str = Field(default="sqlite+aiosqlite:///storyteller.db", min_length=1)
     """SQLAlchemy async URL: sqlite+aiosqlite:///path.db or postgresql+asyncpg://..."""
     url_env: EnvVarName = ""
     """If set, the URL is read from this environment variable instead (for passwords)."""
@@ -167,7 +167,7 @@ class BudgetsConfig(_Section):
 class Config(_Section):
     """The whole configuration file."""
 
-    database: DatabaseConfig
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     world: WorldConfig = Field(default_factory=WorldConfig)

@@ -55,7 +55,11 @@ def test_config_is_frozen() -> None:
             "limits.queue_size",
             "valid integer",
         ),
-        ("[limits]\nqueue_size = 3\n", "database", "required key is missing"),
+        (
+            "[model.prices.gpt-5]\ninput = 1.0\n",
+            "model.prices.gpt-5.output",
+            "required key is missing",
+        ),
         (
             "[database]\nurl = 'x'\n[limits]\nturn_seconds = -1\n",
             "limits.turn_seconds",

@@ -93,6 +93,8 @@ class _Turn:
     missing_retries: int = 0
     malformed_retries: int = 0
     dispatched: set[tuple[str, str]] = field(default_factory=set)
+    acted: bool = False
+    """Whether an earlier round ran a tool other than Noop successfully."""
 
 
 class ToolLoop:
@@ -209,7 +211,11 @@ class ToolLoop:
             else:
                 turn.malformed_retries = 0
             if all(is_noop(c.name) for c in calls):
-                return TurnOutcome.NOOP
+                # A Noop after real work closes a turn that acted; Noop alone means "nothing".
+                return TurnOutcome.COMPLETED if turn.acted else TurnOutcome.NOOP
+            turn.acted = turn.acted or any(
+                c.envelope.get("ok") and not c.skipped and not is_noop(c.name) for c in calls
+            )
             if all(c.skipped for c in calls):
                 return TurnOutcome.COMPLETED
 

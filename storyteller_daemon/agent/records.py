@@ -18,9 +18,9 @@ class TurnOutcome(StrEnum):
     """How a turn ended."""
 
     COMPLETED = "completed"
-    """The model stopped calling tools after acting, or only repeated finished calls."""
+    """The model acted, then stopped calling tools, called only Noop, or only repeated calls."""
     NOOP = "noop"
-    """The model called only Noop."""
+    """The model called only Noop: it decided nothing needed doing."""
     NO_TOOL_CALL = "no_tool_call"
     """The model never called a tool, despite the corrective retries."""
     MALFORMED_BUDGET = "malformed_budget"

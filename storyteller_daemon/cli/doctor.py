@@ -70,9 +70,25 @@ class Doctor:
         database, models = await self.database(cfg)
         findings.append(database)
         findings.extend(await self.model(cfg, models))
+        findings.append(self.prices(cfg, models))
         findings.append(await self.world(cfg))
         findings.append(await self.webhook(cfg, send_test_alert=send_test_alert))
         return findings
+
+    def prices(self, cfg: Config, used: Mapping[str, list[str]]) -> Finding:
+        """Every model a storyteller uses has a price, or its spend is invisible to the caps."""
+        from storyteller_daemon.runtime.costs import price_for
+
+        unpriced = sorted(name for name in used if price_for(cfg.model.prices, name) is None)
+        if not unpriced:
+            return ok("prices", f"{len(used)} model(s) in use, all priced")
+        users = "; ".join(f"{name} (used by {', '.join(sorted(used[name]))})" for name in unpriced)
+        return problem(
+            "prices",
+            f"no price for {users}: their requests count as $0, so the USD caps ignore them",
+            "add [model.prices.<model>] with input, cached_input and output in USD per million "
+            "tokens (config.example.toml has examples)",
+        )
 
     def http(self, cfg: Config) -> Finding:
         """The health listener's address and token rules."""

@@ -16,7 +16,7 @@ from storyteller_daemon.runtime.pipeline import TurnOutcome, Verdict
 
 QUIET_STAGES = {"prefilter"}
 OUTCOME_WORDS = {
-    "noop": "the model ended it with Noop",
+    "noop": "the model decided nothing needed doing (Noop)",
     "completed": "completed",
     "no_tool_call": "the model made no tool call",
 }

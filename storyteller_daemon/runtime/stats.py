@@ -36,7 +36,7 @@ class RuntimeStats:
         u = self.usage
         return [
             ("world events received", str(self.events_in)),
-            ("attention calls", str(self.attention_calls)),
+            ("attention batches (one or more events each)", str(self.attention_calls)),
             (
                 "verdicts",
                 ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())) or "none",

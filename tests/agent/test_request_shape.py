@@ -99,7 +99,7 @@ async def test_an_echo_turn_on_the_wire(
     )
     loop = ToolLoop(model, LimitsConfig(), time.monotonic)
     record = await loop.run(teller, trigger, prompt.text, ctx, turn_key="echo-1")
-    assert record.outcome is TurnOutcome.NOOP, record.to_dict()
+    assert record.outcome is TurnOutcome.COMPLETED, record.to_dict()
     first, second = server.requests
     assert first["model"] == "gpt-event"
     assert first["reasoning"] == {"effort": "high"}

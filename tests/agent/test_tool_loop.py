@@ -176,7 +176,7 @@ async def test_a_clean_batch_resets_the_malformed_count(
     malformed = [calls(("CreateSituation", "not json")) for _ in range(5)]
     model = ScriptedModel(malformed[0], calls(situation("A")), *malformed[1:4], calls(("Noop", {})))
     record = await run(model, storyteller, ctx)
-    assert record.outcome is TurnOutcome.NOOP
+    assert record.outcome is TurnOutcome.COMPLETED
     assert record.rounds == 6
 
 
@@ -419,7 +419,7 @@ async def test_the_record_is_json_and_sums_usage(
     record = await run(model, storyteller, ctx)
     assert record.usage == Usage(250, 120, 35, 10)
     data = json.loads(json.dumps(record.to_dict()))
-    assert data["outcome"] == "noop" and data["rounds"] == 2
+    assert data["outcome"] == "completed" and data["rounds"] == 2
     assert data["turn_key"] == "turn-1" and data["trigger_label"] == "Heartbeat 1h"
     assert data["requests"][0]["request"]["tool_choice"] == "required"
     assert data["requests"][0]["request"]["store"] is False

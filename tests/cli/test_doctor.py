@@ -55,8 +55,12 @@ async def storytellers(sqlite_store: Store) -> Store:
     return sqlite_store
 
 
+PRICE = {"input": 1.0, "cached_input": 0.1, "output": 2.0}
+
+
 def model_section(server: ScriptedResponsesServer) -> dict[str, Any]:
-    return {"model": {"api_key_env": "DOCTOR_KEY", "base_url": server.base_url}}
+    prices = dict.fromkeys(("gpt-5", "gpt-5-mini", "gpt-5-nano"), PRICE)
+    return {"model": {"api_key_env": "DOCTOR_KEY", "base_url": server.base_url, "prices": prices}}
 
 
 async def test_a_healthy_setup_passes_every_check(
@@ -67,7 +71,9 @@ async def test_a_healthy_setup_passes_every_check(
     findings = await Doctor({"DOCTOR_KEY": KEY}).run(lambda: cfg)
     assert all(f.ok for f in findings), findings
     checks = by_check(findings)
-    assert list(checks) == ["config", "http", "database", "model", "models", "world", "webhook"]
+    assert list(checks) == [
+        "config", "http", "database", "model", "models", "prices", "world", "webhook"
+    ]  # fmt: skip
     assert checks["database"][0].detail.startswith("sqlite database reachable, schema current")
     assert checks["model"][0].detail == f"{endpoint.base_url} accepts the key and lists 3 models"
     assert checks["models"][0].detail == "all 2 model names in use are offered"
@@ -246,6 +252,7 @@ def test_the_command_prints_a_line_per_check_and_exits_1_on_a_problem(tmp_path: 
         ["ok", "database"],
         ["problem", "model"],
         ["fix", "put"],
+        ["ok", "prices"],
         ["ok", "world"],
         ["ok", "webhook"],
     ]
@@ -257,3 +264,17 @@ def test_the_command_prints_a_line_per_check_and_exits_1_on_a_problem(tmp_path: 
     )
     result = runner.invoke(app, ["--config", str(offline), "doctor"])
     assert result.exit_code == 0, result.stdout
+
+
+async def test_a_model_without_a_price_is_a_problem_for_the_caps(
+    sqlite_url: str, storytellers: Store, endpoint: ScriptedResponsesServer
+) -> None:
+    endpoint.models = ["gpt-5", "gpt-5-nano", "gpt-5-mini"]
+    section = model_section(endpoint)
+    del section["model"]["prices"]["gpt-5"]  # gpt-5-nano keeps its own price
+    findings = await Doctor({"DOCTOR_KEY": KEY}).run(lambda: config(sqlite_url, **section))
+    (prices,) = by_check(findings)["prices"]
+    assert not prices.ok
+    assert "gpt-5 (used by Harbour Watch, Temple Bell)" in prices.detail
+    assert "gpt-5-nano" not in prices.detail and "USD caps ignore them" in prices.detail
+    assert "[model.prices." in prices.fix

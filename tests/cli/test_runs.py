@@ -116,7 +116,8 @@ def test_list_is_newest_first_and_filters(cli: Cli) -> None:
     assert ids(cli) == [3, 2, 1]
     assert ids(cli, "--trigger", "direct") == [3]
     assert ids(cli, "--kind", "attention") == [1]
-    assert ids(cli, "--outcome", "noop") == [3, 2]
+    assert ids(cli, "--outcome", "completed") == [2]
+    assert ids(cli, "--outcome", "noop") == [3]
     assert ids(cli, "--storyteller", "HARBOUR watch") == ids(cli, "--storyteller", "1") == [3, 2, 1]
     assert ids(cli, "--storyteller", "2") == []
     half_past = T0 + timedelta(minutes=30)
@@ -169,7 +170,7 @@ def test_show_prints_a_turn_as_a_transcript(cli: Cli) -> None:
     lines = out.splitlines()
     assert lines[0] == "Run #2: turn of Harbour Watch (#1)"
     assert "Attention: interested: a theft on the quay (run #1)" in lines
-    assert "Outcome:   noop after 2 round(s) and 3 tool call(s), 0.00 s" in lines
+    assert "Outcome:   completed after 2 round(s) and 3 tool call(s), 0.00 s" in lines
     assert "Situation: #1" in lines
     assert any("slips a hand into Maren's purse!" in line for line in lines)  # the prompt
     assert any(
@@ -195,7 +196,7 @@ def test_show_prints_an_attention_call_and_its_turn(cli: Cli) -> None:
     assert lines[0] == "Run #1: attention call of Harbour Watch (#1)"
     assert "Verdict:   interested: a theft on the quay" in lines
     assert "Model:     gpt-5" in lines
-    assert "Turn:      run #2 (noop)" in lines
+    assert "Turn:      run #2 (completed)" in lines
     assert cli.fails("runs", "show", "99") == "No run with id 99 exists (it may have been pruned)."
 
 
@@ -250,7 +251,7 @@ def test_replay_with_a_live_model_shows_its_calls_next_to_the_recorded_ones(
     assert "against the live model" in out and "as gpt-5-mini" in out
     row = next(line for line in out.splitlines() if line.lstrip().startswith("1 "))
     assert "CreateSituation" in row and "Noop {} -> ok" in row
-    assert "Outcome: recorded noop, replayed noop; cost $0.0000" in out  # no price in --db config
+    assert "Outcome: recorded completed, replayed noop; cost $0.0000" in out  # no price configured
     purposes = cli.json("costs", "--by", "purpose")["lines"]
     assert {line["key"]: line["requests"] for line in purposes} == {
         "turn": 3,

@@ -17,6 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import parse_config
@@ -132,7 +134,8 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
     assert leftovers == []
 
 
-def test_sigterm_stops_the_daemon_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_daemon_cleanly(tmp_path: Path, signum: signal.Signals) -> None:
     config = tmp_path / "storyteller.toml"
     config.write_text(
         f'[database]\nurl = "sqlite+aiosqlite:///{tmp_path / "s.db"}"\n'
@@ -150,7 +153,7 @@ def test_sigterm_stops_the_daemon_cleanly(tmp_path: Path) -> None:
         for line in proc.stderr:  # wait until it is up and listening for signals
             if "ready:" in line:
                 break
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:

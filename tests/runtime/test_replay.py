@@ -148,7 +148,7 @@ async def record_a_turn(store: Store, world: SimWorld) -> tuple[Storyteller, int
     turn = await agent.run_turn(
         st, replace(Trigger.from_event(echo), attention_reason=verdict.reason)
     )
-    assert turn.outcome == "noop"
+    assert turn.outcome == "completed"
     [summary] = await RunRepository(store.db).list(kind="turn")
     return st, summary.id
 
@@ -160,7 +160,7 @@ async def test_a_turn_and_its_attention_call_are_recorded_with_costs(sqlite_stor
     stored = await runs.get(run_id)
     summary, record = stored.summary, stored.record
     assert (summary.outcome, summary.verdict, summary.rounds, summary.tool_calls) == (
-        "noop",
+        "completed",
         "interested",
         2,
         3,
@@ -231,7 +231,7 @@ async def test_a_run_that_cannot_be_stored_does_not_fail_the_turn(
         st = await watcher(sqlite_store)
         agent = runner(sqlite_store, SimWorld.harbour_town(), Script(), into=unmigrated)
         turn = await agent.run_turn(st, Trigger(TriggerKind.DIRECT, occurred_at=T0, text="bells"))
-        assert turn.outcome == "noop"
+        assert turn.outcome == "completed"
         assert "the turn run of storyteller 1 could not be stored: StorageError" in caplog.text
     finally:
         await unmigrated.close()
