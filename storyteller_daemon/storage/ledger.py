@@ -83,12 +83,14 @@ class LedgerRepository:
             session.add_all([ledger_row(e) for e in entries])
 
     async def spend_on(self, day: date) -> DaySpend:
-        """What was spent on a UTC day (the budgets reload this at start-up)."""
+        """What the daemon spent on a UTC day, replays excluded (budgets reload it at start-up)."""
         async with self._db.session() as session:
             rows = (
                 await session.execute(
                     select(LedgerRow.storyteller_id, func.sum(LedgerRow.cost_usd))
                     .where(LedgerRow.day == day.isoformat())
+                    # Replays are an admin's deliberate spend outside the daemon's caps.
+                    .where(LedgerRow.purpose != "replay")
                     .group_by(LedgerRow.storyteller_id)
                 )
             ).all()

@@ -99,7 +99,6 @@ class InFlight:
             self.now -= 1
 
 
-@pytest.mark.parametrize("cap_on", ["global", "storyteller"])
 def billed(body: dict[str, Any]) -> Reply:
     """Noop, with usage in proportion to the request's size (a token per 1.25 bytes)."""
     size = len(json.dumps(body).encode())

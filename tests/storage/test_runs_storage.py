@@ -160,6 +160,7 @@ async def test_spend_on_a_day_per_storyteller(store: Store) -> None:
             charge(cost=0.25),
             charge(cost=0.5, storyteller_id=2),
             charge(at=T0 + timedelta(days=1), cost=9.0),
+            charge(cost=4.0, purpose="replay"),  # an admin's replay is outside the caps
         ]
     )
     spend = await ledger.spend_on(date(2026, 3, 1))
