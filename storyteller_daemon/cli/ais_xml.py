@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_catalogue import check_tool, load_catalogue
+from storyteller_daemon.cli.ais_catalogue import Catalogue, check_tool, find_prog, load_catalogue
 from storyteller_daemon.cli.ais_io import register, say
 from storyteller_daemon.cli.common import open_store, run_async
 from storyteller_daemon.domain.settings import Storyteller
@@ -74,6 +74,20 @@ def _write_atomically(path: Path, text: str) -> None:
         raise ValidationError(f"Cannot write {path}: {exc.strerror or exc}.") from None
 
 
+def _progs_as_ids(st: Storyteller, catalogue: Catalogue) -> Storyteller:
+    """Prog references as the world's numeric ids, which FutureMUD requires in ``<Prog>``.
+
+    Packs name progs (ids differ between worlds); a name the world does not know is kept.
+    """
+
+    def as_id(ref: str | None) -> str | None:
+        prog = find_prog(catalogue, ref) if ref else None
+        return str(prog.id) if prog is not None else ref
+
+    tools = tuple(replace(t, prog=as_id(t.prog) or t.prog) for t in st.custom_tools)
+    return replace(st, custom_tools=tools, player_info_prog=as_id(st.player_info_prog))
+
+
 async def export_part(
     ctx: typer.Context,
     ref: Ref,
@@ -89,6 +103,8 @@ async def export_part(
     which = Part.parse(part)
     async with open_store(ctx) as store:
         st = await store.storytellers.get(ref)
+    if which is Part.TOOLS:
+        st = _progs_as_ids(st, await load_catalogue(ctx))
     text = (
         render_surveillance(st.surveillance)
         if which is Part.SURVEILLANCE

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
+from storyteller_daemon.domain.settings import CustomTool
 from storyteller_daemon.interchange.futuremud_xml import parse_surveillance, parse_tool_calls
+from storyteller_daemon.storage.store import Store
 
 TOOL_CALLS = """<ToolCalls>
   <SpeechContextEventCount>5</SpeechContextEventCount>
@@ -135,3 +138,19 @@ def test_file_errors_are_one_line_and_leave_no_partial_file(cli: Cli, tmp_path: 
     assert cli.fails("ais", "export", "Nobody", "--part", "tools") == (
         "No storyteller with id or name 'Nobody' exists."
     )
+
+
+def test_export_writes_prog_names_as_the_worlds_ids(cli: Cli) -> None:
+    # Packs name progs (ids differ between worlds); FutureMUD reads only numeric ids in <Prog>.
+    async def named_progs(store: Store) -> None:
+        st = await store.storytellers.get("Watcher")
+        tool = CustomTool("Crowd", "shout", "CrowdShout", True, (("Room", "r"), ("Text", "t")))
+        await store.storytellers.save(
+            replace(st, custom_tools=(tool,), player_info_prog="HarbourPlayerProfile")
+        )
+
+    cli.with_store(named_progs)
+    exported = parse_tool_calls(cli.ok("ais", "export", "Watcher", "--part", "tools"))
+    assert [(t.name, t.prog) for t in exported.tools] == [("Crowd", "12")]
+    assert exported.player_info_prog == "15"
+    assert cli.show("Watcher")["player_info_prog"] == "HarbourPlayerProfile"  # stored as named
