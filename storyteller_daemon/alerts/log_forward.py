@@ -64,7 +64,7 @@ class AlertingLogHandler(logging.Handler):
             return
         self._busy.active = True  # a sink that logs an error must not loop back here
         try:
-            message = record.getMessage()
+            message = _message_without_exception_text(record)
             title, _, rest = message.strip().partition("\n")
             if len(title) > MAX_TITLE_CHARS:
                 title = title[: MAX_TITLE_CHARS - 1] + "…"
@@ -83,6 +83,22 @@ class AlertingLogHandler(logging.Handler):
             return
         finally:
             self._busy.active = False
+
+
+def _message_without_exception_text(record: logging.LogRecord) -> str:
+    """The log message with any exception argument shown by its type only.
+
+    Exception texts can carry connection strings, player text or model output; Discord gets the
+    type, the log keeps the details.
+    """
+    args = record.args
+    if isinstance(args, tuple) and any(isinstance(a, BaseException) for a in args):
+        shown = tuple(type(a).__name__ if isinstance(a, BaseException) else a for a in args)
+        try:
+            return str(record.msg) % shown
+        except (TypeError, ValueError):
+            return str(record.msg)
+    return record.getMessage()
 
 
 @contextlib.contextmanager

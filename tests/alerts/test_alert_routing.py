@@ -115,6 +115,16 @@ def test_a_logged_exception_alerts_with_its_type_only() -> None:
     assert alert.key == "log:storyteller_daemon.runtime.work_queue:work item failed in queue %s"
 
 
+def test_an_exception_passed_as_a_log_argument_shows_by_type_only() -> None:
+    recorder = Recorder()
+    log = logging.getLogger("storyteller_daemon.runtime.daemon")
+    with forwarding_errors(recorder):
+        log.error("could not store world events (%s)", OSError("postgresql://u:secret@db/x"))
+    (alert,) = recorder.alerts
+    assert alert.title == "could not store world events (OSError)"
+    assert "secret" not in alert.title + alert.detail
+
+
 async def test_errors_logged_by_other_threads_are_handed_to_the_event_loop() -> None:
     recorder = Recorder()
     with forwarding_errors(recorder):
