@@ -25,7 +25,7 @@ def configure_logging(cfg: LoggingConfig) -> None:
     )
     # Third-party chatter (HTTP request lines) stays out unless debugging.
     # SQL logging at DEBUG would write statement parameters (run records hold player text).
-    for noisy in ("httpx", "httpx2", "openai", "apscheduler", "aiosqlite", "sqlalchemy"):
+    for noisy in ("httpx", "httpx2", "openai", "apscheduler", "aiosqlite", "sqlalchemy", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(cfg.level)))
 
 

@@ -25,7 +25,10 @@ class LoggingObserver:
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
         """Drops at the attention stage may quote the model; log those only in debug."""
         shown = reason if (self._debug or stage != "attention") else reason.split(":")[0]
-        log.info(
+        # Without a key every trigger stops here; the start-up warning already said so once.
+        level = logging.DEBUG if stage == "api_key" else logging.INFO
+        log.log(
+            level,
             "%s: %s in %s dropped at %s (%s)",
             storyteller.name,
             trigger.label,

@@ -246,3 +246,16 @@ async def test_after_stop_intake_nothing_new_is_accepted(rig: tuple) -> None:
     pipeline.stop_intake()
     assert pipeline.direct(WATCHER, "late") is False
     assert recorder.drops == [("intake", "shutting down")]
+
+
+def test_without_a_key_drops_stay_out_of_the_info_log(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from storyteller_daemon.runtime.observers import LoggingObserver
+
+    caplog.set_level(logging.INFO, logger="storyteller.activity")
+    observer = LoggingObserver()
+    observer.dropped(WATCHER, Trigger.from_event(echo()), "api_key", "no model API key configured")
+    observer.dropped(WATCHER, Trigger.from_event(echo()), "pause", "storyteller is paused")
+    assert [r.levelname for r in caplog.records] == ["INFO"]
+    assert "pause" in caplog.records[0].getMessage()
