@@ -9,37 +9,23 @@ from __future__ import annotations
 
 import re
 
+from storyteller_daemon.domain import text as domain_text
+
 MAX_ALERT_CHARS = 3_500
 TRUNCATION_MARKER = "\n[Alert truncated.]"
 ZERO_WIDTH_SPACE = "\u200b"
 
-# Not `domain.text.strip_markup`: that one also removes engine colour codes (``#1``), which would
-# eat the ids in the daemon's own messages ("room #101").
-# ANSI escapes: CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes.
-_ANSI_ESCAPE = re.compile(
-    r"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"  # CSI
-    r"|\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC
-    r"|[\x40-\x5f])"  # two-byte
-)
-# MXP as FutureMUD stores it internally (0x03 tag 0x04), then MXP elements as clients see them.
-_MXP_INTERNAL = re.compile(r"\x03[^\x04]*\x04")
-_MXP_ELEMENT = re.compile(
-    r"</?(?:send|a|b|i|u|s|c|h|v|color|colour|font|high|var|expire|image|sound|music|gauge"
-    r"|stat|frame|dest|nobr|p|br|sbr|hr|!el(?:ement)?|!en(?:tity)?)(?:\s[^<>]*)?>",
-    re.IGNORECASE,
-)
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # @everyone / @here ping a whole channel; <@id>, <@!id>, <@&role> ping people and roles.
 _MASS_MENTION = re.compile(r"@(everyone|here)", re.IGNORECASE)
 
 
 def strip_markup(text: str) -> str:
-    """`text` without ANSI escapes, MXP markup or control characters, with ``\\n`` newlines."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _MXP_INTERNAL.sub("", text)
-    text = _ANSI_ESCAPE.sub("", text)
-    text = _MXP_ELEMENT.sub("", text)
-    return _CONTROL_CHARS.sub("", text)
+    """`text` without ANSI escapes, MXP markup or control characters, with ``\n`` newlines.
+
+    Engine colour codes are kept: ``#`` and a digit in the daemon's own messages is an id
+    ("room #101"), not a colour.
+    """
+    return domain_text.strip_markup(text, colour_codes=False)
 
 
 def neutralise(text: str) -> str:
