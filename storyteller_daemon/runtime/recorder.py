@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -153,20 +153,12 @@ class RunRecorder:
     ) -> AsyncIterator[AttentionRun]:
         """Attribute the attention call made inside, and store it when it ends."""
         run = AttentionRun(self._context(storyteller, trigger, "attention"))
-        started, began = self._clock.now(), self._clock.monotonic()
-        error: Exception | None = None
-        try:
-            with attributed(run.context):
-                yield run
-        except Exception as exc:
-            error = exc
-            raise
-        finally:
-            # A run cancelled at shutdown is not stored: the database may be closing.
-            if not _cancelled(error):
-                await self._store_attention(
-                    storyteller, trigger, key, item, run, started, began, error
-                )
+
+        async def store(started: datetime, began: float, error: Exception | None) -> None:
+            await self._store_attention(storyteller, trigger, key, item, run, started, began, error)
+
+        async with self._stored(run.context, store):
+            yield run
 
     @contextlib.asynccontextmanager
     async def turn(
@@ -176,17 +168,32 @@ class RunRecorder:
         tape = Tape() if self.active else None
         taped = services.recorded_on(tape) if tape is not None else services
         run = TurnRun(self._context(storyteller, trigger, "turn"), taped, tape)
+
+        async def store(started: datetime, began: float, error: Exception | None) -> None:
+            await self._store_turn(storyteller, trigger, key, run, started, began, error)
+
+        async with self._stored(run.context, store):
+            yield run
+
+    @contextlib.asynccontextmanager
+    async def _stored(
+        self,
+        context: RunContext,
+        store: Callable[[datetime, float, Exception | None], Awaitable[None]],
+    ) -> AsyncIterator[None]:
+        """Attribute the calls made inside to `context`; hand the outcome to `store` at the end."""
         started, began = self._clock.now(), self._clock.monotonic()
         error: Exception | None = None
         try:
-            with attributed(run.context):
-                yield run
+            with attributed(context):
+                yield
         except Exception as exc:
             error = exc
             raise
         finally:
+            # A run cancelled at shutdown is not stored: the database may be closing.
             if not _cancelled(error):
-                await self._store_turn(storyteller, trigger, key, run, started, began, error)
+                await store(started, began, error)
 
     def _context(self, storyteller: Storyteller, trigger: Trigger, purpose: str) -> RunContext:
         return RunContext(
