@@ -84,7 +84,6 @@ class AgentTurnRunner:
         self.gate = AttentionGate(model, limits, before_request=hook)
         self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook)
         self._recorder = recorder or RunRecorder(None, None, clock)
-        self.last_records: list[TurnRecord] = []
 
     async def judge(
         self, storyteller: Storyteller, triggers: Sequence[Trigger]
@@ -152,8 +151,6 @@ class AgentTurnRunner:
         self._stats.tool_calls += len(record.calls)
         if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:
             self._alert_refused(storyteller, record)
-        self.last_records.append(record)
-        del self.last_records[:-50]
         return record
 
     def _alert_refused(self, storyteller: Storyteller, record: TurnRecord) -> None:
