@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from progs.types import ProgSignature
+from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
@@ -35,6 +36,7 @@ from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
@@ -338,6 +340,11 @@ async def build_runtime(
             alerts=alerts,
             budget=budget,
             recorder=recorder,
+            attention=AttentionOptions(
+                timeout_seconds=cfg.attention.request_timeout_seconds,
+                max_retries=cfg.attention.max_retries,
+                debug_reasons=cfg.attention.debug_reasons,
+            ),
         )
     pipeline = Pipeline(
         router=Router(),
@@ -345,10 +352,14 @@ async def build_runtime(
         clock=clock,
         stats=stats,
         observer=observer or LoggingObserver(debug_payloads=cfg.logging.debug_payloads),
+        backlog=BacklogRepository(store.db, clock.now),
+        attention=cfg.attention,
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
         speech=store.speech,
         admission=Admission(budget, world, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
+        alerts=alerts,
+        source=cfg.world.kind,
     )
     daemon = Daemon(
         settings=store.storytellers,
@@ -387,5 +398,5 @@ class _NoModel:
     async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         raise RuntimeError("no model configured")
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger) -> TurnOutcome:
+    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
         raise RuntimeError("no model configured")

@@ -91,6 +91,41 @@ class LimitsConfig(_Section):
     max_situation_titles: PositiveInt = 25
 
 
+class AttentionConfig(_Section):
+    """How events are judged: burst windows, batches, repeats, expiry, request limits."""
+
+    quiet_seconds: NonNegativeFloat = 3.0
+    """A storyteller's batch is judged once no new event has come for this long..."""
+    max_wait_seconds: NonNegativeFloat = 10.0
+    """...or once its oldest event has waited this long, whichever is first."""
+    urgent_kinds: Annotated[
+        tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
+    ] = ("crime",)
+    """Event kinds judged at once, without waiting for the window."""
+    max_batch_events: PositiveInt = 60
+    """Events judged in one attention request at most (a bigger backlog is judged in turns)."""
+    max_turn_events: PositiveInt = 20
+    """Interested events handled together in one turn at most."""
+    repeat_seconds: NonNegativeFloat = 30.0
+    """The same text heard in several rooms within this window is judged once (0: off)."""
+    room_repeat_seconds: NonNegativeFloat = 300.0
+    """The same text repeated in one room within this window is judged once (0: off)."""
+    max_age_seconds: NonNegativeFloat = 3600.0
+    """Events not judged this long after arrival are expired, counted and alerted (0: never)."""
+    retry_seconds: PositiveFloat = 2.0
+    """First wait after a failed attention request; it doubles per failure up to a minute."""
+    request_timeout_seconds: PositiveFloat = 20.0
+    """Limit of one HTTP attempt of an attention request."""
+    max_retries: NonNegativeInt = 1
+    """Retries of one attention request before its events wait for the next pass."""
+    debug_reasons: bool = False
+    """Ask for a reason on ignore verdicts too (more output tokens; for tuning prompts)."""
+    one_call_per_event: bool = False
+    """The reference design, for comparison: no window, no batching, no repeats, one turn each."""
+    retention_hours: PositiveFloat = 24.0
+    """Finished work items are kept this long for `storyteller` inspection, then pruned."""
+
+
 class WorldConfig(_Section):
     """Which world the daemon watches."""
 
@@ -170,6 +205,7 @@ class Config(_Section):
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    attention: AttentionConfig = Field(default_factory=AttentionConfig)
     world: WorldConfig = Field(default_factory=WorldConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)

@@ -50,6 +50,12 @@ class ModelRequest:
     """A ``text.format`` object, e.g. a strict json_schema for the attention verdict."""
     truncation: Literal["auto", "disabled"] | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    prompt_cache_key: str | None = None
+    """Groups requests sharing a prefix so the provider routes them to the same prompt cache."""
+    timeout_seconds: float | None = None
+    """Limit for one HTTP attempt of this request (None: the endpoint's default)."""
+    max_retries: int | None = None
+    """Retries of this request on a retryable failure (None: the endpoint's default)."""
 
 
 @dataclass(frozen=True)

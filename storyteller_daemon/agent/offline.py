@@ -4,8 +4,8 @@ It is not a language model and makes no network calls. It answers the two kinds 
 daemon sends with fixed rules, so the rest of the pipeline (attention gate, tool loop, tools,
 storage, world commands) can be shown working offline:
 
-* attention verdicts (a ``text.format`` is requested): ``interested`` when the user text
-  contains a watch word, otherwise ``ignore``;
+* attention verdicts (a ``text.format`` is requested): each event line of the batch is
+  attended to when it contains a watch word, otherwise ignored;
 * tool-loop rounds: after any tool output, ``Noop``; for an event prompt with a
   ``Location: … [#<id>]`` line, ``CreateSituation`` about the event text plus, when offered, a
   custom tool taking a room and a text, called with a fixed in-world line; otherwise ``Noop``.
@@ -134,27 +134,29 @@ class OfflineStandInModel:
     # ------------------------------------------------------------------ attention verdict
 
     def _verdict(self, request: ModelRequest, digest: str) -> ModelResponse:
-        text = "\n".join(_user_texts(request.input))
-        # Judge the event itself, not the situation list or speech context around it.
-        found = self._watch_hits(_event_text(text) or text)
-        if found:
-            verdict = {"decision": "interested", "reason": "mentions " + ", ".join(found)}
-        else:
-            verdict = {"decision": "ignore", "reason": "no watch word in the text"}
         text_format = request.text_format or {}
         schema = text_format.get("schema")
-        if text_format.get("type") == "json_schema" and isinstance(schema, Mapping):
-            properties = schema.get("properties") or {}
-            if "decision" not in {str(key).lower() for key in properties}:
-                raise ModelFatalError(
-                    "the offline stand-in can only answer the attention verdict "
-                    f"(a 'decision' and a 'reason'); format {text_format.get('name')!r} asks "
-                    f"for {sorted(properties)}"
-                )
-            answer = _fill_arguments(schema, verdict)
-        else:
-            answer = verdict
-        output_text = json.dumps(answer)
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        if text_format.get("type") != "json_schema" or not isinstance(properties, Mapping):
+            raise ModelFatalError("the offline stand-in needs a json_schema text format")
+        if "attend" not in properties or "ignore" not in properties:
+            raise ModelFatalError(
+                "the offline stand-in can only answer the attention verdicts (an 'attend' and "
+                f"an 'ignore' list); format {text_format.get('name')!r} asks for "
+                f"{sorted(properties)}"
+            )
+        reasons = _wants_objects(properties["ignore"])
+        attend: list[dict[str, str]] = []
+        ignore: list[Any] = []
+        for item_id, line in _batch_lines("\n".join(_user_texts(request.input))):
+            found = self._watch_hits(_last_quoted(line))
+            if found:
+                attend.append({"id": item_id, "why": "mentions " + ", ".join(found)})
+            elif reasons:
+                ignore.append({"id": item_id, "why": "no watch word in the text"})
+            else:
+                ignore.append(item_id)
+        output_text = json.dumps({"attend": attend, "ignore": ignore})
         message: ResponseItem = {
             "type": "message",
             "id": f"msg_offline_{digest}",
@@ -213,6 +215,32 @@ class OfflineStandInModel:
                 calls.append((tool, _fill_arguments(tool.parameters, known)))
                 break
         return calls or noop
+
+
+_BATCH_LINE = re.compile(r"^\[(e\d+)\] (.*)$", re.MULTILINE)
+
+
+def _batch_lines(text: str) -> list[tuple[str, str]]:
+    """The (id, line) of every event of an attention batch."""
+    return [(m.group(1), m.group(2)) for m in _BATCH_LINE.finditer(text)]
+
+
+def _last_quoted(line: str) -> str:
+    """The event's own text: the line's last JSON string (not the room or speaker names)."""
+    start = line.rfind(': "')
+    if start < 0:
+        return line
+    try:
+        value = json.loads(line[start + 2 :])
+    except json.JSONDecodeError:
+        return line
+    return value if isinstance(value, str) else line
+
+
+def _wants_objects(schema: Any) -> bool:
+    """Whether a list's items are objects (ignore verdicts with reasons)."""
+    items = schema.get("items") if isinstance(schema, Mapping) else None
+    return isinstance(items, Mapping) and items.get("type") == "object"
 
 
 def _digest(request: ModelRequest) -> str:

@@ -112,8 +112,11 @@ class OpenAIResponsesModel:
         """
         omit = openai.omit
         effort = request.reasoning_effort
+        client = self._client
+        if request.max_retries is not None:
+            client = client.with_options(max_retries=request.max_retries)
         try:
-            response = await self._client.responses.create(
+            response = await client.responses.create(
                 model=request.model,
                 # The item lists are plain Responses-API dicts by design (recordable, replayable);
                 # the SDK's TypedDicts describe the same JSON.
@@ -144,10 +147,18 @@ class OpenAIResponsesModel:
                 ),
                 truncation=request.truncation if request.truncation is not None else omit,
                 metadata=dict(request.metadata) if request.metadata else omit,
+                prompt_cache_key=(
+                    request.prompt_cache_key if request.prompt_cache_key is not None else omit
+                ),
+                timeout=(
+                    request.timeout_seconds
+                    if request.timeout_seconds is not None
+                    else openai.NOT_GIVEN
+                ),
                 store=False,
             )
         except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
+            raise self._translate(exc, request) from exc
         try:
             return _convert(response)
         except (AttributeError, TypeError, ValueError) as exc:
@@ -156,19 +167,25 @@ class OpenAIResponsesModel:
                 f"({type(exc).__name__}: {self._scrub(str(exc))})"
             ) from exc
 
-    def _translate(self, exc: openai.OpenAIError) -> ModelError:
+    def _translate(
+        self, exc: openai.OpenAIError, request: ModelRequest | None = None
+    ) -> ModelError:
         """The daemon's error for an SDK exception, worded without secrets."""
         where = self._name
+        timeout, retries = self._timeout_seconds, self._max_retries
+        if request is not None and request.timeout_seconds is not None:
+            timeout = request.timeout_seconds
+        if request is not None and request.max_retries is not None:
+            retries = request.max_retries
         if isinstance(exc, openai.APITimeoutError):
             return ModelTransientError(
-                f"{where}: no answer within {self._timeout_seconds:g} s "
-                f"(gave up after {self._max_retries} retries)"
+                f"{where}: no answer within {timeout:g} s (gave up after {retries} retries)"
             )
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__
             reason = f" ({type(cause).__name__}: {self._scrub(str(cause))})" if cause else ""
             return ModelTransientError(
-                f"{where}: could not connect{reason} (gave up after {self._max_retries} retries)"
+                f"{where}: could not connect{reason} (gave up after {retries} retries)"
             )
         if isinstance(exc, openai.APIResponseValidationError):
             return ModelFatalError(
@@ -178,7 +195,7 @@ class OpenAIResponsesModel:
             status = exc.status_code
             detail = self._status_detail(exc)
             if status in _TRANSIENT_STATUSES or status >= 500:
-                retried = f" (gave up after {self._max_retries} retries)"
+                retried = f" (gave up after {retries} retries)"
                 return ModelTransientError(f"{where}: HTTP {status}{detail}{retried}")
             if isinstance(exc, openai.AuthenticationError):
                 # OpenAI's 401 message quotes part of the key; the status and code suffice.

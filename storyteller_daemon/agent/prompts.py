@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from storyteller_daemon.agent.model import ResponseItem
@@ -109,7 +110,8 @@ class TurnPrompt:
         """The user prompt sent to the tool loop."""
         suffix = ""
         if self.attention_reason and self.attention_reason.strip():
-            suffix = f"\n\nAttention reason:\n{one_line(self.attention_reason)}"
+            # The reason often repeats a player's words: it is quoted like other world text.
+            suffix = f"\n\nAttention reason:\n{quoted(self.attention_reason)}"
         return truncate(self.body.rstrip(), self.max_chars, suffix)
 
     def with_attention_reason(self, reason: str) -> TurnPrompt:
@@ -160,6 +162,13 @@ def heard_before(lines: list[SpeechLine], current: SpeechLine) -> list[SpeechLin
     return lines
 
 
+def _event_id(trigger: Trigger) -> str:
+    """How a turn prompt names one of its events: the world's cursor."""
+    if trigger.event is not None:
+        return f"event {trigger.event.cursor}"
+    return trigger.label
+
+
 def situation_lines(situations: list[tuple[int, str]]) -> str:
     """The situation block for (id, title) pairs, oldest first."""
     if not situations:
@@ -208,6 +217,8 @@ class PromptBuilder:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
         block = await self._situation_block(storyteller.id, trigger)
         lines, attention = await self._event_lines(storyteller, trigger, status_text)
+        if trigger.coalesced:
+            lines = await self._burst_lines(storyteller, trigger)
         body = "\n".join([block, "", WORLD_TEXT_NOTE, "", *lines])
         if trigger.needs_attention and attention is None:
             attention = body
@@ -218,6 +229,80 @@ class PromptBuilder:
             max_chars=limit,
             attention_reason=trigger.attention_reason,
         )
+
+    async def _burst_lines(self, storyteller: Storyteller, trigger: Trigger) -> list[str]:
+        """Every event of a coalesced turn, oldest first, each with its id and reason."""
+        events = trigger.all
+        lines = [
+            f"{len(events)} related events happened in rooms you watch, judged together; "
+            "handle them as one situation where they belong together.",
+        ]
+        for index, each in enumerate(events, start=1):
+            event_lines, _ = await self._event_lines(storyteller, each, "")
+            lines += ["", f"Event E{index} ({_event_id(each)}):", *event_lines[1:]]
+            if each.attention_reason and each.attention_reason.strip():
+                lines.append(f"Attention reason: {quoted(each.attention_reason)}")
+        return lines
+
+    async def attention_context(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> str:
+        """What an attention batch is judged against: the storyteller's open situations."""
+        if storyteller.id is None:
+            raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
+        situations = await self._situations.open_for_trigger(
+            storyteller.id, room_id=None, character_ids=(), limit=self._limits.max_situation_titles
+        )
+        if not situations:
+            return f"{NO_SITUATIONS}\n\n{WORLD_TEXT_NOTE}"
+        titles = "\n".join(f"- #{s.id}: {quoted(s.title)}" for s in situations)
+        return f"{SITUATIONS_HEADER}\n{titles}\n\n{WORLD_TEXT_NOTE}"
+
+    async def attention_line(self, trigger: Trigger) -> str:
+        """One event of an attention batch, on one line, world text quoted."""
+        event = trigger.event
+        stamp = event.occurred_at.strftime("%H:%M:%S") if event is not None else ""
+        if isinstance(event, RoomEcho):
+            where = await self._place(event.cell_id)
+            source = ""
+            if event.source_character_id is not None:
+                source = f" by {await self._who(event.source_character_id)}"
+            return f"{stamp} echo in {where}{source}: {quoted(event.text)}"
+        if isinstance(event, Speech):
+            where = await self._place(event.cell_id)
+            target = ""
+            if event.target_id is not None or event.target_description:
+                target = f" to {quoted(event.target_description or 'someone')}"
+            return (
+                f"{stamp} speech in {where}: {quoted(event.speaker_name)} [#{event.speaker_id}] "
+                f"{split_camel(one_line(event.volume)).lower()}{target}: {quoted(event.text)}"
+            )
+        if isinstance(event, Crime):
+            where = await self._place(event.cell_id)
+            victim = ""
+            if event.victim_id is not None:
+                victim = f" against {await self._who(event.victim_id)}"
+            return (
+                f"{stamp} crime in {where}: {split_camel(one_line(event.crime_type))} by "
+                f"{await self._who(event.criminal_id)}{victim}, authority "
+                f"{quoted(event.legal_authority)}, {event.witness_count} witnesses"
+            )
+        # Other kinds skip the gate; should one be judged, it still gets a line.
+        text = f": {quoted(trigger.text)}" if trigger.text else ""
+        return f"{stamp} {trigger.label}{text}".strip()
+
+    async def _place(self, room_id: int) -> str:
+        try:
+            room = await self._world.room(room_id)
+        except WorldCommandError:
+            room = None
+        name = quoted(room.name) if room is not None else "an unknown room"
+        return f"{name} [#{room_id}]"
+
+    async def _who(self, character_id: int) -> str:
+        try:
+            info = await self._world.character(character_id)
+        except WorldCommandError:
+            info = None
+        return f"{quoted(info.name)} [#{character_id}]" if info is not None else f"#{character_id}"
 
     async def _situation_block(self, storyteller_id: int, trigger: Trigger) -> str:
         situations = await self._situations.open_for_trigger(

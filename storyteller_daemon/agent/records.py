@@ -59,6 +59,8 @@ def api_body(request: ModelRequest) -> dict[str, Any]:
         body["truncation"] = request.truncation
     if request.metadata:
         body["metadata"] = dict(request.metadata)
+    if request.prompt_cache_key is not None:
+        body["prompt_cache_key"] = request.prompt_cache_key
     return body
 
 

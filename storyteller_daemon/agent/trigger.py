@@ -47,6 +47,13 @@ class Trigger:
     """Direct-invocation text."""
     attention_reason: str | None = None
     involved: frozenset[int] = field(default=frozenset())
+    coalesced: tuple[Trigger, ...] = ()
+    """Further triggers of the same kind handled in the same turn (a burst), oldest first."""
+
+    @property
+    def all(self) -> tuple[Trigger, ...]:
+        """This trigger and the ones coalesced into it, oldest first."""
+        return (self, *self.coalesced)
 
     @property
     def label(self) -> str:
@@ -93,8 +100,10 @@ class Trigger:
 
     @property
     def character_ids(self) -> frozenset[int]:
-        """Characters the trigger concerns (for situation scope)."""
+        """Characters the trigger (and those coalesced into it) concerns (situation scope)."""
         base = self.event.involved_character_ids if self.event is not None else frozenset()
+        for other in self.coalesced:
+            base |= other.character_ids
         return base | self.involved
 
     @classmethod

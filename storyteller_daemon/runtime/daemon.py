@@ -15,8 +15,10 @@ advanced in one transaction before the events are dispatched, and marked afterwa
 daemon resumes from the stored cursor and first dispatches what was stored but never dispatched.
 A game that refuses the daemon (bad token, protocol version) stops it with that error.
 
-Shutdown (SIGINT/SIGTERM): intake stops, heartbeats stop, queued and running turns get
-``drain_seconds`` to finish, then everything left is cancelled. No task outlives `run()`.
+Every event a storyteller hears becomes work in its durable backlog (see `pipeline`).
+Shutdown (SIGINT/SIGTERM): intake stops, heartbeats stop, a judging pass or turn in flight gets
+``drain_seconds`` to finish, then is cancelled; everything else stays in the backlog for the next
+start. No task outlives `run()`.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ class Daemon:
         self._polled = asyncio.Condition()
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
-        self.pipeline.heartbeat(storyteller_id, heartbeat)
+        await self.pipeline.heartbeat(storyteller_id, heartbeat)
 
     # ------------------------------------------------------------------ settings
 
@@ -194,8 +196,8 @@ class Daemon:
             (s for s in self.pipeline.router.storytellers if s.name.casefold() == wanted), None
         )
 
-    def invoke(self, storyteller_ref: str | int, text: str) -> InvocationResult:
-        """Queue a direct-invocation turn for a storyteller, with the game's text.
+    async def invoke(self, storyteller_ref: str | int, text: str) -> InvocationResult:
+        """Store a direct-invocation turn for a storyteller, with the game's text.
 
         Args:
             storyteller_ref: the storyteller's id, or its name in any case.
@@ -211,7 +213,7 @@ class Daemon:
         storyteller = self.find_storyteller(storyteller_ref)
         if storyteller is None:
             return InvocationResult(False, f"no storyteller '{storyteller_ref}'")
-        refusal = self.pipeline.submit_direct(storyteller, text)
+        refusal = await self.pipeline.submit_direct(storyteller, text)
         return InvocationResult(refusal is None, refusal or "queued", storyteller.id)
 
     async def _watch_settings(self) -> None:
@@ -240,11 +242,6 @@ class Daemon:
             await self._restore()
         self.world_status = "subscribed"
         stream = self._world.subscribe(cells, self.cursor)
-        if self._inbox is None:
-            async for event in stream:
-                self.cursor = event.cursor
-                self.pipeline.ingest(event)
-            return
         async with EventBatches(stream, INBOX_BATCH) as batches:
             while (batch := await batches.next()) is not None:
                 await _complete_even_if_cancelled(self._store_and_dispatch(batch))
@@ -260,7 +257,11 @@ class Daemon:
         self._restored = True
 
     async def _store_and_dispatch(self, events: Sequence[WorldEvent]) -> None:
-        assert self._inbox is not None
+        if self._inbox is None:  # a world that cannot replay: its events go straight in
+            self.cursor = events[-1].cursor
+            if self._intake_open:
+                await self.pipeline.accept(events)
+            return
         stored = await self._inbox.store_events(self._world_key, events)
         self.cursor = events[-1].cursor
         await self._dispatch(stored)
@@ -269,8 +270,9 @@ class Daemon:
         # Once intake has closed, stored events stay pending: the next start dispatches them.
         if not stored or not self._intake_open or self._inbox is None:
             return
-        for _, event in stored:
-            self.pipeline.ingest(event)
+        # The backlog stores the storytellers' work before the inbox marks the events, so a crash
+        # in between dispatches them again, and the backlog skips what it already holds.
+        await self.pipeline.accept([event for _, event in stored])
         await self._inbox.mark_dispatched([row_id for row_id, _ in stored])
         self._stored_since_prune += len(stored)
         if self._stored_since_prune >= self._inbox_keep // 10:
@@ -362,6 +364,10 @@ class Daemon:
             FatalStreamError: After draining, if the world refused the daemon.
         """
         self._stop = stop
+        if self._inbox is None:
+            # Work from a previous run of a world that cannot replay (the embedded sim world
+            # starts over at the same cursors) cannot be matched to this run's events.
+            await self.pipeline.discard_unreplayable()
         try:
             await self.reload(force=True)
         except FatalStreamError as exc:

@@ -9,9 +9,9 @@
 * when the run ends (normally or with an error, but not when cancelled at shutdown) it stores
   the run record and one cost-ledger row per request in one transaction.
 
-Attention calls are stored one record per judged trigger (``kind = attention``), interested or
-not; the turn an interested verdict leads to is stored under the same turn key, so the two can be
-shown together. With ``runs.record = false`` only the ledger rows are written.
+Attention calls are stored one record per batch (``kind = attention``), holding every event
+of the batch with its verdict and every request made for it (a re-ask included). With
+``runs.record = false`` only the ledger rows are written.
 
 Records hold prompts and player text: they go to the database only, never to the log. A failed
 write is logged (without payload) and never fails the turn.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,10 +49,10 @@ DAY = timedelta(days=1)
 
 @dataclass
 class AttentionRun:
-    """An attention call being made; the runner fills in the verdict."""
+    """An attention batch being judged; the runner fills in the verdicts, in trigger order."""
 
     context: RunContext
-    verdict: AttentionVerdict | None = None
+    verdicts: list[AttentionVerdict] | None = None
 
 
 @dataclass
@@ -149,13 +149,15 @@ class RunRecorder:
 
     @contextlib.asynccontextmanager
     async def attention(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, item: str
+        self, storyteller: Storyteller, triggers: Sequence[Trigger], key: str, item: str
     ) -> AsyncIterator[AttentionRun]:
-        """Attribute the attention call made inside, and store it when it ends."""
-        run = AttentionRun(self._context(storyteller, trigger, "attention"))
+        """Attribute the attention requests made inside, and store the batch when it ends."""
+        run = AttentionRun(self._context(storyteller, triggers[0], "attention"))
 
         async def store(started: datetime, began: float, error: Exception | None) -> None:
-            await self._store_attention(storyteller, trigger, key, item, run, started, began, error)
+            await self._store_attention(
+                storyteller, triggers, key, item, run, started, began, error
+            )
 
         async with self._stored(run.context, store):
             yield run
@@ -209,7 +211,7 @@ class RunRecorder:
     async def _store_attention(
         self,
         storyteller: Storyteller,
-        trigger: Trigger,
+        triggers: Sequence[Trigger],
         key: str,
         item: str,
         run: AttentionRun,
@@ -219,45 +221,60 @@ class RunRecorder:
     ) -> None:
         if not self.active:
             return
-        context, verdict = run.context, run.verdict
+        context, verdicts = run.context, run.verdicts
         exchange = context.exchanges[-1] if context.exchanges else None
         error_text = _error_text(error) or (exchange.error if exchange else None)
-        if verdict is not None:
-            outcome = "violation" if verdict.violation else verdict.decision
-        else:
-            outcome = _error_outcome(error)
+        outcome = _batch_outcome(verdicts) if verdicts is not None else _error_outcome(error)
+        judged = [
+            {
+                "trigger": encode_trigger(trigger),
+                "verdict": None
+                if verdicts is None
+                else {
+                    "decision": verdicts[index].decision,
+                    "reason": verdicts[index].reason,
+                    "violation": verdicts[index].violation,
+                },
+            }
+            for index, trigger in enumerate(triggers)
+        ]
+        first = triggers[0]
         record = {
             "version": RECORD_VERSION,
             "kind": "attention",
             "storyteller": {"id": storyteller.id, "name": storyteller.name},
             "turn_key": key,
-            "trigger": encode_trigger(trigger),
+            "trigger": encode_trigger(first),
+            "events": judged,
             "input": item,
+            "requests": [
+                {
+                    "request": api_body(x.request),
+                    "response": response_summary(x.response) if x.response else None,
+                    "error": x.error,
+                }
+                for x in context.exchanges
+            ],
             "request": api_body(exchange.request) if exchange else None,
             "response": (
                 response_summary(exchange.response) if exchange and exchange.response else None
             ),
-            "verdict": None
-            if verdict is None
-            else {
-                "decision": verdict.decision,
-                "reason": verdict.reason,
-                "violation": verdict.violation,
-            },
+            "verdict": judged[0]["verdict"] if len(judged) == 1 else None,
             "charges": [_charge_json(c) for c in context.charges],
             "cost_usd": context.cost_usd,
             "error": error_text,
         }
+        label = first.label if len(triggers) == 1 else f"{len(triggers)} events"
         await self._store(
             NewRun(
                 kind="attention",
                 turn_key=key,
                 storyteller_id=storyteller.id or 0,
                 storyteller_name=storyteller.name,
-                trigger_kind=trigger.kind.value,
-                trigger_label=trigger.label,
-                room_id=trigger.room_id,
-                verdict=outcome if verdict is not None else None,
+                trigger_kind=first.kind.value,
+                trigger_label=label,
+                room_id=first.room_id,
+                verdict=outcome if verdicts is not None else None,
                 outcome=outcome,
                 started_at=started,
                 duration_seconds=self._clock.monotonic() - began,
@@ -376,6 +393,16 @@ class RunRecorder:
         """Return once `prune_daily` has pruned `count` times."""
         async with self._pruned:
             await self._pruned.wait_for(lambda: self.prunes >= count)
+
+
+def _batch_outcome(verdicts: Sequence[AttentionVerdict]) -> str:
+    """``interested`` if any event was, else ``violation`` if any broke the contract, else
+    ``ignore``."""
+    if any(v.interested for v in verdicts):
+        return "interested"
+    if any(v.violation for v in verdicts):
+        return "violation"
+    return "ignore"
 
 
 def _error_outcome(error: BaseException | None) -> str:

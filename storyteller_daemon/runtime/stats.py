@@ -26,17 +26,33 @@ class RuntimeStats:
     cost_usd: float = 0.0
     queue_overflow: Counter[str] = field(default_factory=Counter)
     """Storyteller name → work items rejected because its queue was full."""
+    events_judged: int = 0
+    """Events given a verdict (by the model, or inherited from a repeat)."""
+    attention_failures: int = 0
+    """Attention requests that failed (their events stayed pending)."""
+    filtered: Counter[str] = field(default_factory=Counter)
+    """Deterministic rule → events it settled without a model call."""
+    batch_sizes: list[int] = field(default_factory=list)
+    """Events per attention request (model-judged only), in order."""
+    verdict_latency: list[float] = field(default_factory=list)
+    """Seconds from an event's arrival in the backlog to its verdict."""
+    turn_latency: list[float] = field(default_factory=list)
+    """Seconds from an event's arrival in the backlog to the start of its turn."""
 
-    def drop(self, stage: str) -> None:
-        """Count a trigger dropped at `stage`."""
-        self.dropped[stage] += 1
+    def drop(self, stage: str, count: int = 1) -> None:
+        """Count triggers dropped at `stage`."""
+        self.dropped[stage] += count
 
     def summary_rows(self) -> list[tuple[str, str]]:
         """Label/value pairs for a human summary."""
         u = self.usage
         return [
             ("world events received", str(self.events_in)),
-            ("attention batches (one or more events each)", str(self.attention_calls)),
+            (
+                "attention requests",
+                f"{self.attention_calls} for {self.events_judged} events judged"
+                + (f" ({self.attention_failures} failed)" if self.attention_failures else ""),
+            ),
             (
                 "verdicts",
                 ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())) or "none",
@@ -53,6 +69,10 @@ class RuntimeStats:
             (
                 "dropped",
                 ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items())) or "none",
+            ),
+            (
+                "settled by rule",
+                ", ".join(f"{k} {v}" for k, v in sorted(self.filtered.items())) or "none",
             ),
             (
                 "queue overflow",

@@ -304,6 +304,7 @@ def encode_trigger(trigger: Trigger) -> dict[str, Any]:
         "text": trigger.text,
         "attention_reason": trigger.attention_reason,
         "involved": sorted(trigger.involved),
+        "coalesced": [encode_trigger(t) for t in trigger.coalesced],
     }
 
 
@@ -320,6 +321,7 @@ def decode_trigger(data: dict[str, Any]) -> Trigger:
         text=data.get("text", ""),
         attention_reason=data.get("attention_reason"),
         involved=frozenset(data.get("involved", ())),
+        coalesced=tuple(decode_trigger(t) for t in data.get("coalesced", ())),
     )
 
 

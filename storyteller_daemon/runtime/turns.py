@@ -11,7 +11,13 @@ import hashlib
 import logging
 from collections.abc import Sequence
 
-from storyteller_daemon.agent.attention import AttentionGate, AttentionVerdict
+from storyteller_daemon.agent.attention import (
+    AttentionGate,
+    AttentionOptions,
+    AttentionVerdict,
+    BatchEntry,
+    attention_input,
+)
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.ports import (
@@ -74,6 +80,7 @@ class AgentTurnRunner:
         budget: BudgetKeeper | None = None,
         recorder: RunRecorder | None = None,
         alerts: AlertSink | None = None,
+        attention: AttentionOptions | None = None,
     ) -> None:
         self._stats = stats
         self._alerts = alerts
@@ -81,34 +88,43 @@ class AgentTurnRunner:
         self._services = Services(world, situations, memories, references, speech)
         self._prompts = PromptBuilder(world, situations, limits, speech)
         hook = budget.before_request if budget is not None else None
-        self.gate = AttentionGate(model, limits, before_request=hook)
+        self.gate = AttentionGate(model, limits, before_request=hook, options=attention)
         self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook)
         self._recorder = recorder or RunRecorder(None, None, clock)
 
     async def judge(
         self, storyteller: Storyteller, triggers: Sequence[Trigger]
     ) -> list[AttentionVerdict]:
-        """Verdicts for a batch of triggers (room echoes, speech, crimes)."""
-        verdicts: list[AttentionVerdict] = []
-        for trigger in triggers:  # one request per item, each recorded as its own run
-            prompt = await self._prompts.build(storyteller, trigger)
-            item = prompt.attention_input or prompt.text
-            key = turn_key(storyteller, trigger)
-            async with self._recorder.attention(storyteller, trigger, key, item) as run:
-                [run.verdict] = await self.gate.judge(storyteller, [item])
-            verdicts.append(run.verdict)
+        """Verdicts for a batch of triggers (room echoes, speech, crimes), one request for all.
+
+        The batch is recorded as one attention run; its events get the ids ``e1``, ``e2``...
+        in order.
+        """
+        if not triggers:
+            return []
+        context = await self._prompts.attention_context(storyteller, triggers)
+        entries = [
+            BatchEntry(f"e{index}", await self._prompts.attention_line(trigger))
+            for index, trigger in enumerate(triggers, start=1)
+        ]
+        item = attention_input(context, entries)
+        key = f"{turn_key(storyteller, triggers[0])}:attention+{len(triggers) - 1}"
+        async with self._recorder.attention(storyteller, triggers, key, item) as run:
+            judgement = await self.gate.judge(storyteller, context, entries)
+            run.verdicts = [judgement.verdicts[e.id] for e in entries]
+        self._stats.attention_calls += judgement.requests
+        verdicts = run.verdicts
         assert storyteller.id is not None
         streak = self.gate.consecutive_violations(storyteller.id)
-        if any(v.violation for v in verdicts) and streak >= VIOLATION_ALERT_STREAK:
-            # One bad verdict is noise; a run of them means a wrong model or prompt.
-            if streak - sum(1 for v in verdicts if v.violation) < VIOLATION_ALERT_STREAK:
-                log.error(
-                    "storyteller %s: the attention model broke the verdict contract %d times in "
-                    "a row (last: %s); check its attention model and prompt",
-                    storyteller.name,
-                    streak,
-                    next(v.violation for v in reversed(verdicts) if v.violation),
-                )
+        if streak == VIOLATION_ALERT_STREAK:
+            # One bad reply is noise; a run of them means a wrong model or prompt.
+            log.error(
+                "storyteller %s: the attention model broke the verdict contract in %d batches "
+                "in a row (last: %s); check its attention model and prompt",
+                storyteller.name,
+                streak,
+                "; ".join(judgement.problems[-2:]) or "unknown",
+            )
         return verdicts
 
     async def _status_text(
@@ -129,9 +145,18 @@ class AgentTurnRunner:
         value = outcome.value
         return value if isinstance(value, str) else str(value) if value is not None else ""
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger) -> TurnRecord:
-        """Build the prompt and run the tool loop, as one recorded run."""
-        key = turn_key(storyteller, trigger)
+    async def run_turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str | None = None
+    ) -> TurnRecord:
+        """Build the prompt and run the tool loop, as one recorded run.
+
+        Args:
+            storyteller: whose turn.
+            trigger: what it is about (with any triggers coalesced into it).
+            key: the turn key (prog idempotency keys derive from it); by default
+                `turn_key` of the trigger.
+        """
+        key = key or turn_key(storyteller, trigger)
         async with self._recorder.turn(storyteller, trigger, key, self._services) as run:
             used = run.services
             prompts = self._prompts

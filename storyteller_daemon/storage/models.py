@@ -275,6 +275,33 @@ class InboxRow(Base):
     dispatched: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
+class WorkRow(Base):
+    """One trigger in one storyteller's durable backlog (see `domain.work` for the states)."""
+
+    __tablename__ = "work_items"
+    __table_args__ = (
+        UniqueConstraint("storyteller_id", "source", name="uq_work_items_source"),
+        Index("ix_work_items_open", "storyteller_id", "state", "id"),
+        Index("ix_work_items_turn", "turn_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(BigInteger)
+    source: Mapped[str] = mapped_column(String(300))
+    kind: Mapped[str] = mapped_column(String(40))
+    turn_class: Mapped[str] = mapped_column(String(300))
+    room_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    payload: Mapped[str] = mapped_column(Text)
+    """The trigger as JSON."""
+    state: Mapped[str] = mapped_column(String(20))
+    received_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rule: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    turn_key: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
 # Objects the migrations create per dialect with raw SQL (full-text search) are not modelled;
 # autogenerate must not propose dropping them.
 _FTS_TABLE_PREFIX = "reference_documents_fts"

@@ -1,0 +1,328 @@
+"""The durable backlog: every storyteller's work items and their states (see `domain.work`).
+
+The attention stage reads `pending` items a batch at a time and records a `Decision` for each;
+the turn stage `claim_turn`s interested items and `finish_turn`s them. Every move is one short
+transaction, guarded by the state the item must be in, so a crash between any two moves leaves
+each item in exactly one recorded state, and a restart picks up from there.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, func, select, update
+
+from storyteller_daemon.domain.work import (
+    MAX_TURN_ATTEMPTS,
+    OPEN_STATES,
+    Decision,
+    NewWork,
+    TurnClaim,
+    WorkItem,
+    WorkState,
+)
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.models import WorkRow
+from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+
+_CHUNK = 500  # rows per IN (...) list: well under every backend's bound-parameter limit
+
+
+def _item(row: WorkRow) -> WorkItem:
+    return WorkItem(
+        id=row.id,
+        storyteller_id=row.storyteller_id,
+        source=row.source,
+        kind=row.kind,
+        turn_class=row.turn_class,
+        room_id=row.room_id,
+        payload=row.payload,
+        state=WorkState(row.state),
+        received_at=as_utc(row.received_on),
+        reason=row.reason,
+        rule=row.rule,
+        turn_key=row.turn_key,
+        attempts=row.attempts,
+    )
+
+
+def _chunks(ids: Sequence[int]) -> list[list[int]]:
+    return [list(ids[i : i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
+
+
+class BacklogRepository:
+    """Adds, lists and moves work items of every storyteller."""
+
+    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def add(self, items: Sequence[NewWork]) -> list[WorkItem]:
+        """Store the items whose (storyteller, source) is new; return those, in order."""
+        if not items:
+            return []
+        async with self._db.session() as session:
+            known: set[tuple[int, str]] = set()
+            by_storyteller: dict[int, list[str]] = {}
+            for item in items:
+                by_storyteller.setdefault(item.storyteller_id, []).append(item.source)
+            for sid, sources in by_storyteller.items():
+                for start in range(0, len(sources), _CHUNK):
+                    chunk = sources[start : start + _CHUNK]
+                    found = await session.scalars(
+                        select(WorkRow.source).where(
+                            WorkRow.storyteller_id == sid, WorkRow.source.in_(chunk)
+                        )
+                    )
+                    known.update((sid, source) for source in found)
+            now = self._clock()
+            rows = []
+            for item in items:
+                if (item.storyteller_id, item.source) in known:
+                    continue
+                known.add((item.storyteller_id, item.source))
+                rows.append(
+                    WorkRow(
+                        storyteller_id=item.storyteller_id,
+                        source=item.source,
+                        kind=item.kind,
+                        turn_class=item.turn_class,
+                        room_id=item.room_id,
+                        payload=item.payload,
+                        state=item.state.value,
+                        received_on=now,
+                        updated_on=now,
+                        reason=item.reason,
+                        rule=item.rule,
+                        attempts=0,
+                    )
+                )
+            session.add_all(rows)
+            await session.flush()
+            return [_item(row) for row in rows]
+
+    async def pending(self, storyteller_id: int, limit: int) -> list[WorkItem]:
+        """The oldest `limit` items waiting for the attention stage."""
+        return await self._list(storyteller_id, WorkState.PENDING, limit)
+
+    async def interested(self, storyteller_id: int, limit: int) -> list[WorkItem]:
+        """The oldest `limit` items waiting for a turn."""
+        return await self._list(storyteller_id, WorkState.INTERESTED, limit)
+
+    async def _list(self, storyteller_id: int, state: WorkState, limit: int) -> list[WorkItem]:
+        async with self._db.session() as session:
+            rows = await session.scalars(
+                select(WorkRow)
+                .where(WorkRow.storyteller_id == storyteller_id, WorkRow.state == state.value)
+                .order_by(WorkRow.id)
+                .limit(limit)
+            )
+            return [_item(row) for row in rows]
+
+    async def decide(self, decisions: Sequence[Decision]) -> int:
+        """Move pending items to their decided states; return how many moved.
+
+        An item no longer pending (decided meanwhile, or gone) is left as it is.
+        """
+        moved = 0
+        now = self._clock()
+        async with self._db.session() as session:
+            for decision in decisions:
+                result = await session.execute(
+                    update(WorkRow)
+                    .where(WorkRow.id == decision.item_id, WorkRow.state == WorkState.PENDING.value)
+                    .values(
+                        state=decision.state.value,
+                        reason=decision.reason,
+                        rule=decision.rule,
+                        updated_on=now,
+                    )
+                )
+                moved += int(getattr(result, "rowcount", 0) or 0)
+        return moved
+
+    async def count_attempt(self, ids: Sequence[int]) -> None:
+        """Count a failed attention request against pending items (they stay pending)."""
+        async with self._db.session() as session:
+            for chunk in _chunks(ids):
+                await session.execute(
+                    update(WorkRow)
+                    .where(WorkRow.id.in_(chunk), WorkRow.state == WorkState.PENDING.value)
+                    .values(attempts=WorkRow.attempts + 1)
+                )
+
+    async def claim_turn(
+        self, storyteller_id: int, make_key: Callable[[Sequence[WorkItem]], str], limit: int
+    ) -> TurnClaim | None:
+        """The next turn of a storyteller: work a crash interrupted first, else fresh work.
+
+        Interrupted work (items left ``running``) is claimed again under its own turn key; once
+        it has been interrupted `MAX_TURN_ATTEMPTS` times it is marked failed instead. Fresh
+        work is the oldest interested item and the next interested items of its turn class, up
+        to `limit`, moved to ``running`` under ``make_key(items)``.
+        """
+        async with self._db.session() as session:
+            while True:
+                running = list(
+                    await session.scalars(
+                        select(WorkRow)
+                        .where(
+                            WorkRow.storyteller_id == storyteller_id,
+                            WorkRow.state == WorkState.RUNNING.value,
+                        )
+                        .order_by(WorkRow.id)
+                    )
+                )
+                if not running:
+                    break
+                key = running[0].turn_key
+                rows = [r for r in running if r.turn_key == key]
+                attempt = max(r.attempts for r in rows) + 1
+                now = self._clock()
+                for row in rows:
+                    row.updated_on = now
+                    if attempt > MAX_TURN_ATTEMPTS:
+                        row.state = WorkState.FAILED.value
+                        row.reason = f"interrupted {attempt - 1} times; not run again"
+                    else:
+                        row.attempts = attempt
+                await session.flush()
+                if attempt <= MAX_TURN_ATTEMPTS:
+                    items = tuple(_item(r) for r in rows)
+                    return TurnClaim(storyteller_id, key or "", items, attempt)
+            first = await session.scalar(
+                select(WorkRow)
+                .where(
+                    WorkRow.storyteller_id == storyteller_id,
+                    WorkRow.state == WorkState.INTERESTED.value,
+                )
+                .order_by(WorkRow.id)
+                .limit(1)
+            )
+            if first is None:
+                return None
+            rows = list(
+                await session.scalars(
+                    select(WorkRow)
+                    .where(
+                        WorkRow.storyteller_id == storyteller_id,
+                        WorkRow.state == WorkState.INTERESTED.value,
+                        WorkRow.turn_class == first.turn_class,
+                    )
+                    .order_by(WorkRow.id)
+                    .limit(limit)
+                )
+            )
+            key = make_key([_item(r) for r in rows])
+            now = self._clock()
+            for row in rows:
+                row.state, row.turn_key, row.attempts, row.updated_on = (
+                    WorkState.RUNNING.value,
+                    key,
+                    1,
+                    now,
+                )
+            await session.flush()
+            claimed = tuple(_item(r) for r in rows)
+            return TurnClaim(storyteller_id, key, claimed, 1)
+
+    async def finish_turn(self, turn_key: str, state: WorkState, reason: str | None) -> int:
+        """Record how a claimed turn ended (``done`` or ``failed``); return items moved."""
+        if state not in (WorkState.DONE, WorkState.FAILED):
+            raise ValueError(f"a turn ends done or failed, not {state.value}")
+        async with self._db.session() as session:
+            result = await session.execute(
+                update(WorkRow)
+                .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
+                .values(state=state.value, reason=reason, updated_on=self._clock())
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    async def expire(
+        self, storyteller_id: int, *, received_before: datetime, reason: str
+    ) -> list[WorkItem]:
+        """Expire pending items received before a time (the maximum-age policy)."""
+        async with self._db.session() as session:
+            rows = list(
+                await session.scalars(
+                    select(WorkRow).where(
+                        WorkRow.storyteller_id == storyteller_id,
+                        WorkRow.state == WorkState.PENDING.value,
+                        WorkRow.received_on < received_before,
+                    )
+                )
+            )
+            now = self._clock()
+            for row in rows:
+                row.state, row.rule, row.reason, row.updated_on = (
+                    WorkState.EXPIRED.value,
+                    "max_age",
+                    reason,
+                    now,
+                )
+            await session.flush()
+            return [_item(r) for r in rows]
+
+    async def close_source(self, prefix: str, *, reason: str) -> int:
+        """Expire every open item whose source starts with `prefix` (a world that restarted)."""
+        async with self._db.session() as session:
+            result = await session.execute(
+                update(WorkRow)
+                .where(
+                    WorkRow.source.startswith(prefix, autoescape=True),
+                    WorkRow.state.in_([s.value for s in OPEN_STATES]),
+                )
+                .values(
+                    state=WorkState.EXPIRED.value,
+                    rule="world_restarted",
+                    reason=reason,
+                    updated_on=self._clock(),
+                )
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    async def depth(self) -> Counter[tuple[int, str]]:
+        """(storyteller id, state) → open items, for every storyteller with open work."""
+        async with self._db.session() as session:
+            rows = await session.execute(
+                select(WorkRow.storyteller_id, WorkRow.state, func.count())
+                .where(WorkRow.state.in_([s.value for s in OPEN_STATES]))
+                .group_by(WorkRow.storyteller_id, WorkRow.state)
+            )
+            return Counter({(int(sid), str(state)): int(n) for sid, state, n in rows})
+
+    async def storytellers_with_open_work(self) -> set[int]:
+        """Storytellers that have pending, interested or running items."""
+        return {sid for sid, _ in await self.depth()}
+
+    async def items(self, storyteller_id: int, *, limit: int = 100) -> list[WorkItem]:
+        """The newest `limit` items of a storyteller, newest first (for admins and tests)."""
+        async with self._db.session() as session:
+            rows = await session.scalars(
+                select(WorkRow)
+                .where(WorkRow.storyteller_id == storyteller_id)
+                .order_by(WorkRow.id.desc())
+                .limit(limit)
+            )
+            return [_item(row) for row in rows]
+
+    async def forget(self, storyteller_id: int) -> int:
+        """Delete every item of a storyteller that no longer exists."""
+        async with self._db.session() as session:
+            result = await session.execute(
+                delete(WorkRow).where(WorkRow.storyteller_id == storyteller_id)
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    async def prune(self, *, updated_before: datetime) -> int:
+        """Delete final items last moved before a time; return how many."""
+        async with self._db.session() as session:
+            result = await session.execute(
+                delete(WorkRow).where(
+                    WorkRow.state.not_in([s.value for s in OPEN_STATES]),
+                    WorkRow.updated_on < updated_before,
+                )
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
