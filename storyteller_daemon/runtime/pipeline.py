@@ -309,6 +309,7 @@ class Pipeline:
         if resumed:
             log.info("resuming %d work items left from before the start", resumed)
         self._restored = True
+        await self._changed()
 
     async def discard_unreplayable(self) -> int:
         """Expire open work of this world from an earlier run (for a world that cannot replay)."""
@@ -377,6 +378,16 @@ class Pipeline:
         """Pending events known to the lane, plus a running turn."""
         lane = self._lanes.get(storyteller_id)
         return (lane.pending + int(lane.running_turn)) if lane else 0
+
+    def turn_running(self, storyteller_id: int) -> bool:
+        """Whether a turn of the storyteller is running now."""
+        lane = self._lanes.get(storyteller_id)
+        return lane is not None and lane.running_turn
+
+    def judging(self, storyteller_id: int) -> bool:
+        """Whether an attention pass of the storyteller is in flight now."""
+        lane = self._lanes.get(storyteller_id)
+        return lane is not None and lane.busy_judging
 
     def _ensure_lane(self, storyteller: Storyteller) -> _Lane:
         assert storyteller.id is not None

@@ -9,12 +9,14 @@ from dataclasses import dataclass, replace
 import pytest
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import EventKind, Storyteller
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from world_adapter.sim import SimWorld
@@ -47,7 +49,7 @@ class BlockingRunner:
         self.judged.extend(triggers)
         return [Verdict() for _ in triggers]
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger) -> Outcome:
+    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
         self.started.set()
         await self.release.wait()
         self.turns.append(trigger)
@@ -89,6 +91,8 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
+        backlog=BacklogRepository(sqlite_store.db, clock.now),
+        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=25,
         model_available=True,
     )
@@ -166,12 +170,12 @@ async def test_a_deleted_storyteller_is_forgotten(rig: Rig) -> None:
 async def test_stop_drains_a_turn_in_flight(rig: Rig) -> None:
     rig.runner.release.clear()
     st = await rig.store.storytellers.get(rig.storyteller.id or 0)
-    assert rig.daemon.pipeline.direct(st, "a bell tolls")
+    assert await rig.daemon.pipeline.direct(st, "a bell tolls")
     await asyncio.wait_for(rig.runner.started.wait(), 5)
     rig.stop.set()
     await settle()
     assert not rig.task.done()  # waiting for the turn, not cutting it off
-    assert rig.daemon.pipeline.direct(st, "too late") is False  # intake is closed
+    assert await rig.daemon.pipeline.direct(st, "too late") is False  # intake is closed
     rig.runner.release.set()
     await asyncio.wait_for(rig.task, 5)
     assert [t.text for t in rig.runner.turns] == ["a bell tolls"]
@@ -190,6 +194,8 @@ async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
+        backlog=BacklogRepository(sqlite_store.db, clock.now),
+        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=25,
         model_available=True,
     )
@@ -203,7 +209,7 @@ async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     await asyncio.wait_for(daemon.ready.wait(), 5)
-    pipeline.direct(st, "never finishes")
+    await pipeline.direct(st, "never finishes")
     await asyncio.wait_for(runner.started.wait(), 5)
     stop.set()
     await asyncio.wait_for(task, 5)  # returns although the turn never finished

@@ -10,12 +10,14 @@ from dataclasses import dataclass, replace
 import pytest
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.daemon import Daemon, InvocationResult
 from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from world_adapter.sim import SimWorld
@@ -39,7 +41,7 @@ class HeldRunner:
     async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[object]:
         raise AssertionError("a direct invocation never passes the attention gate")
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger) -> Outcome:
+    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
         await self.release.wait()
         self.turns.append(trigger)
         return Outcome()
@@ -64,6 +66,8 @@ def build(store: Store, runner: HeldRunner) -> Daemon:
         clock=FakeClock(),
         stats=RuntimeStats(),
         observer=LoggingObserver(),
+        backlog=BacklogRepository(store.db),
+        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=QUEUE,
         model_available=True,
     )
@@ -98,9 +102,9 @@ async def test_a_storyteller_is_found_by_id_digits_or_name_in_any_case(rig: Rig)
     sid = rig.watch.id
     assert sid is not None
     for ref in (sid, str(sid), f" {sid} ", "harbour WATCH", "  Harbour Watch "):
-        result = rig.daemon.invoke(ref, f"  The tide turns ({ref!r}).  ")
+        result = await rig.daemon.invoke(ref, f"  The tide turns ({ref!r}).  ")
         assert result == InvocationResult(True, "queued", sid), ref
-        await rig.pipeline.drain()
+        await rig.pipeline.wait_idle()
     assert [t.kind for t in rig.runner.turns] == [TriggerKind.DIRECT] * 5
     assert rig.runner.turns[0].text == f"The tide turns ({sid!r})."
     assert {t.label for t in rig.runner.turns} == {"Direct Invocation"}
@@ -108,49 +112,49 @@ async def test_a_storyteller_is_found_by_id_digits_or_name_in_any_case(rig: Rig)
 
 @pytest.mark.parametrize("ref", ["Harbour", "Harbour Watch Two", "999", 999, True, ""])
 async def test_an_unknown_storyteller_is_refused(rig: Rig, ref: str | int) -> None:
-    result = rig.daemon.invoke(ref, "Anything.")
+    result = await rig.daemon.invoke(ref, "Anything.")
     assert result == InvocationResult(False, f"no storyteller '{ref}'")
-    await rig.pipeline.drain()
+    await rig.pipeline.wait_idle()
     assert rig.runner.turns == []
 
 
 async def test_a_paused_storyteller_refuses(rig: Rig) -> None:
-    result = rig.daemon.invoke("Temple Bell", "Ring the bell.")
+    result = await rig.daemon.invoke("Temple Bell", "Ring the bell.")
     assert result == InvocationResult(False, "storyteller is paused", rig.bell.id)
     assert rig.pipeline.stats.dropped["pause"] == 1
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
 async def test_blank_text_is_refused(rig: Rig, text: str) -> None:
-    result = rig.daemon.invoke("Harbour Watch", text)
+    result = await rig.daemon.invoke("Harbour Watch", text)
     assert result == InvocationResult(False, "blank text", rig.watch.id)
 
 
 async def test_without_a_model_key_nothing_is_queued(rig: Rig) -> None:
     rig.pipeline.model_available = False
-    result = rig.daemon.invoke("Harbour Watch", "Hello.")
+    result = await rig.daemon.invoke("Harbour Watch", "Hello.")
     assert result == InvocationResult(False, "no model API key configured", rig.watch.id)
     assert rig.pipeline.queue_depth(rig.watch.id or 0) == 0
 
 
 async def test_a_full_queue_refuses_and_counts_the_overflow(rig: Rig) -> None:
     rig.runner.release.clear()
-    results = [rig.daemon.invoke("Harbour Watch", f"Call {n}.") for n in range(QUEUE + 1)]
+    results = [await rig.daemon.invoke("Harbour Watch", f"Call {n}.") for n in range(QUEUE + 1)]
     await settle()
     assert [r.accepted for r in results] == [True] * QUEUE + [False]
-    assert results[-1].reason == f"queue full ({QUEUE} pending or running)"
+    assert results[-1].reason == f"queue full ({QUEUE} turns waiting or running)"
     assert rig.pipeline.stats.queue_overflow == {"Harbour Watch": 1}
     rig.runner.release.set()
-    await rig.pipeline.drain()
+    await rig.pipeline.wait_idle()
     assert [t.text for t in rig.runner.turns] == [f"Call {n}." for n in range(QUEUE)]
-    assert rig.daemon.invoke("Harbour Watch", "Room again.").accepted
+    assert (await rig.daemon.invoke("Harbour Watch", "Room again.")).accepted
 
 
 async def test_the_routing_table_is_the_current_one(rig: Rig, sqlite_store: Store) -> None:
     renamed = await sqlite_store.storytellers.save(replace(rig.watch, name="Quay Watch"))
     await rig.daemon.reload()
-    assert not rig.daemon.invoke("Harbour Watch", "Old name.").accepted
-    assert rig.daemon.invoke("quay watch", "New name.") == InvocationResult(
+    assert not (await rig.daemon.invoke("Harbour Watch", "Old name.")).accepted
+    assert await rig.daemon.invoke("quay watch", "New name.") == InvocationResult(
         True, "queued", renamed.id
     )
 
@@ -160,14 +164,15 @@ async def test_only_a_running_daemon_accepts(sqlite_store: Store) -> None:
     await sqlite_store.storytellers.save(replace(watch, paused=False))
     runner = HeldRunner()
     daemon = build(sqlite_store, runner)
-    assert daemon.invoke("Harbour Watch", "Too early.") == InvocationResult(
+    assert await daemon.invoke("Harbour Watch", "Too early.") == InvocationResult(
         False, "the daemon is not running"
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     await asyncio.wait_for(daemon.ready.wait(), 5)
-    assert daemon.invoke("Harbour Watch", "On time.").accepted
+    assert (await daemon.invoke("Harbour Watch", "On time.")).accepted
+    await daemon.pipeline.wait_idle()
     stop.set()
     await asyncio.wait_for(task, 5)
-    assert not daemon.invoke("Harbour Watch", "Too late.").accepted
+    assert not (await daemon.invoke("Harbour Watch", "Too late.")).accepted
     assert [t.text for t in runner.turns] == ["On time."]

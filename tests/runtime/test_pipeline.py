@@ -1,24 +1,30 @@
-"""Each pipeline stage alone, with a scripted runner (no model, no database)."""
+"""The pipeline over the durable backlog, with a scripted runner, a fake clock and real SQLite."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pytest
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
+from storyteller_daemon.domain.work import WorkState
+from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.backlog import BacklogRepository
+from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
-from world_adapter.events import CharacterState, Cursor, RoomEcho, StateChange
+from world_adapter.events import CharacterState, Crime, Cursor, RoomEcho, StateChange
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+AT_ONCE = AttentionConfig(quiet_seconds=0, max_wait_seconds=0)
 
 
 @dataclass
@@ -33,22 +39,35 @@ class Outcome:
     outcome: str
 
 
+@dataclass
 class FakeRunner:
-    def __init__(self) -> None:
-        self.judged: list[list[Trigger]] = []
-        self.turns: list[Trigger] = []
-        self.verdict = Verdict(True, "matters")
-        self.release: asyncio.Event | None = None
+    judged: list[list[Trigger]] = field(default_factory=list)
+    turns: list[tuple[Trigger, str]] = field(default_factory=list)
+    verdict: Verdict = field(default_factory=lambda: Verdict(True, "matters"))
+    release: asyncio.Event | None = None
+    judge_gate: asyncio.Event | None = None
+    failures: int = 0
+    """Judge calls still to fail."""
+    outcome: str = "completed"
 
     async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
+        if self.judge_gate is not None:
+            await self.judge_gate.wait()
+        if self.failures:
+            self.failures -= 1
+            raise ModelTransientError("HTTP 503 (gave up after 1 retries)")
         self.judged.append(list(triggers))
         return [self.verdict for _ in triggers]
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger) -> Outcome:
+    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> Outcome:
         if self.release is not None:
             await self.release.wait()
-        self.turns.append(trigger)
-        return Outcome("completed")
+        self.turns.append((trigger, key))
+        return Outcome(self.outcome)
+
+    @property
+    def turn_triggers(self) -> list[Trigger]:
+        return [t for t, _ in self.turns]
 
 
 class Recorder:
@@ -69,183 +88,271 @@ class Recorder:
         self.finished += 1
 
 
+class Alerts:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.details: list[str] = []
+
+    def alert(
+        self,
+        kind: str,
+        title: str,
+        detail: str = "",
+        *,
+        severity: str = "error",
+        key: str | None = None,
+    ) -> None:
+        self.keys.append(key or kind)
+        self.details.append(detail)
+
+
 WATCHER = Storyteller(
     name="Watch",
     id=1,
     paused=False,
-    subscriptions=frozenset({EventKind.ROOM, EventKind.STATE}),
+    subscriptions=frozenset({EventKind.ROOM, EventKind.STATE, EventKind.CRIME}),
     heartbeats=frozenset({Heartbeat.TEN_MINUTES}),
     surveillance=Surveillance(zones=frozenset({1}), excluded=frozenset({108})),
 )
-ZONES = {1: frozenset({101, 102, 108})}
+ZONES = {1: frozenset({101, 102, 103, 104, 105, 106, 108})}
 
 
-def echo(cell: int = 101, origin: str = "world", seq: int = 1) -> RoomEcho:
+def echo(cell: int = 101, origin: str = "world", seq: int = 1, text: str | None = None) -> RoomEcho:
     return RoomEcho(
-        cursor=Cursor("e", seq), cell_id=cell, zone_id=1, occurred_at=T0, text="x", origin=origin
+        cursor=Cursor("e", seq),
+        cell_id=cell,
+        zone_id=1,
+        occurred_at=T0,
+        text=text if text is not None else f"event {seq}",
+        origin=origin,
     )
+
+
+def crime(seq: int) -> Crime:
+    return Crime(
+        cursor=Cursor("e", seq),
+        cell_id=101,
+        zone_id=1,
+        occurred_at=T0,
+        crime_id=seq,
+        crime_type="Theft",
+        legal_authority="Harbour Ward",
+        criminal_id=7,
+        victim_id=None,
+        witness_count=1,
+    )
+
+
+@dataclass
+class Rig:
+    pipeline: Pipeline
+    runner: FakeRunner
+    recorder: Recorder
+    clock: FakeClock
+    backlog: BacklogRepository
+    alerts: Alerts
+    store: Store
+
+    async def states(self) -> list[str]:
+        return [i.state.value for i in reversed(await self.backlog.items(1))]
+
+
+@dataclass
+class Harness:
+    store: Store
+    clock: FakeClock = field(default_factory=lambda: FakeClock(T0))
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def start(
+        self,
+        attention: AttentionConfig = AT_ONCE,
+        runner: FakeRunner | None = None,
+        storytellers: Sequence[Storyteller] = (WATCHER,),
+    ) -> Rig:
+        router = Router()
+        router.update(storytellers, ZONES)
+        runner = runner or FakeRunner()
+        backlog = BacklogRepository(self.store.db, self.clock.now)
+        alerts = Alerts()
+        pipeline = Pipeline(
+            router=router,
+            runner=runner,
+            clock=self.clock,
+            stats=RuntimeStats(),
+            observer=(recorder := Recorder()),
+            backlog=backlog,
+            attention=attention,
+            queue_size=25,
+            alerts=alerts,
+        )
+        self.tasks.append(asyncio.create_task(pipeline.run()))
+        await settle()
+        return Rig(pipeline, runner, recorder, self.clock, backlog, alerts, self.store)
+
+    async def crash(self) -> None:
+        """Cancel every pipeline task, as a kill would stop them (nothing more is stored)."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
 
 
 @pytest.fixture
-async def rig() -> AsyncIterator[tuple[Pipeline, FakeRunner, Recorder]]:
-    router = Router()
-    router.update([WATCHER], ZONES)
-    runner, recorder = FakeRunner(), Recorder()
-    pipeline = Pipeline(
-        router=router,
-        runner=runner,
-        clock=FakeClock(T0),
-        stats=RuntimeStats(),
-        observer=recorder,
-        queue_size=25,
-        model_available=True,
-    )
-    task = asyncio.create_task(pipeline.run())
-    await settle()
+async def harness(sqlite_store: Store) -> AsyncIterator[Harness]:
+    h = Harness(sqlite_store)
     try:
-        yield pipeline, runner, recorder
+        yield h
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await h.crash()
 
 
-async def test_interested_event_reaches_a_turn_with_the_reason(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    pipeline.ingest(echo())
-    await pipeline.drain()
-    assert [t.kind for t in runner.turns] == [TriggerKind.ROOM_ECHO]
-    assert runner.turns[0].attention_reason == "matters"
-    assert pipeline.stats.verdicts["interested"] == 1
-    assert pipeline.stats.turns["completed"] == 1
+@pytest.fixture
+async def rig(harness: Harness) -> Rig:
+    return await harness.start()
 
 
-async def test_ignored_and_violating_verdicts_are_dropped_and_counted(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    runner.verdict = Verdict(False, "just fish")
-    pipeline.ingest(echo())
-    await pipeline.drain()
-    runner.verdict = Verdict(False, "", violation="not valid JSON")
-    pipeline.ingest(echo(seq=2))
-    await pipeline.drain()
-    assert runner.turns == []
-    assert recorder.drops == [
-        ("attention", "ignored: just fish"),
-        ("attention", "contract violation: not valid JSON"),
+async def until(condition: object, clock: FakeClock | None = None, step: float = 0.0) -> None:
+    """Let the loop (and the database thread) run until `condition()` holds."""
+    assert callable(condition)
+    for _ in range(2000):
+        if condition():
+            return
+        if clock is not None and step:
+            await clock.advance(step)
+        await asyncio.sleep(0.001)
+    raise AssertionError("condition never held")
+
+
+# ---------------------------------------------------------------------- the stages
+
+
+async def test_interested_event_reaches_a_turn_with_the_reason(rig: Rig) -> None:
+    assert await rig.pipeline.ingest(echo()) == 1
+    await rig.pipeline.wait_idle()
+    [trigger] = rig.runner.turn_triggers
+    assert trigger.kind is TriggerKind.ROOM_ECHO and trigger.attention_reason == "matters"
+    assert rig.runner.turns[0][1] == "st1:event:world:e:1"
+    assert rig.pipeline.stats.verdicts["interested"] == 1
+    assert rig.pipeline.stats.turns["completed"] == 1
+    assert await rig.states() == ["done"]
+
+
+async def test_ignored_and_violating_verdicts_are_recorded_and_counted(rig: Rig) -> None:
+    rig.runner.verdict = Verdict(False, "")
+    await rig.pipeline.ingest(echo())
+    await rig.pipeline.wait_idle()
+    rig.runner.verdict = Verdict(False, "", violation="no single verdict after a re-ask")
+    await rig.pipeline.ingest(echo(seq=2))
+    await rig.pipeline.wait_idle()
+    assert rig.runner.turns == []
+    assert rig.recorder.drops == [
+        ("attention", "ignored: no reason"),
+        ("attention", "contract violation: no single verdict after a re-ask"),
     ]
-    assert pipeline.stats.verdicts == {"ignore": 1, "violation": 1}
+    assert rig.pipeline.stats.verdicts == {"ignore": 1, "violation": 1}
+    assert await rig.states() == ["ignored", "violation"]
 
 
-async def test_prefilter_drops_own_progs_excluded_rooms_and_unsubscribed_kinds(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    pipeline.offer(WATCHER, Trigger.from_event(echo(origin="prog")))
-    pipeline.offer(WATCHER, Trigger.from_event(echo(cell=108)))
-    speechless = replace(WATCHER, subscriptions=frozenset({EventKind.STATE}))
-    pipeline.offer(speechless, Trigger.from_event(echo()))
-    await pipeline.drain()
-    assert [d[0] for d in recorder.drops] == ["prefilter"] * 3
-    assert "own prog" in recorder.drops[0][1]
-    assert "#108 is not watched" in recorder.drops[1][1]
-    assert "not subscribed" in recorder.drops[2][1]
-    assert runner.judged == []
+async def test_prefilter_drops_own_progs_excluded_rooms_and_unsubscribed_kinds(rig: Rig) -> None:
+    await rig.pipeline.accept([echo(origin="prog"), echo(cell=108, seq=2)])
+    rig.pipeline.router.update([replace(WATCHER, subscriptions=frozenset())], ZONES)
+    await rig.pipeline.ingest(echo(seq=3))
+    await rig.pipeline.wait_idle()
+    assert rig.recorder.drops == [("prefilter", "caused by a storyteller's own prog")]
+    assert rig.runner.judged == [] and await rig.states() == []
+    assert rig.pipeline.stats.events_in == 3
 
 
-async def test_excluded_room_gets_no_audience_at_all(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    pipeline.ingest(echo(cell=108))
-    pipeline.ingest(echo(cell=999))
-    await pipeline.drain()
-    assert pipeline.stats.events_in == 2
-    assert runner.judged == [] and recorder.drops == []
+async def test_excluded_room_gets_no_audience_at_all(rig: Rig) -> None:
+    await rig.pipeline.accept([echo(cell=108), echo(cell=999, seq=2)])
+    await rig.pipeline.wait_idle()
+    assert rig.pipeline.stats.events_in == 2
+    assert rig.runner.judged == [] and rig.recorder.drops == []
 
 
-async def test_pause_is_a_master_switch(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
+async def test_pause_is_a_master_switch(rig: Rig) -> None:
     paused = replace(WATCHER, paused=True)
-    assert pipeline.offer(paused, Trigger.from_event(echo())) is False
-    assert pipeline.direct(paused, "anything") is False
-    pipeline.router.update([paused], ZONES)
-    assert pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
-    assert {d[0] for d in recorder.drops} == {"pause"}
-    assert runner.judged == [] and runner.turns == []
+    rig.pipeline.router.update([paused], ZONES)
+    assert await rig.pipeline.ingest(echo()) == 0
+    assert await rig.pipeline.direct(paused, "anything") is False
+    assert await rig.pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
+    assert {d[0] for d in rig.recorder.drops} == {"pause"}
+    assert rig.runner.judged == [] and rig.runner.turns == []
 
 
-async def test_pausing_while_a_turn_waits_stops_it(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    runner.release = asyncio.Event()
-    pipeline.direct(WATCHER, "first")
-    pipeline.direct(WATCHER, "second")
-    await settle()
-    pipeline.router.update([replace(WATCHER, paused=True)], ZONES)
-    runner.release.set()
-    await pipeline.drain()
-    assert [t.text for t in runner.turns] == ["first"]
-    assert ("pause", "storyteller was paused while the turn waited") in recorder.drops
+async def test_pausing_while_a_turn_waits_stops_it(rig: Rig) -> None:
+    rig.runner.release = asyncio.Event()
+    assert await rig.pipeline.direct(WATCHER, "first")
+    assert await rig.pipeline.direct(WATCHER, "second")
+    await until(lambda: rig.pipeline.turn_running(1))  # the first turn is running
+    rig.pipeline.router.update([replace(WATCHER, paused=True)], ZONES)
+    rig.runner.release.set()
+    await rig.pipeline.wait_idle()
+    assert [t.text for t in rig.runner.turn_triggers] == ["first"]
+    assert ("pause", "storyteller was paused") in rig.recorder.drops
+    assert await rig.states() == ["done", "failed"]
 
 
-async def test_missing_api_key_is_a_silent_noop(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    pipeline.model_available = False
-    pipeline.ingest(echo())
-    assert pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
-    assert pipeline.direct(WATCHER, "hello") is False
-    await pipeline.drain()
-    assert runner.judged == [] and runner.turns == []
-    assert {d[0] for d in recorder.drops} == {"api_key"}
+async def test_missing_api_key_is_a_silent_noop(rig: Rig) -> None:
+    rig.pipeline.model_available = False
+    await rig.pipeline.ingest(echo())
+    assert await rig.pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
+    assert await rig.pipeline.direct(WATCHER, "hello") is False
+    await rig.pipeline.wait_idle()
+    assert rig.runner.judged == [] and rig.runner.turns == []
+    assert {d[0] for d in rig.recorder.drops} == {"api_key"}
 
 
-async def test_state_changes_heartbeats_and_direct_skip_attention(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    pipeline.ingest(
-        StateChange(
-            cursor=Cursor("e", 5),
-            cell_id=102,
-            zone_id=1,
-            occurred_at=T0,
-            character_id=1001,
-            state=CharacterState.DEAD,
-        )
+async def test_state_changes_heartbeats_and_direct_skip_attention(rig: Rig) -> None:
+    state = StateChange(
+        cursor=Cursor("e", 5),
+        cell_id=102,
+        zone_id=1,
+        occurred_at=T0,
+        character_id=1001,
+        state=CharacterState.DEAD,
     )
-    assert pipeline.heartbeat(1, Heartbeat.TEN_MINUTES)
-    assert pipeline.heartbeat(1, Heartbeat.HOUR) is False  # not subscribed
-    assert pipeline.direct(WATCHER, "  ") is False  # blank
-    assert pipeline.direct(WATCHER, "the bells ring")
-    await pipeline.drain()
-    assert runner.judged == []
-    assert [t.label for t in runner.turns] == [
+    await rig.pipeline.ingest(state)
+    await rig.pipeline.wait_idle()
+    assert await rig.pipeline.heartbeat(1, Heartbeat.TEN_MINUTES)
+    await rig.pipeline.wait_idle()
+    assert await rig.pipeline.heartbeat(1, Heartbeat.HOUR) is False  # not subscribed
+    assert await rig.pipeline.direct(WATCHER, "  ") is False  # blank
+    assert await rig.pipeline.direct(WATCHER, "the bells ring")
+    await rig.pipeline.wait_idle()
+    assert rig.runner.judged == []
+    assert [t.label for t in rig.runner.turn_triggers] == [
         "Character State Dead",
         "Heartbeat 10m",
         "Direct Invocation",
     ]
 
 
-async def test_the_26th_queued_item_is_rejected_and_counted(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    runner.release = asyncio.Event()
-    accepted = [pipeline.direct(WATCHER, f"item {i}") for i in range(26)]
-    await settle()
+async def test_a_heartbeat_while_a_turn_runs_is_dropped_as_busy(rig: Rig) -> None:
+    rig.runner.release = asyncio.Event()
+    await rig.pipeline.direct(WATCHER, "long turn")
+    await until(lambda: rig.pipeline.turn_running(1))
+    assert await rig.pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
+    assert rig.recorder.drops == [("busy", "a turn of this storyteller is running")]
+    rig.runner.release.set()
+    await rig.pipeline.wait_idle()
+
+
+async def test_direct_invocations_beyond_the_queue_size_are_refused(rig: Rig) -> None:
+    rig.runner.release = asyncio.Event()
+    accepted = [await rig.pipeline.direct(WATCHER, f"item {i}") for i in range(26)]
     assert accepted == [True] * 25 + [False]  # direct invocation reports the rejection
-    assert pipeline.queue_depth(1) == 25
-    assert pipeline.stats.queue_overflow == {"Watch": 1}
-    runner.release.set()
-    await pipeline.drain()
-    assert len(runner.turns) == 25
+    assert rig.pipeline.stats.queue_overflow == {"Watch": 1}
+    rig.runner.release.set()
+    await rig.pipeline.wait_idle()
+    assert len(rig.runner.turns) == 25  # direct invocations each get a turn of their own
 
 
-async def test_a_burst_is_judged_in_one_call(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    for seq in range(1, 5):
-        pipeline.ingest(echo(seq=seq))
-    await pipeline.drain()
-    assert [len(batch) for batch in runner.judged] == [4]
-    assert pipeline.stats.attention_calls == 1
-    assert len(runner.turns) == 4
-
-
-async def test_after_stop_intake_nothing_new_is_accepted(rig: tuple) -> None:
-    pipeline, runner, recorder = rig
-    pipeline.stop_intake()
-    assert pipeline.direct(WATCHER, "late") is False
-    assert recorder.drops == [("intake", "shutting down")]
+async def test_after_stop_intake_nothing_new_is_accepted(rig: Rig) -> None:
+    rig.pipeline.stop_intake()
+    assert await rig.pipeline.direct(WATCHER, "late") is False
+    assert await rig.pipeline.ingest(echo()) == 0
+    assert rig.recorder.drops == [("intake", "shutting down")] * 2
 
 
 def test_without_a_key_drops_stay_out_of_the_info_log(caplog: pytest.LogCaptureFixture) -> None:
@@ -259,3 +366,282 @@ def test_without_a_key_drops_stay_out_of_the_info_log(caplog: pytest.LogCaptureF
     observer.dropped(WATCHER, Trigger.from_event(echo()), "pause", "storyteller is paused")
     assert [r.levelname for r in caplog.records] == ["INFO"]
     assert "pause" in caplog.records[0].getMessage()
+
+
+# ---------------------------------------------------------------------- batches and windows
+
+
+async def test_a_burst_is_judged_in_one_request_and_handled_in_one_turn(rig: Rig) -> None:
+    await rig.pipeline.accept([echo(seq=seq) for seq in range(1, 5)])
+    await rig.pipeline.wait_idle()
+    assert [len(batch) for batch in rig.runner.judged] == [4]
+    [(trigger, key)] = rig.runner.turns
+    assert [t.event.cursor.seq for t in trigger.all if t.event] == [1, 2, 3, 4]
+    assert key == "st1:event:world:e:1+3"
+    assert await rig.states() == ["done"] * 4
+
+
+async def test_the_window_waits_for_a_quiet_gap(harness: Harness) -> None:
+    rig = await harness.start(AttentionConfig(quiet_seconds=3, max_wait_seconds=10))
+    for seq in (1, 2, 3):
+        await rig.pipeline.ingest(echo(seq=seq))
+        await rig.clock.advance(1)
+    await settle()
+    assert rig.runner.judged == []  # 1 s since the last event: the burst may go on
+    await rig.clock.advance(2)
+    await until(lambda: len(rig.runner.judged) == 1)
+    assert [len(b) for b in rig.runner.judged] == [3]
+
+
+async def test_a_steady_stream_is_judged_at_the_maximum_wait(harness: Harness) -> None:
+    rig = await harness.start(AttentionConfig(quiet_seconds=3, max_wait_seconds=10))
+    for seq in range(1, 11):  # one event a second (t = 0..9): never a quiet gap of 3 s
+        await rig.pipeline.ingest(echo(seq=seq, text=f"distinct {seq}"))
+        await rig.clock.advance(1)
+    # t = 10: the oldest has waited 10 s; the quiet gap alone would wait until t = 12.
+    await until(lambda: len(rig.runner.judged) == 1)
+    assert len(rig.runner.judged[0]) == 10
+
+
+async def test_urgent_kinds_skip_the_window(harness: Harness) -> None:
+    rig = await harness.start(AttentionConfig(quiet_seconds=30, max_wait_seconds=60))
+    await rig.pipeline.accept([echo(seq=1), crime(2)])
+    await until(lambda: len(rig.runner.judged) == 1)
+    assert [t.kind for t in rig.runner.judged[0]] == [TriggerKind.ROOM_ECHO, TriggerKind.CRIME]
+
+
+async def test_a_fight_of_twelve_echoes_costs_one_request_and_one_turn(harness: Harness) -> None:
+    rig = await harness.start(AttentionConfig(quiet_seconds=3, max_wait_seconds=10))
+    for seq in range(1, 13):
+        await rig.pipeline.ingest(echo(seq=seq, text=f"Bram swings at Tove ({seq})."))
+        await rig.clock.advance(0.7)
+    await rig.clock.advance(3)
+    await rig.pipeline.wait_idle()
+    assert len(rig.runner.judged) <= 2
+    assert len(rig.runner.turns) == 1
+    assert len(rig.runner.turns[0][0].all) == 12
+
+
+async def test_a_big_backlog_is_judged_in_full_batches_without_waiting(harness: Harness) -> None:
+    rig = await harness.start(
+        AttentionConfig(quiet_seconds=30, max_wait_seconds=60, max_batch_events=5)
+    )
+    rig.runner.verdict = Verdict(False)
+    await rig.pipeline.accept([echo(seq=seq, text=f"t{seq}") for seq in range(1, 13)])
+    await until(lambda: len(rig.runner.judged) == 2)
+    assert [len(b) for b in rig.runner.judged] == [5, 5]  # full batches go at once
+    await rig.clock.advance(30)  # the last two wait for the window like any other
+    await rig.pipeline.wait_idle()
+    assert [len(b) for b in rig.runner.judged] == [5, 5, 2]
+
+
+async def test_a_slow_model_grows_the_durable_backlog_and_loses_nothing(harness: Harness) -> None:
+    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False))
+    rig = await harness.start(AttentionConfig(quiet_seconds=0, max_wait_seconds=0), runner)
+    await rig.pipeline.ingest(echo(seq=1, text="first"))
+    await until(lambda: rig.pipeline.judging(1))
+    await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(2, 502)])
+    depth = await rig.backlog.depth()
+    assert depth[(1, "pending")] == 501  # nothing dropped while the model is stuck
+    assert rig.pipeline.stats.dropped == {}
+    runner.judge_gate.set()
+    await rig.pipeline.wait_idle()
+    assert sum(len(b) for b in runner.judged) == 501
+    assert max(len(b) for b in runner.judged) <= 60
+    assert len(runner.judged) <= 10  # throughput rises with load: batches fill up
+
+
+# ---------------------------------------------------------------------- repeats
+
+
+async def test_the_same_text_heard_in_many_rooms_is_judged_once(rig: Rig) -> None:
+    bell = "The harbour bell tolls twice."
+    await rig.pipeline.accept([echo(cell=c, seq=c, text=bell) for c in (101, 102, 103, 104, 105)])
+    await rig.pipeline.wait_idle()
+    assert [len(b) for b in rig.runner.judged] == [1]
+    assert rig.pipeline.stats.filtered == {"heard_elsewhere": 4}
+    assert len(rig.runner.turns) == 1 and len(rig.runner.turns[0][0].all) == 5
+    items = await rig.backlog.items(1)
+    assert sorted(i.rule or "" for i in items) == ["", *["heard_elsewhere"] * 4]
+
+
+async def test_repeated_ambience_in_a_room_takes_the_earlier_verdict(rig: Rig) -> None:
+    rig.runner.verdict = Verdict(False)
+    gulls = "Gulls wheel and cry over the quay."
+    await rig.pipeline.ingest(echo(seq=1, text=gulls))
+    await rig.pipeline.wait_idle()
+    await rig.clock.advance(120)
+    await rig.pipeline.ingest(echo(seq=2, text="  GULLS wheel and cry over the quay. "))
+    await rig.pipeline.wait_idle()
+    assert len(rig.runner.judged) == 1
+    assert rig.pipeline.stats.filtered == {"repeated_in_room": 1}
+    await rig.clock.advance(400)  # past room_repeat_seconds: judged again
+    await rig.pipeline.ingest(echo(seq=3, text=gulls))
+    await rig.pipeline.wait_idle()
+    assert len(rig.runner.judged) == 2
+
+
+async def test_one_call_per_event_mode_judges_each_event_alone(harness: Harness) -> None:
+    rig = await harness.start(AttentionConfig(one_call_per_event=True))
+    await rig.pipeline.accept([echo(cell=c, seq=c, text="Same text.") for c in (101, 102, 103)])
+    await rig.pipeline.wait_idle()
+    assert [len(b) for b in rig.runner.judged] == [1, 1, 1]
+    assert len(rig.runner.turns) == 3
+
+
+# ---------------------------------------------------------------------- turns
+
+
+async def test_events_interesting_while_a_turn_runs_go_to_the_next_turn_together(rig: Rig) -> None:
+    rig.runner.release = asyncio.Event()
+    await rig.pipeline.ingest(echo(seq=1))
+    await until(lambda: rig.pipeline.turn_running(1))
+    for seq in (2, 3, 4):
+        await rig.pipeline.ingest(echo(seq=seq))
+    await until(lambda: sum(map(len, rig.runner.judged)) == 4)
+    rig.runner.release.set()
+    await rig.pipeline.wait_idle()
+    assert [len(t.all) for t in rig.runner.turn_triggers] == [1, 3]
+
+
+async def test_crimes_and_echoes_get_separate_turns(rig: Rig) -> None:
+    await rig.pipeline.accept([echo(seq=1), crime(2), echo(seq=3)])
+    await rig.pipeline.wait_idle()
+    kinds = [[t.kind.value for t in trig.all] for trig in rig.runner.turn_triggers]
+    assert kinds == [["room_echo", "room_echo"], ["crime"]]
+
+
+async def test_a_crashing_turn_is_recorded_failed_and_the_lane_goes_on(rig: Rig) -> None:
+    calls = 0
+    original = rig.runner.run_turn
+
+    async def crash_once(st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("bug")
+        return await original(st, trigger, key)
+
+    rig.runner.run_turn = crash_once  # type: ignore[method-assign]
+    await rig.pipeline.direct(WATCHER, "one")
+    await rig.pipeline.wait_idle()
+    await rig.pipeline.direct(WATCHER, "two")
+    await rig.pipeline.wait_idle()
+    assert await rig.states() == ["failed", "done"]
+    assert rig.pipeline.stats.turns == {"crashed": 1, "completed": 1}
+
+
+async def test_a_transient_turn_failure_is_alerted(rig: Rig) -> None:
+    rig.runner.outcome = "model_transient_error"
+    await rig.pipeline.direct(WATCHER, "one")
+    await rig.pipeline.wait_idle()
+    assert rig.alerts.keys == ["turn_transient:1"]
+    assert await rig.states() == ["failed"]
+
+
+# ---------------------------------------------------------------------- faults
+
+
+async def test_a_failed_attention_request_leaves_the_events_pending(rig: Rig) -> None:
+    rig.runner.failures = 1
+    await rig.pipeline.accept([echo(seq=1), echo(seq=2)])
+    await until(lambda: rig.pipeline.stats.attention_failures == 1)
+    items = await rig.backlog.pending(1, 10)
+    assert [(i.state, i.attempts) for i in items] == [(WorkState.PENDING, 1)] * 2
+    assert rig.alerts.keys == ["attention_failed:1"]
+    await until(lambda: len(rig.runner.judged) == 1, rig.clock, step=1)  # retried after backoff
+    await rig.pipeline.wait_idle()
+    assert [len(b) for b in rig.runner.judged] == [2]
+    assert await rig.states() == ["done", "done"]
+
+
+async def test_events_past_the_maximum_age_are_expired_counted_and_alerted(
+    harness: Harness,
+) -> None:
+    runner = FakeRunner(failures=10_000)
+    rig = await harness.start(
+        AttentionConfig(quiet_seconds=0, max_wait_seconds=0, max_age_seconds=60), runner
+    )
+    await rig.pipeline.ingest(echo())
+    await until(lambda: rig.pipeline.stats.dropped["expired"] == 1, rig.clock, step=5)
+    assert await rig.states() == ["expired"]
+    item = (await rig.backlog.items(1))[0]
+    assert item.rule == "max_age" and "60 s" in (item.reason or "")
+    assert "work_expired:1" in rig.alerts.keys
+    assert "faster attention model" in rig.alerts.details[-1]
+
+
+async def test_a_restart_resumes_pending_and_interested_work(harness: Harness) -> None:
+    runner = FakeRunner(judge_gate=asyncio.Event(), release=asyncio.Event())
+    rig = await harness.start(AT_ONCE, runner)
+    await rig.pipeline.accept([echo(seq=1), crime(2)])
+    await until(lambda: rig.pipeline.judging(1))
+    await harness.crash()  # killed while judging: both events still pending
+    assert await rig.states() == ["pending", "pending"]
+
+    again = await harness.start(AT_ONCE)
+    await again.pipeline.wait_idle()
+    assert [len(b) for b in again.runner.judged] == [2]
+    assert await again.states() == ["done", "done"]
+
+
+async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness: Harness) -> None:
+    runner = FakeRunner(release=asyncio.Event())
+    rig = await harness.start(AT_ONCE, runner)
+    await rig.pipeline.ingest(echo(seq=1))
+    await until(lambda: rig.pipeline.turn_running(1))  # turn running
+    await harness.crash()
+    assert await rig.states() == ["running"]
+
+    second = await harness.start(AT_ONCE, FakeRunner(release=asyncio.Event()))
+    await until(lambda: second.pipeline.turn_running(1))  # re-run, killed again
+    await harness.crash()
+    [item] = await rig.backlog.items(1)
+    assert (item.state, item.attempts, item.turn_key) == (
+        WorkState.RUNNING,
+        2,
+        "st1:event:world:e:1",
+    )
+
+    third = await harness.start(AT_ONCE)
+    await third.pipeline.wait_idle()
+    assert third.runner.turns == []  # twice interrupted: failed, not run a third time
+    [item] = await rig.backlog.items(1)
+    assert item.state is WorkState.FAILED and "interrupted 2 times" in (item.reason or "")
+
+
+async def test_a_rerun_turn_gets_its_original_key(harness: Harness) -> None:
+    rig = await harness.start(AT_ONCE, FakeRunner(release=asyncio.Event()))
+    await rig.pipeline.accept([echo(seq=1), echo(seq=2)])
+    await until(lambda: rig.pipeline.turn_running(1))
+    await harness.crash()
+    again = await harness.start(AT_ONCE)
+    await again.pipeline.wait_idle()
+    [(trigger, key)] = again.runner.turns
+    assert key == "st1:event:world:e:1+1" and len(trigger.all) == 2
+
+
+async def test_a_cut_off_drain_leaves_work_in_the_backlog(harness: Harness) -> None:
+    runner = FakeRunner(release=asyncio.Event())
+    rig = await harness.start(AttentionConfig(quiet_seconds=30, max_wait_seconds=60), runner)
+    await rig.pipeline.ingest(crime(1))  # urgent: judged and turned at once
+    await until(lambda: rig.pipeline.turn_running(1))
+    await rig.pipeline.ingest(echo(seq=2))  # waits for its window
+    rig.pipeline.stop_intake()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await rig.pipeline.drain()  # the turn is stuck
+    await harness.crash()
+    assert await rig.states() == ["running", "pending"]
+    again = await harness.start(AT_ONCE)
+    await again.pipeline.wait_idle()
+    assert await again.states() == ["done", "done"]
+
+
+async def test_work_of_a_world_that_cannot_replay_is_expired_on_start(rig: Rig) -> None:
+    rig.runner.judge_gate = asyncio.Event()
+    await rig.pipeline.ingest(echo())
+    assert await rig.pipeline.discard_unreplayable() == 1
+    assert await rig.states() == ["expired"]
+    assert rig.pipeline.stats.dropped["world_restarted"] == 1
+    rig.runner.judge_gate.set()
