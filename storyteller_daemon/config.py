@@ -150,8 +150,9 @@ class AlertsConfig(_Section):
 class DaemonConfig(_Section):
     """The running daemon."""
 
-    drain_seconds: NonNegativeFloat = 30.0
-    """After SIGTERM, how long queued and running turns get to finish before being cancelled."""
+    drain_seconds: NonNegativeFloat = 8.0
+    """After SIGTERM, how long a judging pass or turn in flight gets to finish; the rest of the
+    work stays in the durable backlog for the next start."""
 
 
 class HttpConfig(_Section):

@@ -230,6 +230,11 @@ class ToolLoop:
             parallel_tool_calls=True,
             reasoning_effort=turn.storyteller.effort_for(scope).value,
             max_output_tokens=self._limits.max_output_tokens,
+            # Instructions and tools come first and repeat across a storyteller's turns of one
+            # profile, so the provider can serve them from its prompt cache.
+            prompt_cache_key=(
+                f"storyteller-{turn.storyteller.id}-{scope.value}-{turn.trigger.profile.value}"
+            ),
         )
 
     async def _send(

@@ -18,7 +18,7 @@ import ipaddress
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -70,6 +70,30 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+class Histogram(Protocol):
+    """What a histogram family is drawn from (non-cumulative counts per bound, plus one)."""
+
+    @property
+    def bounds(self) -> tuple[float, ...]:
+        """Upper bounds of the buckets."""
+        ...
+
+    @property
+    def counts(self) -> list[int]:
+        """Observations per bucket, the last for values above every bound."""
+        ...
+
+    @property
+    def total(self) -> float:
+        """Sum of the observations."""
+        ...
+
+    @property
+    def count(self) -> int:
+        """Number of observations."""
+        ...
+
+
 class Exposition:
     """Builds a Prometheus text exposition, one metric family at a time."""
 
@@ -92,19 +116,23 @@ class Exposition:
             self._sample(full, labels, value)
 
     def histogram(
-        self, name: str, help_text: str, label: str, histograms: Mapping[str, LatencyHistogram]
+        self, name: str, help_text: str, label: str | None, histograms: Mapping[str, Histogram]
     ) -> None:
-        """A histogram family with cumulative ``le`` buckets, ``_sum`` and ``_count``."""
+        """A histogram family with cumulative ``le`` buckets, ``_sum`` and ``_count``.
+
+        With `label` None, `histograms` holds one unlabelled histogram (under any key).
+        """
         full = self._prefix + name
         self._lines.append(f"# HELP {full} {help_text}")
         self._lines.append(f"# TYPE {full} histogram")
         for value, histogram in sorted(histograms.items()):
+            labels = {label: value} if label is not None else {}
             running = 0
             for bound, count in zip((*histogram.bounds, math.inf), histogram.counts, strict=True):
                 running += count
-                self._sample(f"{full}_bucket", {label: value, "le": _number(bound)}, running)
-            self._sample(f"{full}_sum", {label: value}, histogram.total_seconds)
-            self._sample(f"{full}_count", {label: value}, histogram.count)
+                self._sample(f"{full}_bucket", {**labels, "le": _number(bound)}, running)
+            self._sample(f"{full}_sum", labels, histogram.total)
+            self._sample(f"{full}_count", labels, histogram.count)
 
     def _sample(self, name: str, labels: Mapping[str, str], value: float) -> None:
         rendered = ",".join(f'{key}="{_escape(str(v))}"' for key, v in labels.items())
@@ -119,6 +147,15 @@ class Exposition:
 
 def _labelled(label: str, counts: Mapping[str, int]) -> list[tuple[Mapping[str, str], float]]:
     return [({label: key}, value) for key, value in sorted(counts.items())]
+
+
+def _labelled_pairs(
+    labels: tuple[str, str], counts: Mapping[tuple[str, str], int]
+) -> list[tuple[Mapping[str, str], float]]:
+    return [
+        ({labels[0]: first, labels[1]: second}, value)
+        for (first, second), value in sorted(counts.items())
+    ]
 
 
 def _bare(value: float) -> list[tuple[Mapping[str, str], float]]:
@@ -259,8 +296,12 @@ class HealthServer:
 
     # ------------------------------------------------------------------ metrics
 
-    def metrics_text(self) -> str:
-        """Everything the daemon counts, in the Prometheus text format."""
+    def metrics_text(self, backlog: Mapping[tuple[int, str], int] | None = None) -> str:
+        """Everything the daemon counts, in the Prometheus text format.
+
+        Args:
+            backlog: (storyteller id, state) → open work items, when known.
+        """
         daemon = self._daemon
         pipeline = daemon.pipeline
         stats = pipeline.stats
@@ -289,10 +330,46 @@ class HealthServer:
             _labelled("stage", stats.dropped),
         )
         out.family(
-            "attention_calls_total",
+            "attention_requests_total",
             "counter",
-            "Attention-gate model calls.",
+            "Attention model requests (one per batch of events, plus any re-asks).",
             _bare(stats.attention_calls),
+        )
+        out.family(
+            "attention_failures_total",
+            "counter",
+            "Attention requests that failed; their events stayed pending.",
+            _bare(stats.attention_failures),
+        )
+        out.family(
+            "events_judged_total",
+            "counter",
+            "Events given a verdict (by the model, or inherited from a repeat).",
+            _bare(stats.events_judged),
+        )
+        out.family(
+            "events_settled_by_rule_total",
+            "counter",
+            "Events settled without a model call, by deterministic rule.",
+            _labelled("rule", stats.filtered),
+        )
+        out.histogram(
+            "attention_batch_events",
+            "Events judged per attention request.",
+            None,
+            {"": stats.batch_sizes},
+        )
+        out.histogram(
+            "event_verdict_seconds",
+            "Seconds from an event's arrival in the backlog to its verdict.",
+            None,
+            {"": stats.verdict_latency},
+        )
+        out.histogram(
+            "event_turn_seconds",
+            "Seconds from an event's arrival in the backlog to the start of its turn.",
+            None,
+            {"": stats.turn_latency},
         )
         out.family(
             "attention_verdicts_total",
@@ -326,6 +403,21 @@ class HealthServer:
             "Pending plus running turns, by storyteller.",
             _labelled("storyteller", depths),
         )
+        if backlog is not None:
+            names = {st.id: st.name for st in pipeline.router.storytellers}
+            out.family(
+                "backlog_items",
+                "gauge",
+                "Open work items in the durable backlog, by storyteller and state "
+                "(pending: waiting for a verdict; interested: waiting for a turn; running).",
+                _labelled_pairs(
+                    ("storyteller", "state"),
+                    {
+                        (names.get(sid, f"#{sid}"), state): count
+                        for (sid, state), count in backlog.items()
+                    },
+                ),
+            )
         out.family(
             "queue_overflow_total",
             "counter",
@@ -360,6 +452,10 @@ class HealthServer:
         return out.text()
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        try:
+            backlog = await self._daemon.pipeline.backlog_depth()
+        except Exception:  # the database being down must not hide every other metric
+            backlog = None
         return web.Response(
-            body=self.metrics_text().encode(), headers={"Content-Type": CONTENT_TYPE}
+            body=self.metrics_text(backlog).encode(), headers={"Content-Type": CONTENT_TYPE}
         )

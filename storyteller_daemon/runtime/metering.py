@@ -41,6 +41,11 @@ class LatencyHistogram:
     def __post_init__(self) -> None:
         self.counts = [0] * (len(self.bounds) + 1)
 
+    @property
+    def total(self) -> float:
+        """The sum of the observations (what a histogram's ``_sum`` shows)."""
+        return self.total_seconds
+
     def observe(self, seconds: float) -> None:
         """Record one request."""
         index = next((i for i, bound in enumerate(self.bounds) if seconds <= bound), -1)

@@ -379,6 +379,10 @@ class Pipeline:
         lane = self._lanes.get(storyteller_id)
         return (lane.pending + int(lane.running_turn)) if lane else 0
 
+    async def backlog_depth(self) -> Mapping[tuple[int, str], int]:
+        """(storyteller id, state) → open work items in the durable backlog."""
+        return await self._backlog.depth()
+
     def turn_running(self, storyteller_id: int) -> bool:
         """Whether a turn of the storyteller is running now."""
         lane = self._lanes.get(storyteller_id)
@@ -620,7 +624,7 @@ class Pipeline:
         await self._backlog.decide(decisions)
         now = self._clock.now()
         for item in items:
-            self.stats.verdict_latency.append((now - item.received_at).total_seconds())
+            self.stats.verdict_latency.observe((now - item.received_at).total_seconds())
         if any(d.state is WorkState.INTERESTED for d in decisions):
             lane.turn_wake.set()
 
@@ -674,7 +678,7 @@ class Pipeline:
                 return [Decision(i.id, WorkState.FILTERED, refusal[1], refusal[0]) for i in items]
             if any(t.kind is TriggerKind.SPEECH for t in asked):
                 await self._speech_caught_up()
-            self.stats.batch_sizes.append(len(asked))
+            self.stats.batch_sizes.observe(len(asked))
             try:
                 answers = await self._runner.judge(st, asked)
             except BudgetExceeded as exc:  # the cap was reached during this batch
@@ -725,7 +729,12 @@ class Pipeline:
             return Decision(item.id, WorkState.VIOLATION, verdict.violation, rule)
         if not verdict.interested:
             self.stats.verdicts["ignore"] += 1
-            self._drop(st, trigger, "attention", f"ignored: {verdict.reason or 'no reason'}")
+            self._drop(
+                st,
+                trigger,
+                "attention",
+                f"ignored: {verdict.reason}" if verdict.reason else "ignored",
+            )
             return Decision(item.id, WorkState.IGNORED, verdict.reason or None, rule)
         self.stats.verdicts["interested"] += 1
         return Decision(item.id, WorkState.INTERESTED, verdict.reason, rule)
@@ -834,7 +843,7 @@ class Pipeline:
             return True
         now = self._clock.now()
         for item in claim.items:
-            self.stats.turn_latency.append((now - item.received_at).total_seconds())
+            self.stats.turn_latency.observe((now - item.received_at).total_seconds())
         lane.running_turn = True
         self._observer.turn_started(st, trigger)
         outcome: TurnOutcome | None = None

@@ -2,10 +2,50 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.model import Usage
+
+WAIT_BUCKETS = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+"""Upper bounds, in seconds, of the event → verdict and event → turn histograms."""
+BATCH_BUCKETS = (1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 60.0, 100.0)
+"""Upper bounds of the events-per-attention-request histogram."""
+RECENT = 4096
+"""Observations kept for percentiles (the histogram keeps counting beyond them)."""
+
+
+@dataclass
+class Distribution:
+    """A histogram (counts per bucket, not cumulative; sum; count) plus recent observations.
+
+    The histogram is what /metrics serves; the recent observations give percentiles for
+    summaries and benchmarks. Memory stays bounded however long the daemon runs.
+    """
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(init=False)
+    total: float = 0.0
+    count: int = 0
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+
+    def __post_init__(self) -> None:
+        self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float) -> None:
+        """Record one observation."""
+        index = next((i for i, bound in enumerate(self.bounds) if value <= bound), -1)
+        self.counts[index] += 1
+        self.total += value
+        self.count += 1
+        self.recent.append(value)
+
+    def percentile(self, q: float) -> float:
+        """The `q` quantile (0..1) of the recent observations; 0 without any."""
+        if not self.recent:
+            return 0.0
+        ordered = sorted(self.recent)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 @dataclass
@@ -32,11 +72,11 @@ class RuntimeStats:
     """Attention requests that failed (their events stayed pending)."""
     filtered: Counter[str] = field(default_factory=Counter)
     """Deterministic rule → events it settled without a model call."""
-    batch_sizes: list[int] = field(default_factory=list)
-    """Events per attention request (model-judged only), in order."""
-    verdict_latency: list[float] = field(default_factory=list)
+    batch_sizes: Distribution = field(default_factory=lambda: Distribution(BATCH_BUCKETS))
+    """Events per attention request (those the model judged)."""
+    verdict_latency: Distribution = field(default_factory=lambda: Distribution(WAIT_BUCKETS))
     """Seconds from an event's arrival in the backlog to its verdict."""
-    turn_latency: list[float] = field(default_factory=list)
+    turn_latency: Distribution = field(default_factory=lambda: Distribution(WAIT_BUCKETS))
     """Seconds from an event's arrival in the backlog to the start of its turn."""
 
     def drop(self, stage: str, count: int = 1) -> None:

@@ -68,6 +68,7 @@ class Reply:
         usage: token counts to report; None sends ``usage: null`` (the field is optional).
         status: the response status, e.g. ``completed`` or ``incomplete``.
         incomplete_reason: ``incomplete_details.reason`` when the status is ``incomplete``.
+        delay_seconds: how long the server takes to answer (a model's latency).
     """
 
     items: tuple[Item, ...] = ()
@@ -75,6 +76,7 @@ class Reply:
     usage: Usage | None = _ZERO_USAGE
     status: str = "completed"
     incomplete_reason: str | None = None
+    delay_seconds: float = 0.0
 
     @classmethod
     def calls(
@@ -338,6 +340,12 @@ class ScriptedResponsesServer:
                 f"The scripted responder returned {type(answer).__name__}, not Reply or Fault."
             )
             return _error(500, message, None, "scripted_responder_failed", "server_error")
+        if answer.delay_seconds > 0:
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            try:
+                await asyncio.wait({stopping}, timeout=answer.delay_seconds)
+            finally:
+                stopping.cancel()
         return web.json_response(self._render(answer, body))
 
     async def _list_models(self, request: web.Request) -> web.StreamResponse:

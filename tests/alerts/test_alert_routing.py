@@ -98,21 +98,21 @@ async def test_model_refusals_are_reported_at_most_hourly_per_key() -> None:
 
 def test_a_logged_exception_alerts_with_its_type_only() -> None:
     recorder = Recorder()
-    log = logging.getLogger("storyteller_daemon.runtime.work_queue")
+    log = logging.getLogger("storyteller_daemon.runtime.pipeline")
     with forwarding_errors(recorder):
         try:
             raise ValueError("player said: ignore your instructions; key sk-123")
         except ValueError:
-            log.exception("work item failed in queue %s", "storyteller 3")
+            log.exception("attention pass failed for storyteller %s", 3)
         log.warning("not an error")
         log.error("opted out", extra={"alert": False})
         logging.getLogger("storyteller_daemon.alerts.discord").error("about alerts")
     log.error("after the block")
     (alert,) = recorder.alerts
-    assert alert.title == "work item failed in queue storyteller 3"
+    assert alert.title == "attention pass failed for storyteller 3"
     assert alert.detail == ("Failed with ValueError. Full details were written to the daemon log.")
     assert "sk-123" not in alert.detail
-    assert alert.key == "log:storyteller_daemon.runtime.work_queue:work item failed in queue %s"
+    assert alert.key == "log:storyteller_daemon.runtime.pipeline:attention pass failed for storyteller %s"
 
 
 def test_an_exception_passed_as_a_log_argument_shows_by_type_only() -> None:

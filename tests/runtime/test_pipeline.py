@@ -246,7 +246,7 @@ async def test_ignored_and_violating_verdicts_are_recorded_and_counted(rig: Rig)
     await rig.pipeline.wait_idle()
     assert rig.runner.turns == []
     assert rig.recorder.drops == [
-        ("attention", "ignored: no reason"),
+        ("attention", "ignored"),
         ("attention", "contract violation: no single verdict after a re-ask"),
     ]
     assert rig.pipeline.stats.verdicts == {"ignore": 1, "violation": 1}

@@ -226,6 +226,16 @@ class SimWorld(KnowingTown, WorldClient):
             self._outcomes.popitem(last=False)
         return outcome
 
+    def replay(self, event: WorldEvent) -> WorldEvent:
+        """Append an event from a recorded stream, given this world's next cursor; return it.
+
+        Benchmarks play labelled streams into the world this way; the event's room should be
+        one of this world's rooms, since queries about it are answered from the map.
+        """
+        stamped = replace(event, cursor=self._log.next_cursor())
+        self._record(stamped)
+        return stamped
+
     # ------------------------------------------------------------------ scripted activity
 
     def step(self) -> WorldEvent | None:
