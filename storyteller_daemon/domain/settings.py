@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from storyteller_daemon.domain.attention_rules import AttentionRule
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 
@@ -226,6 +227,8 @@ class Storyteller:
     speech_context_window: timedelta = DEFAULT_SPEECH_CONTEXT_WINDOW
     custom_tools: tuple[CustomTool, ...] = ()
     surveillance: Surveillance = field(default_factory=Surveillance)
+    attention_rules: tuple[AttentionRule, ...] = ()
+    """Deterministic ignore / always-attend rules checked before the attention model."""
     revision: int = 0
     created_on: datetime | None = None
 

@@ -10,7 +10,7 @@ read it with `current_run` and add the request, its answer and its bill to it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,6 +51,11 @@ class RunContext:
         charges: the answered requests' bills, in order.
         exchanges: every request with its response or error, in order.
         tokens_used: input plus output tokens answered so far (the per-turn cap).
+        on_charge: awaited with each charge as soon as its request is answered (the recorder
+            writes its ledger row then, so a crash never loses a paid request); returns the
+            ledger row's id, or None when it could not be written.
+        ledger_ids: ids of the ledger rows written by `on_charge`, in order.
+        unrecorded: charges `on_charge` could not write (stored with the run at its end).
     """
 
     storyteller_id: int | None
@@ -61,6 +66,20 @@ class RunContext:
     charges: list[Charge] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
     tokens_used: int = 0
+    on_charge: Callable[[RunContext, Charge], Awaitable[int | None]] | None = None
+    ledger_ids: list[int] = field(default_factory=list)
+    unrecorded: list[Charge] = field(default_factory=list)
+
+    async def charge(self, charge: Charge) -> None:
+        """Add an answered request's bill, and have it recorded at once when a recorder asks."""
+        self.charges.append(charge)
+        if self.on_charge is None:
+            return
+        row_id = await self.on_charge(self, charge)
+        if row_id is None:
+            self.unrecorded.append(charge)
+        else:
+            self.ledger_ids.append(row_id)
 
     @property
     def cost_usd(self) -> float:

@@ -103,9 +103,7 @@ class MeteredModel:
         if reservation is not None and self._budget is not None:
             self._budget.settle(reservation, response.usage, cost)
         if run is not None:
-            run.charges.append(
-                Charge(self._now(), run.purpose, request.model, response.usage, cost)
-            )
+            await run.charge(Charge(self._now(), run.purpose, request.model, response.usage, cost))
         return response
 
     async def _timed(self, request: ModelRequest) -> ModelResponse:

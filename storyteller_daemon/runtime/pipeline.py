@@ -41,6 +41,7 @@ from typing import Protocol
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.config import AttentionConfig
+from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction, RuleBook
 from storyteller_daemon.domain.repeats import (
     HEARD_ELSEWHERE,
     REPEATED_IN_ROOM,
@@ -211,6 +212,7 @@ class _Lane:
     """One storyteller's in-memory view of its backlog, and its two tasks."""
 
     repeats: RepeatMemory
+    rules: RuleBook = field(default_factory=RuleBook)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     turn_wake: asyncio.Event = field(default_factory=asyncio.Event)
     pending: int = 0
@@ -650,9 +652,15 @@ class Pipeline:
         ask: list[int] = []
         first_in_batch: dict[str, int] = {}
         remembered: dict[int, Judged] = {}
+        ruled: dict[int, AttentionRule] = {}
         for index, (item, key) in enumerate(zip(items, keys, strict=True)):
-            match = lane.repeats.match(key, item.room_id, now)
-            if match is not None:
+            by_rule = lane.rules.decide(
+                st.attention_rules, item.kind, item.room_id, _rule_text(triggers[index]), now
+            )
+            match = lane.repeats.match(key, item.room_id, now) if by_rule is None else None
+            if by_rule is not None:
+                ruled[index] = by_rule
+            elif match is not None:
                 repeat, judged = match
                 inherited[index] = (repeat.rule, -1)
                 remembered[index] = judged
@@ -693,11 +701,18 @@ class Pipeline:
         for index, item in enumerate(items):
             trigger = triggers[index]
             rule: str | None = None
+            if index in ruled:
+                by = ruled[index]
+                self.stats.filtered[f"rule:{by.name}"] += 1
+                attend = by.action is RuleAction.ATTEND
+                verdict: Verdict = _Inherited(attend, f"attention rule {by.name}")
+                decisions.append(self._decision(st, item, trigger, verdict, f"rule:{by.name}"))
+                continue
             if index in inherited:
                 rule, first = inherited[index]
                 if first >= 0:
                     base = verdicts[first]
-                    verdict: Verdict = _Inherited(base.interested, base.reason, base.violation)
+                    verdict = _Inherited(base.interested, base.reason, base.violation)
                     source = items[first].id
                 else:
                     judged = remembered[index]
@@ -932,6 +947,16 @@ class Pipeline:
                 self._speech_done += 1
                 async with self._speech_progress:
                     self._speech_progress.notify_all()
+
+
+def _rule_text(trigger: Trigger) -> str:
+    """What an attention rule's pattern is searched in: the text, or a crime's type."""
+    event = trigger.event
+    if isinstance(event, RoomEcho | Speech):
+        return event.text
+    if isinstance(event, Crime):
+        return event.crime_type
+    return trigger.text
 
 
 def _repeat_key(trigger: Trigger) -> str | None:

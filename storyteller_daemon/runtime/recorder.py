@@ -90,26 +90,28 @@ def _usage_columns(run: RunContext) -> dict[str, int]:
     }
 
 
+def ledger_entry(run: RunContext, charge: Charge, situation_id: int | None = None) -> LedgerEntry:
+    """The ledger row of one answered request of a run."""
+    return LedgerEntry(
+        occurred_at=charge.at,
+        purpose=charge.purpose,
+        model=charge.model,
+        storyteller_id=run.storyteller_id,
+        storyteller_name=run.storyteller_name,
+        trigger_kind=run.trigger_kind,
+        room_id=run.room_id,
+        situation_id=situation_id,
+        input_tokens=charge.usage.input_tokens,
+        cached_tokens=charge.usage.cached_tokens,
+        output_tokens=charge.usage.output_tokens,
+        reasoning_tokens=charge.usage.reasoning_tokens,
+        cost_usd=charge.cost_usd,
+    )
+
+
 def ledger_entries(run: RunContext, situation_id: int | None = None) -> list[LedgerEntry]:
     """One ledger row per answered request of a run."""
-    return [
-        LedgerEntry(
-            occurred_at=c.at,
-            purpose=c.purpose,
-            model=c.model,
-            storyteller_id=run.storyteller_id,
-            storyteller_name=run.storyteller_name,
-            trigger_kind=run.trigger_kind,
-            room_id=run.room_id,
-            situation_id=situation_id,
-            input_tokens=c.usage.input_tokens,
-            cached_tokens=c.usage.cached_tokens,
-            output_tokens=c.usage.output_tokens,
-            reasoning_tokens=c.usage.reasoning_tokens,
-            cost_usd=c.cost_usd,
-        )
-        for c in run.charges
-    ]
+    return [ledger_entry(run, c, situation_id) for c in run.charges]
 
 
 def _error_text(exc: BaseException | None) -> str | None:
@@ -204,7 +206,23 @@ class RunRecorder:
             purpose=purpose,
             trigger_kind=trigger.kind.value,
             room_id=trigger.room_id,
+            on_charge=self._write_charge if self._ledger is not None else None,
         )
+
+    async def _write_charge(self, run: RunContext, charge: Charge) -> int | None:
+        """The ledger row of a request, written as soon as it is answered (its id, or None).
+
+        A crash later in the run then still leaves every paid request in the ledger, so the
+        budgets reloaded at start-up count it.
+        """
+        if self._ledger is None:
+            return None
+        try:
+            [row_id] = await self._ledger.add([ledger_entry(run, charge)])
+        except Exception as exc:  # stored with the run at its end instead
+            log.warning("a model request's cost could not be written yet: %s", type(exc).__name__)
+            return None
+        return row_id
 
     # ------------------------------------------------------------------ storing
 
@@ -346,10 +364,14 @@ class RunRecorder:
         )
 
     async def _store(self, run: NewRun, context: RunContext, situation: int | None) -> None:
-        entries = ledger_entries(context, situation)
+        # Requests were written to the ledger as they were answered; only those that could
+        # not be are written now.
+        entries = [ledger_entry(context, c, situation) for c in context.unrecorded]
+        if context.on_charge is None:
+            entries = ledger_entries(context, situation)
         try:
             if self._record and self._runs is not None:
-                await self._runs.add(run, entries)
+                await self._runs.add(run, entries, context.ledger_ids)
             elif self._ledger is not None:
                 await self._ledger.add(entries)
         except Exception as exc:  # losing a record must never fail the turn

@@ -75,12 +75,19 @@ class LedgerRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def add(self, entries: Sequence[LedgerEntry]) -> None:
-        """Store rows that belong to no stored run (e.g. a replay against a live model)."""
+    async def add(self, entries: Sequence[LedgerEntry]) -> list[int]:
+        """Store rows not (yet) linked to a stored run; return their ids, in order.
+
+        A request is written here as soon as it is answered; `RunRepository.add` links it to
+        its run when the run ends (a run cut off by a crash leaves it unlinked, still counted).
+        """
         if not entries:
-            return
+            return []
         async with self._db.session() as session:
-            session.add_all([ledger_row(e) for e in entries])
+            rows = [ledger_row(e) for e in entries]
+            session.add_all(rows)
+            await session.flush()
+            return [row.id for row in rows]
 
     async def spend_on(self, day: date) -> DaySpend:
         """What the daemon spent on a UTC day, replays excluded (budgets reload it at start-up)."""

@@ -258,8 +258,13 @@ class RunRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def add(self, run: NewRun, charges: Sequence[LedgerEntry] = ()) -> int:
+    async def add(
+        self, run: NewRun, charges: Sequence[LedgerEntry] = (), ledger_ids: Sequence[int] = ()
+    ) -> int:
         """Store a run and the ledger rows of its requests in one transaction; the run's id.
+
+        `charges` are written as new rows; `ledger_ids` name rows written earlier (as each
+        request was answered), which are linked to the run.
 
         A turn that touched a situation has its requests, and those of its attention call (same
         storyteller and turn key), attributed to that situation, so an arc's cost includes the
@@ -275,6 +280,18 @@ class RunRepository:
                     for c in charges
                 ]
             session.add_all([ledger_row(c, row.id) for c in charges])
+            if ledger_ids:
+                await session.execute(
+                    sql_update(LedgerRow)
+                    .where(LedgerRow.id.in_(list(ledger_ids)))
+                    .values(run_id=row.id)
+                )
+                if run.situation_id is not None:
+                    await session.execute(
+                        sql_update(LedgerRow)
+                        .where(LedgerRow.id.in_(list(ledger_ids)), LedgerRow.situation_id.is_(None))
+                        .values(situation_id=run.situation_id)
+                    )
             if run.kind == "turn" and run.situation_id is not None:
                 attention_runs = select(RunRow.id).where(
                     RunRow.kind == "attention",

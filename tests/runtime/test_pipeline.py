@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import AttentionConfig
+from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.work import WorkState
@@ -645,3 +646,47 @@ async def test_work_of_a_world_that_cannot_replay_is_expired_on_start(rig: Rig) 
     assert await rig.states() == ["expired"]
     assert rig.pipeline.stats.dropped["world_restarted"] == 1
     rig.runner.judge_gate.set()
+
+
+# ---------------------------------------------------------------------- attention rules
+
+
+async def test_attention_rules_decide_without_a_model_call(harness: Harness) -> None:
+    rules = (
+        AttentionRule("temple-bell", RuleAction.IGNORE, pattern=r"\bbell\b"),
+        AttentionRule(
+            "office", RuleAction.ATTEND, rooms=frozenset({102}), cooldown=timedelta(minutes=5)
+        ),
+    )
+    watcher = replace(WATCHER, attention_rules=rules)
+    rig = await harness.start(storytellers=[watcher])
+    rig.runner.verdict = Verdict(False)
+    await rig.pipeline.accept(
+        [
+            echo(seq=1, text="The temple BELL rings."),
+            echo(cell=102, seq=2, text="A quill scratches."),
+        ]
+    )
+    await rig.pipeline.wait_idle()
+    assert rig.runner.judged == []  # both settled by rules
+    assert rig.pipeline.stats.filtered == {"rule:temple-bell": 1, "rule:office": 1}
+    assert [len(t.all) for t in rig.runner.turn_triggers] == [1]
+    items = {i.rule: i.state for i in await rig.backlog.items(1)}
+    assert items == {"rule:temple-bell": WorkState.IGNORED, "rule:office": WorkState.DONE}
+
+    await rig.pipeline.ingest(echo(cell=102, seq=3, text="A door slams."))  # cooling down
+    await rig.pipeline.wait_idle()
+    assert [len(b) for b in rig.runner.judged] == [1]  # so the model judges it
+    await rig.clock.advance(301)
+    await rig.pipeline.ingest(echo(cell=102, seq=4, text="Papers rustle."))
+    await rig.pipeline.wait_idle()
+    assert rig.pipeline.stats.filtered["rule:office"] == 2
+
+
+def test_a_rule_with_a_bad_pattern_or_kind_is_refused_with_its_name() -> None:
+    with pytest.raises(ValueError, match="rule noisy: pattern is not a regular expression"):
+        AttentionRule("noisy", RuleAction.IGNORE, pattern="(")
+    with pytest.raises(ValueError, match="unknown kind 'state'"):
+        AttentionRule("x", RuleAction.IGNORE, kinds=frozenset({"state"}))
+    with pytest.raises(ValueError, match="rule name 'Bad Name'"):
+        AttentionRule("Bad Name", RuleAction.IGNORE)
