@@ -400,3 +400,8 @@ class _NoModel:
 
     async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
         raise RuntimeError("no model configured")
+
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Nothing ran without a model, so nothing was cut off."""

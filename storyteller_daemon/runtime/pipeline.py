@@ -113,6 +113,12 @@ class TurnRunner(Protocol):
         """Build the prompt, run the tool loop under turn key `key`, persist the result."""
         ...
 
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Record that attempt ``attempt - 1`` of the turn `key` was cut off by a stop or crash."""
+        ...
+
 
 class Backlog(Protocol):
     """The durable backlog (the backlog repository)."""
@@ -849,6 +855,7 @@ class Pipeline:
                 st.name,
                 claim.turn_key,
             )
+            await self._runner.interrupted(st, trigger, claim.turn_key, claim.attempt)
         if st.paused:  # pause is a master switch: waiting work does not run either
             await self._end_turn(claim, st, trigger, "pause", "storyteller was paused")
             return True

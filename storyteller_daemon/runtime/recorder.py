@@ -31,6 +31,7 @@ from storyteller_daemon.agent.attention import AttentionVerdict
 from storyteller_daemon.agent.records import TurnRecord, api_body, response_summary, usage_dict
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runtime.attribution import Charge, RunContext, attributed
 from storyteller_daemon.runtime.clock import Clock
@@ -381,6 +382,47 @@ class RunRecorder:
                 run.storyteller_id,
                 type(exc).__name__,
             )
+
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Record that a turn was cut off by a stop or crash before it could be stored.
+
+        Its model requests are already in the ledger (each was written when answered); its
+        prog calls, if any, are answered again by the game from their idempotency keys when the
+        turn is run again under the same key.
+        """
+        if not self._record or self._runs is None:
+            return
+        note = f"interrupted by a stop or crash (attempt {attempt - 1}); " + (
+            "run again under the same key" if attempt <= MAX_TURN_ATTEMPTS else "not run again"
+        )
+        record = {
+            "version": RECORD_VERSION,
+            "kind": "turn",
+            "storyteller": {"id": storyteller.id, "name": storyteller.name},
+            "turn_key": key,
+            "trigger": encode_trigger(trigger),
+            "interrupted": True,
+            "error": note,
+        }
+        await self._store(
+            NewRun(
+                kind="turn",
+                turn_key=key,
+                storyteller_id=storyteller.id or 0,
+                storyteller_name=storyteller.name,
+                trigger_kind=trigger.kind.value,
+                trigger_label=trigger.label,
+                room_id=trigger.room_id,
+                outcome="interrupted",
+                started_at=self._clock.now(),
+                error=note,
+                record=record,
+            ),
+            RunContext(storyteller.id, storyteller.name, "turn"),
+            None,
+        )
 
     # ------------------------------------------------------------------ retention
 

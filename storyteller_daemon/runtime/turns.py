@@ -127,6 +127,12 @@ class AgentTurnRunner:
             )
         return verdicts
 
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Record that an earlier attempt of this turn was cut off (see `RunRecorder`)."""
+        await self._recorder.interrupted(storyteller, trigger, key, attempt)
+
     async def _status_text(
         self, storyteller: Storyteller, trigger: Trigger, world: WorldClient
     ) -> str:

@@ -39,6 +39,7 @@ class Outcome:
 class BlockingRunner:
     def __init__(self) -> None:
         self.judged: list[Trigger] = []
+        self.interruptions: list[tuple[str, int]] = []
         self.turns: list[Trigger] = []
         self.release = asyncio.Event()
         self.release.set()
@@ -56,6 +57,9 @@ class BlockingRunner:
         async with self.progress:
             self.progress.notify_all()
         return Outcome()
+
+    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+        self.interruptions.append((key, attempt))
 
 
 @dataclass

@@ -34,6 +34,7 @@ class HeldRunner:
     """Runs turns only while `release` is set."""
 
     def __init__(self) -> None:
+        self.interruptions: list[tuple[str, int]] = []
         self.turns: list[Trigger] = []
         self.release = asyncio.Event()
         self.release.set()
@@ -45,6 +46,9 @@ class HeldRunner:
         await self.release.wait()
         self.turns.append(trigger)
         return Outcome()
+
+    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+        self.interruptions.append((key, attempt))
 
 
 @dataclass

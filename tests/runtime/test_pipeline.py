@@ -50,6 +50,7 @@ class FakeRunner:
     failures: int = 0
     """Judge calls still to fail."""
     outcome: str = "completed"
+    interruptions: list[tuple[str, int]] = field(default_factory=list)
 
     async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         if self.judge_gate is not None:
@@ -65,6 +66,9 @@ class FakeRunner:
             await self.release.wait()
         self.turns.append((trigger, key))
         return Outcome(self.outcome)
+
+    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+        self.interruptions.append((key, attempt))
 
     @property
     def turn_triggers(self) -> list[Trigger]:
@@ -596,6 +600,7 @@ async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness:
 
     second = await harness.start(AT_ONCE, FakeRunner(release=asyncio.Event()))
     await until(lambda: second.pipeline.turn_running(1))  # re-run, killed again
+    assert second.runner.interruptions == [("st1:event:world:e:1", 2)]
     await harness.crash()
     [item] = await rig.backlog.items(1)
     assert (item.state, item.attempts, item.turn_key) == (

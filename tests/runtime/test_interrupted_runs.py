@@ -1,0 +1,102 @@
+"""A run cut off by a crash still leaves its paid requests in the ledger, and is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import ModelPrice
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runtime.metering import MeteredModel
+from storyteller_daemon.runtime.recorder import RunRecorder
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.tape import Services
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import RunRepository
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
+from world_adapter.sim import SimWorld
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+WATCH = Storyteller(name="Watch", id=4)
+DIRECT = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="ring the bell")
+PRICES = {"gpt-x": ModelPrice(input=1.0, cached_input=0.1, output=10.0)}
+
+
+class Answering:
+    name = "answering"
+
+    def __init__(self) -> None:
+        self.hold = asyncio.Event()
+        self.second = asyncio.Event()
+        self.calls = 0
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.calls > 1:
+            self.second.set()
+            await self.hold.wait()  # the second request never comes back: the process dies
+        return ModelResponse("r", "gpt-x", "completed", (), "", (), Usage(1000, 0, 100))
+
+
+async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store: Store) -> None:
+    clock = FakeClock(T0)
+    ledger = LedgerRepository(sqlite_store.db)
+    recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
+    inner = Answering()
+    model = MeteredModel(inner, RuntimeStats(), PRICES, now=clock.now)
+    request = ModelRequest(model="gpt-x", input=[])
+    services = Services(
+        SimWorld.harbour_town(),
+        sqlite_store.situations,
+        sqlite_store.memories,
+        sqlite_store.references,
+    )
+
+    async def turn() -> None:
+        async with recorder.turn(WATCH, DIRECT, "st4:direct:1", services):
+            await model.respond(request)
+            await model.respond(request)  # hangs
+
+    task = asyncio.create_task(turn())
+    await asyncio.wait_for(inner.second.wait(), 5)
+    spend = await ledger.spend_on(T0.date())
+    assert spend.by_storyteller == {4: (1000 * 1.0 + 100 * 10.0) / 1e6}  # before the run ended
+    task.cancel()  # the crash: the run is never stored
+    await asyncio.gather(task, return_exceptions=True)
+    assert await RunRepository(sqlite_store.db).list() == []
+    assert (await ledger.spend_on(T0.date())).total == spend.total
+
+
+async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_store: Store) -> None:
+    clock = FakeClock(T0)
+    ledger = LedgerRepository(sqlite_store.db)
+    runs = RunRepository(sqlite_store.db)
+    recorder = RunRecorder(runs, ledger, clock)
+    model = MeteredModel(Answering(), RuntimeStats(), PRICES, now=clock.now)
+    services = Services(
+        SimWorld.harbour_town(),
+        sqlite_store.situations,
+        sqlite_store.memories,
+        sqlite_store.references,
+    )
+    async with recorder.turn(WATCH, DIRECT, "st4:direct:2", services):
+        await model.respond(ModelRequest(model="gpt-x", input=[]))
+    [summary] = await runs.list()
+    stored = await runs.get(summary.id)
+    assert len(stored.record["charges"]) == 1
+    lines = await ledger.totals("storyteller")
+    assert [line.requests for line in lines] == [1]  # written once, not again with the run
+
+
+async def test_an_interrupted_turn_is_recorded_as_such(sqlite_store: Store) -> None:
+    runs = RunRepository(sqlite_store.db)
+    recorder = RunRecorder(runs, LedgerRepository(sqlite_store.db), FakeClock(T0))
+    await recorder.interrupted(WATCH, DIRECT, "st4:direct:3", 2)
+    [summary] = await runs.list(outcome="interrupted")
+    assert summary.turn_key == "st4:direct:3"
+    assert (
+        summary.error == "interrupted by a stop or crash (attempt 1); run again under the same key"
+    )
