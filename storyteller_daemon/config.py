@@ -102,7 +102,7 @@ class AttentionConfig(_Section):
         tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
     ] = ("crime",)
     """Event kinds judged at once, without waiting for the window."""
-    max_batch_events: PositiveInt = 60
+    max_batch_events: Annotated[int, Field(gt=0, le=500)] = 60
     """Events judged in one attention request at most (a bigger backlog is judged in turns)."""
     max_turn_events: PositiveInt = 20
     """Interested events handled together in one turn at most."""

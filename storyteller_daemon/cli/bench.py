@@ -165,3 +165,56 @@ async def search(
         },
         as_json,
     )
+
+
+@app.command("stream")
+@run_async
+async def stream(
+    path: Annotated[
+        Path | None,
+        typer.Option("--stream", help="A labelled JSON-lines stream; default: one from the sim."),
+    ] = None,
+    hours: Annotated[float, typer.Option(help="Length of a generated stream.", min=0.01)] = 1.0,
+    seed: Annotated[int, typer.Option(help="Seed of a generated stream.")] = 1,
+    attention_latency: Annotated[
+        float, typer.Option(help="Seconds the stand-in model takes per attention call.", min=0)
+    ] = 1.5,
+    round_latency: Annotated[
+        float, typer.Option(help="Seconds the stand-in model takes per tool-loop round.", min=0)
+    ] = 4.0,
+    speedup: Annotated[
+        float, typer.Option(help="How much faster than real time the stream plays.", min=1)
+    ] = 60.0,
+    storytellers: Annotated[
+        int, typer.Option(help="Copies of the harbour watch listening at once.", min=1)
+    ] = 1,
+    one_call_per_event: Annotated[
+        bool,
+        typer.Option("--one-call-per-event", help="Run the reference design for comparison."),
+    ] = False,
+    price_model: Annotated[
+        str, typer.Option(help="Price every request at this model's prices (equal models).")
+    ] = "gpt-5",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
+    from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
+
+    report = await run_stream_bench(
+        StreamBenchOptions(
+            stream=path,
+            hours=hours,
+            seed=seed,
+            attention_latency=attention_latency,
+            round_latency=round_latency,
+            speedup=speedup,
+            one_call_per_event=one_call_per_event,
+            storytellers=storytellers,
+            price_model=price_model,
+        )
+    )
+    _report(
+        "stream benchmark (daemon over the bridge, stand-in model answering from labels)",
+        report,
+        as_json,
+    )

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from storyteller_daemon.domain.work import (
     MAX_TURN_ATTEMPTS,
@@ -126,22 +126,39 @@ class BacklogRepository:
 
         An item no longer pending (decided meanwhile, or gone) is left as it is.
         """
-        moved = 0
+        if not decisions:
+            return 0
         now = self._clock()
+        ids = [d.item_id for d in decisions]
+        statement = (
+            update(WorkRow)
+            .where(WorkRow.id == bindparam("item"), WorkRow.state == WorkState.PENDING.value)
+            .values(
+                state=bindparam("new_state"),
+                reason=bindparam("new_reason"),
+                rule=bindparam("new_rule"),
+                updated_on=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        rows = [
+            {
+                "item": d.item_id,
+                "new_state": d.state.value,
+                "new_reason": d.reason,
+                "new_rule": d.rule,
+            }
+            for d in decisions
+        ]
         async with self._db.session() as session:
-            for decision in decisions:
-                result = await session.execute(
-                    update(WorkRow)
-                    .where(WorkRow.id == decision.item_id, WorkRow.state == WorkState.PENDING.value)
-                    .values(
-                        state=decision.state.value,
-                        reason=decision.reason,
-                        rule=decision.rule,
-                        updated_on=now,
-                    )
-                )
-                moved += int(getattr(result, "rowcount", 0) or 0)
-        return moved
+            pending_before = await session.scalar(
+                select(func.count())
+                .select_from(WorkRow)
+                .where(WorkRow.id.in_(ids), WorkRow.state == WorkState.PENDING.value)
+            )
+            conn = await session.connection()
+            await conn.execute(statement, rows)  # one statement, many rows
+        return int(pending_before or 0)
 
     async def count_attempt(self, ids: Sequence[int]) -> None:
         """Count a failed attention request against pending items (they stay pending)."""

@@ -1,0 +1,360 @@
+"""``storyteller bench stream``: replay a labelled world stream through the whole daemon.
+
+The stream (a labelled JSON-lines file, or one generated from the sim world) is played into a
+sim world served over the bridge protocol; the daemon connects to it like to any game, and
+calls the shipped Responses-compatible test server, which stands in for the model:
+
+* attention requests are answered from the labels (an oracle: an event is attended to when the
+  labelled stream says it is relevant), after ``--attention-latency`` seconds;
+* every tool-loop round answers ``Noop`` after ``--round-latency`` seconds;
+* token counts are estimated from the request and reply sizes (four characters a token), and
+  cached input tokens from the prefix shared with the previous request of the same
+  ``prompt_cache_key`` (from 1,024 tokens on, in 128-token steps, as the provider caches).
+
+Time runs ``--speedup`` times faster than real time for the daemon's clock, the stream and the
+model latency alike, so an hour of stream takes a minute at 60×. All times in the report are
+stream seconds. ``--one-call-per-event`` runs the reference design (no window, no batching, no
+repeats, one turn per event) on the same stream for comparison.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.config import ModelPrice
+from storyteller_daemon.domain.repeats import repeat_key
+from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from world_adapter.events import RoomEcho, Speech, WorldEvent
+
+LIST_PRICES = {
+    "gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10.0},
+    "gpt-5-mini": {"input": 0.25, "cached_input": 0.025, "output": 2.0},
+    "gpt-5-nano": {"input": 0.05, "cached_input": 0.005, "output": 0.4},
+}
+"""USD per million tokens (OpenAI list prices of the gpt-5 family, as in config.example.toml)."""
+CHARS_PER_TOKEN = 4
+CACHE_MINIMUM_TOKENS = 1024
+CACHE_STEP_TOKENS = 128
+_LINE = re.compile(r"^\[(e\d+)\] (.*)$", re.MULTILINE)
+
+
+class ScaledClock:
+    """The runtime `Clock`, running `speedup` times faster than real time."""
+
+    def __init__(self, speedup: float, start: datetime) -> None:
+        self._speedup = speedup
+        self._start = start
+        self._origin = time.monotonic()
+
+    def monotonic(self) -> float:
+        """Stream seconds since the clock was made."""
+        return (time.monotonic() - self._origin) * self._speedup
+
+    def now(self) -> datetime:
+        """The stream's time of day."""
+        return self._start + timedelta(seconds=self.monotonic())
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep `seconds` of stream time."""
+        await asyncio.sleep(max(0.0, seconds) / self._speedup)
+
+
+def _tokens(chars: int) -> int:
+    return max(1, chars // CHARS_PER_TOKEN)
+
+
+def _event_text(event: WorldEvent) -> str | None:
+    if isinstance(event, RoomEcho | Speech):
+        return event.text
+    return None
+
+
+@dataclass
+class RequestLog:
+    """What the stand-in model was asked, by kind."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    usage: dict[str, Usage] = field(default_factory=dict)
+
+    def add(self, kind: str, usage: Usage) -> None:
+        self.requests[kind] += 1
+        self.usage[kind] = self.usage.get(kind, Usage()) + usage
+
+
+class Oracle:
+    """Answers the daemon's requests from the stream's labels, with latency and token counts."""
+
+    def __init__(
+        self,
+        relevant_texts: set[str],
+        *,
+        attention_latency: float,
+        round_latency: float,
+        speedup: float,
+    ) -> None:
+        self._relevant = relevant_texts
+        self._attention_delay = attention_latency / speedup
+        self._round_delay = round_latency / speedup
+        self._prefixes: dict[str, str] = {}
+        self.log = RequestLog()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        prompt = json.dumps(
+            [body.get("instructions"), body.get("tools"), body.get("input")], ensure_ascii=False
+        )
+        if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
+            output = self._verdicts(body)
+            reply = Reply.text(output)
+            kind, delay = "attention", self._attention_delay
+        else:
+            reply, output = self._noop(body)
+            kind, delay = "turn_round", self._round_delay
+        usage = Usage(
+            input_tokens=_tokens(len(prompt)),
+            cached_tokens=self._cached(str(body.get("prompt_cache_key") or kind), prompt),
+            output_tokens=_tokens(len(output)),
+        )
+        self.log.add(kind, usage)
+        return replace(reply, usage=usage, delay_seconds=delay)
+
+    def _cached(self, key: str, prompt: str) -> int:
+        previous = self._prefixes.get(key, "")
+        self._prefixes[key] = prompt
+        shared = 0
+        for a, b in zip(previous, prompt, strict=False):
+            if a != b:
+                break
+            shared += 1
+        tokens = shared // CHARS_PER_TOKEN
+        if tokens < CACHE_MINIMUM_TOKENS:
+            return 0
+        return tokens // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
+
+    def _verdicts(self, body: dict[str, Any]) -> str:
+        text = "\n".join(
+            str(item.get("content", ""))
+            for item in body.get("input") or []
+            if isinstance(item, dict)
+        )
+        attend, ignore = [], []
+        for item_id, line in _LINE.findall(text):
+            if " crime in " in f" {line}" or self._relevant_line(line):
+                attend.append({"id": item_id, "why": "matters to the remit"})
+            else:
+                ignore.append(item_id)
+        return json.dumps({"attend": attend, "ignore": ignore})
+
+    def _relevant_line(self, line: str) -> bool:
+        start = line.rfind(': "')
+        if start < 0:
+            return False
+        try:
+            value = json.loads(line[start + 2 :])
+        except json.JSONDecodeError:
+            return False
+        return isinstance(value, str) and repeat_key("t", value) in self._relevant
+
+    def _noop(self, body: dict[str, Any]) -> tuple[Reply, str]:
+        tool = next(
+            (t for t in body.get("tools") or [] if t.get("name") == "Noop"),
+            None,
+        )
+        if tool is None:
+            return Reply.text("nothing to do"), "nothing to do"
+        schema = tool.get("parameters") or {}
+        arguments = {
+            name: "nothing needs doing" if (spec or {}).get("type") == "string" else None
+            for name, spec in (schema.get("properties") or {}).items()
+        }
+        return Reply.calls(("Noop", arguments)), json.dumps(arguments)
+
+
+@dataclass(frozen=True)
+class StreamBenchOptions:
+    """The knobs of one benchmark run."""
+
+    stream: Path | None = None
+    hours: float = 1.0
+    seed: int = 1
+    attention_latency: float = 1.5
+    round_latency: float = 4.0
+    speedup: float = 60.0
+    one_call_per_event: bool = False
+    storytellers: int = 1
+    price_model: str = "gpt-5"
+    drain_seconds: float | None = None
+    """Stream seconds the daemon gets after the last event to settle its backlog (default:
+    15 minutes, or, for the one-call design, long enough to judge every event one by one)."""
+
+
+def _cost(usage: Usage, price: ModelPrice) -> float:
+    fresh = usage.input_tokens - usage.cached_tokens
+    return (
+        fresh * price.input
+        + usage.cached_tokens * price.cached_input
+        + usage.output_tokens * price.output
+    ) / 1_000_000
+
+
+async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
+    """Run the benchmark and return its report."""
+    from world_adapter.sim.stream import labelled_stream, read_stream
+
+    from storyteller_daemon.app import build_runtime
+    from storyteller_daemon.config import parse_config
+    from storyteller_daemon.storage.backlog import BacklogRepository
+    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.storage.store import Store
+    from world_adapter.bridge.sim_server import BridgeServer
+    from world_adapter.sim import SimWorld
+
+    items = (
+        read_stream(options.stream)
+        if options.stream is not None
+        else labelled_stream(seed=options.seed, hours=options.hours)
+    )
+    if not items:
+        raise ValueError("the stream holds no events")
+    start = items[0].event.occurred_at
+    span = max(1.0, (items[-1].event.occurred_at - start).total_seconds())
+    relevant_texts = {
+        key
+        for item in items
+        if item.relevant and (text := _event_text(item.event)) is not None
+        if (key := repeat_key("t", text)) is not None
+    }
+    clock = ScaledClock(options.speedup, start)
+    oracle = Oracle(
+        relevant_texts,
+        attention_latency=options.attention_latency,
+        round_latency=options.round_latency,
+        speedup=options.speedup,
+    )
+    token = secrets.token_hex(16)
+    with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        store = Store.open(url)
+        await store.db.upgrade()
+        await load_pack(store.db, read_pack("harbour-ward"))
+        watch = await store.storytellers.get("Harbour Ward Watch")
+        watch = await store.storytellers.save(replace(watch, paused=False))
+        for number in range(2, options.storytellers + 1):
+            twin = await store.storytellers.create(f"Harbour Ward Watch {number}", watch)
+            await store.storytellers.save(replace(twin, paused=False))
+        world = SimWorld.harbour_town(epoch=f"bench-{token[:8]}", buffer_size=len(items) + 10)
+        cells = frozenset(room.id for room in world.town_map.rooms)
+        bridge = BridgeServer(world, token, cells=cells, buffer_size=len(items) + 10)
+        bridge_url = await bridge.start()
+        model_server = ScriptedResponsesServer(responder=oracle)
+        await model_server.start()
+        cfg = parse_config(
+            {
+                "database": {"url": url},
+                "world": {"kind": "bridge", "url": bridge_url, "token_env": "BENCH_BRIDGE_TOKEN"},
+                "model": {
+                    "api_key_env": "BENCH_MODEL_KEY",
+                    "base_url": model_server.base_url,
+                    "request_timeout_seconds": 600.0,
+                    "prices": LIST_PRICES,
+                },
+                "attention": {"one_call_per_event": options.one_call_per_event},
+                "limits": {"turn_seconds": 3600.0},
+                "daemon": {"drain_seconds": 1.0},
+            },
+            "bench",
+        )
+        environ = {"BENCH_BRIDGE_TOKEN": token, "BENCH_MODEL_KEY": "bench-" + token}
+        runtime = await build_runtime(cfg, environ=environ, clock=clock, store=store)
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        labels: dict[str, bool] = {}
+        try:
+            await asyncio.wait_for(runtime.daemon.ready.wait(), 30)
+            await asyncio.wait_for(bridge.wait_subscriptions(1), 30)
+            began = time.monotonic()
+            for item in items:
+                due = (item.event.occurred_at - start).total_seconds() / options.speedup
+                wait = due - (time.monotonic() - began)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                stamped = world.replay(item.event)
+                labels[f"bridge:{stamped.cursor}"] = item.relevant
+            drain = options.drain_seconds
+            if drain is None:
+                drain = 900.0
+                if options.one_call_per_event:
+                    drain += len(items) * (options.attention_latency + 0.5)
+            settle = drain / options.speedup
+            try:
+                await asyncio.wait_for(runtime.pipeline.wait_idle(), settle)
+                settled = True
+            except TimeoutError:
+                settled = False
+            backlog = BacklogRepository(store.db)
+            work = []
+            for st in await store.storytellers.list():
+                assert st.id is not None
+                work += await backlog.items(st.id, limit=len(items) * 2)
+        finally:
+            stop.set()
+            await asyncio.gather(task, return_exceptions=True)
+            await runtime.close()
+            await model_server.stop()
+            await bridge.stop()
+    stats = runtime.stats
+    heard_relevant = [w for w in work if labels.get(w.source)]
+    reached = [w for w in heard_relevant if w.turn_key is not None]
+    states = Counter(w.state.value for w in work)
+    requests = sum(oracle.log.requests.values())
+    price = cfg.model.prices.get(options.price_model)
+    usage_total = sum(oracle.log.usage.values(), Usage())
+    hours = span / 3600
+    usd = _cost(usage_total, price) / hours if price is not None else None
+    relevant_total = sum(1 for item in items if item.relevant)
+    return {
+        "design": "one call per event" if options.one_call_per_event else "batched",
+        "events": len(items),
+        "stream hours": round(hours, 2),
+        "storytellers": options.storytellers,
+        "relevant events": relevant_total,
+        "relevant events heard by a storyteller": len(heard_relevant),
+        "relevant events reaching a turn": len(reached),
+        "recall": round(len(reached) / len(heard_relevant), 4) if heard_relevant else None,
+        "attention requests": oracle.log.requests["attention"],
+        "turn rounds": oracle.log.requests["turn_round"],
+        "model calls per 1,000 events": round(requests * 1000 / len(items), 1),
+        "events per attention request": round(stats.batch_sizes.total / stats.batch_sizes.count, 1)
+        if stats.batch_sizes.count
+        else 0,
+        "settled by rule": dict(stats.filtered),
+        "work item states": dict(states),
+        "dropped by stage": dict(stats.dropped),
+        "input tokens": usage_total.input_tokens,
+        "cached input tokens": usage_total.cached_tokens,
+        "output tokens": usage_total.output_tokens,
+        f"USD per hour at {options.price_model} prices": round(usd, 4) if usd is not None else None,
+        "event → verdict p50 / p95 (s)": [
+            round(stats.verdict_latency.percentile(0.5), 2),
+            round(stats.verdict_latency.percentile(0.95), 2),
+        ],
+        "event → turn start p50 / p95 (s)": [
+            round(stats.turn_latency.percentile(0.5), 2),
+            round(stats.turn_latency.percentile(0.95), 2),
+        ],
+        "backlog settled": settled,
+        "attention latency (s)": options.attention_latency,
+        "round latency (s)": options.round_latency,
+        "speed-up": options.speedup,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,516 @@
+"""Labelled world streams: a busy, realistic hour of the harbour town, for benchmarks.
+
+`labelled_stream` writes what a busy evening in the harbour town sounds like to a storyteller,
+each event labelled relevant or not to a harbour watch's remit (crime, smuggling, violence):
+
+* **chatter** — speech and gestures in the market, the tavern and on the quay, including heated
+  but harmless talk ("I'll kill you if you cheat at dice again!", laughing); irrelevant;
+* **crowd** — people coming and going; irrelevant;
+* **ambience** — one room repeating near-identical lines every few minutes (gulls, ropes,
+  waves); irrelevant;
+* **broadcast** — the same text heard in every room in the same second (the harbour bell, a
+  foghorn, thunder); irrelevant;
+* **fight** — a brawl: 10–20 echoes in one room within about ten seconds, sometimes ending
+  with someone knocked unconscious; relevant, every event of the burst;
+* **crime** — thefts, assaults, bribery (no victim), smuggling; relevant;
+* **smuggling** — talk of contraband, dead drops and bribing the watch; relevant;
+* **state** — a drunk passing out in the tavern; irrelevant.
+
+The rate varies over the stream in ten-minute stretches (quiet, normal, busy). Everything
+follows from the seed. `write_stream` and `read_stream` keep a stream as JSON lines
+(``{"event": …, "relevant": …, "tag": …, "group": …}``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from world_adapter.bridge.codec import CodecError, decode_event, encode_event
+from world_adapter.events import (
+    CharacterState,
+    Crime,
+    Cursor,
+    RoomEcho,
+    Speech,
+    StateChange,
+    WorldEvent,
+)
+from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
+
+ROOMS = {room.id: room.zone_id for room in HARBOUR_TOWN_MAP.rooms}
+BUSY_ROOMS = (101, 102, 103, 106)
+"""The quay, the fish market, the tavern, the warehouse lane."""
+QUIET_ROOMS = tuple(room for room in ROOMS if room not in BUSY_ROOMS)
+NAMES = {
+    1001: "Maren Tidewell",
+    1002: "Osric Vell",
+    1003: "Ilsa Brand",
+    2001: "Watch Sergeant Holt",
+    2002: "Fishwife Agna",
+    2003: "Dockhand Per",
+    2004: "Wren the cutpurse",
+    2005: "Harbourmaster Coyle",
+}
+CROWD = tuple(range(3001, 3041))
+"""Townsfolk without a sheet of their own."""
+CROWD_NAMES = ("a sailor", "a fishwife", "a porter", "a net-mender", "a drunk", "a merchant")
+
+CHATTER = (
+    "{n} for a copper, the freshest {item} on the quay!",
+    "Did you see the {ship} come in? Riding low in the water, she was.",
+    "My back aches from hauling {item} all day.",
+    "I'll kill you if you cheat at dice again! {who} laughs and slaps the table.",
+    "Another round of {drink} for the table by the fire.",
+    "The tide turns at the {nth} bell, mind the moorings.",
+    "That's robbery, {n} coppers for {item}! Fine, fine, I'll take two.",
+    "They say the harbourmaster's {kin} is to be married.",
+    "Watch where you're stepping with those {item}!",
+    "Rain by evening, my {limb} says so.",
+    "Have you tried the {drink} at the Drowned Lantern? Tastes of {item}.",
+    "The {ship} sails for the south isles at the {nth} bell.",
+)
+GESTURES = (
+    "{who} haggles loudly over a basket of {item}.",
+    "{who} coils a rope and whistles tunelessly.",
+    "{who} raises a mug of {drink} and sings a verse of a sea shanty.",
+    "{who} leans on a barrel and yawns.",
+    "{who} counts {n} coins into a leather purse.",
+    "{who} scrubs the deck of the {ship}.",
+    "{who} rubs a sore {limb} and grumbles.",
+)
+FILL = {
+    "item": (
+        "cod",
+        "mussels",
+        "herring",
+        "rope",
+        "nets",
+        "eels",
+        "crabs",
+        "salt",
+        "oysters",
+        "tar",
+        "sailcloth",
+        "lamp oil",
+        "turnips",
+        "apples",
+        "mackerel",
+        "squid",
+    ),
+    "ship": (
+        "coaster",
+        "Grey Heron",
+        "Sea Wren",
+        "salt barge",
+        "Merry Anne",
+        "whaler",
+        "Tern",
+        "ferry",
+    ),
+    "drink": ("ale", "cider", "rum", "grog", "mulled wine", "small beer"),
+    "nth": ("sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"),
+    "kin": ("daughter", "son", "nephew", "niece", "sister"),
+    "limb": ("knee", "elbow", "shoulder", "hip", "back"),
+}
+MOVES = ("{who} arrives from the {way}.", "{who} leaves to the {way}.")
+WAYS = ("north", "south", "quay", "lane", "market", "tavern door")
+AMBIENCE = {
+    101: ("Gulls wheel and cry over the quay.", "Waves slap against the pilings."),
+    102: ("Flies buzz over the fish stalls.", "A cart rattles over the cobbles."),
+    103: ("The fire crackles in the hearth.", "Dice clatter on a table in the corner."),
+    105: ("Nets sway gently on their drying poles.",),
+    106: ("A loose shutter bangs in the wind.",),
+    107: ("The lighthouse lamp turns slowly overhead.",),
+}
+BROADCASTS = (
+    "The harbour bell tolls the hour.",
+    "A foghorn moans somewhere out at sea.",
+    "Thunder rolls in from the sea.",
+)
+FIGHT = (
+    "{a} swings a fist at {b}.",
+    "{b} staggers back and crashes into a table.",
+    "{a} grabs {b} by the collar and shoves hard.",
+    "{b} kicks out at {a}'s knee.",
+    "{a} smashes a mug against {b}'s head.",
+    "A bench goes over as {a} and {b} grapple.",
+    "{b} draws a knife and slashes at {a}.",
+    "{a} drives a knee into {b}'s stomach.",
+    "Onlookers shout and scatter as {a} and {b} brawl.",
+    "{b} lands a heavy blow on {a}'s jaw.",
+)
+SMUGGLING = (
+    "The crates go under the nets tonight; the customs man has been paid.",
+    "Leave the package in the third bollard, the hollow one, after dark.",
+    "If the watch sergeant asks, we were never here. A silver each keeps him blind.",
+    "Brandy and silk, no stamps. We move it before the tide.",
+    "Tell the captain the lantern signal is two long, one short.",
+)
+CRIMES = ("Theft", "Assault", "Bribery", "Smuggling")
+
+
+@dataclass(frozen=True)
+class LabelledEvent:
+    """One event of a stream and what it is.
+
+    Attributes:
+        event: the world event.
+        relevant: whether it matters to a harbour watch (crime, smuggling, violence).
+        tag: the scenario it belongs to (see the module docstring).
+        group: the scenario instance, e.g. ``fight-3`` for every echo of one brawl.
+    """
+
+    event: WorldEvent
+    relevant: bool
+    tag: str
+    group: str
+
+
+@dataclass(frozen=True)
+class _Draft:
+    at: float
+    build: tuple[str, dict[str, object]]
+    relevant: bool
+    tag: str
+    group: str
+
+
+class _Writer:
+    """Drafts events at offsets (seconds) into the stream."""
+
+    def __init__(self, rng: random.Random, span: float) -> None:
+        self.rng = rng
+        self.span = span
+        self.drafts: list[_Draft] = []
+        self._weights = [rng.choice((0.3, 1.0, 1.0, 1.8)) for _ in range(int(span // 600) + 1)]
+
+    def moment(self) -> float:
+        """A random offset, more likely in busy stretches."""
+        stretch = self.rng.choices(range(len(self._weights)), self._weights)[0]
+        return min(self.span - 1, stretch * 600 + self.rng.uniform(0, 600))
+
+    def add(
+        self, at: float, kind: str, relevant: bool, tag: str, group: str, **fields: object
+    ) -> None:
+        self.drafts.append(_Draft(min(at, self.span - 0.001), (kind, fields), relevant, tag, group))
+
+
+def _who(rng: random.Random) -> tuple[int, str]:
+    if rng.random() < 0.35:
+        cid = rng.choice(tuple(NAMES))
+        return cid, NAMES[cid]
+    return rng.choice(CROWD), rng.choice(CROWD_NAMES).capitalize()
+
+
+def labelled_stream(
+    *,
+    seed: int = 1,
+    hours: float = 1.0,
+    events_per_hour: int = 5000,
+    relevant_share: float = 0.014,
+    epoch: str = "bench-1",
+    start: datetime = datetime(2026, 1, 1, 20, 0, tzinfo=UTC),
+) -> list[LabelledEvent]:
+    """A labelled stream (see the module docstring); the same arguments give the same stream.
+
+    Raises:
+        ValueError: a length, rate or share out of range.
+    """
+    if hours <= 0 or events_per_hour <= 0 or not 0 <= relevant_share < 0.5:
+        raise ValueError("hours and events_per_hour must be positive, relevant_share in [0, 0.5)")
+    rng = random.Random(seed)
+    span = hours * 3600
+    w = _Writer(rng, span)
+    total = max(1, round(events_per_hour * hours))
+    relevant = round(total * relevant_share)
+    _relevant_scenarios(w, relevant)
+    _broadcasts(w, total)
+    made = len(w.drafts)
+    for n in range(max(0, total - made)):
+        _background(w, n)
+    w.drafts.sort(key=lambda d: d.at)
+    return [
+        LabelledEvent(_build(d, Cursor(epoch, seq), start), d.relevant, d.tag, d.group)
+        for seq, d in enumerate(w.drafts, start=1)
+    ]
+
+
+def _relevant_scenarios(w: _Writer, budget: int) -> None:
+    rng, number = w.rng, 0
+    while budget > 0:
+        number += 1
+        roll = rng.random()
+        if roll < 0.55 and budget >= 10:
+            budget -= _fight(w, number, min(budget, rng.randint(10, 20)))
+        elif roll < 0.75:
+            room = rng.choice(BUSY_ROOMS + QUIET_ROOMS[:3])
+            criminal = rng.choice((2004, *CROWD[:10]))
+            crime = rng.choice(CRIMES)
+            victim = None if crime in ("Bribery", "Smuggling") else rng.choice((1001, 1002, 1003))
+            w.add(
+                w.moment(),
+                "crime",
+                True,
+                "crime",
+                f"crime-{number}",
+                room=room,
+                crime_id=number,
+                crime_type=crime,
+                criminal_id=criminal,
+                victim_id=victim,
+                witness_count=rng.randint(0, 4),
+            )
+            budget -= 1
+        else:
+            speaker, name = _who(rng)
+            w.add(
+                w.moment(),
+                "speech",
+                True,
+                "smuggling",
+                f"smuggling-{number}",
+                room=rng.choice(BUSY_ROOMS),
+                speaker_id=speaker,
+                speaker_name=name,
+                text=rng.choice(SMUGGLING),
+                volume=rng.choice(("Whisper", "Normal")),
+            )
+            budget -= 1
+
+
+def _fight(w: _Writer, number: int, size: int) -> int:
+    rng = w.rng
+    room, at = rng.choice(BUSY_ROOMS), w.moment()
+    (a_id, a), (b_id, b) = _who(rng), _who(rng)
+    group = f"fight-{number}"
+    for step in range(size - 1):
+        text = rng.choice(FIGHT).format(a=a, b=b)
+        w.add(
+            at + step * rng.uniform(0.3, 0.9),
+            "echo",
+            True,
+            "fight",
+            group,
+            room=room,
+            text=text,
+            source=a_id if "{a}" in text else b_id,
+        )
+    w.add(
+        at + size * 0.9,
+        "state",
+        True,
+        "fight",
+        group,
+        room=room,
+        character_id=b_id,
+        state=CharacterState.UNCONSCIOUS,
+    )
+    return size
+
+
+def _broadcasts(w: _Writer, total: int) -> None:
+    every = max(300.0, w.span * len(ROOMS) / max(1, total * 0.04))
+    at, number = w.rng.uniform(0, every), 0
+    while at < w.span:
+        number += 1
+        text = w.rng.choice(BROADCASTS)
+        for room in ROOMS:
+            w.add(at, "echo", False, "broadcast", f"broadcast-{number}", room=room, text=text)
+        at += every
+
+
+def _background(w: _Writer, n: int) -> None:
+    rng = w.rng
+    roll = rng.random()
+    room = rng.choice(BUSY_ROOMS) if rng.random() < 0.8 else rng.choice(QUIET_ROOMS)
+    who_id, who = _who(rng)
+    if roll < 0.12:
+        place = rng.choice(tuple(AMBIENCE))
+        w.add(
+            w.moment(),
+            "echo",
+            False,
+            "ambience",
+            f"ambience-{place}",
+            room=place,
+            text=rng.choice(AMBIENCE[place]),
+        )
+    elif roll < 0.32:
+        w.add(
+            w.moment(),
+            "echo",
+            False,
+            "crowd",
+            f"crowd-{n}",
+            room=room,
+            text=rng.choice(MOVES).format(who=who, way=rng.choice(WAYS)),
+            source=who_id,
+        )
+    elif roll < 0.995:
+        if rng.random() < 0.6:
+            w.add(
+                w.moment(),
+                "speech",
+                False,
+                "chatter",
+                f"chatter-{n}",
+                room=room,
+                speaker_id=who_id,
+                speaker_name=who,
+                text=_fill(rng, rng.choice(CHATTER), who),
+                volume=rng.choice(("Normal", "Normal", "Loud", "Shout")),
+            )
+        else:
+            w.add(
+                w.moment(),
+                "echo",
+                False,
+                "chatter",
+                f"chatter-{n}",
+                room=room,
+                text=_fill(rng, rng.choice(GESTURES), who),
+                source=who_id,
+            )
+    else:
+        w.add(
+            w.moment(),
+            "state",
+            False,
+            "state",
+            f"state-{n}",
+            room=103,
+            character_id=who_id,
+            state=CharacterState.PASS_OUT,
+        )
+
+
+def _fill(rng: random.Random, template: str, who: str) -> str:
+    words = {key: rng.choice(values) for key, values in FILL.items()}
+    return template.format(who=who, n=rng.randint(2, 12), **words)
+
+
+def _build(draft: _Draft, cursor: Cursor, start: datetime) -> WorldEvent:
+    kind, f = draft.build
+    room = int(str(f["room"]))
+    zone = ROOMS[room]
+    at = start + timedelta(seconds=round(draft.at, 3))
+    if kind == "echo":
+        return RoomEcho(
+            cursor=cursor,
+            cell_id=room,
+            zone_id=zone,
+            occurred_at=at,
+            text=str(f["text"]),
+            source_character_id=_int(f.get("source")),
+        )
+    if kind == "speech":
+        return Speech(
+            cursor=cursor,
+            cell_id=room,
+            zone_id=zone,
+            occurred_at=at,
+            speaker_id=int(str(f["speaker_id"])),
+            speaker_name=str(f["speaker_name"]),
+            text=str(f["text"]),
+            language="Common",
+            accent="harbour",
+            volume=str(f["volume"]),
+        )
+    if kind == "crime":
+        return Crime(
+            cursor=cursor,
+            cell_id=room,
+            zone_id=zone,
+            occurred_at=at,
+            crime_id=int(str(f["crime_id"])),
+            crime_type=str(f["crime_type"]),
+            legal_authority="Harbour Ward",
+            criminal_id=int(str(f["criminal_id"])),
+            victim_id=_int(f.get("victim_id")),
+            witness_count=int(str(f["witness_count"])),
+        )
+    state = f["state"]
+    assert isinstance(state, CharacterState)
+    return StateChange(
+        cursor=cursor,
+        cell_id=room,
+        zone_id=zone,
+        occurred_at=at,
+        character_id=int(str(f["character_id"])),
+        state=state,
+    )
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def write_stream(path: Path, items: Sequence[LabelledEvent]) -> None:
+    """Write a stream as JSON lines."""
+    with path.open("w", encoding="utf-8") as out:
+        for item in items:
+            record = {
+                "event": encode_event(item.event),
+                "relevant": item.relevant,
+                "tag": item.tag,
+                "group": item.group,
+            }
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def read_stream(path: Path) -> list[LabelledEvent]:
+    """Read a stream written by `write_stream` (blank lines are skipped).
+
+    Raises:
+        ValueError: a line that is not a labelled event, naming the file and line.
+    """
+    items = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                event = decode_event(record["event"])
+                relevant = record["relevant"]
+                if not isinstance(relevant, bool):
+                    raise ValueError("relevant must be true or false")
+                items.append(
+                    LabelledEvent(
+                        event, relevant, str(record.get("tag", "")), str(record.get("group", ""))
+                    )
+                )
+            except (ValueError, KeyError, TypeError, CodecError) as exc:
+                raise ValueError(f"{path}:{number}: not a labelled event ({exc})") from None
+    return items
+
+
+def stream_summary(items: Sequence[LabelledEvent]) -> dict[str, object]:
+    """Counts by tag and kind, the relevant share, the duration and the rooms of a stream."""
+    if not items:
+        return {"events": 0}
+    relevant = sum(1 for item in items if item.relevant)
+    span = items[-1].event.occurred_at - items[0].event.occurred_at
+    return {
+        "events": len(items),
+        "relevant": relevant,
+        "relevant share": round(relevant / len(items), 4),
+        "minutes": round(span.total_seconds() / 60, 1),
+        "by tag": dict(Counter(item.tag for item in items)),
+        "by kind": dict(Counter(item.event.kind.value for item in items)),
+        "rooms": len({item.event.cell_id for item in items}),
+    }
+
+
+def restamp(items: Sequence[LabelledEvent], epoch: str) -> list[LabelledEvent]:
+    """The stream with its cursors renumbered from 1 in another epoch."""
+    return [
+        replace(item, event=replace(item.event, cursor=Cursor(epoch, seq)))
+        for seq, item in enumerate(items, start=1)
+    ]
