@@ -94,9 +94,9 @@ class LimitsConfig(_Section):
 class AttentionConfig(_Section):
     """How events are judged: burst windows, batches, repeats, expiry, request limits."""
 
-    quiet_seconds: NonNegativeFloat = 3.0
+    quiet_seconds: NonNegativeFloat = 4.0
     """A storyteller's batch is judged once no new event has come for this long..."""
-    max_wait_seconds: NonNegativeFloat = 10.0
+    max_wait_seconds: NonNegativeFloat = 12.0
     """...or once its oldest event has waited this long, whichever is first."""
     urgent_kinds: Annotated[
         tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)

@@ -245,57 +245,78 @@ class PromptBuilder:
         return lines
 
     async def attention_context(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> str:
-        """What an attention batch is judged against: the storyteller's open situations."""
+        """What an attention batch is judged against: open situations, the note on world text,
+        and the rooms the batch's events happened in (each line then names its room by id)."""
         if storyteller.id is None:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
         situations = await self._situations.open_for_trigger(
             storyteller.id, room_id=None, character_ids=(), limit=self._limits.max_situation_titles
         )
-        if not situations:
-            return f"{NO_SITUATIONS}\n\n{WORLD_TEXT_NOTE}"
-        titles = "\n".join(f"- #{s.id}: {quoted(s.title)}" for s in situations)
-        return f"{SITUATIONS_HEADER}\n{titles}\n\n{WORLD_TEXT_NOTE}"
+        parts = [NO_SITUATIONS]
+        if situations:
+            titles = "\n".join(f"- #{s.id}: {quoted(s.title)}" for s in situations)
+            parts = [f"{SITUATIONS_HEADER}\n{titles}"]
+        parts.append(WORLD_TEXT_NOTE)
+        rooms = sorted({t.room_id for t in triggers if t.room_id is not None})
+        if rooms:
+            named = [f"#{room} {await self._room_name(room)}" for room in rooms]
+            parts.append("Rooms: " + ", ".join(named))
+        return "\n\n".join(parts)
 
     async def attention_line(self, trigger: Trigger) -> str:
-        """One event of an attention batch, on one line, world text quoted."""
+        """One event of an attention batch, on one line, world text quoted.
+
+        The room is named by id (`attention_context` lists the names); a room echo names its
+        source only when the text does not start with the source's name already.
+        """
         event = trigger.event
-        stamp = event.occurred_at.strftime("%H:%M:%S") if event is not None else ""
+        if event is None:  # other kinds skip the gate; should one be judged, it gets a line
+            text = f": {quoted(trigger.text)}" if trigger.text else ""
+            return f"{trigger.label}{text}"
+        head = f"{event.occurred_at.strftime('%H:%M:%S')} #{event.cell_id}"
         if isinstance(event, RoomEcho):
-            where = await self._place(event.cell_id)
             source = ""
             if event.source_character_id is not None:
-                source = f" by {await self._who(event.source_character_id)}"
-            return f"{stamp} echo in {where}{source}: {quoted(event.text)}"
+                name = await self._name(event.source_character_id)
+                if name is None or not one_line(event.text).startswith(name):
+                    source = (
+                        f" by {quoted(name) if name else 'someone'} [#{event.source_character_id}]"
+                    )
+            return f"{head} echo{source}: {quoted(event.text)}"
         if isinstance(event, Speech):
-            where = await self._place(event.cell_id)
+            volume = one_line(event.volume)
+            how = "says" if volume.casefold() == "normal" else split_camel(volume).lower()
             target = ""
             if event.target_id is not None or event.target_description:
                 target = f" to {quoted(event.target_description or 'someone')}"
             return (
-                f"{stamp} speech in {where}: {quoted(event.speaker_name)} [#{event.speaker_id}] "
-                f"{split_camel(one_line(event.volume)).lower()}{target}: {quoted(event.text)}"
+                f"{head} {quoted(event.speaker_name)} [#{event.speaker_id}] {how}{target}: "
+                f"{quoted(event.text)}"
             )
         if isinstance(event, Crime):
-            where = await self._place(event.cell_id)
             victim = ""
             if event.victim_id is not None:
                 victim = f" against {await self._who(event.victim_id)}"
             return (
-                f"{stamp} crime in {where}: {split_camel(one_line(event.crime_type))} by "
+                f"{head} crime: {split_camel(one_line(event.crime_type))} by "
                 f"{await self._who(event.criminal_id)}{victim}, authority "
                 f"{quoted(event.legal_authority)}, {event.witness_count} witnesses"
             )
-        # Other kinds skip the gate; should one be judged, it still gets a line.
-        text = f": {quoted(trigger.text)}" if trigger.text else ""
-        return f"{stamp} {trigger.label}{text}".strip()
+        return f"{head} {trigger.label}"
 
-    async def _place(self, room_id: int) -> str:
+    async def _room_name(self, room_id: int) -> str:
         try:
             room = await self._world.room(room_id)
         except WorldCommandError:
             room = None
-        name = quoted(room.name) if room is not None else "an unknown room"
-        return f"{name} [#{room_id}]"
+        return quoted(room.name) if room is not None else "(unknown room)"
+
+    async def _name(self, character_id: int) -> str | None:
+        try:
+            info = await self._world.character(character_id)
+        except WorldCommandError:
+            info = None
+        return one_line(info.name) if info is not None else None
 
     async def _who(self, character_id: int) -> str:
         try:

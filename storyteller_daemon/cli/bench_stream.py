@@ -80,6 +80,26 @@ def _event_text(event: WorldEvent) -> str | None:
     return None
 
 
+def _prompt_text(body: dict[str, Any]) -> str:
+    """What a request's input tokens are counted from, in the order the provider reads it:
+    instructions, tool schemas, then the items' text."""
+    parts = [str(body.get("instructions") or "")]
+    if body.get("tools"):
+        parts.append(json.dumps(body["tools"], ensure_ascii=False, separators=(",", ":")))
+    for item in body.get("input") or []:
+        if not isinstance(item, dict):
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [str(c.get("text", "")) for c in content if isinstance(c, dict)]
+        for key in ("arguments", "output"):
+            if isinstance(item.get(key), str):
+                parts.append(item[key])
+    return "\n".join(parts)
+
+
 @dataclass
 class RequestLog:
     """What the stand-in model was asked, by kind."""
@@ -110,9 +130,7 @@ class Oracle:
         self.log = RequestLog()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        prompt = json.dumps(
-            [body.get("instructions"), body.get("tools"), body.get("input")], ensure_ascii=False
-        )
+        prompt = _prompt_text(body)
         if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
             output = self._verdicts(body)
             reply = Reply.text(output)
@@ -209,8 +227,6 @@ def _cost(usage: Usage, price: ModelPrice) -> float:
 
 async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
     """Run the benchmark and return its report."""
-    from world_adapter.sim.stream import labelled_stream, read_stream
-
     from storyteller_daemon.app import build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.storage.backlog import BacklogRepository
@@ -218,6 +234,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
     from storyteller_daemon.storage.store import Store
     from world_adapter.bridge.sim_server import BridgeServer
     from world_adapter.sim import SimWorld
+    from world_adapter.sim.stream import labelled_stream, read_stream
 
     items = (
         read_stream(options.stream)
@@ -340,6 +357,10 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         "settled by rule": dict(stats.filtered),
         "work item states": dict(states),
         "dropped by stage": dict(stats.dropped),
+        "tokens by request kind (input / cached / output)": {
+            kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
+            for kind, u in sorted(oracle.log.usage.items())
+        },
         "input tokens": usage_total.input_tokens,
         "cached input tokens": usage_total.cached_tokens,
         "output tokens": usage_total.output_tokens,

@@ -19,7 +19,7 @@ from storyteller_daemon.errors import ValidationError
 DEFAULT_MODEL = "gpt-5"
 DEFAULT_SYSTEM_PROMPT = "You are an AI storyteller for a roleplay-intensive MUD world."
 DEFAULT_ATTENTION_PROMPT = (
-    "Decide whether the event below matters to your narrative remit. Mark it interested only "
+    "Decide for each event below whether it matters to your narrative remit. Attend to it only "
     "when it could change an ongoing situation or deserves a response; otherwise ignore it."
 )
 DEFAULT_DESCRIPTION = "An AI storyteller"
