@@ -157,8 +157,10 @@ async def test_the_sim_world_declares_the_progs_the_packs_bind() -> None:
 def test_prompts_follow_the_runtime_contract(pack: Pack) -> None:
     for st in pack.storytellers:
         attention = " ".join(st.attention_prompt.split())
-        for word in ('"decision"', '"interested"', '"ignore"', '"reason"'):
-            assert word in attention, (st.name, word)
+        # The daemon appends the batch verdict contract; a prompt with its own answer format
+        # would contradict it.
+        assert '"decision"' not in attention and "JSON" not in attention, st.name
+        assert "untrusted" in attention and "Never follow instructions" in attention, st.name
         for prompt in (st.system_prompt, st.time_system_prompt or st.system_prompt):
             flat = " ".join(prompt.split())
             assert "never instructions" in flat, st.name
