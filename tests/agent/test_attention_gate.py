@@ -1,7 +1,8 @@
-"""The attention gate: verdict parsing (FutureMUD 44-46), the request, violation counting."""
+"""The attention gate: one request per batch, the verdict contract id by id, one re-ask."""
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 
@@ -10,10 +11,15 @@ from agent_doubles import ScriptedModel, text
 
 from storyteller_daemon.agent.attention import (
     CONTRACT,
+    DEBUG_CONTRACT,
     NO_REASON,
+    OUTPUT_TOKENS_PER_EVENT,
     AttentionGate,
+    AttentionOptions,
     AttentionVerdict,
-    parse_verdict,
+    BatchEntry,
+    parse_batch,
+    verdict_format,
 )
 from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.config import LimitsConfig
@@ -28,141 +34,222 @@ TELLER = Storyteller(
     attention_reasoning_effort=ReasoningEffort.MINIMAL,
     attention_prompt="Only thefts and fights matter.",
 )
+ENTRIES = [
+    BatchEntry("e1", '20:00:01 #101 echo: "Wren lifts a purse."'),
+    BatchEntry("e2", '20:00:02 #102 echo: "Gulls cry."'),
+    BatchEntry("e3", '20:00:03 #101 echo: "Per coils a rope."'),
+]
 
 
-def test_valid_interested_json_parses_with_its_reason() -> None:
-    verdict = parse_verdict('{"Decision":"interested","Reason":"world-impacting event"}')
-    assert verdict == AttentionVerdict(
-        interested=True, reason="world-impacting event", violation=None
-    )
-    assert verdict.decision == "interested"
+def reply(attend: list[object], ignore: list[object]) -> str:
+    return json.dumps({"attend": attend, "ignore": ignore})
 
 
-def test_plain_text_is_a_contract_violation() -> None:
-    verdict = parse_verdict("interested because this matters")
-    assert verdict.interested is False and verdict.reason == ""
-    assert verdict.violation is not None and "not valid JSON" in verdict.violation
-    assert verdict.decision == "ignore"
+# ---------------------------------------------------------------------- parsing
+
+
+def test_a_full_reply_settles_every_id() -> None:
+    result = parse_batch(reply([{"id": "e1", "why": "a theft"}], ["e2", "e3"]), ["e1", "e2", "e3"])
+    assert result.verdicts == {
+        "e1": AttentionVerdict(True, "a theft"),
+        "e2": AttentionVerdict(False, ""),
+        "e3": AttentionVerdict(False, ""),
+    }
+    assert result.unresolved == [] and result.problems == []
+
+
+def test_reasons_on_ignores_are_kept_and_a_blank_attend_reason_is_named() -> None:
+    text_ = reply([{"id": "e1", "why": "  "}], [{"id": "e2", "why": "weather"}])
+    result = parse_batch(text_, ["e1", "e2"])
+    assert result.verdicts == {
+        "e1": AttentionVerdict(True, NO_REASON),
+        "e2": AttentionVerdict(False, "weather"),
+    }
+
+
+def test_a_fenced_reply_is_read() -> None:
+    result = parse_batch("```json\n" + reply([], ["e1"]) + "\n```", ["e1"])
+    assert result.verdicts == {"e1": AttentionVerdict(False, "")}
 
 
 @pytest.mark.parametrize(
-    ("reply", "interested", "reason"),
+    ("answer", "problem"),
     [
-        ('{"decision": "ignore", "reason": "idle chatter"}', False, "idle chatter"),
-        ('{"DECISION": " Interested ", "REASON": " a theft "}', True, "a theft"),
-        ('{"Result": "interested"}', True, NO_REASON),
-        ('{"result": "interested", "reason": "   "}', True, NO_REASON),
-        ('```json\n{"decision": "interested", "reason": "fight"}\n```', True, "fight"),
-        ('```\n{"decision": "ignore"}\n```', False, NO_REASON),
-        ('  {"decision": "interested", "reason": 5}  ', True, NO_REASON),
+        ("", "the reply was empty"),
+        ("interested because this matters", "the reply was not valid JSON"),
+        ('["e1"]', "must be a JSON object"),
     ],
 )
-def test_tolerant_parsing(reply: str, interested: bool, reason: str) -> None:
-    verdict = parse_verdict(reply)
-    assert (verdict.interested, verdict.reason, verdict.violation) == (interested, reason, None)
+def test_an_unreadable_reply_leaves_every_id_unresolved(answer: str, problem: str) -> None:
+    result = parse_batch(answer, ["e1", "e2"])
+    assert result.verdicts == {} and result.unresolved == ["e1", "e2"]
+    assert problem in result.problems[0]
 
 
-@pytest.mark.parametrize(
-    ("reply", "message"),
-    [
-        ("", "Attention classifier returned empty output."),
-        ("```json\n```", "Attention classifier returned empty output."),
-        ('["interested"]', "Attention classifier output must be a JSON object."),
-        (
-            '{"reason": "x"}',
-            "Attention classifier output is missing the required Decision property.",
-        ),
-        (
-            '{"decision": "maybe"}',
-            "Attention classifier Decision must be interested or ignore, but was 'maybe'.",
-        ),
-    ],
-)
-def test_contract_violations_never_raise(reply: str, message: str) -> None:
-    assert parse_verdict(reply) == AttentionVerdict(interested=False, reason="", violation=message)
+def test_missing_duplicate_and_unknown_ids_are_each_named() -> None:
+    answer = reply([{"id": "e1", "why": "x"}, {"id": "e9", "why": "y"}], ["e1", 5])
+    result = parse_batch(answer, ["e1", "e2"])
+    assert result.verdicts == {}
+    assert result.unresolved == ["e1", "e2"]  # e1 twice, e2 never
+    assert "unknown id 'e9' in attend" in result.problems
+    assert "an entry of ignore has no id" in result.problems
+    assert "id 'e1' was judged 2 times" in result.problems
 
 
-async def test_the_request_uses_the_attention_scope_and_a_strict_json_schema() -> None:
-    model = ScriptedModel(text('{"decision": "ignore", "reason": "nothing"}'))
-    gate = AttentionGate(model, LimitsConfig(attention_max_output_tokens=321))
-    [verdict] = await gate.judge(TELLER, ["Maren waves."])
-    assert verdict.interested is False and verdict.reason == "nothing"
+def test_a_list_that_is_not_a_list_is_a_problem_not_a_crash() -> None:
+    result = parse_batch('{"attend": "e1", "ignore": ["e1"]}', ["e1"])
+    assert result.verdicts == {"e1": AttentionVerdict(False, "")}
+    assert result.problems == ["attend must be a list"]
+
+
+# ---------------------------------------------------------------------- the request
+
+
+async def test_one_request_judges_the_whole_batch() -> None:
+    model = ScriptedModel(text(reply([{"id": "e1", "why": "a theft"}], ["e2", "e3"])))
+    gate = AttentionGate(model, LimitsConfig(attention_max_output_tokens=100))
+    judgement = await gate.judge(TELLER, "Open situations: none.", ENTRIES)
+    assert judgement.requests == 1 and judgement.problems == []
+    assert [judgement.verdicts[e.id].interested for e in ENTRIES] == [True, False, False]
     [request] = model.requests
-    assert request.model == "gpt-nano"
-    assert request.reasoning_effort == "minimal"
+    assert request.model == "gpt-nano" and request.reasoning_effort == "minimal"
     assert request.instructions == f"Only thefts and fights matter.\n\n{CONTRACT}"
-    assert request.input == [{"role": "user", "content": "Maren waves."}]
-    assert request.max_output_tokens == 321
-    assert request.truncation == "auto"
-    assert request.tools == () and request.tool_choice is None
-    assert request.text_format is not None
-    assert request.text_format["type"] == "json_schema" and request.text_format["strict"] is True
-    schema = request.text_format["schema"]
-    assert schema["required"] == ["decision", "reason"]
-    assert schema["properties"]["decision"]["enum"] == ["interested", "ignore"]
-    assert schema["additionalProperties"] is False
+    content = request.input[0]["content"]
+    assert content.startswith("Open situations: none.\n\nEvents, oldest first:\n")
+    assert content.endswith('[e3] 20:00:03 #101 echo: "Per coils a rope."')  # events last
+    assert request.max_output_tokens == 100 + 3 * OUTPUT_TOKENS_PER_EVENT
+    assert request.prompt_cache_key == "storyteller-7-attention"
+    assert request.truncation == "auto" and request.tools == ()
+
+
+async def test_the_verdict_schema_is_strict_and_slim() -> None:
+    schema = verdict_format()["schema"]
+    assert verdict_format()["strict"] is True
+    assert schema["required"] == ["attend", "ignore"] and schema["additionalProperties"] is False
+    assert schema["properties"]["ignore"]["items"] == {"type": "string"}  # bare ids
+    debug = verdict_format(debug_reasons=True)["schema"]
+    assert debug["properties"]["ignore"]["items"]["required"] == ["id", "why"]
+
+
+async def test_debug_reasons_ask_for_reasons_on_ignores() -> None:
+    model = ScriptedModel(text(reply([], [{"id": "e1", "why": "weather"}])))
+    gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(debug_reasons=True))
+    judgement = await gate.judge(TELLER, "", ENTRIES[:1])
+    assert judgement.verdicts["e1"] == AttentionVerdict(False, "weather")
+    assert model.requests[0].instructions is not None
+    assert model.requests[0].instructions.endswith(DEBUG_CONTRACT)
+
+
+async def test_timeouts_and_retries_of_attention_requests_are_their_own() -> None:
+    model = ScriptedModel(text(reply([], ["e1"])))
+    options = AttentionOptions(timeout_seconds=7.5, max_retries=1)
+    await AttentionGate(model, LimitsConfig(), options=options).judge(TELLER, "", ENTRIES[:1])
+    assert (model.requests[0].timeout_seconds, model.requests[0].max_retries) == (7.5, 1)
 
 
 async def test_fallbacks_apply_to_the_attention_scope() -> None:
-    model = ScriptedModel(text('{"decision": "ignore", "reason": "x"}'))
+    model = ScriptedModel(text(reply([], ["e1"])))
     plain = Storyteller(name="Plain", id=8, model="gpt-event", attention_prompt=" ")
-    await AttentionGate(model, LimitsConfig()).judge(plain, ["x"])
+    await AttentionGate(model, LimitsConfig()).judge(plain, "", ENTRIES[:1])
     [request] = model.requests
     assert (request.model, request.reasoning_effort) == ("gpt-event", "low")
     assert request.instructions is not None and request.instructions.endswith(CONTRACT)
     assert len(request.instructions) > len(CONTRACT) + 2
 
 
-async def test_one_verdict_per_item_in_order() -> None:
-    model = ScriptedModel(
-        text('{"decision": "interested", "reason": "a theft"}'),
-        text('{"decision": "ignore", "reason": "weather"}'),
-    )
-    verdicts = await AttentionGate(model, LimitsConfig()).judge(
-        TELLER, ["Wren steals.", "It rains."]
-    )
-    assert [(v.interested, v.reason) for v in verdicts] == [(True, "a theft"), (False, "weather")]
-    assert [r.input[0]["content"] for r in model.requests] == ["Wren steals.", "It rains."]
+# ---------------------------------------------------------------------- re-asking
 
 
-async def test_violations_are_logged_counted_and_reset(caplog: pytest.LogCaptureFixture) -> None:
-    other = replace(TELLER, id=9)
+async def test_ids_a_reply_got_wrong_are_asked_about_again_once() -> None:
     model = ScriptedModel(
-        text("interested because this matters"),
-        text(""),
-        text("nope"),
-        text('{"decision": "ignore", "reason": "fine"}'),
+        text(reply([{"id": "e1", "why": "theft"}], ["e1"])),  # e1 twice, e2 and e3 missing
+        text(reply([], ["e1", "e2", "e3"])),
     )
     gate = AttentionGate(model, LimitsConfig())
+    judgement = await gate.judge(TELLER, "", ENTRIES)
+    assert judgement.requests == 2
+    second = model.requests[1].input[0]["content"]
+    assert "[e1]" in second and "[e2]" in second and "[e3]" in second
+    assert all(not v.interested and v.violation is None for v in judgement.verdicts.values())
+    assert gate.consecutive_violations(7) == 0  # fixed by the re-ask: no violation
+
+
+async def test_only_the_unresolved_ids_are_asked_again() -> None:
+    model = ScriptedModel(
+        text(reply([{"id": "e1", "why": "theft"}], ["e2"])),
+        text(reply([], ["e3"])),
+    )
+    judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES)
+    second = model.requests[1].input[0]["content"]
+    assert "[e3]" in second and "[e1]" not in second and "[e2]" not in second
+    assert judgement.verdicts["e1"] == AttentionVerdict(True, "theft")
+
+
+async def test_what_the_re_ask_leaves_unresolved_is_a_violation_never_a_guess(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = ScriptedModel(text("nonsense"), text(reply([], ["e1"])))
+    gate = AttentionGate(model, LimitsConfig())
     with caplog.at_level(logging.WARNING):
-        await gate.judge(TELLER, ["a", "b"])
-    assert gate.consecutive_violations(7) == 2
-    assert "Attention classifier contract violation" in caplog.text
-    await gate.judge(other, ["c"])
-    assert (gate.consecutive_violations(7), gate.consecutive_violations(9)) == (2, 1)
-    await gate.judge(TELLER, ["d"])
+        judgement = await gate.judge(TELLER, "", ENTRIES[:2])
+    assert judgement.verdicts["e1"] == AttentionVerdict(False, "")
+    violation = judgement.verdicts["e2"]
+    assert violation.interested is False and violation.violation is not None
+    assert "no single verdict after a re-ask" in violation.violation
+    assert gate.consecutive_violations(7) == 1
+    assert "broke the verdict contract" in caplog.text
+
+
+async def test_unknown_ids_count_as_a_violation_but_spoil_nothing_else() -> None:
+    model = ScriptedModel(text(reply([{"id": "e7", "why": "x"}], ["e1"])))
+    gate = AttentionGate(model, LimitsConfig())
+    judgement = await gate.judge(TELLER, "", ENTRIES[:1])
+    assert judgement.requests == 1 and judgement.verdicts["e1"] == AttentionVerdict(False, "")
+    assert gate.consecutive_violations(7) == 1
+
+
+async def test_violations_are_counted_per_storyteller_and_reset() -> None:
+    other = replace(TELLER, id=9)
+    model = ScriptedModel(
+        text(""),
+        text(""),
+        text(""),
+        text(""),
+        text(reply([], ["e1"])),
+    )
+    gate = AttentionGate(model, LimitsConfig())
+    await gate.judge(TELLER, "", ENTRIES[:1])
+    await gate.judge(other, "", ENTRIES[:1])
+    assert (gate.consecutive_violations(7), gate.consecutive_violations(9)) == (1, 1)
+    await gate.judge(TELLER, "", ENTRIES[:1])
     assert gate.consecutive_violations(7) == 0
 
 
-async def test_an_incomplete_empty_reply_says_why() -> None:
-    model = ScriptedModel(text("", incomplete="max_output_tokens"))
-    [verdict] = await AttentionGate(model, LimitsConfig()).judge(TELLER, ["x"])
-    assert verdict.violation == (
-        "Attention classifier returned empty output. (response incomplete: max_output_tokens)"
+async def test_an_incomplete_reply_says_why() -> None:
+    model = ScriptedModel(
+        text("", incomplete="max_output_tokens"), text("", incomplete="max_output_tokens")
     )
+    judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES[:1])
+    violation = judgement.verdicts["e1"].violation
+    assert violation is not None and "response incomplete: max_output_tokens" in violation
+
+
+# ---------------------------------------------------------------------- errors
 
 
 async def test_model_errors_and_budget_refusals_reach_the_caller() -> None:
     gate = AttentionGate(ScriptedModel(ModelTransientError("HTTP 503")), LimitsConfig())
     with pytest.raises(ModelTransientError):
-        await gate.judge(TELLER, ["x"])
+        await gate.judge(TELLER, "", ENTRIES)
 
     async def refuse(request: ModelRequest) -> None:
         raise BudgetExceeded("hourly budget reached")
 
     model = ScriptedModel()
     with pytest.raises(BudgetExceeded):
-        await AttentionGate(model, LimitsConfig(), before_request=refuse).judge(TELLER, ["x"])
+        await AttentionGate(model, LimitsConfig(), before_request=refuse).judge(TELLER, "", ENTRIES)
     assert model.requests == []
     with pytest.raises(ValueError, match="no id"):
-        await gate.judge(Storyteller(name="Unsaved"), ["x"])
+        await gate.judge(Storyteller(name="Unsaved"), "", ENTRIES)
+    with pytest.raises(ValueError, match="distinct ids"):
+        await gate.judge(TELLER, "", [ENTRIES[0], ENTRIES[0]])
