@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from storyteller_daemon.agent.attention import verdict_format
 from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
 from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 from storyteller_daemon.errors import ModelFatalError
@@ -49,17 +50,15 @@ ECHO_TO_ROOM = ToolSpec(
     ),
 )
 TOOLS = (CREATE_SITUATION, SHOW_SITUATION, NOOP, ECHO_TO_ROOM)
-VERDICT = {
-    "type": "json_schema",
-    "name": "attention_verdict",
-    "strict": True,
-    "schema": strict(
-        {
-            "decision": {"type": "string", "enum": ["interested", "ignore"]},
-            "reason": {"type": "string"},
-        }
-    ),
-}
+VERDICT = verdict_format()
+
+
+def batch(*lines: str, situations: str = "There are currently no unresolved situations.") -> str:
+    """An attention batch's user message, as the daemon writes it."""
+    events = "\n".join(f"[e{n}] {line}" for n, line in enumerate(lines, start=1))
+    return f"{situations}\n\nEvents, oldest first:\n{events}"
+
+
 ECHO_PROMPT = """There are currently no unresolved situations.
 Your attention classifier flagged a world event as relevant.
 Location: The Salt Quay [#12]
@@ -107,85 +106,104 @@ def test_name_says_it_is_not_a_language_model() -> None:
         "Smugglers unload casks after dark.",
     ],
 )
-async def test_watch_words_make_the_verdict_interested(text: str) -> None:
+async def test_watch_words_make_the_event_attended(text: str) -> None:
+    line = f"20:00:01 #101 echo: {json.dumps(text)}"
     response = await OfflineStandInModel().respond(
-        ModelRequest(model="gpt-mini", input=[user(text)], text_format=VERDICT)
+        ModelRequest(model="gpt-mini", input=[user(batch(line))], text_format=VERDICT)
     )
 
     verdict = json.loads(response.output_text)
-    assert verdict["decision"] == "interested"
-    assert verdict["reason"].startswith("mentions ")
+    assert verdict["ignore"] == []
+    [attended] = verdict["attend"]
+    assert attended["id"] == "e1" and attended["why"].startswith("mentions ")
     assert response.function_calls == ()
     (message,) = response.continuation
     assert message["type"] == "message"
     assert message["content"][0]["text"] == response.output_text
 
 
-async def test_quiet_text_is_ignored() -> None:
+async def test_each_event_of_a_batch_is_judged_on_its_own() -> None:
+    lines = (
+        '20:00:01 #101 echo: "Gulls wheel over the harbour."',
+        '20:00:02 #103 "Per" [#2003] shouts: "Thief! Stop her!"',
+        '20:00:03 #102 echo: "A bell tolls the hour."',
+    )
+    response = await OfflineStandInModel().respond(
+        ModelRequest(model="gpt-mini", input=[user(batch(*lines))], text_format=VERDICT)
+    )
+    assert json.loads(response.output_text) == {
+        "attend": [{"id": "e2", "why": "mentions thief"}],
+        "ignore": ["e1", "e3"],
+    }
+
+
+async def test_debug_reasons_give_a_reason_for_each_ignore() -> None:
     response = await OfflineStandInModel().respond(
         ModelRequest(
-            model="gpt-mini",
-            input=[user("Gulls wheel over the harbour. A bell tolls the hour.")],
-            text_format=VERDICT,
+            model="m",
+            input=[user(batch('20:00:01 #101 echo: "Gulls cry."'))],
+            text_format=verdict_format(debug_reasons=True),
         )
     )
-
-    assert json.loads(response.output_text) == {
-        "decision": "ignore",
-        "reason": "no watch word in the text",
-    }
+    assert json.loads(response.output_text)["ignore"] == [
+        {"id": "e1", "why": "no watch word in the text"}
+    ]
 
 
 async def test_watch_words_are_configurable_and_match_word_beginnings() -> None:
     model = OfflineStandInModel(watch_words=["gull"])
-
-    async def decide(text: str) -> str:
-        response = await model.respond(
-            ModelRequest(model="m", input=[user(text)], text_format=VERDICT)
-        )
-        decision: str = json.loads(response.output_text)["decision"]
-        return decision
-
-    assert await decide("Gulls wheel overhead.") == "interested"
-    assert await decide("A seagull cries.") == "ignore"
-    assert await decide("A thief runs.") == "ignore"
+    lines = (
+        '#1 echo: "Gulls wheel overhead."',
+        '#1 echo: "A seagull cries."',
+        '#1 echo: "A thief runs."',
+    )
+    response = await model.respond(
+        ModelRequest(model="m", input=[user(batch(*lines))], text_format=VERDICT)
+    )
+    verdict = json.loads(response.output_text)
+    assert [a["id"] for a in verdict["attend"]] == ["e1"]
+    assert verdict["ignore"] == ["e2", "e3"]
 
 
 async def test_verdict_reads_only_user_messages_and_content_parts() -> None:
     items: list[dict[str, Any]] = [
-        {"role": "assistant", "content": "there was a murder"},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Blood!"}]},
+        {"role": "assistant", "content": '[e1] #1 echo: "there was a murder"'},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": batch('#1 echo: "Blood!"')}],
+        },
     ]
     response = await OfflineStandInModel().respond(
         ModelRequest(model="m", input=items, instructions="watch for fire", text_format=VERDICT)
     )
-
     assert json.loads(response.output_text) == {
-        "decision": "interested",
-        "reason": "mentions blood",
+        "attend": [{"id": "e1", "why": "mentions blood"}],
+        "ignore": [],
     }
-
-
-async def test_verdict_follows_the_schema_key_names() -> None:
-    capitalised = {
-        **VERDICT,
-        "schema": strict({"Decision": {"type": "string"}, "Reason": {"type": "string"}}),
-    }
-
-    response = await OfflineStandInModel().respond(
-        ModelRequest(model="m", input=[user("fire!")], text_format=capitalised)
-    )
-
-    assert json.loads(response.output_text) == {"Decision": "interested", "Reason": "mentions fire"}
 
 
 async def test_a_schema_other_than_the_verdict_is_refused() -> None:
     other = {**VERDICT, "name": "summary", "schema": strict({"summary": {"type": "string"}})}
 
-    with pytest.raises(ModelFatalError, match=r"only answer the attention verdict.*'summary'"):
+    with pytest.raises(ModelFatalError, match=r"only answer the attention verdicts.*'summary'"):
         await OfflineStandInModel().respond(
             ModelRequest(model="m", input=[user("fire")], text_format=other)
         )
+
+
+async def test_the_verdict_judges_the_event_not_the_room_or_the_situations() -> None:
+    prompt = batch(
+        '20:00:01 #103 "Maren Tidewell" [#1001] says: "The tide\'s turning. Smell that?"',
+        situations='Current unresolved situations:\n- #1: "Thief on the quay"',
+    )
+    prompt = prompt.replace(
+        "Events, oldest first:", 'Rooms: #103 "The Drowned Lantern"\n\nEvents, oldest first:'
+    )
+    response = await OfflineStandInModel().respond(
+        ModelRequest(model="gpt-mini", input=[user(prompt)], text_format=VERDICT)
+    )
+    assert json.loads(response.output_text) == {"attend": [], "ignore": ["e1"]}
 
 
 @pytest.mark.parametrize(
@@ -338,18 +356,6 @@ async def test_answers_are_deterministic_and_continuations_match_the_calls() -> 
             "arguments": call.arguments,
             "status": "completed",
         }
-
-
-async def test_the_verdict_judges_the_event_not_the_situations_around_it() -> None:
-    prompt = (
-        "Current unresolved situations:\n- #1: Thief on the quay\n\n"
-        "Location: Harbour Quay [#101]\nSpeaker: Maren Tidewell\nSpoken Text:\n"
-        "| The tide's turning. Smell that?"
-    )
-    response = await OfflineStandInModel().respond(
-        ModelRequest(model="gpt-mini", input=[user(prompt)], text_format=VERDICT)
-    )
-    assert json.loads(response.output_text)["decision"] == "ignore"
 
 
 async def test_quoted_world_text_gives_a_clean_situation_title() -> None:
