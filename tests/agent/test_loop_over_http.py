@@ -116,8 +116,8 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
     )
     try:
         await runtime.daemon.reload(force=True)
-        assert runtime.pipeline.heartbeat(st.id or 0, Heartbeat.FIVE_MINUTES) is False
-        assert runtime.pipeline.direct(st, "the bells") is False
+        assert await runtime.pipeline.heartbeat(st.id or 0, Heartbeat.FIVE_MINUTES) is False
+        assert await runtime.pipeline.direct(st, "the bells") is False
         assert ran == []
         assert runtime.stats.dropped["api_key"] == 2
     finally:

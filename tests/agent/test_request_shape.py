@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.attention import AttentionGate
+from storyteller_daemon.agent.attention import AttentionGate, AttentionOptions, BatchEntry
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, ToolLoop
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.prompts import PromptBuilder
@@ -188,16 +188,28 @@ async def test_malformed_arguments_over_http(
 async def test_the_attention_request_on_the_wire(
     server: ScriptedResponsesServer, model: OpenAIResponsesModel, teller: Storyteller
 ) -> None:
-    server.enqueue(Reply.text('{"decision": "interested", "reason": "a letter changes hands"}'))
-    [verdict] = await AttentionGate(model, LimitsConfig()).judge(teller, ["Maren drops a letter."])
+    server.enqueue(
+        Reply.text('{"attend": [{"id": "e1", "why": "a letter changes hands"}], "ignore": []}')
+    )
+    entries = [BatchEntry("e1", '#101 echo: "Maren drops a letter."')]
+    gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(timeout_seconds=9.0))
+    judgement = await gate.judge(teller, "Open situations: none.", entries)
+    verdict = judgement.verdicts["e1"]
     assert verdict.interested and verdict.reason == "a letter changes hands"
     [body] = server.requests
     assert body["model"] == "gpt-attention"
     assert body["reasoning"] == {"effort": "low"}
     assert body["store"] is False
     assert body["truncation"] == "auto"
-    assert body["max_output_tokens"] == LimitsConfig().attention_max_output_tokens
+    assert body["max_output_tokens"] == LimitsConfig().attention_max_output_tokens + 16
     assert body["text"]["format"]["type"] == "json_schema"
     assert body["text"]["format"]["strict"] is True
+    assert body["prompt_cache_key"] == f"storyteller-{teller.id}-attention"
     assert "tools" not in body
-    assert user_item(body) == {"role": "user", "content": "Maren drops a letter."}
+    assert user_item(body) == {
+        "role": "user",
+        "content": (
+            "Open situations: none.\n\nEvents, oldest first:\n"
+            '[e1] #101 echo: "Maren drops a letter."'
+        ),
+    }

@@ -19,7 +19,7 @@ import pytest
 from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.config import AttentionConfig, LimitsConfig
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -34,6 +34,7 @@ from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from world_adapter.events import CharacterState, Crime, Cursor, WorldEvent
@@ -70,7 +71,10 @@ class RecordingModel:
                 FunctionCall(f"c{len(self.requests)}", "Noop", "{}"),
             )
             return ModelResponse("r", request.model, "completed", calls, "", (), Usage())
-        verdict = '{"decision": "interested", "reason": "It matters."}'
+        ids = re.findall(r"^\[(e\d+)\]", user_text(request), re.MULTILINE)
+        verdict = json.dumps(
+            {"attend": [{"id": i, "why": "It matters."} for i in ids], "ignore": []}
+        )
         return ModelResponse("r", request.model, "completed", (), verdict, (), Usage())
 
     def attention(self) -> list[ModelRequest]:
@@ -101,8 +105,8 @@ class Rig:
 
     async def handle(self, event: WorldEvent) -> None:
         self.model.requests.clear()
-        self.pipeline.ingest(event)
-        await asyncio.wait_for(self.pipeline.drain(), 5)
+        await self.pipeline.ingest(event)
+        await asyncio.wait_for(self.pipeline.wait_idle(), 5)
 
 
 @contextlib.asynccontextmanager
@@ -139,6 +143,8 @@ async def make_rig(sqlite_store: Store, world: SimWorld) -> AsyncIterator[Rig]:
         clock=FakeClock(T0),
         stats=stats,
         observer=LoggingObserver(),
+        backlog=BacklogRepository(sqlite_store.db),
+        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=25,
         model_available=True,
         speech=sqlite_store.speech,
@@ -203,12 +209,16 @@ async def test_crimes_pass_attention_event_focused_without_echo_only_tools(rig: 
     crime = rig.world.commit_crime(WREN, "Theft", victim_id=MAREN, witnesses=2)
     await rig.handle(crime)
     [gate] = rig.model.attention()
-    assert "Crime Type: Theft" in user_text(gate)  # the gate sees the whole prompt
-    assert "A character has committed a crime in a room you watch." in user_text(gate)
-    turns = rig.model.turns()
-    assert turns and turns[0].input[0]["content"] == user_text(gate) + (
-        "\n\nAttention reason:\nIt matters."
+    # The gate sees the crime on one line; the turn gets the whole prompt and the reason.
+    assert 'crime: Theft by "Wren the cutpurse" [#2004] against "Maren Tidewell" [#1001]' in (
+        user_text(gate)
     )
+    turns = rig.model.turns()
+    assert turns
+    turn_text = turns[0].input[0]["content"]
+    assert "A character has committed a crime in a room you watch." in turn_text
+    assert "Crime Type: Theft" in turn_text
+    assert turn_text.endswith('\n\nAttention reason:\n"It matters."')
     offered = names(turns[0])
     assert offered == profile_names(ToolProfile.EVENT_FOCUSED) + ["EchoToRoom"]
     assert "shoutFromCrowd" not in offered and not FULL_ONLY_TOOLS & set(offered)
@@ -227,7 +237,8 @@ async def test_speech_passes_attention_with_echo_only_tools(rig: Rig) -> None:
     await rig.handle(rig.world.say(MAREN, "Meet me at dusk."))
     [gate] = rig.model.attention()
     [turn] = rig.model.turns()
-    assert "Spoken Text:\n| Meet me at dusk." in user_text(gate)
+    assert '"Maren Tidewell" [#1001] says: "Meet me at dusk."' in user_text(gate)
+    assert "Spoken Text:\n| Meet me at dusk." in user_text(turn)
     assert names(turn) == profile_names(ToolProfile.EVENT_FOCUSED) + [
         "EchoToRoom",
         "shoutFromCrowd",
@@ -264,8 +275,9 @@ async def test_pass_heartbeat_missing_api_key_does_not_execute_status_prog(
         )
         rig.pipeline.router.update([beating], await world.zones())
         rig.pipeline.model_available = model_available
-        assert rig.pipeline.heartbeat(beating.id or 0, Heartbeat.FIVE_MINUTES) is model_available
-        await rig.pipeline.drain()
+        queued = await rig.pipeline.heartbeat(beating.id or 0, Heartbeat.FIVE_MINUTES)
+        assert queued is model_available
+        await rig.pipeline.wait_idle()
     assert world.prog_runs == (["AIStorytellerStatusFiveMinute"] if model_available else [])
     assert bool(rig.model.requests) is model_available
 
@@ -288,7 +300,10 @@ async def test_cell_on_room_echo_missing_api_key_does_not_parse_echo(
 
 async def test_speech_prompt_fields_without_a_target(rig: Rig) -> None:
     await rig.handle(rig.world.say(PER, "Ropes are cheap today.", volume="Shout"))
-    lines = user_text(rig.model.attention()[0]).split("\n")
+    assert '"Dockhand Per" [#2003] shout: "Ropes are cheap today."' in user_text(
+        rig.model.attention()[0]
+    )
+    lines = user_text(rig.model.turns()[0]).split("\n")
     start = lines.index("A character has spoken in a room you watch.")
     assert lines[start : start + 8] == [
         "A character has spoken in a room you watch.",
@@ -317,8 +332,9 @@ async def test_crime_prompt_fields_with_a_third_party_and_no_victim(rig: Rig) ->
         witness_count=12345,
     )
     await rig.handle(crime)
-    text = user_text(rig.model.attention()[0])
-    event = text[text.index("A character has committed") :].split("\n")
+    text = user_text(rig.model.turns()[0])
+    event = text[text.index("A character has committed") : text.index("\n\nAttention reason")]
+    event = event.split("\n")
     assert event == [
         "A character has committed a crime in a room you watch.",
         "Location: Warehouse Lane [#106]",
