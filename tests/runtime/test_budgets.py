@@ -13,7 +13,7 @@ import pytest
 
 from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import BudgetsConfig, ModelPrice
+from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import BudgetExceeded
@@ -23,6 +23,8 @@ from storyteller_daemon.runtime.metering import MeteredModel
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.backlog import BacklogRepository
+from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from world_adapter.facts import CharacterSummary
 from world_adapter.protocol import WorldClient
@@ -275,6 +277,7 @@ class Outcome:
 class HeldRunner:
     def __init__(self) -> None:
         self.release = asyncio.Event()
+        self.started = asyncio.Event()
         self.turns: list[Trigger] = []
         self.judge_error: Exception | None = None
 
@@ -283,10 +286,16 @@ class HeldRunner:
             raise self.judge_error
         return [Verdict() for _ in triggers]
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger) -> Outcome:
+    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> Outcome:
         self.turns.append(trigger)
+        self.started.set()
         await self.release.wait()
         return Outcome()
+
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        pass
 
 
 class Drops:
@@ -317,7 +326,7 @@ class Refuse:
 
 
 @pytest.fixture
-async def rig() -> AsyncIterator[tuple[Pipeline, HeldRunner, Drops, Refuse]]:
+async def rig(sqlite_store: Store) -> AsyncIterator[tuple[Pipeline, HeldRunner, Drops, Refuse]]:
     st = Storyteller(
         name="Watch",
         id=1,
@@ -334,6 +343,8 @@ async def rig() -> AsyncIterator[tuple[Pipeline, HeldRunner, Drops, Refuse]]:
         clock=FakeClock(T0),
         stats=RuntimeStats(),
         observer=drops,
+        backlog=BacklogRepository(sqlite_store.db),
+        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=5,
         model_available=True,
         admission=refuse,
@@ -351,15 +362,15 @@ async def rig() -> AsyncIterator[tuple[Pipeline, HeldRunner, Drops, Refuse]]:
 async def test_a_heartbeat_is_dropped_while_a_turn_of_its_storyteller_runs(rig: tuple) -> None:
     pipeline, runner, drops, _ = rig
     st = pipeline.router.storyteller(1)
-    assert pipeline.direct(st, "the bells ring")
-    await settle()
+    assert await pipeline.direct(st, "the bells ring")
+    await asyncio.wait_for(runner.started.wait(), 5)
     assert len(runner.turns) == 1  # running, held
-    assert pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
+    assert await pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
     assert drops.drops == [("busy", "a turn of this storyteller is running")]
     runner.release.set()
-    await pipeline.drain()
-    assert pipeline.heartbeat(1, Heartbeat.TEN_MINUTES)
-    await pipeline.drain()
+    await pipeline.wait_idle()
+    assert await pipeline.heartbeat(1, Heartbeat.TEN_MINUTES)
+    await pipeline.wait_idle()
     assert [t.kind for t in runner.turns] == [TriggerKind.DIRECT, TriggerKind.HEARTBEAT]
 
 
@@ -370,10 +381,10 @@ async def test_admission_drops_before_the_turn_and_before_attention(rig: tuple) 
     runner.release.set()
     refuse.refusal = ("budget", "its daily budget of $1.00 is spent")
     st = pipeline.router.storyteller(1)
-    assert pipeline.direct(st, "the bells ring")  # accepted, then dropped before the model
+    assert await pipeline.direct(st, "the bells ring")  # accepted, then dropped before the model
     echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
-    pipeline.offer(st, Trigger.from_event(echo))
-    await pipeline.drain()
+    await pipeline.ingest(echo)
+    await pipeline.wait_idle()
     assert runner.turns == []
     assert drops.drops == [("budget", "its daily budget of $1.00 is spent")] * 2
     assert pipeline.stats.attention_calls == 0
@@ -386,9 +397,8 @@ async def test_a_cap_reached_while_judging_drops_the_batch_quietly(
 
     pipeline, runner, drops, _ = rig
     runner.judge_error = BudgetExceeded("its daily budget of $1.00 is spent")
-    st = pipeline.router.storyteller(1)
     echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
-    pipeline.offer(st, Trigger.from_event(echo))
-    await pipeline.drain()
+    await pipeline.ingest(echo)
+    await pipeline.wait_idle()
     assert drops.drops == [("budget", "its daily budget of $1.00 is spent")]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
