@@ -280,6 +280,8 @@ class Pipeline:
         self._speech_progress = asyncio.Condition()
         self._progress = asyncio.Condition()
         self._restored = False
+        self._intake_busy = 0
+        """`accept` calls under way (their work may not be in the backlog yet)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -366,7 +368,7 @@ class Pipeline:
             await asyncio.sleep(0)
 
     def _quiet(self) -> bool:
-        return self._restored and not any(
+        return self._restored and not self._intake_busy and not any(
             lane.busy_judging or lane.turn_active or lane.pending > 0 or lane.turn_wake.is_set()
             for lane in self._lanes.values()
         )
@@ -516,7 +518,11 @@ class Pipeline:
     async def _store(self, new: Sequence[NewWork]) -> int:
         if not new:
             return 0
-        stored = await self._backlog.add(new)
+        self._intake_busy += 1
+        try:
+            stored = await self._backlog.add(new)
+        finally:
+            self._intake_busy -= 1
         now = self._clock.monotonic()
         for item in stored:
             st = self.router.storyteller(item.storyteller_id)

@@ -84,8 +84,8 @@ class Rig:
 
     async def turns(self, count: int) -> None:
         for _ in range(count):
-            assert self.runtime.pipeline.direct(self.storyteller, "The tide turns.")
-        await asyncio.wait_for(self.runtime.pipeline.drain(), 5)
+            assert await self.runtime.pipeline.direct(self.storyteller, "The tide turns.")
+        await asyncio.wait_for(self.runtime.pipeline.wait_idle(), 5)
 
 
 @pytest.fixture
@@ -187,12 +187,12 @@ async def test_queue_overflow_is_alerted_with_the_number_dropped(
     model = GatedModel()
     model.gate.clear()  # turns hang until released, so the queue fills
     rig = await rigs(model, queue_size=3)
-    accepted = [rig.runtime.pipeline.direct(rig.storyteller, f"call {n}") for n in range(8)]
+    accepted = [await rig.runtime.pipeline.direct(rig.storyteller, f"call {n}") for n in range(8)]
     assert accepted.count(False) == 5
     await rig.clock.advance(30)
     await discord.wait_for_posts(1)
     model.gate.set()
-    await asyncio.wait_for(rig.runtime.pipeline.drain(), 5)
+    await asyncio.wait_for(rig.runtime.pipeline.wait_idle(), 5)
     await stop(rig)
     assert discord.titles() == [
         "Harbour Watch: 5 trigger(s) dropped because its work queue was full"
