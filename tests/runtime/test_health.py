@@ -102,6 +102,9 @@ async def test_metrics_describe_the_running_daemon(running: Running) -> None:
     stats.turns["completed"] += 3
     stats.queue_overflow['Harbour "Night" Watch'] += 1
     stats.cost_usd = 0.125
+    stats.batch_sizes.observe(12)
+    stats.turn_latency.observe(7.5)
+    stats.filtered["heard_elsewhere"] += 4
     status, content_type, text = await get(running.base + "/metrics")
     assert status == 200
     assert content_type == "text/plain; version=0.0.4; charset=utf-8"
@@ -118,8 +121,15 @@ async def test_metrics_describe_the_running_daemon(running: Running) -> None:
         "storyteller_ready 1",
         "storyteller_world_subscribed 1",
         "# TYPE storyteller_model_request_seconds histogram",
+        'storyteller_events_settled_by_rule_total{rule="heard_elsewhere"} 4',
+        'storyteller_attention_batch_events_bucket{le="20"} 1',
+        "storyteller_attention_batch_events_count 1",
+        'storyteller_event_turn_seconds_bucket{le="5"} 0',
+        'storyteller_event_turn_seconds_bucket{le="10"} 1',
+        "storyteller_event_turn_seconds_sum 7.5",
+        "# TYPE storyteller_backlog_items gauge",
     ]:
-        assert expected in lines
+        assert expected in lines, expected
     sample = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\]|\\.)*",?)*\})? [-+0-9.eInf]+$')
     assert all(line.startswith("# ") or sample.match(line) for line in lines), text
 
@@ -248,6 +258,7 @@ class _StoppedDaemon:
             clock=clock,
             stats=RuntimeStats(),
             observer=LoggingObserver(),
+            backlog=None,  # type: ignore[arg-type]  # never asked: nothing runs
             queue_size=1,
             model_available=False,
         )
