@@ -368,9 +368,13 @@ class Pipeline:
             await asyncio.sleep(0)
 
     def _quiet(self) -> bool:
-        return self._restored and not self._intake_busy and not any(
-            lane.busy_judging or lane.turn_active or lane.pending > 0 or lane.turn_wake.is_set()
-            for lane in self._lanes.values()
+        return (
+            self._restored
+            and not self._intake_busy
+            and not any(
+                lane.busy_judging or lane.turn_active or lane.pending > 0 or lane.turn_wake.is_set()
+                for lane in self._lanes.values()
+            )
         )
 
     async def _changed(self) -> None:
@@ -985,14 +989,19 @@ def _repeat_key(trigger: Trigger) -> str | None:
 
 
 def turn_key_of(st: Storyteller) -> Callable[[Sequence[WorkItem]], str]:
-    """How a claimed set of items is named: the same set always gets the same key."""
+    """How a claimed set of items is named: the same set always gets the same key.
+
+    One event gets ``st<id>:event:<cursor>`` (what `turns.turn_key` gives it); a burst adds
+    ``+<n>`` for the n further events, as the attention run of the same burst does.
+    """
 
     def make(items: Sequence[WorkItem]) -> str:
         first = items[0].source
         if first.startswith(("direct:", "heartbeat:")):
             return f"st{st.id}:{first}"
+        cursor = first.split(":", 1)[1]  # the source is "<world>:<epoch>:<seq>"
         extra = f"+{len(items) - 1}" if len(items) > 1 else ""
-        return f"st{st.id}:event:{first}{extra}"
+        return f"st{st.id}:event:{cursor}{extra}"
 
     return make
 

@@ -108,7 +108,9 @@ class AgentTurnRunner:
             for index, trigger in enumerate(triggers, start=1)
         ]
         item = attention_input(context, entries)
-        key = f"{turn_key(storyteller, triggers[0])}:attention+{len(triggers) - 1}"
+        # Named like the turn of the same events, so a burst's turn shows its attention call.
+        extra = f"+{len(triggers) - 1}" if len(triggers) > 1 else ""
+        key = f"{turn_key(storyteller, triggers[0])}{extra}"
         async with self._recorder.attention(storyteller, triggers, key, item) as run:
             judgement = await self.gate.judge(storyteller, context, entries)
             run.verdicts = [judgement.verdicts[e.id] for e in entries]

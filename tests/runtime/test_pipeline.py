@@ -236,7 +236,7 @@ async def test_interested_event_reaches_a_turn_with_the_reason(rig: Rig) -> None
     await rig.pipeline.wait_idle()
     [trigger] = rig.runner.turn_triggers
     assert trigger.kind is TriggerKind.ROOM_ECHO and trigger.attention_reason == "matters"
-    assert rig.runner.turns[0][1] == "st1:event:world:e:1"
+    assert rig.runner.turns[0][1] == "st1:event:e:1"
     assert rig.pipeline.stats.verdicts["interested"] == 1
     assert rig.pipeline.stats.turns["completed"] == 1
     assert await rig.states() == ["done"]
@@ -382,7 +382,7 @@ async def test_a_burst_is_judged_in_one_request_and_handled_in_one_turn(rig: Rig
     assert [len(batch) for batch in rig.runner.judged] == [4]
     [(trigger, key)] = rig.runner.turns
     assert [t.event.cursor.seq for t in trigger.all if t.event] == [1, 2, 3, 4]
-    assert key == "st1:event:world:e:1+3"
+    assert key == "st1:event:e:1+3"
     assert await rig.states() == ["done"] * 4
 
 
@@ -600,13 +600,13 @@ async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness:
 
     second = await harness.start(AT_ONCE, FakeRunner(release=asyncio.Event()))
     await until(lambda: second.pipeline.turn_running(1))  # re-run, killed again
-    assert second.runner.interruptions == [("st1:event:world:e:1", 2)]
+    assert second.runner.interruptions == [("st1:event:e:1", 2)]
     await harness.crash()
     [item] = await rig.backlog.items(1)
     assert (item.state, item.attempts, item.turn_key) == (
         WorkState.RUNNING,
         2,
-        "st1:event:world:e:1",
+        "st1:event:e:1",
     )
 
     third = await harness.start(AT_ONCE)
@@ -624,7 +624,7 @@ async def test_a_rerun_turn_gets_its_original_key(harness: Harness) -> None:
     again = await harness.start(AT_ONCE)
     await again.pipeline.wait_idle()
     [(trigger, key)] = again.runner.turns
-    assert key == "st1:event:world:e:1+1" and len(trigger.all) == 2
+    assert key == "st1:event:e:1+1" and len(trigger.all) == 2
 
 
 async def test_a_cut_off_drain_leaves_work_in_the_backlog(harness: Harness) -> None:

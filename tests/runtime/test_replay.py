@@ -66,7 +66,11 @@ class Script:
     async def respond(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         if not request.tools:
-            verdict = json.dumps({"decision": self.decision, "reason": "a theft on the quay"})
+            why = "a theft on the quay"
+            if self.decision == "interested":
+                verdict = json.dumps({"attend": [{"id": "e1", "why": why}], "ignore": []})
+            else:
+                verdict = json.dumps({"attend": [], "ignore": ["e1"]})
             return ModelResponse(
                 "att", request.model, "completed", (), verdict, (), Usage(300, 0, 20, 0)
             )
@@ -186,7 +190,10 @@ async def test_a_turn_and_its_attention_call_are_recorded_with_costs(sqlite_stor
     assert (attention.kind, attention.outcome, attention.rounds) == ("attention", "interested", 1)
     attention_record = (await runs.get(attention.id)).record
     assert attention_record["verdict"]["reason"] == "a theft on the quay"
-    assert attention_record["request"]["text"]["format"]["name"] == "attention_verdict"
+    [judged] = attention_record["events"]
+    assert judged["verdict"]["decision"] == "interested"
+    assert judged["trigger"]["event"]["cursor"] == record["trigger"]["event"]["cursor"]
+    assert attention_record["request"]["text"]["format"]["name"] == "attention_verdicts"
     # the ledger: one row per request, all three charged to the situation the turn opened
     lines = await LedgerRepository(sqlite_store.db).totals("situation")
     assert [(line.key, line.requests) for line in lines] == [(str(situation.id), 3)]
