@@ -86,7 +86,7 @@ async def pipeline(
         while runtime.stats.events_in < events:  # noqa: ASYNC110 - polls the pump's counter
             await asyncio.sleep(0.001)
         intake = time.perf_counter() - started
-        await runtime.pipeline.drain()
+        await runtime.pipeline.wait_idle()
         total = time.perf_counter() - started
         stop.set()
         await task
@@ -100,13 +100,12 @@ async def pipeline(
             "events": events,
             "events produced per second": round(events / produced),
             "events taken in per second": round(events / intake),
-            "attention calls": stats.attention_calls,
+            "attention requests": stats.attention_calls,
             "verdicts": dict(stats.verdicts),
             "turns": turns,
+            "events per turn": round(stats.verdicts["interested"] / turns, 2) if turns else 0,
             "turns per second": round(turns / total, 1) if total else 0,
-            "model requests per turn": round(
-                (stats.requests - sum(stats.verdicts.values())) / turns, 2
-            )
+            "model requests per turn": round((stats.requests - stats.attention_calls) / turns, 2)
             if turns
             else 0,
             "tool calls per turn": round(stats.tool_calls / turns, 2) if turns else 0,
@@ -195,6 +194,12 @@ async def stream(
     price_model: Annotated[
         str, typer.Option(help="Price every request at this model's prices (equal models).")
     ] = "gpt-5",
+    quiet: Annotated[
+        float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
+    ] = None,
+    max_wait: Annotated[
+        float | None, typer.Option(help="Override [attention] max_wait_seconds.", min=0)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
@@ -211,6 +216,8 @@ async def stream(
             one_call_per_event=one_call_per_event,
             storytellers=storytellers,
             price_model=price_model,
+            quiet_seconds=quiet,
+            max_wait_seconds=max_wait,
         )
     )
     _report(

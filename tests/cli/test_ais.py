@@ -109,7 +109,7 @@ def test_show_text_names_every_section_and_the_fallbacks(cli: Cli) -> None:
         "No situations to show.",
     ):
         assert line + "\n" in text
-    assert "Attention prompt:\n  Decide whether" in text
+    assert "Attention prompt:\n  Decide for each event" in text
     assert "System prompt:\n  You are an AI storyteller" in text
 
 
