@@ -66,6 +66,9 @@ async def demo(
             },
             "world": {"sim_tick_seconds": tick},
             "logging": {"level": "WARNING"},
+            # The demo's world moves every `tick` seconds, so a burst is over after a tick or
+            # two; the defaults suit a game's real pace.
+            "attention": {"quiet_seconds": tick, "max_wait_seconds": 3 * tick},
         },
         "demo",
     )
