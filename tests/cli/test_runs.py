@@ -53,7 +53,9 @@ class Script:
 
     async def respond(self, request: ModelRequest) -> ModelResponse:
         if not request.tools:
-            verdict = json.dumps({"decision": "interested", "reason": "a theft on the quay"})
+            verdict = json.dumps(
+                {"attend": [{"id": "e1", "why": "a theft on the quay"}], "ignore": []}
+            )
             return ModelResponse(
                 "a", request.model, "completed", (), verdict, (), Usage(300, 0, 20, 0)
             )
