@@ -196,7 +196,20 @@ def _attention_lines(
     run: RunSummary, record: dict[str, Any], related: list[RunSummary]
 ) -> list[str]:
     verdict = record.get("verdict")
-    if verdict is None:
+    events = record.get("events") or []
+    if len(events) > 1:  # a batch: one line per event
+        lines = [f"Verdicts:  {len(events)} events, {run.outcome} overall"]
+        for number, judged in enumerate(events, start=1):
+            given = judged.get("verdict") or {}
+            trigger = judged.get("trigger") or {}
+            event = trigger.get("event") or {}
+            where = f"room #{event['cell_id']}" if "cell_id" in event else "no room"
+            reason = f": {given['reason']}" if given.get("reason") else ""
+            violation = f" (violation: {given['violation']})" if given.get("violation") else ""
+            decision = given.get("decision", "none")
+            label = trigger.get("label", "?")
+            lines.append(f"  e{number} {label} in {where}: {decision}{reason}{violation}")
+    elif verdict is None:
         lines = [f"Verdict:   none ({run.outcome})"]
     else:
         lines = [f"Verdict:   {verdict['decision']}: {verdict['reason']}"]
@@ -210,6 +223,13 @@ def _attention_lines(
     if turns:
         lines.append(f"Turn:      run #{turns[0].id} ({turns[0].outcome})")
     lines += ["", "Judged:", *_block(record.get("input", ""))]
+    requests = record.get("requests") or []
+    if len(requests) > 1:  # the reply was re-asked about
+        for number, exchange in enumerate(requests, start=1):
+            answer = (exchange.get("response") or {}).get("output_text", "")
+            failed = exchange.get("error")
+            lines += ["", f"Answer {number}:", *_block(answer or f"(failed: {failed})")]
+        return lines
     response = record.get("response")
     if response is not None:
         lines += ["", "Answer:", *_block(response.get("output_text", ""))]

@@ -282,3 +282,44 @@ def test_prune_deletes_runs_past_retention_and_keeps_their_costs(cli: Cli) -> No
     assert cli.ok("runs", "prune").startswith("Deleted 3 run record(s) older than 30d and 0 ")
     assert ids(cli) == []
     assert cli.json("costs")["total"]["requests"] == 4
+
+
+def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
+    class Batch:
+        name = "batch"
+
+        def __init__(self) -> None:
+            self.replies = [
+                '{"attend": [{"id": "e1", "why": "a theft"}], "ignore": []}',  # e2 missing
+                '{"attend": [], "ignore": ["e2"]}',
+            ]
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            text = self.replies.pop(0)
+            return ModelResponse("a", request.model, "completed", (), text, (), Usage(300, 0, 9))
+
+    async def work(store: Store) -> None:
+        st = await store.storytellers.save(replace(await store.storytellers.get(1), paused=False))
+        clock = FakeClock(T0)
+        world = SimWorld.harbour_town()
+        runner = AgentTurnRunner(
+            world=world,
+            situations=store.situations,
+            memories=store.memories,
+            references=store.references,
+            model=MeteredModel(Batch(), RuntimeStats(), PRICES, now=clock.now),
+            limits=LimitsConfig(),
+            clock=clock,
+            stats=RuntimeStats(),
+            recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
+        )
+        theft = Trigger.from_event(world.emote(2004, "slips a hand into a purse!"))
+        gulls = Trigger.from_event(world.emote(2003, "watches the gulls."))
+        await runner.judge(st, [theft, gulls])
+
+    cli.with_store(work)
+    text = cli.ok("runs", "show", "1")
+    assert "Verdicts:  2 events, interested overall" in text
+    assert "  e1 Room Echo in room #106: interested: a theft" in text
+    assert "  e2 Room Echo in room #101: ignore" in text
+    assert "Answer 1:" in text and "Answer 2:" in text
