@@ -10,7 +10,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
@@ -47,11 +48,11 @@ class RecordingPipeline(Pipeline):
         self._target = 0
         self._reached = asyncio.Event()
 
-    def ingest(self, event: WorldEvent) -> None:
-        self.seen.append(event.cursor)
+    async def accept(self, events: Sequence[WorldEvent]) -> int:
+        self.seen += [event.cursor for event in events]
         if len(self.seen) >= self._target:
             self._reached.set()
-        super().ingest(event)
+        return await super().accept(events)
 
     async def wait_seen(self, count: int) -> None:
         self._target = count
@@ -119,6 +120,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
+        backlog=BacklogRepository(store.db),
         queue_size=25,
         model_available=False,
     )
