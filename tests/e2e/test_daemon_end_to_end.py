@@ -42,7 +42,10 @@ def has_outputs(body: dict[str, Any]) -> bool:
 def responder(body: dict[str, Any]) -> Reply:
     """Interested in anything; first round creates a situation and echoes; then Noop."""
     if wants_verdict(body):
-        return Reply.text(json.dumps({"decision": "interested", "reason": "a theft on the quay"}))
+        text = body["input"][0]["content"]
+        ids = [line[1 : line.index("]")] for line in text.splitlines() if line.startswith("[e")]
+        attend = [{"id": i, "why": "a theft on the quay"} for i in ids]
+        return Reply.text(json.dumps({"attend": attend, "ignore": []}))
     if not has_outputs(body):
         return Reply.calls(
             (
@@ -88,7 +91,9 @@ async def _until(predicate: Any) -> None:
 
 
 async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: str) -> None:
-    cfg = parse_config({"database": {"url": db_url}}, "test")
+    # The fake clock never advances: judge each event at once instead of waiting for a window.
+    at_once = {"quiet_seconds": 0, "max_wait_seconds": 0}
+    cfg = parse_config({"database": {"url": db_url}, "attention": at_once}, "test")
     store = Store.open(db_url)
     watch_id = await prepare(store)
     world = SimWorld.harbour_town()
