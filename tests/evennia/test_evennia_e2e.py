@@ -86,7 +86,10 @@ def has_outputs(body: dict[str, Any]) -> bool:
 def responder(body: dict[str, Any]) -> Reply:
     """Interested; then a situation and the echo prog; then Noop."""
     if wants_verdict(body):
-        return Reply.text(json.dumps({"decision": "interested", "reason": "someone speaks"}))
+        text = body["input"][0]["content"]
+        ids = [line[1 : line.index("]")] for line in text.splitlines() if line.startswith("[e")]
+        attend = [{"id": i, "why": "someone speaks"} for i in ids]
+        return Reply.text(json.dumps({"attend": attend, "ignore": []}))
     if not has_outputs(body):
         return Reply.calls(
             (
@@ -149,6 +152,7 @@ async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
         {
             "database": {"url": sqlite_url},
             "world": {"kind": "bridge", "url": game.bridge_url, "token_env": TOKEN_ENV},
+            "attention": {"quiet_seconds": 0.2, "max_wait_seconds": 1.0},
         },
         "test",
     )
