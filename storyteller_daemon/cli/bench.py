@@ -204,7 +204,14 @@ async def stream(
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
     from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
+    from storyteller_daemon.errors import ValidationError
+    from world_adapter.sim.stream import read_stream
 
+    if path is not None:
+        try:
+            read_stream(path)  # a bad file is one line naming it, before anything starts
+        except (OSError, ValueError) as exc:
+            raise ValidationError(str(exc)) from None
     report = await run_stream_bench(
         StreamBenchOptions(
             stream=path,

@@ -47,6 +47,7 @@ CHARS_PER_TOKEN = 4
 CACHE_MINIMUM_TOKENS = 1024
 CACHE_STEP_TOKENS = 128
 _LINE = re.compile(r"^\[(e\d+)\] (.*)$", re.MULTILINE)
+_CRIME = re.compile(r"#\d+ crime: ")
 
 
 class ScaledClock:
@@ -167,7 +168,7 @@ class Oracle:
         )
         attend, ignore = [], []
         for item_id, line in _LINE.findall(text):
-            if " crime in " in f" {line}" or self._relevant_line(line):
+            if _CRIME.search(line) or self._relevant_line(line):
                 attend.append({"id": item_id, "why": "matters to the remit"})
             else:
                 ignore.append(item_id)
@@ -211,6 +212,10 @@ class StreamBenchOptions:
     one_call_per_event: bool = False
     storytellers: int = 1
     price_model: str = "gpt-5"
+    quiet_seconds: float | None = None
+    """Override of ``[attention] quiet_seconds`` (None: the default)."""
+    max_wait_seconds: float | None = None
+    """Override of ``[attention] max_wait_seconds`` (None: the default)."""
     drain_seconds: float | None = None
     """Stream seconds the daemon gets after the last event to settle its backlog (default:
     15 minutes, or, for the one-call design, long enough to judge every event one by one)."""
@@ -285,7 +290,19 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                     "request_timeout_seconds": 600.0,
                     "prices": LIST_PRICES,
                 },
-                "attention": {"one_call_per_event": options.one_call_per_event},
+                "attention": {
+                    "one_call_per_event": options.one_call_per_event,
+                    **(
+                        {}
+                        if options.quiet_seconds is None
+                        else {"quiet_seconds": options.quiet_seconds}
+                    ),
+                    **(
+                        {}
+                        if options.max_wait_seconds is None
+                        else {"max_wait_seconds": options.max_wait_seconds}
+                    ),
+                },
                 "limits": {"turn_seconds": 3600.0},
                 "daemon": {"drain_seconds": 1.0},
             },
@@ -374,6 +391,10 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             round(stats.turn_latency.percentile(0.95), 2),
         ],
         "backlog settled": settled,
+        "window (quiet / max wait, s)": [
+            cfg.attention.quiet_seconds,
+            cfg.attention.max_wait_seconds,
+        ],
         "attention latency (s)": options.attention_latency,
         "round latency (s)": options.round_latency,
         "speed-up": options.speedup,

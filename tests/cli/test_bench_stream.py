@@ -1,0 +1,51 @@
+"""``storyteller bench stream`` on a few minutes of stream: everything relevant reaches a turn,
+and batching needs far fewer model calls than the one-call-per-event design."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from storyteller_daemon.cli import app
+from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
+from world_adapter.sim.stream import labelled_stream, write_stream
+
+
+async def test_batched_and_one_call_designs_on_the_same_stream(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    write_stream(path, labelled_stream(seed=4, hours=0.05, relevant_share=0.04))
+    batched = await run_stream_bench(StreamBenchOptions(stream=path, speedup=120))
+    reference = await run_stream_bench(
+        StreamBenchOptions(stream=path, speedup=120, one_call_per_event=True)
+    )
+    for report in (batched, reference):
+        assert report["backlog settled"] is True
+        assert report["recall"] == 1.0, report
+        assert report["relevant events heard by a storyteller"] > 0
+        assert "expired" not in report["dropped by stage"]
+    assert report["events"] == batched["events"] == 250
+    calls = "model calls per 1,000 events"
+    assert batched[calls] * 4 < reference[calls]  # type: ignore[operator]
+    assert batched["events per attention request"] > 2  # type: ignore[operator]
+    usd = "USD per hour at gpt-5 prices"
+    assert batched[usd] < reference[usd]  # type: ignore[operator]
+
+
+def test_the_command_reports_json_and_refuses_a_bad_stream(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"event": {}, "relevant": true}\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench", "stream", "--stream", str(bad), "--json"])
+    assert result.exit_code != 0
+    assert "bad.jsonl:1: not a labelled event" in result.output
+    assert "Traceback" not in result.output
+
+    good = tmp_path / "good.jsonl"
+    write_stream(good, labelled_stream(seed=2, hours=0.02))
+    result = CliRunner().invoke(
+        app, ["bench", "stream", "--stream", str(good), "--speedup", "120", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["design"] == "batched" and report["events"] == 100
