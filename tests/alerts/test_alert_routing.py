@@ -112,7 +112,10 @@ def test_a_logged_exception_alerts_with_its_type_only() -> None:
     assert alert.title == "attention pass failed for storyteller 3"
     assert alert.detail == ("Failed with ValueError. Full details were written to the daemon log.")
     assert "sk-123" not in alert.detail
-    assert alert.key == "log:storyteller_daemon.runtime.pipeline:attention pass failed for storyteller %s"
+    assert (
+        alert.key
+        == "log:storyteller_daemon.runtime.pipeline:attention pass failed for storyteller %s"
+    )
 
 
 def test_an_exception_passed_as_a_log_argument_shows_by_type_only() -> None:
