@@ -29,6 +29,7 @@ from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock, SystemClock
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health import HealthServer, check_http_settings
+from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
@@ -315,6 +316,7 @@ async def build_runtime(
         log.warning("model: %s", choice.description)
     elif choice.offline:
         log.warning(OFFLINE_BANNER)
+    lookups = CachedWorld(world, clock.monotonic)
     runner = None
     latency: dict[str, LatencyHistogram] = {}
     if choice.model is not None:
@@ -345,6 +347,7 @@ async def build_runtime(
                 max_retries=cfg.attention.max_retries,
                 debug_reasons=cfg.attention.debug_reasons,
             ),
+            lookups=lookups,
         )
     pipeline = Pipeline(
         router=Router(),
@@ -357,13 +360,14 @@ async def build_runtime(
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
         speech=store.speech,
-        admission=Admission(budget, world, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
+        admission=Admission(budget, lookups, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
         alerts=alerts,
         source=cfg.world.kind,
+        observe=lookups.observe,
     )
     daemon = Daemon(
         settings=store.storytellers,
-        world=world,
+        world=lookups,
         pipeline=pipeline,
         clock=clock,
         reload_seconds=reload_seconds,

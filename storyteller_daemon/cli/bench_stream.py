@@ -378,6 +378,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
             for kind, u in sorted(oracle.log.usage.items())
         },
+        "world requests per 1,000 events": round(bridge.stats.requests * 1000 / len(items), 1),
         "input tokens": usage_total.input_tokens,
         "cached input tokens": usage_total.cached_tokens,
         "output tokens": usage_total.output_tokens,

@@ -256,6 +256,7 @@ class Pipeline:
         admission: Admission | None = None,
         alerts: AlertSink | None = None,
         source: str = "world",
+        observe: Callable[[WorldEvent], None] | None = None,
     ) -> None:
         self.router = router
         self._runner = runner
@@ -270,6 +271,8 @@ class Pipeline:
         self._admission = admission
         self._alerts = alerts
         self._source = source
+        self._observe = observe
+        """Told of every event taken in (the look-up cache invalidates from it)."""
         self._lanes: dict[int, _Lane] = {}
         self._group: asyncio.TaskGroup | None = None
         self._accepting = True
@@ -428,6 +431,8 @@ class Pipeline:
         new: list[NewWork] = []
         for event in events:
             self.stats.events_in += 1
+            if self._observe is not None:
+                self._observe(event)
             if isinstance(event, Speech):
                 self._remember_speech(event)
             for st in self.router.audience(event):

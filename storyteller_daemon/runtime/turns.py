@@ -81,12 +81,15 @@ class AgentTurnRunner:
         recorder: RunRecorder | None = None,
         alerts: AlertSink | None = None,
         attention: AttentionOptions | None = None,
+        lookups: WorldClient | None = None,
     ) -> None:
         self._stats = stats
         self._alerts = alerts
         self._limits = limits
         self._services = Services(world, situations, memories, references, speech)
-        self._prompts = PromptBuilder(world, situations, limits, speech)
+        # Attention lines name rooms and characters for every event: they come from `lookups`
+        # (a cache) when given. A turn's own prompt and tools use the taped world.
+        self._prompts = PromptBuilder(lookups or world, situations, limits, speech)
         hook = budget.before_request if budget is not None else None
         self.gate = AttentionGate(model, limits, before_request=hook, options=attention)
         self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook)

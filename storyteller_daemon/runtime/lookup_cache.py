@@ -1,0 +1,229 @@
+"""World look-ups cached between the events that change them.
+
+Every prompt names the room an event happened in and the characters it involves, and the
+settings poll asks for zone membership every few seconds; over a bridge each of those is a
+request to the game. `CachedWorld` keeps the answers to ``room``, ``character`` and ``zones``:
+
+* answers are kept for a time to live on the injected monotonic clock (a missing room or
+  character, for a shorter one), and at most `max_entries` of them (least recently used first);
+* the event stream invalidates what it shows to have changed: a state change (a character fell
+  unconscious or died) drops that character; an event whose zone disagrees with the cached zone
+  membership of its room drops the zones;
+* errors are never cached, and concurrent look-ups of one key share one request.
+
+The bridge protocol carries no notice of renamed rooms or redescribed characters, so those are
+seen once their time to live runs out. Everything else (`subscribe`, prog calls, players online,
+landmarks, time) passes straight through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from progs.types import ProgSignature
+from world_adapter.events import Cursor, StateChange, WorldEvent
+from world_adapter.facts import (
+    MAX_PATH_EXITS,
+    CalendarInfo,
+    CharacterInfo,
+    CharacterPlan,
+    CharacterSummary,
+    DateTimeReading,
+    LandmarkInfo,
+    LandmarkSummary,
+    PathRule,
+    ProgOutcome,
+    RoomInfo,
+    RoomPath,
+)
+from world_adapter.protocol import WorldClient
+
+
+@dataclass
+class CacheStats:
+    """What the cache saved, for metrics and benchmarks."""
+
+    hits: int = 0
+    misses: int = 0
+    invalidations: int = 0
+    evictions: int = 0
+
+
+class CachedWorld:
+    """A `WorldClient` that remembers rooms, characters and zones (see the module docstring).
+
+    Args:
+        inner: the world to ask.
+        monotonic: seconds on a monotonic clock (the runtime clock's).
+        ttl_seconds: how long an answer is kept.
+        missing_ttl_seconds: how long "no such room or character" is kept.
+        zones_ttl_seconds: how long zone membership is kept.
+        max_entries: rooms and characters kept at most.
+    """
+
+    def __init__(
+        self,
+        inner: WorldClient,
+        monotonic: Callable[[], float],
+        *,
+        ttl_seconds: float = 300.0,
+        missing_ttl_seconds: float = 30.0,
+        zones_ttl_seconds: float = 60.0,
+        max_entries: int = 4096,
+    ) -> None:
+        self.inner = inner
+        self._now = monotonic
+        self._ttl = ttl_seconds
+        self._missing_ttl = missing_ttl_seconds
+        self._zones_ttl = zones_ttl_seconds
+        self._max = max_entries
+        self._entries: OrderedDict[tuple[str, int], tuple[float, Any]] = OrderedDict()
+        self._zones: tuple[float, dict[int, frozenset[int]]] | None = None
+        self._flights: dict[tuple[str, int], asyncio.Future[Any]] = {}
+        self.stats = CacheStats()
+
+    # ------------------------------------------------------------------ invalidation
+
+    def observe(self, event: WorldEvent) -> None:
+        """Drop what the event shows to have changed."""
+        if isinstance(event, StateChange):
+            self._drop(("character", event.character_id))
+        if self._zones is not None and event.zone_id is not None:
+            cells = self._zones[1].get(event.zone_id)
+            if cells is None or event.cell_id not in cells:
+                self._zones = None
+                self.stats.invalidations += 1
+
+    def invalidate_all(self) -> None:
+        """Forget everything."""
+        self._entries.clear()
+        self._zones = None
+        self.stats.invalidations += 1
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        if self._entries.pop(key, None) is not None:
+            self.stats.invalidations += 1
+
+    # ------------------------------------------------------------------ cached look-ups
+
+    async def room(self, room_id: int) -> RoomInfo | None:
+        """The room, from the cache when fresh."""
+        result: RoomInfo | None = await self._cached(("room", room_id), self.inner.room)
+        return result
+
+    async def character(self, character_id: int) -> CharacterInfo | None:
+        """The character, from the cache when fresh."""
+        result: CharacterInfo | None = await self._cached(
+            ("character", character_id), self.inner.character
+        )
+        return result
+
+    async def zones(self) -> dict[int, frozenset[int]]:
+        """Zone membership, from the cache when fresh."""
+        now = self._now()
+        if self._zones is not None and now - self._zones[0] < self._zones_ttl:
+            self.stats.hits += 1
+            return dict(self._zones[1])
+        self.stats.misses += 1
+        zones = await self.inner.zones()
+        self._zones = (self._now(), dict(zones))
+        return zones
+
+    async def _cached(self, key: tuple[str, int], fetch: Callable[[int], Awaitable[Any]]) -> Any:
+        now = self._now()
+        entry = self._entries.get(key)
+        if entry is not None:
+            at, value = entry
+            if now - at < (self._ttl if value is not None else self._missing_ttl):
+                self._entries.move_to_end(key)
+                self.stats.hits += 1
+                return value
+            del self._entries[key]
+        flight = self._flights.get(key)
+        if flight is not None:  # someone is asking already: share the answer
+            self.stats.hits += 1
+            return await asyncio.shield(flight)
+        self.stats.misses += 1
+        flight = asyncio.ensure_future(fetch(key[1]))
+        self._flights[key] = flight
+        try:
+            value = await asyncio.shield(flight)
+        finally:
+            if flight.done():
+                self._flights.pop(key, None)
+            else:  # this caller was cancelled: the request goes on for the others
+                flight.add_done_callback(lambda _: self._flights.pop(key, None))
+        self._entries[key] = (self._now(), value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+            self.stats.evictions += 1
+        return value
+
+    # ------------------------------------------------------------------ passed through
+
+    def subscribe(self, cells: frozenset[int], after: Cursor | None) -> AsyncIterator[WorldEvent]:
+        """The inner world's stream."""
+        return self.inner.subscribe(cells, after)
+
+    async def online_players(self) -> list[CharacterSummary]:
+        """Players online (never cached: it changes all the time)."""
+        return await self.inner.online_players()
+
+    async def progs(self) -> list[ProgSignature]:
+        """The prog catalogue."""
+        return await self.inner.progs()
+
+    async def execute_prog(
+        self, prog: str, arguments: Mapping[str, Any], idempotency_key: str
+    ) -> ProgOutcome:
+        """Run a prog."""
+        return await self.inner.execute_prog(prog, arguments, idempotency_key)
+
+    async def landmarks(self) -> list[LandmarkSummary]:
+        """Every landmark."""
+        return await self.inner.landmarks()
+
+    async def landmark(self, name: str) -> LandmarkInfo | None:
+        """One landmark."""
+        return await self.inner.landmark(name)
+
+    async def path(
+        self,
+        origin_room_id: int,
+        destination_room_id: int,
+        rule: PathRule,
+        *,
+        max_exits: int = MAX_PATH_EXITS,
+    ) -> RoomPath:
+        """A path between two rooms."""
+        return await self.inner.path(origin_room_id, destination_room_id, rule, max_exits=max_exits)
+
+    async def character_plan(self, character_id: int) -> CharacterPlan | None:
+        """A character's plans."""
+        return await self.inner.character_plan(character_id)
+
+    async def recent_plans(self, within: timedelta) -> list[CharacterPlan]:
+        """Recently changed plans."""
+        return await self.inner.recent_plans(within)
+
+    async def room_times(
+        self, room_ids: Collection[int] | None = None
+    ) -> dict[int, tuple[DateTimeReading, ...]]:
+        """The date and time in rooms."""
+        return await self.inner.room_times(room_ids)
+
+    async def calendar(self, ref: str, year: int | None = None) -> CalendarInfo | None:
+        """A calendar."""
+        return await self.inner.calendar(ref, year)
+
+    async def close(self) -> None:
+        """Close the inner world's connections, if it has any."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            await close()

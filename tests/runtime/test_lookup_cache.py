@@ -1,0 +1,153 @@
+"""Cached world look-ups: time to live, least-recently-used bound, invalidation by events."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from storyteller_daemon.runtime.lookup_cache import CachedWorld
+from storyteller_daemon.testing.clock import FakeClock
+from world_adapter.errors import WorldCommandError
+from world_adapter.events import CharacterState, Cursor, RoomEcho, StateChange
+from world_adapter.sim import SimWorld
+from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
+from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
+from world_adapter.sim.progs import HARBOUR_TOWN_PROGS
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+QUAY, MAREN = 101, 1001
+
+
+class Counting(SimWorld):
+    """The sim world, counting look-ups; `hold` makes them wait; `broken` makes them fail."""
+
+    def __init__(self) -> None:
+        super().__init__(HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, HARBOUR_TOWN_PROGS)
+        self.asked: list[tuple[str, int]] = []
+        self.hold: asyncio.Event | None = None
+        self.broken = False
+
+    async def room(self, room_id: int) -> Any:
+        self.asked.append(("room", room_id))
+        if self.hold is not None:
+            await self.hold.wait()
+        if self.broken:
+            raise WorldCommandError("the game did not answer")
+        return await super().room(room_id)
+
+    async def character(self, character_id: int) -> Any:
+        self.asked.append(("character", character_id))
+        return await super().character(character_id)
+
+    async def zones(self) -> dict[int, frozenset[int]]:
+        self.asked.append(("zones", 0))
+        return await super().zones()
+
+
+@pytest.fixture
+def world() -> Counting:
+    return Counting()
+
+
+def cached(world: Counting, clock: FakeClock, **options: Any) -> CachedWorld:
+    return CachedWorld(world, clock.monotonic, **options)
+
+
+async def test_a_room_is_asked_for_once_within_its_time_to_live(world: Counting) -> None:
+    clock = FakeClock(T0)
+    lookups = cached(world, clock, ttl_seconds=60)
+    first = await lookups.room(QUAY)
+    assert first is not None and await lookups.room(QUAY) == first
+    assert world.asked == [("room", QUAY)]
+    await clock.advance(61)
+    await lookups.room(QUAY)
+    assert world.asked == [("room", QUAY)] * 2
+    assert (lookups.stats.hits, lookups.stats.misses) == (1, 2)
+
+
+async def test_a_missing_room_is_remembered_for_less_time(world: Counting) -> None:
+    clock = FakeClock(T0)
+    lookups = cached(world, clock, ttl_seconds=300, missing_ttl_seconds=10)
+    assert await lookups.room(999) is None
+    assert await lookups.room(999) is None
+    await clock.advance(11)
+    await lookups.room(999)
+    assert world.asked == [("room", 999)] * 2
+
+
+async def test_the_least_recently_used_entry_goes_first(world: Counting) -> None:
+    lookups = cached(world, FakeClock(T0), max_entries=2)
+    await lookups.room(101)
+    await lookups.room(102)
+    await lookups.room(101)  # 102 is now the least recently used
+    await lookups.room(103)
+    world.asked.clear()
+    await lookups.room(101)
+    await lookups.room(102)
+    assert world.asked == [("room", 102)]
+    assert lookups.stats.evictions == 2
+
+
+async def test_a_state_change_forgets_that_character(world: Counting) -> None:
+    lookups = cached(world, FakeClock(T0))
+    await lookups.character(MAREN)
+    fell = StateChange(
+        cursor=Cursor("e", 1),
+        cell_id=QUAY,
+        zone_id=1,
+        occurred_at=T0,
+        character_id=MAREN,
+        state=CharacterState.UNCONSCIOUS,
+    )
+    lookups.observe(fell)
+    await lookups.character(MAREN)
+    assert world.asked == [("character", MAREN)] * 2
+
+
+async def test_an_event_from_a_room_that_moved_zones_refreshes_the_zones(world: Counting) -> None:
+    lookups = cached(world, FakeClock(T0), zones_ttl_seconds=600)
+    zones = await lookups.zones()
+    assert QUAY in zones[1]
+    same = RoomEcho(cursor=Cursor("e", 1), cell_id=QUAY, zone_id=1, occurred_at=T0, text="x")
+    lookups.observe(same)
+    await lookups.zones()
+    assert world.asked.count(("zones", 0)) == 1  # nothing moved: still cached
+    moved = RoomEcho(cursor=Cursor("e", 2), cell_id=QUAY, zone_id=2, occurred_at=T0, text="x")
+    lookups.observe(moved)
+    await lookups.zones()
+    assert world.asked.count(("zones", 0)) == 2
+
+
+async def test_errors_are_not_cached(world: Counting) -> None:
+    lookups = cached(world, FakeClock(T0))
+    world.broken = True
+    with pytest.raises(WorldCommandError):
+        await lookups.room(QUAY)
+    world.broken = False
+    assert await lookups.room(QUAY) is not None
+
+
+async def test_concurrent_look_ups_share_one_request_and_survive_a_cancelled_caller(
+    world: Counting,
+) -> None:
+    lookups = cached(world, FakeClock(T0))
+    world.hold = asyncio.Event()
+    first = asyncio.create_task(lookups.room(QUAY))
+    second = asyncio.create_task(lookups.room(QUAY))
+    await asyncio.sleep(0)
+    first.cancel()
+    await asyncio.sleep(0)
+    world.hold.set()
+    assert (await second) is not None
+    assert world.asked == [("room", QUAY)]
+    await asyncio.gather(first, return_exceptions=True)
+
+
+async def test_everything_else_passes_through(world: Counting) -> None:
+    lookups = cached(world, FakeClock(T0))
+    assert await lookups.progs() == await world.progs()
+    assert await lookups.landmarks() == await world.landmarks()
+    assert await lookups.online_players() == await world.online_players()
