@@ -175,6 +175,9 @@ async def stream(
     ] = None,
     hours: Annotated[float, typer.Option(help="Length of a generated stream.", min=0.01)] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of a generated stream.")] = 1,
+    events_per_hour: Annotated[
+        int, typer.Option(help="Density of a generated stream.", min=1)
+    ] = 5000,
     attention_latency: Annotated[
         float, typer.Option(help="Seconds the stand-in model takes per attention call.", min=0)
     ] = 1.5,
@@ -217,6 +220,7 @@ async def stream(
             stream=path,
             hours=hours,
             seed=seed,
+            events_per_hour=events_per_hour,
             attention_latency=attention_latency,
             round_latency=round_latency,
             speedup=speedup,

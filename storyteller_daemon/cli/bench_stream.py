@@ -206,6 +206,8 @@ class StreamBenchOptions:
     stream: Path | None = None
     hours: float = 1.0
     seed: int = 1
+    events_per_hour: int = 5000
+    """Density of a generated stream."""
     attention_latency: float = 1.5
     round_latency: float = 4.0
     speedup: float = 60.0
@@ -244,7 +246,9 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
     items = (
         read_stream(options.stream)
         if options.stream is not None
-        else labelled_stream(seed=options.seed, hours=options.hours)
+        else labelled_stream(
+            seed=options.seed, hours=options.hours, events_per_hour=options.events_per_hour
+        )
     )
     if not items:
         raise ValueError("the stream holds no events")
