@@ -171,6 +171,10 @@ class SpeechRecorder(Protocol):
         """Store one speech."""
         ...
 
+    async def record_many(self, events: Sequence[Speech]) -> object:
+        """Store several speeches in one go."""
+        ...
+
 
 class Admission(Protocol):
     """Last checks before a model is called for a trigger (budgets, idle heartbeats)."""
@@ -947,7 +951,13 @@ class Pipeline:
             self._unrecorded.put_nowait(event)
         except asyncio.QueueFull:
             self.stats.drop("speech_history")
-            log.warning("speech history buffer full; a speech in room #%s is lost", event.cell_id)
+            lost = self.stats.dropped["speech_history"]
+            if lost & (lost - 1) == 0:  # 1st, 2nd, 4th, 8th...: a flood stays a few lines
+                log.warning(
+                    "speech history buffer full; %d speeches lost so far (room #%s last)",
+                    lost,
+                    event.cell_id,
+                )
             return
         self._speech_taken += 1
 
@@ -959,16 +969,31 @@ class Pipeline:
 
     async def _speech_writer(self, recorder: SpeechRecorder) -> None:
         while True:
-            event = await self._unrecorded.get()
+            events = [await self._unrecorded.get()]
+            while not self._unrecorded.empty():  # what piled up goes in one transaction
+                events.append(self._unrecorded.get_nowait())
+            try:
+                await self._record_speech(recorder, events)
+            finally:
+                for _ in events:
+                    self._unrecorded.task_done()
+                self._speech_done += len(events)
+                async with self._speech_progress:
+                    self._speech_progress.notify_all()
+
+    @staticmethod
+    async def _record_speech(recorder: SpeechRecorder, events: list[Speech]) -> None:
+        if len(events) > 1:
+            try:
+                await recorder.record_many(events)
+                return
+            except Exception:  # one bad line must not lose the others: write them one by one
+                log.warning("could not record %d speeches at once; one by one", len(events))
+        for event in events:
             try:
                 await recorder.record(event)
             except Exception:  # a failed write loses one line, never the pipeline
                 log.exception("could not record a speech in room #%s", event.cell_id)
-            finally:
-                self._unrecorded.task_done()
-                self._speech_done += 1
-                async with self._speech_progress:
-                    self._speech_progress.notify_all()
 
 
 def _rule_text(trigger: Trigger) -> str:

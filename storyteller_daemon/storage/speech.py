@@ -7,6 +7,7 @@ FutureMUD keeps it in a saving effect on the room (``RecentSpeechContextEffect``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
@@ -38,6 +39,22 @@ def line_to_domain(row: SpeechRow) -> SpeechLine:
     )
 
 
+def _row(line: SpeechLine) -> SpeechRow:
+    return SpeechRow(
+        cell_id=line.cell_id,
+        occurred_at=line.occurred_at,
+        speaker_id=line.speaker_id,
+        speaker_name=line.speaker_name,
+        target_id=line.target_id,
+        target_kind=line.target_kind,
+        target_description=line.target_description,
+        message=line.message,
+        volume=line.volume,
+        language=line.language,
+        accent=line.accent,
+    )
+
+
 class SpeechHistoryRepository:
     """Records what is said in watched rooms and reads back the recent lines of one room."""
 
@@ -50,26 +67,25 @@ class SpeechHistoryRepository:
         Returns:
             The line as stored.
         """
-        line = SpeechLine.from_event(event)
-        async with self._db.session() as session:
-            session.add(
-                SpeechRow(
-                    cell_id=line.cell_id,
-                    occurred_at=line.occurred_at,
-                    speaker_id=line.speaker_id,
-                    speaker_name=line.speaker_name,
-                    target_id=line.target_id,
-                    target_kind=line.target_kind,
-                    target_description=line.target_description,
-                    message=line.message,
-                    volume=line.volume,
-                    language=line.language,
-                    accent=line.accent,
-                )
-            )
-            await session.flush()
-            await self._prune(session, line.cell_id, line.occurred_at - MAX_AGE)
+        [line] = await self.record_many([event])
         return line
+
+    async def record_many(self, events: Sequence[Speech]) -> list[SpeechLine]:
+        """Store speeches in one transaction, pruning each room they were said in once."""
+        lines = [SpeechLine.from_event(event) for event in events]
+        if not lines:
+            return []
+        async with self._db.session() as session:
+            session.add_all([_row(line) for line in lines])
+            await session.flush()
+            newest: dict[int, datetime] = {}
+            for line in lines:
+                newest[line.cell_id] = max(
+                    newest.get(line.cell_id, line.occurred_at), line.occurred_at
+                )
+            for cell_id, latest in newest.items():
+                await self._prune(session, cell_id, latest - MAX_AGE)
+        return lines
 
     @staticmethod
     async def _prune(session: AsyncSession, cell_id: int, oldest: datetime) -> None:

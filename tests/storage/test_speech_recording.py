@@ -77,6 +77,12 @@ class MemoryRecorder:
             raise RuntimeError("disk full")
         self.recorded.append(event.text)
 
+    async def record_many(self, events: Sequence[Speech]) -> None:
+        if any(event.text in self.fail for event in events):
+            raise RuntimeError("disk full")
+        for event in events:
+            await self.record(event)
+
     async def read(self) -> list[str]:
         return list(self.recorded)
 
