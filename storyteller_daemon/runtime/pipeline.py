@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 SPEECH_BUFFER = 256
 """Speech events waiting to be written to the history before new ones are dropped."""
 RETRY_CAP_SECONDS = 60.0
+EXPIRY_EVERY_SECONDS = 60.0
+"""How often a storyteller's backlog is checked for events past the maximum age."""
 FAILED_OUTCOMES = frozenset({"model_transient_error", "model_fatal_error", "crashed"})
 
 
@@ -237,6 +239,8 @@ class _Lane:
     """The turn task is claiming or running turns."""
     running_turn: bool = False
     failures: int = 0
+    expired_at: float | None = None
+    """When the maximum-age policy last ran (monotonic): it runs at most once a minute."""
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 
@@ -817,6 +821,10 @@ class Pipeline:
         """The maximum-age policy: expire what waited too long, count it and alert."""
         if self._cfg.max_age_seconds <= 0 or st.id is None:
             return
+        now = self._clock.monotonic()
+        if lane.expired_at is not None and now - lane.expired_at < EXPIRY_EVERY_SECONDS:
+            return
+        lane.expired_at = now
         cutoff = self._clock.now() - timedelta(seconds=self._cfg.max_age_seconds)
         reason = f"not judged within {self._cfg.max_age_seconds:g} s of arrival"
         expired = await self._backlog.expire(st.id, received_before=cutoff, reason=reason)
