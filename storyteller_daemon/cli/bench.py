@@ -197,6 +197,12 @@ async def stream(
     price_model: Annotated[
         str, typer.Option(help="Price every request at this model's prices (equal models).")
     ] = "gpt-5",
+    fail_share: Annotated[
+        float,
+        typer.Option(
+            help="Share of model requests the stand-in fails (429/500/503).", min=0, max=0.9
+        ),
+    ] = 0.0,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -227,6 +233,7 @@ async def stream(
             one_call_per_event=one_call_per_event,
             storytellers=storytellers,
             price_model=price_model,
+            fail_share=fail_share,
             quiet_seconds=quiet,
             max_wait_seconds=max_wait,
         )

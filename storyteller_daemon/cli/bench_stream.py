@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import secrets
 import tempfile
@@ -34,7 +35,7 @@ from typing import Any
 from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
 from world_adapter.events import RoomEcho, Speech, WorldEvent
 
 LIST_PRICES = {
@@ -123,14 +124,29 @@ class Oracle:
         attention_latency: float,
         round_latency: float,
         speedup: float,
+        fail_share: float = 0.0,
+        seed: int = 1,
     ) -> None:
         self._relevant = relevant_texts
+        self._fail_share = fail_share
+        self._rng = random.Random(seed)
+        self.failed = 0
         self._attention_delay = attention_latency / speedup
         self._round_delay = round_latency / speedup
         self._prefixes: dict[str, str] = {}
         self.log = RequestLog()
 
-    def __call__(self, body: dict[str, Any]) -> Reply:
+    def __call__(self, body: dict[str, Any]) -> Reply | Fault:
+        if self._fail_share and self._rng.random() < self._fail_share:
+            # A fault answers nothing and bills nothing: rate limits, outages, garbage.
+            self.failed += 1
+            return self._rng.choice(
+                (
+                    Fault.status(429, retry_after=0),
+                    Fault.status(500),
+                    Fault.status(503),
+                )
+            )
         prompt = _prompt_text(body)
         if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
             output = self._verdicts(body)
@@ -214,6 +230,8 @@ class StreamBenchOptions:
     one_call_per_event: bool = False
     storytellers: int = 1
     price_model: str = "gpt-5"
+    fail_share: float = 0.0
+    """Share of model requests the stand-in fails (429, 500, 503)."""
     quiet_seconds: float | None = None
     """Override of ``[attention] quiet_seconds`` (None: the default)."""
     max_wait_seconds: float | None = None
@@ -237,6 +255,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
     from storyteller_daemon.app import build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.storage.backlog import BacklogRepository
+    from storyteller_daemon.storage.ledger import LedgerRepository
     from storyteller_daemon.storage.seeding import load_pack, read_pack
     from storyteller_daemon.storage.store import Store
     from world_adapter.bridge.sim_server import BridgeServer
@@ -266,6 +285,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         attention_latency=options.attention_latency,
         round_latency=options.round_latency,
         speedup=options.speedup,
+        fail_share=options.fail_share,
+        seed=options.seed,
     )
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
@@ -340,6 +361,9 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             except TimeoutError:
                 settled = False
             backlog = BacklogRepository(store.db)
+            ledger_rows = sum(
+                line.requests for line in await LedgerRepository(store.db).totals("storyteller")
+            )
             work = []
             for st in await store.storytellers.list():
                 assert st.id is not None
@@ -369,6 +393,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         "relevant events heard by a storyteller": len(heard_relevant),
         "relevant events reaching a turn": len(reached),
         "recall": round(len(reached) / len(heard_relevant), 4) if heard_relevant else None,
+        "model requests failed by the stand-in": oracle.failed,
+        "model requests in the cost ledger / answered": [ledger_rows, requests],
         "attention requests": oracle.log.requests["attention"],
         "turn rounds": oracle.log.requests["turn_round"],
         "model calls per 1,000 events": round(requests * 1000 / len(items), 1),
