@@ -6,6 +6,8 @@ second writer waits instead of failing. Schema changes only happen through Alemb
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -80,6 +82,10 @@ class Database:
         self.url = normalise_url(url)
         self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this
+        # process take turns instead of contending for the file lock until a busy timeout.
+        # (Other processes, such as the CLI, still wait on the lock with `busy_timeout_ms`.)
+        self._turns: asyncio.Lock | None = asyncio.Lock() if self.dialect == "sqlite" else None
 
     @property
     def dialect(self) -> str:
@@ -88,9 +94,16 @@ class Database:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
-        """A session in a transaction: committed on success, rolled back on error."""
+        """A session in a transaction: committed on success, rolled back on error.
+
+        Sessions must not nest: on SQLite a session opened inside another would wait forever.
+        """
         try:
-            async with self._sessions() as session, session.begin():
+            async with contextlib.AsyncExitStack() as stack:
+                if self._turns is not None:
+                    await stack.enter_async_context(self._turns)
+                session = await stack.enter_async_context(self._sessions())
+                _ = await stack.enter_async_context(session.begin())
                 yield session
         except (OperationalError, DBAPIError) as exc:
             raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
