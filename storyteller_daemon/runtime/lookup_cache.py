@@ -43,6 +43,9 @@ from world_adapter.facts import (
 )
 from world_adapter.protocol import WorldClient
 
+_ZONES = ("zones", 0)
+"""The in-flight key of a zones request."""
+
 
 @dataclass
 class CacheStats:
@@ -97,16 +100,21 @@ class CachedWorld:
             cells = self._zones[1].get(event.zone_id)
             if cells is None or event.cell_id not in cells:
                 self._zones = None
+                self._flights.pop(_ZONES, None)
                 self.stats.invalidations += 1
 
     def invalidate_all(self) -> None:
-        """Forget everything."""
+        """Forget everything, including answers still on their way (they are not kept)."""
         self._entries.clear()
         self._zones = None
+        self._flights.clear()
         self.stats.invalidations += 1
 
     def _drop(self, key: tuple[str, int]) -> None:
-        if self._entries.pop(key, None) is not None:
+        # A request in flight may carry the answer from before the change: detach it, so its
+        # answer reaches its callers but is not kept, and the next look-up asks again.
+        in_flight = self._flights.pop(key, None) is not None
+        if self._entries.pop(key, None) is not None or in_flight:
             self.stats.invalidations += 1
 
     # ------------------------------------------------------------------ cached look-ups
@@ -125,45 +133,53 @@ class CachedWorld:
 
     async def zones(self) -> dict[int, frozenset[int]]:
         """Zone membership, from the cache when fresh."""
-        now = self._now()
-        if self._zones is not None and now - self._zones[0] < self._zones_ttl:
+        if self._zones is not None and self._now() - self._zones[0] < self._zones_ttl:
             self.stats.hits += 1
             return dict(self._zones[1])
-        self.stats.misses += 1
-        zones = await self.inner.zones()
-        self._zones = (self._now(), dict(zones))
-        return zones
+        zones: dict[int, frozenset[int]] = await self._shared(_ZONES, self.inner.zones)
+        return dict(zones)
 
     async def _cached(self, key: tuple[str, int], fetch: Callable[[int], Awaitable[Any]]) -> Any:
-        now = self._now()
         entry = self._entries.get(key)
         if entry is not None:
             at, value = entry
-            if now - at < (self._ttl if value is not None else self._missing_ttl):
+            if self._now() - at < (self._ttl if value is not None else self._missing_ttl):
                 self._entries.move_to_end(key)
                 self.stats.hits += 1
                 return value
             del self._entries[key]
+        return await self._shared(key, lambda: fetch(key[1]))
+
+    async def _shared(self, key: tuple[str, int], fetch: Callable[[], Awaitable[Any]]) -> Any:
+        """One request per key at a time; its answer is kept when it lands, whoever waits."""
         flight = self._flights.get(key)
         if flight is not None:  # someone is asking already: share the answer
             self.stats.hits += 1
             return await asyncio.shield(flight)
         self.stats.misses += 1
-        flight = asyncio.ensure_future(fetch(key[1]))
+        flight = asyncio.ensure_future(fetch())
         self._flights[key] = flight
-        try:
-            value = await asyncio.shield(flight)
-        finally:
-            if flight.done():
-                self._flights.pop(key, None)
-            else:  # this caller was cancelled: the request goes on for the others
-                flight.add_done_callback(lambda _: self._flights.pop(key, None))
-        self._entries[key] = (self._now(), value)
+        flight.add_done_callback(lambda done: self._landed(key, done))
+        return await asyncio.shield(flight)
+
+    def _landed(self, key: tuple[str, int], flight: asyncio.Future[Any]) -> None:
+        if self._flights.get(key) is not flight:
+            # Invalidated while in flight: its answer may predate the change. Retrieve the
+            # outcome so an error nobody awaits is not reported as never retrieved.
+            if not flight.cancelled():
+                flight.exception()
+            return
+        del self._flights[key]
+        if flight.cancelled() or flight.exception() is not None:
+            return  # errors are never kept
+        if key == _ZONES:
+            self._zones = (self._now(), dict(flight.result()))
+            return
+        self._entries[key] = (self._now(), flight.result())
         self._entries.move_to_end(key)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
             self.stats.evictions += 1
-        return value
 
     # ------------------------------------------------------------------ passed through
 

@@ -151,3 +151,73 @@ async def test_everything_else_passes_through(world: Counting) -> None:
     assert await lookups.progs() == await world.progs()
     assert await lookups.landmarks() == await world.landmarks()
     assert await lookups.online_players() == await world.online_players()
+
+
+def fell(character_id: int = MAREN) -> StateChange:
+    return StateChange(
+        cursor=Cursor("e", 9),
+        cell_id=QUAY,
+        zone_id=1,
+        occurred_at=T0,
+        character_id=character_id,
+        state=CharacterState.DEAD,
+    )
+
+
+async def test_a_change_during_a_look_up_is_not_undone_by_its_older_answer(
+    world: Counting,
+) -> None:
+    lookups = cached(world, FakeClock(T0))
+    world.hold = asyncio.Event()
+    asking = asyncio.create_task(lookups.room(QUAY))
+    await asyncio.sleep(0)
+    lookups.invalidate_all()  # the answer on its way predates this
+    world.hold.set()
+    assert await asking is not None  # the caller still gets it...
+    world.hold = None
+    await lookups.room(QUAY)
+    assert world.asked == [("room", QUAY)] * 2  # ...but it was not kept
+
+
+async def test_a_state_change_during_a_character_look_up_wins() -> None:
+    world = Counting()
+    lookups = cached(world, FakeClock(T0))
+    original = world.character
+    hold = asyncio.Event()
+
+    async def slow(character_id: int) -> Any:
+        await hold.wait()
+        return await original(character_id)
+
+    world.character = slow  # type: ignore[method-assign]
+    asking = asyncio.create_task(lookups.character(MAREN))
+    await asyncio.sleep(0)
+    lookups.observe(fell())
+    hold.set()
+    await asking
+    await lookups.character(MAREN)
+    assert world.asked == [("character", MAREN)] * 2
+
+
+async def test_an_answer_is_kept_even_when_the_caller_that_asked_was_cancelled(
+    world: Counting,
+) -> None:
+    lookups = cached(world, FakeClock(T0))
+    world.hold = asyncio.Event()
+    first = asyncio.create_task(lookups.room(QUAY))
+    second = asyncio.create_task(lookups.room(QUAY))
+    await asyncio.sleep(0)
+    first.cancel()
+    await asyncio.sleep(0)
+    world.hold.set()
+    assert await second is not None
+    await asyncio.gather(first, return_exceptions=True)
+    world.hold = None
+    await lookups.room(QUAY)
+    assert world.asked == [("room", QUAY)]
+
+
+async def test_concurrent_zone_polls_share_one_request(world: Counting) -> None:
+    lookups = cached(world, FakeClock(T0))
+    first, second = await asyncio.gather(lookups.zones(), lookups.zones())
+    assert first == second and world.asked == [("zones", 0)]
