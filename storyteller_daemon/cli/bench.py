@@ -203,6 +203,10 @@ async def stream(
             help="Share of model requests the stand-in fails (429/500/503).", min=0, max=0.9
         ),
     ] = 0.0,
+    crash_every: Annotated[
+        float,
+        typer.Option(help="Kill and restart the daemon every this many stream seconds.", min=0),
+    ] = 0.0,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -234,6 +238,7 @@ async def stream(
             storytellers=storytellers,
             price_model=price_model,
             fail_share=fail_share,
+            crash_every=crash_every,
             quiet_seconds=quiet,
             max_wait_seconds=max_wait,
         )

@@ -232,6 +232,8 @@ class StreamBenchOptions:
     price_model: str = "gpt-5"
     fail_share: float = 0.0
     """Share of model requests the stand-in fails (429, 500, 503)."""
+    crash_every: float = 0.0
+    """Kill the daemon (no drain) and start a new one every this many stream seconds (0: never)."""
     quiet_seconds: float | None = None
     """Override of ``[attention] quiet_seconds`` (None: the default)."""
     max_wait_seconds: float | None = None
@@ -252,10 +254,12 @@ def _cost(usage: Usage, price: ModelPrice) -> float:
 
 async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
     """Run the benchmark and return its report."""
-    from storyteller_daemon.app import build_runtime
+    from storyteller_daemon.app import Runtime, build_runtime
     from storyteller_daemon.config import parse_config
+    from storyteller_daemon.runtime.stats import RuntimeStats
     from storyteller_daemon.storage.backlog import BacklogRepository
     from storyteller_daemon.storage.ledger import LedgerRepository
+    from storyteller_daemon.storage.runs import RunRepository
     from storyteller_daemon.storage.seeding import load_pack, read_pack
     from storyteller_daemon.storage.store import Store
     from world_adapter.bridge.sim_server import BridgeServer
@@ -334,19 +338,41 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             "bench",
         )
         environ = {"BENCH_BRIDGE_TOKEN": token, "BENCH_MODEL_KEY": "bench-" + token}
-        runtime = await build_runtime(cfg, environ=environ, clock=clock, store=store)
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.run(stop))
+        subscriptions = 0
+
+        async def start_daemon(
+            with_store: Store,
+        ) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
+            nonlocal subscriptions
+            runtime = await build_runtime(cfg, environ=environ, clock=clock, store=with_store)
+            stop = asyncio.Event()
+            task = asyncio.create_task(runtime.run(stop))
+            await asyncio.wait_for(runtime.daemon.ready.wait(), 30)
+            subscriptions += 1
+            await asyncio.wait_for(bridge.wait_subscriptions(subscriptions), 30)
+            return runtime, stop, task
+
+        runtime, stop, task = await start_daemon(store)
+        earlier: list[RuntimeStats] = []
+        crashes = 0
         labels: dict[str, bool] = {}
         try:
-            await asyncio.wait_for(runtime.daemon.ready.wait(), 30)
-            await asyncio.wait_for(bridge.wait_subscriptions(1), 30)
             began = time.monotonic()
+            last_crash = 0.0
             for item in items:
-                due = (item.event.occurred_at - start).total_seconds() / options.speedup
-                wait = due - (time.monotonic() - began)
+                offset = (item.event.occurred_at - start).total_seconds()
+                wait = offset / options.speedup - (time.monotonic() - began)
                 if wait > 0:
                     await asyncio.sleep(wait)
+                if options.crash_every and offset - last_crash >= options.crash_every:
+                    # A crash: the daemon's tasks die where they stand; nothing drains.
+                    last_crash = offset
+                    crashes += 1
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    earlier.append(runtime.stats)
+                    await runtime.close()
+                    runtime, stop, task = await start_daemon(Store.open(url))
                 stamped = world.replay(item.event)
                 labels[f"bridge:{stamped.cursor}"] = item.relevant
             drain = options.drain_seconds
@@ -360,12 +386,14 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                 settled = True
             except TimeoutError:
                 settled = False
-            backlog = BacklogRepository(store.db)
+            db = runtime.store.db
+            backlog = BacklogRepository(db)
             ledger_rows = sum(
-                line.requests for line in await LedgerRepository(store.db).totals("storyteller")
+                line.requests for line in await LedgerRepository(db).totals("storyteller")
             )
+            interrupted = len(await RunRepository(db).list(outcome="interrupted", limit=100_000))
             work = []
-            for st in await store.storytellers.list():
+            for st in await runtime.store.storytellers.list():
                 assert st.id is not None
                 work += await backlog.items(st.id, limit=len(items) * 2)
         finally:
@@ -375,6 +403,11 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             await model_server.stop()
             await bridge.stop()
     stats = runtime.stats
+    dropped = Counter(stats.dropped)
+    filtered = Counter(stats.filtered)
+    for before in earlier:
+        dropped.update(before.dropped)
+        filtered.update(before.filtered)
     heard_relevant = [w for w in work if labels.get(w.source)]
     reached = [w for w in heard_relevant if w.turn_key is not None]
     states = Counter(w.state.value for w in work)
@@ -401,9 +434,11 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         "events per attention request": round(stats.batch_sizes.total / stats.batch_sizes.count, 1)
         if stats.batch_sizes.count
         else 0,
-        "settled by rule": dict(stats.filtered),
+        "settled by rule": dict(filtered),
         "work item states": dict(states),
-        "dropped by stage": dict(stats.dropped),
+        "dropped by stage": dict(dropped),
+        "crashes (daemon killed, restarted)": crashes,
+        "turns interrupted and run again": interrupted,
         "tokens by request kind (input / cached / output)": {
             kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
             for kind, u in sorted(oracle.log.usage.items())
