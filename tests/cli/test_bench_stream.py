@@ -49,3 +49,16 @@ def test_the_command_reports_json_and_refuses_a_bad_stream(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["design"] == "batched" and report["events"] == 100
+
+
+async def test_a_daemon_killed_mid_stream_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    write_stream(path, labelled_stream(seed=5, hours=0.05, relevant_share=0.04))
+    report = await run_stream_bench(
+        StreamBenchOptions(stream=path, speedup=120, crash_every=50, fail_share=0.1)
+    )
+    assert report["crashes (daemon killed, restarted)"] >= 2  # type: ignore[operator]
+    assert report["recall"] == 1.0, report
+    assert report["backlog settled"] is True
+    states = report["work item states"]
+    assert isinstance(states, dict) and set(states) <= {"ignored", "done"}, states
