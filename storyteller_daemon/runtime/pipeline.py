@@ -165,6 +165,10 @@ class Backlog(Protocol):
         """Expire every open item whose source starts with `prefix`."""
         ...
 
+    async def prune(self, *, updated_before: datetime) -> int:
+        """Delete finished items last moved before a time."""
+        ...
+
 
 class SpeechRecorder(Protocol):
     """Where speech heard in watched rooms is kept (the speech history repository)."""
@@ -303,6 +307,7 @@ class Pipeline:
                 self._group = group
                 if self._speech is not None:
                     group.create_task(self._speech_writer(self._speech), name="speech-history")
+                group.create_task(self._prune_hourly(), name="backlog-prune")
                 for st in self.router.storytellers:
                     self._ensure_lane(st)
                 await self._resume()
@@ -341,6 +346,19 @@ class Pipeline:
             self.stats.drop("world_restarted", count)
             log.warning("expired %d work items of the previous run of the world", count)
         return count
+
+    async def _prune_hourly(self) -> None:
+        """Delete finished work older than ``retention_hours``, now and then every hour."""
+        while True:
+            cutoff = self._clock.now() - timedelta(hours=self._cfg.retention_hours)
+            try:
+                pruned = await self._backlog.prune(updated_before=cutoff)
+            except Exception as exc:  # the next hour tries again
+                log.warning("finished work items could not be pruned: %s", type(exc).__name__)
+            else:
+                if pruned:
+                    log.info("pruned %d finished work items", pruned)
+            await self._clock.sleep(3600)
 
     def stop_intake(self) -> None:
         """Refuse new triggers and start no new passes or turns (shutdown has begun)."""

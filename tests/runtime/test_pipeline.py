@@ -695,3 +695,21 @@ def test_a_rule_with_a_bad_pattern_or_kind_is_refused_with_its_name() -> None:
         AttentionRule("x", RuleAction.IGNORE, kinds=frozenset({"state"}))
     with pytest.raises(ValueError, match="rule name 'Bad Name'"):
         AttentionRule("Bad Name", RuleAction.IGNORE)
+
+
+async def test_finished_work_is_pruned_after_its_retention(harness: Harness) -> None:
+    rig = await harness.start(
+        AttentionConfig(quiet_seconds=0, max_wait_seconds=0, retention_hours=2)
+    )
+    rig.runner.verdict = Verdict(False)
+    await rig.pipeline.ingest(echo())
+    await rig.pipeline.wait_idle()
+    kept_until = []
+    for hour in range(1, 5):  # the prune runs hourly; each run needs the database thread
+        sleepers = rig.clock.sleepers
+        await rig.clock.advance(3600)
+        await until(lambda: rig.clock.sleepers >= sleepers)
+        if await rig.states() == ["ignored"]:
+            kept_until.append(hour)
+    assert await rig.states() == []
+    assert kept_until == [1, 2]  # updated at hour 0: kept while younger than two hours
