@@ -708,7 +708,7 @@ async def test_finished_work_is_pruned_after_its_retention(harness: Harness) -> 
     for hour in range(1, 5):  # the prune runs hourly; each run needs the database thread
         sleepers = rig.clock.sleepers
         await rig.clock.advance(3600)
-        await until(lambda: rig.clock.sleepers >= sleepers)
+        await until(lambda before=sleepers: rig.clock.sleepers >= before)
         if await rig.states() == ["ignored"]:
             kept_until.append(hour)
     assert await rig.states() == []
