@@ -11,7 +11,14 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli import ais_narrative, ais_set, ais_set_inputs, ais_tools, ais_xml
+from storyteller_daemon.cli import (
+    ais_narrative,
+    ais_rules,
+    ais_set,
+    ais_set_inputs,
+    ais_tools,
+    ais_xml,
+)
 from storyteller_daemon.cli.ais_catalogue import load_catalogue
 from storyteller_daemon.cli.ais_io import (
     JsonFlag,
@@ -183,6 +190,8 @@ async def refsearch(
 ais_set_inputs.register_commands(ais_set.app)
 ais_set.app.add_typer(ais_tools.app, name="tool")
 alias(ais_set.app, "tool", "tools")
+ais_set.app.add_typer(ais_rules.app, name="rule")
+alias(ais_set.app, "rule", "rules")
 app.add_typer(ais_set.app, name="set")
 app.add_typer(ais_narrative.situations, name="situation")
 app.add_typer(ais_narrative.memories, name="memory")

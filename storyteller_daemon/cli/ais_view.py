@@ -2,7 +2,8 @@
 
 The text of `show_storyteller` follows FutureMUD's ``ais show``: models and reasoning per scope,
 pause state, description, subscriptions, speech context, status progs, surveillance, the three
-prompts, custom tools with their validity, then the situation table.
+prompts, custom tools with their validity, then the situation table. Attention rules, which
+FutureMUD lacks, follow the attention prompt.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from storyteller_daemon.cli.ais_catalogue import (
 )
 from storyteller_daemon.cli.ais_io import format_duration, format_time, say, table
 from storyteller_daemon.cli.common import yes_no
+from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.settings import (
     EventKind,
     Heartbeat,
@@ -134,6 +136,32 @@ def memory_row(m: CharacterMemory) -> list[object]:
     return [m.id, f"#{m.character_id}", m.title, format_time(m.created_on)]
 
 
+def rule_json(rule: AttentionRule) -> dict[str, Any]:
+    """An attention rule for ``--json``; empty kinds or rooms mean every kind or room."""
+    return {
+        "name": rule.name,
+        "action": rule.action.value,
+        "kinds": sorted(rule.kinds),
+        "rooms": sorted(rule.rooms),
+        "pattern": rule.pattern,
+        "cooldown_seconds": rule.cooldown.total_seconds(),
+    }
+
+
+def describe_rule(rule: AttentionRule) -> str:
+    """``ignore room_echo events in room #101 matching /bell/, at most once per 5m per room``."""
+    verb = "ignore" if rule.action is RuleAction.IGNORE else "always attend to"
+    kinds = f"{', '.join(sorted(rule.kinds))} events" if rule.kinds else "events of every kind"
+    rooms = ", ".join(f"#{r}" for r in sorted(rule.rooms))
+    where = "in any room" if not rule.rooms else f"in room{'s' if len(rule.rooms) > 1 else ''} "
+    text = f"{verb} {kinds} {where}{rooms}"
+    if rule.pattern:
+        text += f" matching /{rule.pattern}/"
+    if rule.cooldown:
+        text += f", at most once per {format_duration(rule.cooldown)} per room"
+    return text
+
+
 def _parameter_types(check: ToolCheck) -> dict[str, str]:
     """Casefolded parameter name → type, from the bound prog when the catalogue has it."""
     params = check.prog.parameters if check.prog else ()
@@ -190,6 +218,7 @@ def storyteller_json(
             "excluded": sorted(st.surveillance.excluded),
         },
         "attention_prompt": st.attention_prompt,
+        "attention_rules": [rule_json(r) for r in st.attention_rules],
         "system_prompt": st.system_prompt,
         "time_system_prompt": st.time_system_prompt,
         "custom_tools": tools,
@@ -235,6 +264,7 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
     say(f"Player information prog: {describe_prog(catalogue, player) if player else 'none'}")
     say(f"Surveillance: {st.surveillance.describe()}")
     _block("Attention prompt", st.attention_prompt)
+    show_rules(st)
     _block("System prompt", st.system_prompt)
     if st.time_system_prompt is None:
         say("Time system prompt: (falls back to the system prompt)")
@@ -242,6 +272,16 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
         _block("Time system prompt", st.time_system_prompt)
     _show_tools(st, catalogue)
     table("Situations", SITUATION_COLUMNS, [situation_row(s) for s in situations])
+
+
+def show_rules(st: Storyteller) -> None:
+    """The attention rules, numbered in the order they are checked."""
+    if not st.attention_rules:
+        say("Attention rules: none")
+        return
+    say("Attention rules (checked in order; the first that matches decides):")
+    for number, rule in enumerate(st.attention_rules, 1):
+        say(f"  {number}. {rule.name}: {describe_rule(rule)}")
 
 
 def _show_tools(st: Storyteller, catalogue: Catalogue) -> None:

@@ -53,7 +53,7 @@ PartOption = Annotated[
         "--part",
         metavar="PART",
         help="surveillance (the <Definition> document) or tools (the <ToolCalls> document, "
-        "which also holds speech context and the player information prog).",
+        "which also holds speech context, the player information prog and attention rules).",
     ),
 ]
 
@@ -145,14 +145,21 @@ async def import_part(
     # Asked before saving, so nothing can fail between the write and the confirmation.
     catalogue = await load_catalogue(ctx) if which is Part.TOOLS else None
     async with open_store(ctx) as store:
-        saved = await store.storytellers.save(change(await store.storytellers.get(ref)))
+        current = await store.storytellers.get(ref)
+        saved = await store.storytellers.save(change(current))
     if which is Part.SURVEILLANCE:
         say(f"Imported the surveillance of {saved.name}: {saved.surveillance.describe()}.")
         return
     invalid = [t.name for t in saved.custom_tools if check_tool(t, catalogue).valid is False]
     note = f"; not offered until fixed: {', '.join(invalid)}" if invalid else ""
+    # Rules are named whenever the import touched them, so replacing rules with none is said.
+    rules = (
+        f", {len(saved.attention_rules)} attention rule(s)"
+        if saved.attention_rules or current.attention_rules
+        else ""
+    )
     say(
-        f"Imported {len(saved.custom_tools)} custom tool(s) and the speech context of "
+        f"Imported {len(saved.custom_tools)} custom tool(s){rules} and the speech context of "
         f"{saved.name}{note}."
     )
 

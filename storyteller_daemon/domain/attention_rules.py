@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
+from storyteller_daemon.errors import ValidationError
+
 RULE_KINDS = frozenset({"room_echo", "speech", "crime"})
 """The event kinds a rule can match (those that pass the attention gate)."""
 MAX_PATTERN_CHARS = 200
@@ -28,6 +30,16 @@ class RuleAction(StrEnum):
 
     IGNORE = "ignore"
     ATTEND = "attend"
+
+    @classmethod
+    def parse(cls, value: str) -> RuleAction:
+        """Parse ``ignore|attend`` (any case); raise `ValidationError` otherwise."""
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            raise ValidationError(
+                f"'{value}' is not a rule action; use ignore or attend."
+            ) from None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ Three formats are covered, as FutureMUD stores them:
 
 * the surveillance definition (``<Definition>`` with ``<Zones>``, ``<IncludedCells>`` and
   ``<ExcludedCells>``);
-* the custom tool blob (``<ToolCalls>``), which also carries the speech-context settings and the
-  custom player-information prog;
+* the custom tool blob (``<ToolCalls>``), which also carries the speech-context settings, the
+  custom player-information prog and (our addition, see `render_tool_calls`) the attention rules;
 * a reference document's storyteller restrictions: a CSV of ids, or the legacy XML form with
   ``<Storyteller>`` elements.
 
@@ -26,6 +26,7 @@ from decimal import Decimal
 
 from lxml import etree
 
+from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.references import parse_restriction_csv
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
@@ -61,6 +62,10 @@ _SPEECH_COUNT = "SpeechContextEventCount"
 _SPEECH_WINDOW = "SpeechContextMaximumSeparationMilliseconds"
 _PLAYER_INFO_PROG = "CustomPlayerInformationProgId"
 _TOOL_FIELDS = ("Name", "Description", "Prog", "IncludeWithEcho", "ParameterDescriptions")
+# Attention rules: an element of ours in the ToolCalls blob, not FutureMUD's (see
+# `render_tool_calls`); a document without it has no rules.
+_RULES = "AttentionRules"
+_RULE_FIELDS = ("Name", "Action", "Kinds", "Cells", "Pattern", "CooldownMilliseconds")
 
 
 # ---------------------------------------------------------------- safe parsing
@@ -331,6 +336,8 @@ class ToolCallsDefinition:
     """Always-available and echo-only tools, in document order."""
     player_info_prog: str | None = None
     """The custom player-information prog (id or name), if any."""
+    attention_rules: tuple[AttentionRule, ...] = ()
+    """The attention rules in order (none when the document has no ``<AttentionRules>``)."""
 
     def __post_init__(self) -> None:
         validate_speech_context_count(self.speech_context_count)
@@ -341,6 +348,9 @@ class ToolCallsDefinition:
             if tool.name.lower() in seen:
                 raise ValidationError(f"Tool name '{tool.name}' is used by more than one tool.")
             seen.add(tool.name.lower())
+        rule_names = [rule.name for rule in self.attention_rules]
+        if len(set(rule_names)) != len(rule_names):
+            raise ValidationError("Two attention rules share a name; rule names must be unique.")
 
 
 def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
@@ -352,7 +362,8 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
 
     Returns:
         The speech-context settings (0 events and 10 minutes when absent), the custom tools in
-        document order, and the player-information prog.
+        document order, the player-information prog, and the attention rules in document order
+        (none when there is no ``<AttentionRules>``).
 
     Raises:
         InterchangeError: the document is unsafe or malformed, or a value is out of range, missing
@@ -367,6 +378,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
     window = DEFAULT_SPEECH_CONTEXT_WINDOW
     player_info_prog: str | None = None
     tools: list[CustomTool] = []
+    rules: tuple[AttentionRule, ...] = ()
     seen: set[str] = set()
     for child in root:
         tag = str(child.tag)
@@ -382,10 +394,13 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
             player_info_prog = _parse_prog(_leaf_text(child, where), where)
         elif tag == "ToolCall":
             tools.append(_parse_tool(child, len(tools) + 1))
+        elif tag == _RULES:
+            rules = _parse_rules(child)
         else:
             raise InterchangeError(
                 f"ToolCalls <ToolCalls> has an unexpected element <{tag}>; expected "
-                f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall> or <{_PLAYER_INFO_PROG}>."
+                f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall>, <{_PLAYER_INFO_PROG}> "
+                f"or <{_RULES}>."
             )
     names: set[str] = set()
     for tool in tools:
@@ -395,7 +410,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
                 "(names are case-insensitive)."
             )
         names.add(tool.name.lower())
-    return ToolCallsDefinition(count, window, tuple(tools), player_info_prog)
+    return ToolCallsDefinition(count, window, tuple(tools), player_info_prog, rules)
 
 
 def _tool_calls_root(root: etree._Element) -> etree._Element:
@@ -419,20 +434,26 @@ def _parse_speech_count(text: str) -> int:
         raise InterchangeError(f"{where} value {_show(text)} is out of range: {exc}") from None
 
 
-def _parse_speech_window(text: str) -> timedelta:
-    where = f"ToolCalls <{_SPEECH_WINDOW}>"
+def _parse_duration(text: str, where: str) -> timedelta:
+    """Milliseconds (``180000``) or a .NET TimeSpan (``00:03:00``), as FutureMUD writes either."""
     value = text.strip()
     try:
-        window = _milliseconds(value)
-        if window is None:
-            window = _timespan(value)
+        duration = _milliseconds(value)
+        if duration is None:
+            duration = _timespan(value)
     except OverflowError:
         raise InterchangeError(f"{where} value {_show(text)} is too long a duration.") from None
-    if window is None:
+    if duration is None:
         raise InterchangeError(
             f"{where} value {_show(text)} is neither a number of milliseconds nor a TimeSpan such "
             "as 00:03:00 or 1.02:03:04."
         )
+    return duration
+
+
+def _parse_speech_window(text: str) -> timedelta:
+    where = f"ToolCalls <{_SPEECH_WINDOW}>"
+    window = _parse_duration(text, where)
     try:
         return validate_speech_context_window(window)
     except ValidationError:
@@ -542,6 +563,73 @@ def _parse_parameter_descriptions(
     return tuple(descriptions)
 
 
+def _parse_rules(element: etree._Element) -> tuple[AttentionRule, ...]:
+    where = f"ToolCalls <{_RULES}>"
+    _reject_stray_text(element, where)
+    rules: list[AttentionRule] = []
+    for entry in element:
+        if entry.tag != "AttentionRule":
+            raise InterchangeError(
+                f"{where} has an unexpected element <{entry.tag}>; expected <AttentionRule>."
+            )
+        rule = _parse_rule(entry, len(rules) + 1)
+        if any(r.name == rule.name for r in rules):
+            raise InterchangeError(
+                f"ToolCalls <AttentionRule> <Name> value {rule.name!r} names more than one "
+                "<AttentionRule>."
+            )
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _parse_rule(element: etree._Element, position: int) -> AttentionRule:
+    label = f"ToolCalls <AttentionRule> #{position}"
+    _reject_stray_text(element, label)
+    fields = _single_children(element, _RULE_FIELDS, label)
+    for required in ("Name", "Action"):
+        if required not in fields:
+            raise InterchangeError(f"{label} has no <{required}>.")
+    name = _leaf_text(fields["Name"], f"{label} <Name>").strip()
+    label = f"ToolCalls <AttentionRule> {_show(name)}"
+    action_text = _leaf_text(fields["Action"], f"{label} <Action>")
+    try:
+        action = RuleAction.parse(action_text)
+    except ValidationError:
+        raise InterchangeError(
+            f"{label} <Action> value {_show(action_text)} is not ignore or attend."
+        ) from None
+    kinds: set[str] = set()
+    if "Kinds" in fields:
+        _reject_stray_text(fields["Kinds"], f"{label} <Kinds>")
+        for kind in fields["Kinds"]:
+            if kind.tag != "Kind":
+                raise InterchangeError(
+                    f"{label} <Kinds> has an unexpected element <{kind.tag}>; expected <Kind>."
+                )
+            kinds.add(_leaf_text(kind, f"{label} <Kind>").strip())
+    cells: set[int] = set()
+    if "Cells" in fields:
+        _reject_stray_text(fields["Cells"], f"{label} <Cells>")
+        for cell in fields["Cells"]:
+            if cell.tag != "Cell":
+                raise InterchangeError(
+                    f"{label} <Cells> has an unexpected element <{cell.tag}>; expected <Cell>."
+                )
+            where = f"{label} <Cells> <Cell>"
+            cells.add(_parse_id(_leaf_text(cell, where), where))
+    pattern = ""
+    if "Pattern" in fields:
+        pattern = _leaf_text(fields["Pattern"], f"{label} <Pattern>")
+    cooldown = timedelta(0)
+    if "CooldownMilliseconds" in fields:
+        where = f"{label} <CooldownMilliseconds>"
+        cooldown = _parse_duration(_leaf_text(fields["CooldownMilliseconds"], where), where)
+    try:
+        return AttentionRule(name, action, frozenset(kinds), frozenset(cells), pattern, cooldown)
+    except ValueError as exc:
+        raise InterchangeError(f"{label} is rejected: {exc}.") from None
+
+
 def render_tool_calls(storyteller: Storyteller) -> str:
     """Write a storyteller's FutureMUD ``<ToolCalls>`` blob.
 
@@ -549,8 +637,25 @@ def render_tool_calls(storyteller: Storyteller) -> str:
     echo-only tools, then the player-information prog when one is set. Names and descriptions are
     written as CDATA.
 
+    The attention rules follow last, in order, only when there are any. FutureMUD has no such
+    element; it is ours, in the blob's style, so a storyteller without rules exports exactly
+    FutureMUD's document, and a FutureMUD document (which has none) imports as no rules::
+
+        <AttentionRules>                                   <!-- checked in this order -->
+          <AttentionRule>
+            <Name>hour-bell</Name>                         <!-- unique per storyteller -->
+            <Action>ignore</Action>                        <!-- ignore or attend -->
+            <Kinds><Kind>room_echo</Kind></Kinds>          <!-- room_echo, speech, crime -->
+            <Cells><Cell>101</Cell></Cells>                <!-- room ids -->
+            <Pattern>^the harbour bell tolls</Pattern>     <!-- case-insensitive regex -->
+            <CooldownMilliseconds>0</CooldownMilliseconds> <!-- or a TimeSpan; 0: none -->
+          </AttentionRule>
+        </AttentionRules>
+
+    Empty (or missing) ``<Kinds>``, ``<Cells>`` and ``<Pattern>`` match every kind, room and text.
+
     Raises:
-        InterchangeError: a name or description holds a character XML cannot represent.
+        InterchangeError: a name, description or pattern holds a character XML cannot represent.
     """
     root = etree.Element("ToolCalls")
     etree.SubElement(root, _SPEECH_COUNT).text = str(storyteller.speech_context_count)
@@ -567,6 +672,10 @@ def render_tool_calls(storyteller: Storyteller) -> str:
             storyteller.player_info_prog,
             f"ToolCalls <{_PLAYER_INFO_PROG}>",
         )
+    if storyteller.attention_rules:
+        rules = etree.SubElement(root, _RULES)
+        for rule in storyteller.attention_rules:
+            _render_rule(rules, rule)
     return _serialise(root)
 
 
@@ -595,14 +704,31 @@ def _render_tool(root: etree._Element, tool: CustomTool) -> None:
         _set_text(entry, text, where, cdata=True)
 
 
+def _render_rule(rules: etree._Element, rule: AttentionRule) -> None:
+    label = f"ToolCalls <AttentionRule> {rule.name!r}"
+    element = etree.SubElement(rules, "AttentionRule")
+    etree.SubElement(element, "Name").text = rule.name
+    etree.SubElement(element, "Action").text = rule.action.value
+    kinds = etree.SubElement(element, "Kinds")
+    for kind in sorted(rule.kinds):
+        etree.SubElement(kinds, "Kind").text = kind
+    cells = etree.SubElement(element, "Cells")
+    for cell in sorted(rule.rooms):
+        etree.SubElement(cells, "Cell").text = str(cell)
+    # Plain text, not CDATA: a regular expression may well contain "]]>".
+    _set_text(etree.SubElement(element, "Pattern"), rule.pattern, f"{label} <Pattern>")
+    etree.SubElement(element, "CooldownMilliseconds").text = _render_milliseconds(rule.cooldown)
+
+
 def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) -> Storyteller:
-    """A copy of `storyteller` with the definition's speech context, tools and prog in place."""
+    """A copy of `storyteller` with the definition's speech context, tools, prog and rules."""
     return replace(
         storyteller,
         speech_context_count=definition.speech_context_count,
         speech_context_window=definition.speech_context_window,
         custom_tools=definition.tools,
         player_info_prog=definition.player_info_prog,
+        attention_rules=definition.attention_rules,
     )
 
 

@@ -82,6 +82,8 @@ class StorytellerRow(Base):
     paused: Mapped[bool] = mapped_column(Boolean, default=True)
     speech_context_count: Mapped[int] = mapped_column(Integer, default=0)
     speech_context_window_ms: Mapped[int] = mapped_column(BigInteger, default=600_000)
+    attention_rules: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")
+    """The attention rules in order, as a JSON array (see `storytellers.rules_to_json`)."""
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_on: Mapped[datetime] = mapped_column(UtcDateTime)

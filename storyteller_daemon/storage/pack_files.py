@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.references import DEFAULT_FOLDER, DEFAULT_TYPE, ReferenceDocument
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
@@ -137,6 +138,11 @@ class _Table:
                 raise self.error(key, "required key is missing")
             return default
         return value
+
+    def verbatim(self, key: str) -> str:
+        """A string exactly as written, blank allowed ("" when absent): a regular expression."""
+        value = self._typed(key, str, "a string")
+        return "" if value is None else value
 
     def flag(self, key: str, default: bool) -> bool:
         """A boolean."""
@@ -261,6 +267,29 @@ def _read_tool(table: _Table) -> CustomTool:
     )
 
 
+def _read_rule(table: _Table) -> AttentionRule:
+    name = table.text("name")
+    action = _parsed(table, "action", RuleAction.parse, table.text("action"))
+    kinds = table.texts("kinds")
+    if len(set(kinds)) != len(kinds):
+        raise table.error("kinds", "lists the same value twice")
+    rooms = table.ids("rooms")
+    pattern = table.verbatim("pattern")
+    cooldown = table.integer("cooldown_seconds", 0)
+    table.finish()
+    try:
+        return AttentionRule(
+            name=name,
+            action=action,
+            kinds=frozenset(kinds),
+            rooms=frozenset(rooms),
+            pattern=pattern,
+            cooldown=timedelta(seconds=cooldown),
+        )
+    except ValueError as exc:
+        raise table.error(None, str(exc)) from None
+
+
 def _read_storyteller(table: _Table, pack_dir: Path) -> Storyteller:
     name = table.text("name")
     description = table.text("description")
@@ -333,6 +362,13 @@ def _read_storyteller(table: _Table, pack_dir: Path) -> Storyteller:
         if any(name_key(t.name) == name_key(tool.name) for t in tools):
             raise tool_table.error("name", f"a second tool named '{tool.name}'")
         tools.append(tool)
+
+    rules: list[AttentionRule] = []
+    for rule_table in table.tables("attention_rules"):
+        rule = _read_rule(rule_table)
+        if any(r.name == rule.name for r in rules):
+            raise rule_table.error("name", f"a second attention rule named '{rule.name}'")
+        rules.append(rule)
     table.finish()
 
     return Storyteller(
@@ -356,6 +392,7 @@ def _read_storyteller(table: _Table, pack_dir: Path) -> Storyteller:
         speech_context_window=window,
         custom_tools=tuple(tools),
         surveillance=surveillance,
+        attention_rules=tuple(rules),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -9,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -46,6 +48,54 @@ def name_key(name: str) -> str:
 
 def _effort(value: str | None) -> ReasoningEffort | None:
     return ReasoningEffort.parse_lenient(value)
+
+
+def rules_to_json(rules: tuple[AttentionRule, ...]) -> str:
+    """Attention rules as the JSON array stored on the storyteller row, in their order."""
+    return json.dumps(
+        [
+            {
+                "name": r.name,
+                "action": r.action.value,
+                "kinds": sorted(r.kinds),
+                "rooms": sorted(r.rooms),
+                "pattern": r.pattern,
+                "cooldown_ms": round(r.cooldown / timedelta(milliseconds=1)),
+            }
+            for r in rules
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def rules_from_json(text: str | None) -> tuple[AttentionRule, ...]:
+    """The stored attention rules.
+
+    An entry that no longer reads as a valid rule (a hand-edited row, a kind since retired) is
+    left out rather than failing every read of the storyteller: the events it would have
+    settled go to the attention model, so no event is hidden by a rule nobody can see.
+    """
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    rules: list[AttentionRule] = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            rules.append(
+                AttentionRule(
+                    name=entry["name"],
+                    action=RuleAction(entry["action"]),
+                    kinds=frozenset(entry.get("kinds", ())),
+                    rooms=frozenset(int(room) for room in entry.get("rooms", ())),
+                    pattern=entry.get("pattern", ""),
+                    cooldown=timedelta(milliseconds=entry.get("cooldown_ms", 0)),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+            continue
+    return tuple(rules)
 
 
 def to_domain(row: StorytellerRow) -> Storyteller:
@@ -101,13 +151,14 @@ def to_domain(row: StorytellerRow) -> Storyteller:
             included=frozenset(by_kind["include"]),
             excluded=frozenset(by_kind["exclude"]),
         ),
+        attention_rules=rules_from_json(row.attention_rules),
         revision=row.revision,
         created_on=as_utc(row.created_on),
     )
 
 
 def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
-    """Copy every setting of `st` onto `row`, replacing surveillance and tools."""
+    """Copy every setting of `st` onto `row`, replacing surveillance, tools and rules."""
     row.name = st.name.strip()
     row.name_key = name_key(st.name)
     row.description = st.description
@@ -138,6 +189,10 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
     row.paused = st.paused
     row.speech_context_count = st.speech_context_count
     row.speech_context_window_ms = int(st.speech_context_window / timedelta(milliseconds=1))
+    rule_names = [r.name for r in st.attention_rules]
+    if len(set(rule_names)) != len(rule_names):
+        raise ValidationError("Two attention rules share a name; rule names must be unique.")
+    row.attention_rules = rules_to_json(st.attention_rules)
 
     wanted = (
         {("zone", z) for z in st.surveillance.zones}

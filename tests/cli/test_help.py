@@ -39,8 +39,10 @@ AIS_SET = [
     "surveillance",
     "speech-context",
     "tool",
+    "rule",
 ]
 AIS_TOOL = ["add", "remove", "description", "parameter", "prog", "echo"]
+AIS_RULE = ["add", "remove"]
 AISR = ["list", "create", "show", "delete", "clone", "search", "set"]
 AISR_SET = [
     "name",
@@ -84,6 +86,7 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais",), AIS),
         (("ais", "set", "REF"), AIS_SET),
         (("ais", "set", "REF", "tool"), AIS_TOOL),
+        (("ais", "set", "REF", "rule"), AIS_RULE),
         (("ais", "set", "REF", "speech-context"), ["count", "window"]),
         (("ais", "situation"), ["list", "show", "scope"]),
         (("ais", "memory"), ["list", "show", "forget"]),
@@ -113,6 +116,8 @@ def test_ais_set_help_without_a_storyteller_still_lists_its_commands() -> None:
         ),
         (("ais", "set", "REF", "surveillance"), "Aliases: watch."),
         (("ais", "set", "REF", "tool", "add"), "Aliases: new."),
+        (("ais", "set", "REF", "rule", "add"), "Aliases: new."),
+        (("ais", "set", "REF", "rule", "remove"), "Aliases: delete."),
         (("aisr", "set", "REF", "storyteller"), "Aliases: restriction, restrict."),
     ],
 )
@@ -127,6 +132,7 @@ def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> 
     [("ais", name) for name in AIS if name != "set"]
     + [("ais", "set", "REF", name) for name in AIS_SET]
     + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
+    + [("ais", "set", "REF", "rule", name) for name in AIS_RULE]
     + [("aisr", name) for name in AISR if name != "set"]
     + [("aisr", "set", "REF", name) for name in AISR_SET],
 )
