@@ -66,16 +66,33 @@ class RunContext:
     charges: list[Charge] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
     tokens_used: int = 0
-    on_charge: Callable[[RunContext, Charge], Awaitable[int | None]] | None = None
+    on_charge: Callable[[RunContext, Charge, int | None], Awaitable[int | None]] | None = None
+    on_request: Callable[[RunContext, Charge], Awaitable[int | None]] | None = None
+    on_no_answer: Callable[[int], Awaitable[None]] | None = None
     ledger_ids: list[int] = field(default_factory=list)
     unrecorded: list[Charge] = field(default_factory=list)
 
-    async def charge(self, charge: Charge) -> None:
+    async def sending(self, worst: Charge) -> int | None:
+        """A request is about to go out: record it at its worst-case bill (the row's id).
+
+        If the process dies before the answer comes, that row stays, so the spend is counted
+        (at most too high, never too low).
+        """
+        if self.on_request is None:
+            return None
+        return await self.on_request(self, worst)
+
+    async def no_answer(self, provisional: int | None) -> None:
+        """The request failed without an answer: it is not billed, so its row goes."""
+        if provisional is not None and self.on_no_answer is not None:
+            await self.on_no_answer(provisional)
+
+    async def charge(self, charge: Charge, provisional: int | None = None) -> None:
         """Add an answered request's bill, and have it recorded at once when a recorder asks."""
         self.charges.append(charge)
         if self.on_charge is None:
             return
-        row_id = await self.on_charge(self, charge)
+        row_id = await self.on_charge(self, charge, provisional)
         if row_id is None:
             self.unrecorded.append(charge)
         else:

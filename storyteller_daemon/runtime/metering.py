@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse
+from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.runtime.attribution import Charge, Exchange, current_run
-from storyteller_daemon.runtime.budgets import BudgetKeeper
+from storyteller_daemon.runtime.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.costs import cost_usd
 from storyteller_daemon.runtime.stats import RuntimeStats
 
@@ -87,14 +87,21 @@ class MeteredModel:
         self._stats.requests += 1
         run = current_run()
         exchange = Exchange(request)
+        provisional: int | None = None
         if run is not None:
             run.exchanges.append(exchange)
+            _, _, worst_usd, _ = worst_case(self._prices, request)
+            worst = Charge(self._now(), run.purpose, request.model, Usage(), worst_usd)
+            provisional = await run.sending(worst)
         try:
             response = await self._timed(request)
         except BaseException as exc:
             if reservation is not None and self._budget is not None:
                 self._budget.release(reservation)
             exchange.error = f"{type(exc).__name__}: {exc}"
+            if run is not None and isinstance(exc, Exception):
+                # Failed without an answer: not billed. (Cancelled: it may be; the row stays.)
+                await run.no_answer(provisional)
             raise
         exchange.response = response
         cost = cost_usd(self._prices, request.model, response.usage)
@@ -103,7 +110,8 @@ class MeteredModel:
         if reservation is not None and self._budget is not None:
             self._budget.settle(reservation, response.usage, cost)
         if run is not None:
-            await run.charge(Charge(self._now(), run.purpose, request.model, response.usage, cost))
+            charge = Charge(self._now(), run.purpose, request.model, response.usage, cost)
+            await run.charge(charge, provisional)
         return response
 
     async def _timed(self, request: ModelRequest) -> ModelResponse:

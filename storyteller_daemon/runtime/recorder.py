@@ -208,9 +208,36 @@ class RunRecorder:
             trigger_kind=trigger.kind.value,
             room_id=trigger.room_id,
             on_charge=self._write_charge if self._ledger is not None else None,
+            on_request=self._write_provisional if self._ledger is not None else None,
+            on_no_answer=self._discard_provisional if self._ledger is not None else None,
         )
 
-    async def _write_charge(self, run: RunContext, charge: Charge) -> int | None:
+    async def _write_provisional(self, run: RunContext, worst: Charge) -> int | None:
+        """A row for a request about to be sent, at its worst-case cost (its id, or None).
+
+        If the daemon dies while the request is out, the row stays: the spend is counted at most
+        too high, never missed. The answer replaces it with the real bill.
+        """
+        if self._ledger is None:
+            return None
+        try:
+            [row_id] = await self._ledger.add([ledger_entry(run, worst)])
+        except Exception as exc:  # the answer is still written when it comes
+            log.warning("a model request could not be noted before sending: %s", type(exc).__name__)
+            return None
+        return row_id
+
+    async def _discard_provisional(self, row_id: int) -> None:
+        if self._ledger is None:
+            return
+        try:
+            await self._ledger.discard(row_id)
+        except Exception as exc:  # an unbilled request counted at worst case: too high, not lost
+            log.warning("a failed request's cost note could not be removed: %s", type(exc).__name__)
+
+    async def _write_charge(
+        self, run: RunContext, charge: Charge, provisional: int | None
+    ) -> int | None:
         """The ledger row of a request, written as soon as it is answered (its id, or None).
 
         A crash later in the run then still leaves every paid request in the ledger, so the
@@ -219,7 +246,10 @@ class RunRecorder:
         if self._ledger is None:
             return None
         try:
-            [row_id] = await self._ledger.add([ledger_entry(run, charge)])
+            entry = ledger_entry(run, charge)
+            if provisional is not None and await self._ledger.settle(provisional, entry):
+                return provisional
+            [row_id] = await self._ledger.add([entry])
         except Exception as exc:  # stored with the run at its end instead
             log.warning("a model request's cost could not be written yet: %s", type(exc).__name__)
             return None

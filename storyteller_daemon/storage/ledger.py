@@ -89,6 +89,39 @@ class LedgerRepository:
             await session.flush()
             return [row.id for row in rows]
 
+    async def settle(self, row_id: int, entry: LedgerEntry) -> bool:
+        """Replace a provisional row (written before its request) with what the answer cost.
+
+        Returns:
+            False when the row is gone (pruned meanwhile); the caller then adds a new one.
+        """
+        async with self._db.session() as session:
+            row = await session.get(LedgerRow, row_id)
+            if row is None:
+                return False
+            fresh = ledger_row(entry, row.run_id)
+            for column in (
+                "occurred_at",
+                "day",
+                "purpose",
+                "model",
+                "situation_id",
+                "input_tokens",
+                "cached_tokens",
+                "output_tokens",
+                "reasoning_tokens",
+                "cost_usd",
+            ):
+                setattr(row, column, getattr(fresh, column))
+            return True
+
+    async def discard(self, row_id: int) -> None:
+        """Delete a provisional row whose request failed without an answer (it is not billed)."""
+        async with self._db.session() as session:
+            row = await session.get(LedgerRow, row_id)
+            if row is not None:
+                await session.delete(row)
+
     async def spend_on(self, day: date) -> DaySpend:
         """What the daemon spent on a UTC day, replays excluded (budgets reload it at start-up)."""
         async with self._db.session() as session:

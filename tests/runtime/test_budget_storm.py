@@ -107,7 +107,9 @@ def billed(body: dict[str, Any]) -> Reply:
         output_tokens=int(body["max_output_tokens"] * BILLED_SHARE),
         reasoning_tokens=100,
     )
-    return Reply.calls(("Noop", {}), usage=usage)
+    # Answers take a moment, so requests released together are in flight together even though
+    # each first notes itself in the ledger (one SQLite transaction at a time).
+    return replace(Reply.calls(("Noop", {}), usage=usage), delay_seconds=0.05)
 
 
 @pytest.mark.parametrize("cap_on", ["global", "storyteller"])

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import pytest
+
 from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.errors import ModelTransientError
+from storyteller_daemon.runtime.budgets import worst_case
 from storyteller_daemon.runtime.metering import MeteredModel
 from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -63,11 +67,36 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
     task = asyncio.create_task(turn())
     await asyncio.wait_for(inner.second.wait(), 5)
     spend = await ledger.spend_on(T0.date())
-    assert spend.by_storyteller == {4: (1000 * 1.0 + 100 * 10.0) / 1e6}  # before the run ended
+    answered = (1000 * 1.0 + 100 * 10.0) / 1e6
+    in_flight = worst_case(PRICES, request)[2]  # the second request, out when the process dies
+    assert spend.by_storyteller == {4: pytest.approx(answered + in_flight)}  # before the run ended
     task.cancel()  # the crash: the run is never stored
     await asyncio.gather(task, return_exceptions=True)
     assert await RunRepository(sqlite_store.db).list() == []
-    assert (await ledger.spend_on(T0.date())).total == spend.total
+    assert (await ledger.spend_on(T0.date())).total == spend.total  # counted, at worst, not lost
+
+
+async def test_a_request_that_fails_without_an_answer_leaves_no_cost(sqlite_store: Store) -> None:
+    class Failing:
+        name = "failing"
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            raise ModelTransientError("HTTP 503")
+
+    clock = FakeClock(T0)
+    ledger = LedgerRepository(sqlite_store.db)
+    recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
+    model = MeteredModel(Failing(), RuntimeStats(), PRICES, now=clock.now)
+    services = Services(
+        SimWorld.harbour_town(),
+        sqlite_store.situations,
+        sqlite_store.memories,
+        sqlite_store.references,
+    )
+    with pytest.raises(ModelTransientError):
+        async with recorder.turn(WATCH, DIRECT, "st4:direct:9", services):
+            await model.respond(ModelRequest(model="gpt-x", input=[]))
+    assert (await ledger.spend_on(T0.date())).total == 0
 
 
 async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_store: Store) -> None:
