@@ -267,21 +267,20 @@ class PromptBuilder:
         """One event of an attention batch, on one line, world text quoted.
 
         The room is named by id (`attention_context` lists the names); a room echo names its
-        source only when the text does not start with the source's name already.
+        source only when the text does not start with the source's name already. Times and
+        character ids are left out: the lines are in order, and names are what the remit is about.
         """
         event = trigger.event
         if event is None:  # other kinds skip the gate; should one be judged, it gets a line
             text = f": {quoted(trigger.text)}" if trigger.text else ""
             return f"{trigger.label}{text}"
-        head = f"{event.occurred_at.strftime('%H:%M:%S')} #{event.cell_id}"
+        head = f"#{event.cell_id}"  # oldest first; times and character ids only cost tokens here
         if isinstance(event, RoomEcho):
             source = ""
             if event.source_character_id is not None:
                 name = await self._name(event.source_character_id)
                 if name is None or not one_line(event.text).startswith(name):
-                    source = (
-                        f" by {quoted(name) if name else 'someone'} [#{event.source_character_id}]"
-                    )
+                    source = f" by {quoted(name) if name else 'someone'}"
             return f"{head} echo{source}: {quoted(event.text)}"
         if isinstance(event, Speech):
             volume = one_line(event.volume)
@@ -289,17 +288,14 @@ class PromptBuilder:
             target = ""
             if event.target_id is not None or event.target_description:
                 target = f" to {quoted(event.target_description or 'someone')}"
-            return (
-                f"{head} {quoted(event.speaker_name)} [#{event.speaker_id}] {how}{target}: "
-                f"{quoted(event.text)}"
-            )
+            return f"{head} {quoted(event.speaker_name)} {how}{target}: {quoted(event.text)}"
         if isinstance(event, Crime):
             victim = ""
             if event.victim_id is not None:
-                victim = f" against {await self._who(event.victim_id)}"
+                victim = f" against {await self._named(event.victim_id)}"
             return (
                 f"{head} crime: {split_camel(one_line(event.crime_type))} by "
-                f"{await self._who(event.criminal_id)}{victim}, authority "
+                f"{await self._named(event.criminal_id)}{victim}, authority "
                 f"{quoted(event.legal_authority)}, {event.witness_count} witnesses"
             )
         return f"{head} {trigger.label}"
@@ -318,12 +314,9 @@ class PromptBuilder:
             info = None
         return one_line(info.name) if info is not None else None
 
-    async def _who(self, character_id: int) -> str:
-        try:
-            info = await self._world.character(character_id)
-        except WorldCommandError:
-            info = None
-        return f"{quoted(info.name)} [#{character_id}]" if info is not None else f"#{character_id}"
+    async def _named(self, character_id: int) -> str:
+        name = await self._name(character_id)
+        return quoted(name) if name is not None else f"character #{character_id}"
 
     async def _situation_block(self, storyteller_id: int, trigger: Trigger) -> str:
         situations = await self._situations.open_for_trigger(
