@@ -207,6 +207,10 @@ async def stream(
         float,
         typer.Option(help="Kill and restart the daemon every this many stream seconds.", min=0),
     ] = 0.0,
+    cut_every: Annotated[
+        float,
+        typer.Option(help="Cut the bridge connection every this many stream seconds.", min=0),
+    ] = 0.0,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -239,6 +243,7 @@ async def stream(
             price_model=price_model,
             fail_share=fail_share,
             crash_every=crash_every,
+            cut_every=cut_every,
             quiet_seconds=quiet,
             max_wait_seconds=max_wait,
         )

@@ -234,6 +234,9 @@ class StreamBenchOptions:
     """Share of model requests the stand-in fails (429, 500, 503)."""
     crash_every: float = 0.0
     """Kill the daemon (no drain) and start a new one every this many stream seconds (0: never)."""
+    cut_every: float = 0.0
+    """Cut every bridge connection every this many stream seconds (0: never); the daemon
+    reconnects and the game replays what it missed."""
     quiet_seconds: float | None = None
     """Override of ``[attention] quiet_seconds`` (None: the default)."""
     max_wait_seconds: float | None = None
@@ -358,7 +361,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         labels: dict[str, bool] = {}
         try:
             began = time.monotonic()
-            last_crash = 0.0
+            last_crash = last_cut = 0.0
+            cuts = 0
             for item in items:
                 offset = (item.event.occurred_at - start).total_seconds()
                 wait = offset / options.speedup - (time.monotonic() - began)
@@ -373,6 +377,9 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                     earlier.append(runtime.stats)
                     await runtime.close()
                     runtime, stop, task = await start_daemon(Store.open(url))
+                if options.cut_every and offset - last_cut >= options.cut_every:
+                    last_cut = offset
+                    cuts += bridge.cut_all()
                 stamped = world.replay(item.event)
                 labels[f"bridge:{stamped.cursor}"] = item.relevant
             drain = options.drain_seconds
@@ -438,6 +445,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         "work item states": dict(states),
         "dropped by stage": dict(dropped),
         "crashes (daemon killed, restarted)": crashes,
+        "bridge connections cut": cuts,
         "turns interrupted and run again": interrupted,
         "tokens by request kind (input / cached / output)": {
             kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
