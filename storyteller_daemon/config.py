@@ -104,6 +104,10 @@ class AttentionConfig(_Section):
     """Event kinds judged at once, without waiting for the window."""
     max_batch_events: Annotated[int, Field(gt=0, le=500)] = 60
     """Events judged in one attention request at most (a bigger backlog is judged in turns)."""
+    parallel_requests: Annotated[int, Field(ge=1, le=16)] = 4
+    """Attention requests one storyteller may have in flight at once. While the backlog holds
+    more than a full batch, further batches are sent without waiting for the first answer, so
+    a storyteller keeps up with `parallel_requests × max_batch_events` events per latency."""
     max_turn_events: PositiveInt = 20
     """Interested events handled together in one turn at most."""
     repeat_seconds: NonNegativeFloat = 30.0

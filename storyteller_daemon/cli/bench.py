@@ -190,6 +190,12 @@ async def stream(
     storytellers: Annotated[
         int, typer.Option(help="Copies of the harbour watch listening at once.", min=1)
     ] = 1,
+    split_rooms: Annotated[
+        bool,
+        typer.Option(
+            "--split-rooms", help="Each storyteller watches one room (round robin), not the ward."
+        ),
+    ] = False,
     one_call_per_event: Annotated[
         bool,
         typer.Option("--one-call-per-event", help="Run the reference design for comparison."),
@@ -240,6 +246,7 @@ async def stream(
             speedup=speedup,
             one_call_per_event=one_call_per_event,
             storytellers=storytellers,
+            split_rooms=split_rooms,
             price_model=price_model,
             fail_share=fail_share,
             crash_every=crash_every,

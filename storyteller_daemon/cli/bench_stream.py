@@ -229,6 +229,9 @@ class StreamBenchOptions:
     speedup: float = 60.0
     one_call_per_event: bool = False
     storytellers: int = 1
+    split_rooms: bool = False
+    """Each storyteller watches one room of the town (round robin) instead of the whole ward,
+    so an event reaches a few storytellers rather than all of them."""
     price_model: str = "gpt-5"
     fail_share: float = 0.0
     """Share of model requests the stand-in fails (429, 500, 503)."""
@@ -259,6 +262,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
     """Run the benchmark and return its report."""
     from storyteller_daemon.app import Runtime, build_runtime
     from storyteller_daemon.config import parse_config
+    from storyteller_daemon.domain.surveillance import Surveillance
     from storyteller_daemon.runtime.stats import RuntimeStats
     from storyteller_daemon.storage.backlog import BacklogRepository
     from storyteller_daemon.storage.ledger import LedgerRepository
@@ -302,12 +306,23 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         await store.db.upgrade()
         await load_pack(store.db, read_pack("harbour-ward"))
         watch = await store.storytellers.get("Harbour Ward Watch")
-        watch = await store.storytellers.save(replace(watch, paused=False))
+        world = SimWorld.harbour_town(epoch=f"bench-{token[:8]}", buffer_size=len(items) + 10)
+        rooms = sorted(room.id for room in world.town_map.rooms)
+        cells = frozenset(rooms)
+
+        def watching(number: int) -> Surveillance:
+            if not options.split_rooms:
+                return watch.surveillance
+            return Surveillance(included=frozenset({rooms[(number - 1) % len(rooms)]}))
+
+        watch = await store.storytellers.save(
+            replace(watch, paused=False, surveillance=watching(1))
+        )
         for number in range(2, options.storytellers + 1):
             twin = await store.storytellers.create(f"Harbour Ward Watch {number}", watch)
-            await store.storytellers.save(replace(twin, paused=False))
-        world = SimWorld.harbour_town(epoch=f"bench-{token[:8]}", buffer_size=len(items) + 10)
-        cells = frozenset(room.id for room in world.town_map.rooms)
+            await store.storytellers.save(
+                replace(twin, paused=False, surveillance=watching(number))
+            )
         bridge = BridgeServer(world, token, cells=cells, buffer_size=len(items) + 10)
         bridge_url = await bridge.start()
         model_server = ScriptedResponsesServer(responder=oracle)
@@ -362,12 +377,15 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         try:
             began = time.monotonic()
             last_crash = last_cut = 0.0
+            behind = 0.0  # how far the playback fell behind the stream's own times
             cuts = 0
             for item in items:
                 offset = (item.event.occurred_at - start).total_seconds()
                 wait = offset / options.speedup - (time.monotonic() - began)
                 if wait > 0:
                     await asyncio.sleep(wait)
+                else:
+                    behind = max(behind, -wait * options.speedup)
                 if options.crash_every and offset - last_crash >= options.crash_every:
                     # A crash: the daemon's tasks die where they stand; nothing drains.
                     last_crash = offset
@@ -429,6 +447,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         "events": len(items),
         "stream hours": round(hours, 2),
         "storytellers": options.storytellers,
+        "each storyteller watches": "one room" if options.split_rooms else "the ward",
+        "work items per event": round(len(work) / len(items), 2),
         "relevant events": relevant_total,
         "relevant events heard by a storyteller": len(heard_relevant),
         "relevant events reaching a turn": len(reached),
@@ -443,6 +463,11 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         else 0,
         "settled by rule": dict(filtered),
         "work item states": dict(states),
+        "why work failed": dict(
+            Counter(
+                (w.reason or "no reason recorded")[:120] for w in work if w.state.value == "failed"
+            ).most_common(5)
+        ),
         "dropped by stage": dict(dropped),
         "crashes (daemon killed, restarted)": crashes,
         "bridge connections cut": cuts,
@@ -465,6 +490,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             round(stats.turn_latency.percentile(0.95), 2),
         ],
         "backlog settled": settled,
+        "playback behind the stream at most (s)": round(behind, 2),
         "window (quiet / max wait, s)": [
             cfg.attention.quiet_seconds,
             cfg.attention.max_wait_seconds,

@@ -33,7 +33,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -129,8 +129,10 @@ class Backlog(Protocol):
         """Store the new items; return those stored (known sources are skipped)."""
         ...
 
-    async def pending(self, storyteller_id: int, limit: int) -> list[WorkItem]:
-        """The oldest pending items."""
+    async def pending(
+        self, storyteller_id: int, limit: int, exclude: Collection[int] = ()
+    ) -> list[WorkItem]:
+        """The oldest pending items, except those being judged."""
         ...
 
     async def decide(self, decisions: Sequence[Decision]) -> int:
@@ -147,7 +149,9 @@ class Backlog(Protocol):
         """Interrupted work first, else the oldest interested items of one turn class."""
         ...
 
-    async def finish_turn(self, turn_key: str, state: WorkState, reason: str | None) -> int:
+    async def finish_turn(
+        self, turn_key: str, state: WorkState, reason: str | None, rule: str | None = None
+    ) -> int:
         """Record how a turn ended."""
         ...
 
@@ -238,7 +242,12 @@ class _Lane:
     urgent: bool = False
     more: bool = False
     """The last pass took a full batch: judge again at once."""
-    busy_judging: bool = False
+    passes: int = 0
+    """Attention passes started and not yet finished (claiming, asking or recording)."""
+    in_flight: set[int] = field(default_factory=set)
+    """Ids of the pending items that passes in flight are judging."""
+    retry_at: float | None = None
+    """After a failed request, no new pass starts before this (monotonic)."""
     turn_active: bool = False
     """The turn task is claiming or running turns."""
     running_turn: bool = False
@@ -246,6 +255,11 @@ class _Lane:
     expired_at: float | None = None
     """When the maximum-age policy last ran (monotonic): it runs at most once a minute."""
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def busy_judging(self) -> bool:
+        """Whether an attention pass is in flight."""
+        return self.passes > 0
 
 
 class Pipeline:
@@ -277,6 +291,7 @@ class Pipeline:
         self._observer = observer
         self._backlog = backlog
         self._cfg = attention or AttentionConfig()
+        self._parallel = 1 if self._cfg.one_call_per_event else self._cfg.parallel_requests
         self._queue_size = queue_size
         self.model_available = model_available
         self._speech = speech
@@ -606,24 +621,33 @@ class Pipeline:
             await self._window(lane)
             if self._stopping:
                 return
-            lane.busy_judging = True
+            if lane.passes >= self._parallel:  # wait for an answer before asking again
+                lane.wake.clear()
+                await lane.wake.wait()
+                continue
+            lane.passes += 1
             try:
-                await self._judge_pass(storyteller_id, lane)
+                started = await self._start_pass(storyteller_id, lane)
             except Exception:  # a bug in one pass must not stop the lane; its events stay
                 log.exception("attention pass failed for storyteller %s", storyteller_id)
-                await self._back_off(lane)
-            finally:
-                lane.busy_judging = False
+                started = False
+                self._back_off(lane)
+            if not started:
+                lane.passes -= 1
                 await self._changed()
 
     async def _window(self, lane: _Lane) -> None:
         """Return when the storyteller's waiting events should be judged."""
         while not self._stopping:
+            now = self._clock.monotonic()
+            if lane.retry_at is not None and now < lane.retry_at:
+                lane.wake.clear()
+                await self._wait_or_wake(lane.wake, lane.retry_at - now)
+                continue
             if lane.pending <= 0 and not lane.more:
                 lane.wake.clear()
                 await lane.wake.wait()
                 continue
-            now = self._clock.monotonic()
             if lane.more or lane.urgent or self._cfg.one_call_per_event:
                 return
             if lane.pending >= self._cfg.max_batch_events:
@@ -646,8 +670,9 @@ class Pipeline:
                 task.cancel()
             await asyncio.gather(sleeper, waker, return_exceptions=True)
 
-    async def _judge_pass(self, storyteller_id: int, lane: _Lane) -> None:
-        """Judge the oldest pending events of one storyteller in one request."""
+    async def _start_pass(self, storyteller_id: int, lane: _Lane) -> bool:
+        """Claim the oldest pending events not already being judged, up to a batch, and judge
+        them in a task of their own; False when there was nothing to judge."""
         limit = 1 if self._cfg.one_call_per_event else self._cfg.max_batch_events
         # This pass takes what is waiting (up to `limit`); events arriving from here on count
         # towards the next window.
@@ -657,12 +682,37 @@ class Pipeline:
         lane.more = False
         st = self.router.storyteller(storyteller_id)
         if st is None:
-            return
+            return False
         await self._expire(st, lane)
-        items = await self._backlog.pending(storyteller_id, limit)
+        items = await self._backlog.pending(storyteller_id, limit, exclude=lane.in_flight)
         lane.more = len(items) >= limit
         if not items:
-            return
+            return False
+        claimed = {item.id for item in items}
+        lane.in_flight |= claimed
+        assert self._group is not None  # lanes run only inside the pipeline's task group
+        task = self._group.create_task(self._finish_pass(st, lane, items, claimed))
+        lane.tasks.append(task)
+        task.add_done_callback(lane.tasks.remove)
+        return True
+
+    async def _finish_pass(
+        self, st: Storyteller, lane: _Lane, items: Sequence[WorkItem], claimed: set[int]
+    ) -> None:
+        """Judge one claimed batch and record the decisions."""
+        try:
+            await self._judge_pass(st, lane, items)
+        except Exception:  # a bug in one pass must not stop the lane; its events stay
+            log.exception("attention pass failed for storyteller %s", st.name)
+            self._back_off(lane)
+        finally:
+            lane.in_flight -= claimed
+            lane.passes -= 1
+            lane.wake.set()
+            await self._changed()
+
+    async def _judge_pass(self, st: Storyteller, lane: _Lane, items: Sequence[WorkItem]) -> None:
+        """Judge a batch of pending events of one storyteller in one request."""
         triggers = [decode_trigger(json.loads(item.payload)) for item in items]
         decisions = self._unjudgeable(st, items, triggers)
         if decisions is None:
@@ -670,6 +720,7 @@ class Pipeline:
             if decisions is None:  # the request failed: the events stay pending
                 return
         lane.failures = 0
+        lane.retry_at = None
         await self._backlog.decide(decisions)
         now = self._clock.now()
         for item in items:
@@ -826,14 +877,13 @@ class Pipeline:
                 severity="warning",
                 key=f"attention_failed:{st.id}",
             )
-        await self._back_off(lane)
+        self._back_off(lane)
 
-    async def _back_off(self, lane: _Lane) -> None:
+    def _back_off(self, lane: _Lane) -> None:
+        """Start no pass before a delay that doubles with each failure in a row."""
         lane.failures += 1
         delay = min(RETRY_CAP_SECONDS, self._cfg.retry_seconds * 2 ** (lane.failures - 1))
-        lane.busy_judging = False
-        await self._changed()
-        await self._clock.sleep(delay)
+        lane.retry_at = self._clock.monotonic() + delay
 
     async def _expire(self, st: Storyteller, lane: _Lane) -> None:
         """The maximum-age policy: expire what waited too long, count it and alert."""
@@ -940,7 +990,8 @@ class Pipeline:
     ) -> None:
         for each in trigger.all:
             self._drop(st, each, stage, reason)
-        await self._backlog.finish_turn(claim.turn_key, WorkState.FAILED, f"{stage}: {reason}")
+        # Refused before any model call (paused, over budget, idle): filtered, not failed.
+        await self._backlog.finish_turn(claim.turn_key, WorkState.FILTERED, reason, rule=stage)
 
     def _alert_transient(self, st: Storyteller) -> None:
         if self._alerts is None:

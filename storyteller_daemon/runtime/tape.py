@@ -20,6 +20,7 @@ to record them on a tape or to replay them from one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 import types
@@ -113,11 +114,17 @@ def decode_key(key: str, hint: Any) -> Any:
     return int(key) if hint is int else key
 
 
+@functools.cache
+def _field_hints(cls: type[Any]) -> dict[str, Any]:
+    """A dataclass's resolved field types (resolving string annotations is slow: once a class)."""
+    return typing.get_type_hints(cls)
+
+
 def _decode_class(data: Any, cls: type[Any]) -> Any:
     if dataclasses.is_dataclass(cls):
         if not isinstance(data, dict):
             raise TypeError(f"expected an object for {cls.__name__}")
-        hints = typing.get_type_hints(cls)
+        hints = _field_hints(cls)
         values = {
             f.name: decode(data[f.name], hints[f.name])
             for f in dataclasses.fields(cls)

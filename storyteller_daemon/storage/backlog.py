@@ -9,10 +9,11 @@ each item in exactly one recorded state, and a restart picks up from there.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
+from typing import TypeVar
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from storyteller_daemon.domain.work import (
     MAX_TURN_ATTEMPTS,
@@ -27,6 +28,7 @@ from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import WorkRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
+_T = TypeVar("_T")
 _CHUNK = 500  # rows per IN (...) list: well under every backend's bound-parameter limit
 
 
@@ -48,8 +50,8 @@ def _item(row: WorkRow) -> WorkItem:
     )
 
 
-def _chunks(ids: Sequence[int]) -> list[list[int]]:
-    return [list(ids[i : i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
+def _chunks(values: Sequence[_T]) -> list[list[_T]]:
+    return [list(values[i : i + _CHUNK]) for i in range(0, len(values), _CHUNK)]
 
 
 class BacklogRepository:
@@ -60,65 +62,96 @@ class BacklogRepository:
         self._clock = clock
 
     async def add(self, items: Sequence[NewWork]) -> list[WorkItem]:
-        """Store the items whose (storyteller, source) is new; return those, in order."""
+        """Store the items whose (storyteller, source) is new; return those, in order.
+
+        One look-up finds what is already held (a replayed stream offers it again) and one
+        multi-row insert stores the rest, however many storytellers an event reaches.
+        """
         if not items:
             return []
         async with self._db.session() as session:
+            storytellers = sorted({item.storyteller_id for item in items})
+            sources = list(dict.fromkeys(item.source for item in items))
             known: set[tuple[int, str]] = set()
-            by_storyteller: dict[int, list[str]] = {}
-            for item in items:
-                by_storyteller.setdefault(item.storyteller_id, []).append(item.source)
-            for sid, sources in by_storyteller.items():
-                for start in range(0, len(sources), _CHUNK):
-                    chunk = sources[start : start + _CHUNK]
-                    found = await session.scalars(
-                        select(WorkRow.source).where(
-                            WorkRow.storyteller_id == sid, WorkRow.source.in_(chunk)
-                        )
-                    )
-                    known.update((sid, source) for source in found)
-            now = self._clock()
-            rows = []
-            for item in items:
-                if (item.storyteller_id, item.source) in known:
-                    continue
-                known.add((item.storyteller_id, item.source))
-                rows.append(
-                    WorkRow(
-                        storyteller_id=item.storyteller_id,
-                        source=item.source,
-                        kind=item.kind,
-                        turn_class=item.turn_class,
-                        room_id=item.room_id,
-                        payload=item.payload,
-                        state=item.state.value,
-                        received_on=now,
-                        updated_on=now,
-                        reason=item.reason,
-                        rule=item.rule,
-                        attempts=0,
+            for chunk in _chunks(sources):
+                found = await session.execute(
+                    select(WorkRow.storyteller_id, WorkRow.source).where(
+                        WorkRow.storyteller_id.in_(storytellers), WorkRow.source.in_(chunk)
                     )
                 )
-            session.add_all(rows)
-            await session.flush()
-            return [_item(row) for row in rows]
+                known.update((sid, source) for sid, source in found)
+            now = self._clock()
+            fresh: list[NewWork] = []
+            for item in items:
+                if (item.storyteller_id, item.source) not in known:
+                    known.add((item.storyteller_id, item.source))
+                    fresh.append(item)
+            if not fresh:
+                return []
+            values = [
+                {
+                    "storyteller_id": item.storyteller_id,
+                    "source": item.source,
+                    "kind": item.kind,
+                    "turn_class": item.turn_class,
+                    "room_id": item.room_id,
+                    "payload": item.payload,
+                    "state": item.state.value,
+                    "received_on": now,
+                    "updated_on": now,
+                    "reason": item.reason,
+                    "rule": item.rule,
+                    "attempts": 0,
+                }
+                for item in fresh
+            ]
+            ids = (
+                await session.scalars(
+                    insert(WorkRow).returning(WorkRow.id, sort_by_parameter_order=True),
+                    values,
+                )
+            ).all()
+            received = as_utc(now)
+            return [
+                WorkItem(
+                    id=row_id,
+                    storyteller_id=item.storyteller_id,
+                    source=item.source,
+                    kind=item.kind,
+                    turn_class=item.turn_class,
+                    room_id=item.room_id,
+                    payload=item.payload,
+                    state=item.state,
+                    received_at=received,
+                    reason=item.reason,
+                    rule=item.rule,
+                    turn_key=None,
+                    attempts=0,
+                )
+                for row_id, item in zip(ids, fresh, strict=True)
+            ]
 
-    async def pending(self, storyteller_id: int, limit: int) -> list[WorkItem]:
-        """The oldest `limit` items waiting for the attention stage."""
-        return await self._list(storyteller_id, WorkState.PENDING, limit)
+    async def pending(
+        self, storyteller_id: int, limit: int, exclude: Collection[int] = ()
+    ) -> list[WorkItem]:
+        """The oldest `limit` items waiting for the attention stage, except the `exclude` ids
+        (those already being judged)."""
+        return await self._list(storyteller_id, WorkState.PENDING, limit, exclude)
 
     async def interested(self, storyteller_id: int, limit: int) -> list[WorkItem]:
         """The oldest `limit` items waiting for a turn."""
         return await self._list(storyteller_id, WorkState.INTERESTED, limit)
 
-    async def _list(self, storyteller_id: int, state: WorkState, limit: int) -> list[WorkItem]:
+    async def _list(
+        self, storyteller_id: int, state: WorkState, limit: int, exclude: Collection[int] = ()
+    ) -> list[WorkItem]:
+        query = select(WorkRow).where(
+            WorkRow.storyteller_id == storyteller_id, WorkRow.state == state.value
+        )
+        if exclude:
+            query = query.where(WorkRow.id.not_in(sorted(exclude)))
         async with self._db.session() as session:
-            rows = await session.scalars(
-                select(WorkRow)
-                .where(WorkRow.storyteller_id == storyteller_id, WorkRow.state == state.value)
-                .order_by(WorkRow.id)
-                .limit(limit)
-            )
+            rows = await session.scalars(query.order_by(WorkRow.id).limit(limit))
             return [_item(row) for row in rows]
 
     async def decide(self, decisions: Sequence[Decision]) -> int:
@@ -245,15 +278,21 @@ class BacklogRepository:
             claimed = tuple(_item(r) for r in rows)
             return TurnClaim(storyteller_id, key, claimed, 1)
 
-    async def finish_turn(self, turn_key: str, state: WorkState, reason: str | None) -> int:
-        """Record how a claimed turn ended (``done`` or ``failed``); return items moved."""
-        if state not in (WorkState.DONE, WorkState.FAILED):
-            raise ValueError(f"a turn ends done or failed, not {state.value}")
+    async def finish_turn(
+        self, turn_key: str, state: WorkState, reason: str | None, rule: str | None = None
+    ) -> int:
+        """Record how a claimed turn ended (``done``, ``failed``, or ``filtered`` by the named
+        `rule` when a last check refused it before any model call); return items moved."""
+        if state not in (WorkState.DONE, WorkState.FAILED, WorkState.FILTERED):
+            raise ValueError(f"a turn ends done, failed or filtered, not {state.value}")
+        values: dict[str, object] = {"state": state.value, "reason": reason}
+        if rule is not None:
+            values["rule"] = rule
         async with self._db.session() as session:
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
-                .values(state=state.value, reason=reason, updated_on=self._clock())
+                .values(**values, updated_on=self._clock())
             )
             return int(getattr(result, "rowcount", 0) or 0)
 

@@ -216,6 +216,10 @@ async def rig(harness: Harness) -> Rig:
     return await harness.start()
 
 
+def _text(trigger: Trigger) -> str:
+    return str(getattr(trigger.event, "text", ""))
+
+
 async def until(condition: object, clock: FakeClock | None = None, step: float = 0.0) -> None:
     """Let the loop (and the database thread) run until `condition()` holds."""
     assert callable(condition)
@@ -295,7 +299,7 @@ async def test_pausing_while_a_turn_waits_stops_it(rig: Rig) -> None:
     await rig.pipeline.wait_idle()
     assert [t.text for t in rig.runner.turn_triggers] == ["first"]
     assert ("pause", "storyteller was paused") in rig.recorder.drops
-    assert await rig.states() == ["done", "failed"]
+    assert await rig.states() == ["done", "filtered"]
 
 
 async def test_missing_api_key_is_a_silent_noop(rig: Rig) -> None:
@@ -454,6 +458,79 @@ async def test_a_slow_model_grows_the_durable_backlog_and_loses_nothing(harness:
     assert sum(len(b) for b in runner.judged) == 501
     assert max(len(b) for b in runner.judged) <= 60
     assert len(runner.judged) <= 10  # throughput rises with load: batches fill up
+
+
+async def test_a_deep_backlog_is_judged_by_parallel_requests_on_disjoint_events(
+    harness: Harness,
+) -> None:
+    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False))
+    rig = await harness.start(
+        AttentionConfig(
+            quiet_seconds=0, max_wait_seconds=0, max_batch_events=5, parallel_requests=3
+        ),
+        runner,
+    )
+    asked: list[list[str]] = []
+    judge = runner.judge
+
+    async def recording(st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
+        asked.append([_text(t) for t in triggers])
+        return await judge(st, triggers)
+
+    runner.judge = recording  # type: ignore[method-assign]
+    await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(1, 18)])
+    await until(lambda: len(asked) == 3)
+    await settle()
+    assert len(asked) == 3  # three in flight at most, each on events no other holds
+    texts = [text for batch in asked for text in batch]
+    assert texts == [f"t{s}" for s in range(1, 16)]
+    runner.judge_gate.set()
+    await rig.pipeline.wait_idle()
+    assert sorted(len(b) for b in runner.judged) == [2, 5, 5, 5]
+    assert sorted(_text(t) for b in runner.judged for t in b) == sorted(
+        f"t{s}" for s in range(1, 18)
+    )
+    assert set(await rig.states()) == {"ignored"}
+
+
+async def test_one_request_in_flight_when_parallel_requests_is_one(harness: Harness) -> None:
+    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False))
+    rig = await harness.start(
+        AttentionConfig(
+            quiet_seconds=0, max_wait_seconds=0, max_batch_events=5, parallel_requests=1
+        ),
+        runner,
+    )
+    await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(1, 13)])
+    await until(lambda: rig.pipeline.judging(1))
+    await settle()
+    assert runner.judged == []  # the first request is held; no second one was sent
+    depth = await rig.backlog.depth()
+    assert depth[(1, "pending")] == 12
+    runner.judge_gate.set()
+    await rig.pipeline.wait_idle()
+    assert [len(b) for b in runner.judged] == [5, 5, 2]
+
+
+async def test_a_failed_request_beside_one_in_flight_backs_off_and_loses_nothing(
+    harness: Harness,
+) -> None:
+    runner = FakeRunner(verdict=Verdict(False), failures=1)
+    rig = await harness.start(
+        AttentionConfig(
+            quiet_seconds=0, max_wait_seconds=0, max_batch_events=4, parallel_requests=2
+        ),
+        runner,
+    )
+    await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(1, 11)])
+    await until(lambda: rig.pipeline.stats.attention_failures == 1)
+    await until(lambda: sum(len(b) for b in runner.judged) == 10, rig.clock, step=1)
+    await rig.pipeline.wait_idle()
+    assert rig.pipeline.stats.attention_failures == 1
+    assert sorted(_text(t) for b in runner.judged for t in b) == sorted(
+        f"t{s}" for s in range(1, 11)
+    )
+    assert set(await rig.states()) == {"ignored"}
 
 
 # ---------------------------------------------------------------------- repeats
