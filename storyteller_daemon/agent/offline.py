@@ -146,9 +146,10 @@ class OfflineStandInModel:
                 f"{sorted(properties)}"
             )
         reasons = _wants_objects(properties["ignore"])
-        attend: list[dict[str, str]] = []
+        attend: list[dict[str, Any]] = []
         ignore: list[Any] = []
-        for item_id, line in _batch_lines("\n".join(_user_texts(request.input))):
+        for number, line in _batch_lines("\n".join(_user_texts(request.input))):
+            item_id = int(number)
             found = self._watch_hits(_last_quoted(line))
             if found:
                 attend.append({"id": item_id, "why": "mentions " + ", ".join(found)})
@@ -217,7 +218,7 @@ class OfflineStandInModel:
         return calls or noop
 
 
-_BATCH_LINE = re.compile(r"^\[(e\d+)\] (.*)$", re.MULTILINE)
+_BATCH_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 
 
 def _batch_lines(text: str) -> list[tuple[str, str]]:

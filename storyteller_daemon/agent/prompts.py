@@ -267,7 +267,7 @@ class PromptBuilder:
         """One event of an attention batch, on one line, world text quoted.
 
         The room is named by id (`attention_context` lists the names); a room echo names its
-        source only when the text does not start with the source's name already. Times and
+        source only when it is known and the text does not start with its name already. Times and
         character ids are left out: the lines are in order, and names are what the remit is about.
         """
         event = trigger.event
@@ -278,9 +278,10 @@ class PromptBuilder:
         if isinstance(event, RoomEcho):
             source = ""
             if event.source_character_id is not None:
+                # An unknown source adds nothing the line does not say already.
                 name = await self._name(event.source_character_id)
-                if name is None or not one_line(event.text).startswith(name):
-                    source = f" by {quoted(name) if name else 'someone'}"
+                if name and not one_line(event.text).startswith(name):
+                    source = f" by {quoted(name)}"
             return f"{head} echo{source}: {quoted(event.text)}"
         if isinstance(event, Speech):
             volume = one_line(event.volume)

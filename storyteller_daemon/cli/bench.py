@@ -217,6 +217,24 @@ async def stream(
         float,
         typer.Option(help="Cut the bridge connection every this many stream seconds.", min=0),
     ] = 0.0,
+    stop_every: Annotated[
+        float,
+        typer.Option(
+            help="Stop the daemon as SIGTERM does and start it again every this many stream "
+            "seconds.",
+            min=0,
+        ),
+    ] = 0.0,
+    acting_turns: Annotated[
+        bool,
+        typer.Option(
+            "--acting-turns", help="Each turn runs one prog, so prog repeats can be counted."
+        ),
+    ] = False,
+    reasoning_tokens: Annotated[
+        int,
+        typer.Option(help="Hidden reasoning tokens billed on every model request.", min=0),
+    ] = 0,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -251,6 +269,9 @@ async def stream(
             fail_share=fail_share,
             crash_every=crash_every,
             cut_every=cut_every,
+            stop_every=stop_every,
+            acting_turns=acting_turns,
+            reasoning_tokens=reasoning_tokens,
             quiet_seconds=quiet,
             max_wait_seconds=max_wait,
         )

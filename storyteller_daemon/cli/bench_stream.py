@@ -6,7 +6,12 @@ calls the shipped Responses-compatible test server, which stands in for the mode
 
 * attention requests are answered from the labels (an oracle: an event is attended to when the
   labelled stream says it is relevant), after ``--attention-latency`` seconds;
-* every tool-loop round answers ``Noop`` after ``--round-latency`` seconds;
+* every tool-loop round answers ``Noop`` after ``--round-latency`` seconds; with
+  ``--acting-turns`` a turn's first round narrates once in its room through the ``EchoToRoom``
+  prog instead, so the report can count prog runs, runs replayed by idempotency key and runs
+  repeated (the same turn's action run twice);
+* ``--reasoning-tokens`` bills that many hidden output tokens on every answered request, as a
+  reasoning model does (0 by default: only the visible reply is counted);
 * token counts are estimated from the request and reply sizes (four characters a token), and
   cached input tokens from the prefix shared with the previous request of the same
   ``prompt_cache_key`` (from 1,024 tokens on, in 128-token steps, as the provider caches).
@@ -20,6 +25,7 @@ repeats, one turn per event) on the same stream for comparison.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -47,7 +53,7 @@ LIST_PRICES = {
 CHARS_PER_TOKEN = 4
 CACHE_MINIMUM_TOKENS = 1024
 CACHE_STEP_TOKENS = 128
-_LINE = re.compile(r"^\[(e\d+)\] (.*)$", re.MULTILINE)
+_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 _CRIME = re.compile(r"#\d+ crime: ")
 
 
@@ -126,8 +132,12 @@ class Oracle:
         speedup: float,
         fail_share: float = 0.0,
         seed: int = 1,
+        acting: bool = False,
+        reasoning_tokens: int = 0,
     ) -> None:
         self._relevant = relevant_texts
+        self._acting = acting
+        self._reasoning = reasoning_tokens
         self._fail_share = fail_share
         self._rng = random.Random(seed)
         self.failed = 0
@@ -158,7 +168,7 @@ class Oracle:
         usage = Usage(
             input_tokens=_tokens(len(prompt)),
             cached_tokens=self._cached(str(body.get("prompt_cache_key") or kind), prompt),
-            output_tokens=_tokens(len(output)),
+            output_tokens=_tokens(len(output)) + self._reasoning,
         )
         self.log.add(kind, usage)
         return replace(reply, usage=usage, delay_seconds=delay)
@@ -182,12 +192,13 @@ class Oracle:
             for item in body.get("input") or []
             if isinstance(item, dict)
         )
-        attend, ignore = [], []
-        for item_id, line in _LINE.findall(text):
+        attend: list[dict[str, Any]] = []
+        ignore: list[int] = []
+        for number, line in _LINE.findall(text):
             if _CRIME.search(line) or self._relevant_line(line):
-                attend.append({"id": item_id, "why": "matters to the remit"})
+                attend.append({"id": int(number), "why": "matters to the remit"})
             else:
-                ignore.append(item_id)
+                ignore.append(int(number))
         return json.dumps({"attend": attend, "ignore": ignore})
 
     def _relevant_line(self, line: str) -> bool:
@@ -201,6 +212,10 @@ class Oracle:
         return isinstance(value, str) and repeat_key("t", value) in self._relevant
 
     def _noop(self, body: dict[str, Any]) -> tuple[Reply, str]:
+        if self._acting:
+            act = _narration(body)
+            if act is not None:
+                return Reply.calls(("EchoToRoom", act)), json.dumps(act)
         tool = next(
             (t for t in body.get("tools") or [] if t.get("name") == "Noop"),
             None,
@@ -213,6 +228,40 @@ class Oracle:
             for name, spec in (schema.get("properties") or {}).items()
         }
         return Reply.calls(("Noop", arguments)), json.dumps(arguments)
+
+
+_LOCATION = re.compile(r"^Location: .* \[#(\d+)\]$", re.MULTILINE)
+
+
+def _narration(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A turn's one narration (first round only): arguments fixed by the turn's prompt.
+
+    The text names the prompt by digest, so the same turn asked again (re-run after a crash)
+    asks for the same action, and a second run of it shows as a repeat.
+    """
+    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    offered = any(t.get("name") == "EchoToRoom" for t in body.get("tools") or [])
+    if not offered or any(i.get("type") == "function_call_output" for i in items):
+        return None
+    prompt = "\n".join(str(i.get("content", "")) for i in items if i.get("role") == "user")
+    room = _LOCATION.search(prompt)
+    if room is None:
+        return None
+    digest = hashlib.sha256(prompt.encode()).hexdigest()[:12]
+    return {"Room": int(room.group(1)), "Text": f"The ward takes notice ({digest})."}
+
+
+@dataclass
+class ProgLog:
+    """What the world ran: prog runs by narration text, and runs answered from the key store."""
+
+    runs: Counter[str] = field(default_factory=Counter)
+    replayed: int = 0
+
+    @property
+    def repeated(self) -> int:
+        """Runs of an action that had run before under another key."""
+        return sum(count - 1 for count in self.runs.values() if count > 1)
 
 
 @dataclass(frozen=True)
@@ -244,6 +293,13 @@ class StreamBenchOptions:
     """Override of ``[attention] quiet_seconds`` (None: the default)."""
     max_wait_seconds: float | None = None
     """Override of ``[attention] max_wait_seconds`` (None: the default)."""
+    stop_every: float = 0.0
+    """Stop the daemon as SIGTERM does (drain, then exit) and start a new one every this many
+    stream seconds (0: never); the report gives the longest stop in wall-clock seconds."""
+    acting_turns: bool = False
+    """Each turn narrates once through a prog before it ends (see the module docstring)."""
+    reasoning_tokens: int = 0
+    """Hidden output tokens billed on every answered request."""
     drain_seconds: float | None = None
     """Stream seconds the daemon gets after the last event to settle its backlog (default:
     15 minutes, or, for the one-call design, long enough to judge every event one by one)."""
@@ -298,6 +354,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         speedup=options.speedup,
         fail_share=options.fail_share,
         seed=options.seed,
+        acting=options.acting_turns,
+        reasoning_tokens=options.reasoning_tokens,
     )
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
@@ -307,6 +365,18 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         await load_pack(store.db, read_pack("harbour-ward"))
         watch = await store.storytellers.get("Harbour Ward Watch")
         world = SimWorld.harbour_town(epoch=f"bench-{token[:8]}", buffer_size=len(items) + 10)
+        progs = ProgLog()
+        execute_prog = world.execute_prog
+
+        async def counted(prog: str, arguments: Any, idempotency_key: str) -> Any:
+            outcome = await execute_prog(prog, arguments, idempotency_key)
+            if outcome.replayed:
+                progs.replayed += 1
+            else:
+                progs.runs[str(arguments.get("Text", ""))] += 1
+            return outcome
+
+        world.execute_prog = counted  # type: ignore[method-assign]
         rooms = sorted(room.id for room in world.town_map.rooms)
         cells = frozenset(rooms)
 
@@ -351,7 +421,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                     ),
                 },
                 "limits": {"turn_seconds": 3600.0},
-                "daemon": {"drain_seconds": 1.0},
+                # A stop mid-stream is measured with the shipped drain deadline.
+                "daemon": {} if options.stop_every else {"drain_seconds": 1.0},
             },
             "bench",
         )
@@ -376,7 +447,8 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         labels: dict[str, bool] = {}
         try:
             began = time.monotonic()
-            last_crash = last_cut = 0.0
+            last_crash = last_cut = last_stop = 0.0
+            stop_times: list[float] = []
             behind = 0.0  # how far the playback fell behind the stream's own times
             cuts = 0
             for item in items:
@@ -395,6 +467,16 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                     earlier.append(runtime.stats)
                     await runtime.close()
                     runtime, stop, task = await start_daemon(Store.open(url))
+                if options.stop_every and offset - last_stop >= options.stop_every:
+                    # What SIGTERM does: stop taking events, drain to the deadline, exit.
+                    last_stop = offset
+                    stopped_at = time.monotonic()
+                    stop.set()
+                    await asyncio.gather(task, return_exceptions=True)
+                    await runtime.close()
+                    stop_times.append(time.monotonic() - stopped_at)
+                    earlier.append(runtime.stats)
+                    runtime, stop, task = await start_daemon(Store.open(url))
                 if options.cut_every and offset - last_cut >= options.cut_every:
                     last_cut = offset
                     cuts += bridge.cut_all()
@@ -406,8 +488,14 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                 if options.one_call_per_event:
                     drain += len(items) * (options.attention_latency + 0.5)
             settle = drain / options.speedup
+
+            async def caught_up() -> None:
+                # A daemon started late in the stream is still being sent what it missed.
+                await runtime.daemon.wait_cursor(world.cursor)
+                await runtime.pipeline.wait_idle()
+
             try:
-                await asyncio.wait_for(runtime.pipeline.wait_idle(), settle)
+                await asyncio.wait_for(caught_up(), settle)
                 settled = True
             except TimeoutError:
                 settled = False
@@ -472,6 +560,13 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
         "crashes (daemon killed, restarted)": crashes,
         "bridge connections cut": cuts,
         "turns interrupted and run again": interrupted,
+        "stops (as on SIGTERM)": len(stop_times),
+        "stop took at most (s, wall clock)": round(max(stop_times), 2) if stop_times else None,
+        "prog runs / replayed by key / repeated": [
+            sum(progs.runs.values()),
+            progs.replayed,
+            progs.repeated,
+        ],
         "tokens by request kind (input / cached / output)": {
             kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
             for kind, u in sorted(oracle.log.usage.items())

@@ -12,12 +12,13 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
+from storyteller_daemon.bundled import example_config
 from storyteller_daemon.cli.common import console, run_async
 from storyteller_daemon.cli.live import ConsoleObserver
 
 DEMO_STORYTELLER = "Harbour Ward Watch"
 PACKS = ("narrative-steward", "harbour-ward")
-EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "config.example.toml"
+EXAMPLE_CONFIG = example_config()
 
 
 async def _opening_scene(world: object, delay: float) -> None:

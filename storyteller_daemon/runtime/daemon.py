@@ -152,6 +152,7 @@ class Daemon:
         self.polls = 0
         """Completed settings polls (tests wait on this instead of sleeping)."""
         self._polled = asyncio.Condition()
+        self._took = asyncio.Condition()
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
         await self.pipeline.heartbeat(storyteller_id, heartbeat)
@@ -265,6 +266,13 @@ class Daemon:
         stored = await self._inbox.store_events(self._world_key, events)
         self.cursor = events[-1].cursor
         await self._dispatch(stored)
+        async with self._took:
+            self._took.notify_all()
+
+    async def wait_cursor(self, cursor: Cursor) -> None:
+        """Return once the events up to `cursor` are stored (benchmarks and tests)."""
+        async with self._took:
+            await self._took.wait_for(lambda: self.cursor == cursor)
 
     async def _dispatch(self, stored: Sequence[tuple[int, WorldEvent]]) -> None:
         # Once intake has closed, stored events stay pending: the next start dispatches them.

@@ -965,6 +965,7 @@ class Pipeline:
         self._observer.turn_started(st, trigger)
         outcome: TurnOutcome | None = None
         state, reason = WorkState.FAILED, "crashed"
+        cut_off = False
         try:
             outcome = await self._runner.run_turn(st, trigger, claim.turn_key)
             self.stats.turns[outcome.outcome] += 1
@@ -974,13 +975,21 @@ class Pipeline:
             if outcome.outcome == "model_transient_error":
                 self._alert_transient(st)
         except asyncio.CancelledError:
+            cut_off = True
             raise  # left running: the next start runs the turn again under the same key
         except Exception:
             self.stats.turns["crashed"] += 1
             log.exception("turn %s of storyteller %s crashed", claim.turn_key, st.name)
         finally:
             lane.running_turn = False
-            self._observer.turn_finished(st, trigger, outcome)
+            if cut_off:
+                log.warning(
+                    "storyteller %s: turn %s cut off by the stop; the next start runs it again",
+                    st.name,
+                    claim.turn_key,
+                )
+            else:
+                self._observer.turn_finished(st, trigger, outcome)
             await self._changed()
         await self._backlog.finish_turn(claim.turn_key, state, reason)
         return True

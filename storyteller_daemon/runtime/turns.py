@@ -100,14 +100,14 @@ class AgentTurnRunner:
     ) -> list[AttentionVerdict]:
         """Verdicts for a batch of triggers (room echoes, speech, crimes), one request for all.
 
-        The batch is recorded as one attention run; its events get the ids ``e1``, ``e2``...
+        The batch is recorded as one attention run; its events get the ids ``1``, ``2``...
         in order.
         """
         if not triggers:
             return []
         context = await self._prompts.attention_context(storyteller, triggers)
         entries = [
-            BatchEntry(f"e{index}", await self._prompts.attention_line(trigger))
+            BatchEntry(str(index), await self._prompts.attention_line(trigger))
             for index, trigger in enumerate(triggers, start=1)
         ]
         item = attention_input(context, entries)

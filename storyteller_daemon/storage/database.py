@@ -27,9 +27,10 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.errors import NotMigratedError, StorageError
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = bundled_dir("migrations")
 
 
 def _sqlite_pragmas(busy_timeout_ms: int) -> Any:

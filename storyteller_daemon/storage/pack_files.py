@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.references import DEFAULT_FOLDER, DEFAULT_TYPE, ReferenceDocument
 from storyteller_daemon.domain.settings import (
@@ -38,7 +39,7 @@ from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ConfigError, ValidationError
 from storyteller_daemon.storage.storytellers import name_key
 
-SEED_DIR = Path(__file__).resolve().parents[2] / "seed"
+SEED_DIR = bundled_dir("seed")
 """Where `storyteller seed` looks for packs by name."""
 PACK_FILE = "pack.toml"
 REFERENCES_DIR = "references"

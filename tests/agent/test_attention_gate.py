@@ -35,9 +35,9 @@ TELLER = Storyteller(
     attention_prompt="Only thefts and fights matter.",
 )
 ENTRIES = [
-    BatchEntry("e1", '20:00:01 #101 echo: "Wren lifts a purse."'),
-    BatchEntry("e2", '20:00:02 #102 echo: "Gulls cry."'),
-    BatchEntry("e3", '20:00:03 #101 echo: "Per coils a rope."'),
+    BatchEntry("1", '20:00:01 #101 echo: "Wren lifts a purse."'),
+    BatchEntry("2", '20:00:02 #102 echo: "Gulls cry."'),
+    BatchEntry("3", '20:00:03 #101 echo: "Per coils a rope."'),
 ]
 
 
@@ -49,27 +49,27 @@ def reply(attend: list[object], ignore: list[object]) -> str:
 
 
 def test_a_full_reply_settles_every_id() -> None:
-    result = parse_batch(reply([{"id": "e1", "why": "a theft"}], ["e2", "e3"]), ["e1", "e2", "e3"])
+    result = parse_batch(reply([{"id": "1", "why": "a theft"}], ["2", "3"]), ["1", "2", "3"])
     assert result.verdicts == {
-        "e1": AttentionVerdict(True, "a theft"),
-        "e2": AttentionVerdict(False, ""),
-        "e3": AttentionVerdict(False, ""),
+        "1": AttentionVerdict(True, "a theft"),
+        "2": AttentionVerdict(False, ""),
+        "3": AttentionVerdict(False, ""),
     }
     assert result.unresolved == [] and result.problems == []
 
 
 def test_reasons_on_ignores_are_kept_and_a_blank_attend_reason_is_named() -> None:
-    text_ = reply([{"id": "e1", "why": "  "}], [{"id": "e2", "why": "weather"}])
-    result = parse_batch(text_, ["e1", "e2"])
+    text_ = reply([{"id": "1", "why": "  "}], [{"id": "2", "why": "weather"}])
+    result = parse_batch(text_, ["1", "2"])
     assert result.verdicts == {
-        "e1": AttentionVerdict(True, NO_REASON),
-        "e2": AttentionVerdict(False, "weather"),
+        "1": AttentionVerdict(True, NO_REASON),
+        "2": AttentionVerdict(False, "weather"),
     }
 
 
 def test_a_fenced_reply_is_read() -> None:
-    result = parse_batch("```json\n" + reply([], ["e1"]) + "\n```", ["e1"])
-    assert result.verdicts == {"e1": AttentionVerdict(False, "")}
+    result = parse_batch("```json\n" + reply([], ["1"]) + "\n```", ["1"])
+    assert result.verdicts == {"1": AttentionVerdict(False, "")}
 
 
 @pytest.mark.parametrize(
@@ -77,28 +77,28 @@ def test_a_fenced_reply_is_read() -> None:
     [
         ("", "the reply was empty"),
         ("interested because this matters", "the reply was not valid JSON"),
-        ('["e1"]', "must be a JSON object"),
+        ('["1"]', "must be a JSON object"),
     ],
 )
 def test_an_unreadable_reply_leaves_every_id_unresolved(answer: str, problem: str) -> None:
-    result = parse_batch(answer, ["e1", "e2"])
-    assert result.verdicts == {} and result.unresolved == ["e1", "e2"]
+    result = parse_batch(answer, ["1", "2"])
+    assert result.verdicts == {} and result.unresolved == ["1", "2"]
     assert problem in result.problems[0]
 
 
 def test_missing_duplicate_and_unknown_ids_are_each_named() -> None:
-    answer = reply([{"id": "e1", "why": "x"}, {"id": "e9", "why": "y"}], ["e1", 5])
-    result = parse_batch(answer, ["e1", "e2"])
+    answer = reply([{"id": 1, "why": "x"}, {"id": "9", "why": "y"}], ["1", None])
+    result = parse_batch(answer, ["1", "2"])
     assert result.verdicts == {}
-    assert result.unresolved == ["e1", "e2"]  # e1 twice, e2 never
-    assert "unknown id 'e9' in attend" in result.problems
+    assert result.unresolved == ["1", "2"]  # 1 twice, 2 never
+    assert "unknown id '9' in attend" in result.problems
     assert "an entry of ignore has no id" in result.problems
-    assert "id 'e1' was judged 2 times" in result.problems
+    assert "id '1' was judged 2 times" in result.problems
 
 
 def test_a_list_that_is_not_a_list_is_a_problem_not_a_crash() -> None:
-    result = parse_batch('{"attend": "e1", "ignore": ["e1"]}', ["e1"])
-    assert result.verdicts == {"e1": AttentionVerdict(False, "")}
+    result = parse_batch('{"attend": "1", "ignore": ["1"]}', ["1"])
+    assert result.verdicts == {"1": AttentionVerdict(False, "")}
     assert result.problems == ["attend must be a list"]
 
 
@@ -106,7 +106,7 @@ def test_a_list_that_is_not_a_list_is_a_problem_not_a_crash() -> None:
 
 
 async def test_one_request_judges_the_whole_batch() -> None:
-    model = ScriptedModel(text(reply([{"id": "e1", "why": "a theft"}], ["e2", "e3"])))
+    model = ScriptedModel(text(reply([{"id": "1", "why": "a theft"}], ["2", "3"])))
     gate = AttentionGate(model, LimitsConfig(attention_max_output_tokens=100))
     judgement = await gate.judge(TELLER, "Open situations: none.", ENTRIES)
     assert judgement.requests == 1 and judgement.problems == []
@@ -116,7 +116,7 @@ async def test_one_request_judges_the_whole_batch() -> None:
     assert request.instructions == f"Only thefts and fights matter.\n\n{CONTRACT}"
     content = request.input[0]["content"]
     assert content.startswith("Open situations: none.\n\nEvents, oldest first:\n")
-    assert content.endswith('[e3] 20:00:03 #101 echo: "Per coils a rope."')  # events last
+    assert content.endswith('[3] 20:00:03 #101 echo: "Per coils a rope."')  # events last
     assert request.max_output_tokens == 100 + 3 * OUTPUT_TOKENS_PER_EVENT
     assert request.prompt_cache_key == "storyteller-7-attention"
     assert request.truncation == "auto" and request.tools == ()
@@ -126,29 +126,29 @@ async def test_the_verdict_schema_is_strict_and_slim() -> None:
     schema = verdict_format()["schema"]
     assert verdict_format()["strict"] is True
     assert schema["required"] == ["attend", "ignore"] and schema["additionalProperties"] is False
-    assert schema["properties"]["ignore"]["items"] == {"type": "string"}  # bare ids
+    assert schema["properties"]["ignore"]["items"] == {"type": "integer"}  # bare ids
     debug = verdict_format(debug_reasons=True)["schema"]
     assert debug["properties"]["ignore"]["items"]["required"] == ["id", "why"]
 
 
 async def test_debug_reasons_ask_for_reasons_on_ignores() -> None:
-    model = ScriptedModel(text(reply([], [{"id": "e1", "why": "weather"}])))
+    model = ScriptedModel(text(reply([], [{"id": "1", "why": "weather"}])))
     gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(debug_reasons=True))
     judgement = await gate.judge(TELLER, "", ENTRIES[:1])
-    assert judgement.verdicts["e1"] == AttentionVerdict(False, "weather")
+    assert judgement.verdicts["1"] == AttentionVerdict(False, "weather")
     assert model.requests[0].instructions is not None
     assert model.requests[0].instructions.endswith(DEBUG_CONTRACT)
 
 
 async def test_timeouts_and_retries_of_attention_requests_are_their_own() -> None:
-    model = ScriptedModel(text(reply([], ["e1"])))
+    model = ScriptedModel(text(reply([], ["1"])))
     options = AttentionOptions(timeout_seconds=7.5, max_retries=1)
     await AttentionGate(model, LimitsConfig(), options=options).judge(TELLER, "", ENTRIES[:1])
     assert (model.requests[0].timeout_seconds, model.requests[0].max_retries) == (7.5, 1)
 
 
 async def test_fallbacks_apply_to_the_attention_scope() -> None:
-    model = ScriptedModel(text(reply([], ["e1"])))
+    model = ScriptedModel(text(reply([], ["1"])))
     plain = Storyteller(name="Plain", id=8, model="gpt-event", attention_prompt=" ")
     await AttentionGate(model, LimitsConfig()).judge(plain, "", ENTRIES[:1])
     [request] = model.requests
@@ -162,38 +162,38 @@ async def test_fallbacks_apply_to_the_attention_scope() -> None:
 
 async def test_ids_a_reply_got_wrong_are_asked_about_again_once() -> None:
     model = ScriptedModel(
-        text(reply([{"id": "e1", "why": "theft"}], ["e1"])),  # e1 twice, e2 and e3 missing
-        text(reply([], ["e1", "e2", "e3"])),
+        text(reply([{"id": "1", "why": "theft"}], ["1"])),  # e1 twice, e2 and e3 missing
+        text(reply([], ["1", "2", "3"])),
     )
     gate = AttentionGate(model, LimitsConfig())
     judgement = await gate.judge(TELLER, "", ENTRIES)
     assert judgement.requests == 2
     second = model.requests[1].input[0]["content"]
-    assert "[e1]" in second and "[e2]" in second and "[e3]" in second
+    assert "[1]" in second and "[2]" in second and "[3]" in second
     assert all(not v.interested and v.violation is None for v in judgement.verdicts.values())
     assert gate.consecutive_violations(7) == 0  # fixed by the re-ask: no violation
 
 
 async def test_only_the_unresolved_ids_are_asked_again() -> None:
     model = ScriptedModel(
-        text(reply([{"id": "e1", "why": "theft"}], ["e2"])),
-        text(reply([], ["e3"])),
+        text(reply([{"id": "1", "why": "theft"}], ["2"])),
+        text(reply([], ["3"])),
     )
     judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES)
     second = model.requests[1].input[0]["content"]
-    assert "[e3]" in second and "[e1]" not in second and "[e2]" not in second
-    assert judgement.verdicts["e1"] == AttentionVerdict(True, "theft")
+    assert "[3]" in second and "[1]" not in second and "[2]" not in second
+    assert judgement.verdicts["1"] == AttentionVerdict(True, "theft")
 
 
 async def test_what_the_re_ask_leaves_unresolved_is_a_violation_never_a_guess(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    model = ScriptedModel(text("nonsense"), text(reply([], ["e1"])))
+    model = ScriptedModel(text("nonsense"), text(reply([], ["1"])))
     gate = AttentionGate(model, LimitsConfig())
     with caplog.at_level(logging.WARNING):
         judgement = await gate.judge(TELLER, "", ENTRIES[:2])
-    assert judgement.verdicts["e1"] == AttentionVerdict(False, "")
-    violation = judgement.verdicts["e2"]
+    assert judgement.verdicts["1"] == AttentionVerdict(False, "")
+    violation = judgement.verdicts["2"]
     assert violation.interested is False and violation.violation is not None
     assert "no single verdict after a re-ask" in violation.violation
     assert gate.consecutive_violations(7) == 1
@@ -201,10 +201,10 @@ async def test_what_the_re_ask_leaves_unresolved_is_a_violation_never_a_guess(
 
 
 async def test_unknown_ids_count_as_a_violation_but_spoil_nothing_else() -> None:
-    model = ScriptedModel(text(reply([{"id": "e7", "why": "x"}], ["e1"])))
+    model = ScriptedModel(text(reply([{"id": "7", "why": "x"}], ["1"])))
     gate = AttentionGate(model, LimitsConfig())
     judgement = await gate.judge(TELLER, "", ENTRIES[:1])
-    assert judgement.requests == 1 and judgement.verdicts["e1"] == AttentionVerdict(False, "")
+    assert judgement.requests == 1 and judgement.verdicts["1"] == AttentionVerdict(False, "")
     assert gate.consecutive_violations(7) == 1
 
 
@@ -215,7 +215,7 @@ async def test_violations_are_counted_per_storyteller_and_reset() -> None:
         text(""),
         text(""),
         text(""),
-        text(reply([], ["e1"])),
+        text(reply([], ["1"])),
     )
     gate = AttentionGate(model, LimitsConfig())
     await gate.judge(TELLER, "", ENTRIES[:1])
@@ -230,7 +230,7 @@ async def test_an_incomplete_reply_says_why() -> None:
         text("", incomplete="max_output_tokens"), text("", incomplete="max_output_tokens")
     )
     judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES[:1])
-    violation = judgement.verdicts["e1"].violation
+    violation = judgement.verdicts["1"].violation
     assert violation is not None and "response incomplete: max_output_tokens" in violation
 
 

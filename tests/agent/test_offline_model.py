@@ -55,7 +55,7 @@ VERDICT = verdict_format()
 
 def batch(*lines: str, situations: str = "There are currently no unresolved situations.") -> str:
     """An attention batch's user message, as the daemon writes it."""
-    events = "\n".join(f"[e{n}] {line}" for n, line in enumerate(lines, start=1))
+    events = "\n".join(f"[{n}] {line}" for n, line in enumerate(lines, start=1))
     return f"{situations}\n\nEvents, oldest first:\n{events}"
 
 
@@ -115,7 +115,7 @@ async def test_watch_words_make_the_event_attended(text: str) -> None:
     verdict = json.loads(response.output_text)
     assert verdict["ignore"] == []
     [attended] = verdict["attend"]
-    assert attended["id"] == "e1" and attended["why"].startswith("mentions ")
+    assert attended["id"] == 1 and attended["why"].startswith("mentions ")
     assert response.function_calls == ()
     (message,) = response.continuation
     assert message["type"] == "message"
@@ -132,8 +132,8 @@ async def test_each_event_of_a_batch_is_judged_on_its_own() -> None:
         ModelRequest(model="gpt-mini", input=[user(batch(*lines))], text_format=VERDICT)
     )
     assert json.loads(response.output_text) == {
-        "attend": [{"id": "e2", "why": "mentions thief"}],
-        "ignore": ["e1", "e3"],
+        "attend": [{"id": 2, "why": "mentions thief"}],
+        "ignore": [1, 3],
     }
 
 
@@ -146,7 +146,7 @@ async def test_debug_reasons_give_a_reason_for_each_ignore() -> None:
         )
     )
     assert json.loads(response.output_text)["ignore"] == [
-        {"id": "e1", "why": "no watch word in the text"}
+        {"id": 1, "why": "no watch word in the text"}
     ]
 
 
@@ -161,13 +161,13 @@ async def test_watch_words_are_configurable_and_match_word_beginnings() -> None:
         ModelRequest(model="m", input=[user(batch(*lines))], text_format=VERDICT)
     )
     verdict = json.loads(response.output_text)
-    assert [a["id"] for a in verdict["attend"]] == ["e1"]
-    assert verdict["ignore"] == ["e2", "e3"]
+    assert [a["id"] for a in verdict["attend"]] == [1]
+    assert verdict["ignore"] == [2, 3]
 
 
 async def test_verdict_reads_only_user_messages_and_content_parts() -> None:
     items: list[dict[str, Any]] = [
-        {"role": "assistant", "content": '[e1] #1 echo: "there was a murder"'},
+        {"role": "assistant", "content": '[1] #1 echo: "there was a murder"'},
         {
             "type": "message",
             "role": "user",
@@ -178,7 +178,7 @@ async def test_verdict_reads_only_user_messages_and_content_parts() -> None:
         ModelRequest(model="m", input=items, instructions="watch for fire", text_format=VERDICT)
     )
     assert json.loads(response.output_text) == {
-        "attend": [{"id": "e1", "why": "mentions blood"}],
+        "attend": [{"id": 1, "why": "mentions blood"}],
         "ignore": [],
     }
 
@@ -203,7 +203,7 @@ async def test_the_verdict_judges_the_event_not_the_room_or_the_situations() -> 
     response = await OfflineStandInModel().respond(
         ModelRequest(model="gpt-mini", input=[user(prompt)], text_format=VERDICT)
     )
-    assert json.loads(response.output_text) == {"attend": [], "ignore": ["e1"]}
+    assert json.loads(response.output_text) == {"attend": [], "ignore": [1]}
 
 
 @pytest.mark.parametrize(

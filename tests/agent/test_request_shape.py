@@ -189,12 +189,12 @@ async def test_the_attention_request_on_the_wire(
     server: ScriptedResponsesServer, model: OpenAIResponsesModel, teller: Storyteller
 ) -> None:
     server.enqueue(
-        Reply.text('{"attend": [{"id": "e1", "why": "a letter changes hands"}], "ignore": []}')
+        Reply.text('{"attend": [{"id": "1", "why": "a letter changes hands"}], "ignore": []}')
     )
-    entries = [BatchEntry("e1", '#101 echo: "Maren drops a letter."')]
+    entries = [BatchEntry("1", '#101 echo: "Maren drops a letter."')]
     gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(timeout_seconds=9.0))
     judgement = await gate.judge(teller, "Open situations: none.", entries)
-    verdict = judgement.verdicts["e1"]
+    verdict = judgement.verdicts["1"]
     assert verdict.interested and verdict.reason == "a letter changes hands"
     [body] = server.requests
     assert body["model"] == "gpt-attention"
@@ -210,6 +210,6 @@ async def test_the_attention_request_on_the_wire(
         "role": "user",
         "content": (
             "Open situations: none.\n\nEvents, oldest first:\n"
-            '[e1] #101 echo: "Maren drops a letter."'
+            '[1] #101 echo: "Maren drops a letter."'
         ),
     }

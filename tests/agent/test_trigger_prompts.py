@@ -71,7 +71,7 @@ class RecordingModel:
                 FunctionCall(f"c{len(self.requests)}", "Noop", "{}"),
             )
             return ModelResponse("r", request.model, "completed", calls, "", (), Usage())
-        ids = re.findall(r"^\[(e\d+)\]", user_text(request), re.MULTILINE)
+        ids = re.findall(r"^\[(\d+)\]", user_text(request), re.MULTILINE)
         verdict = json.dumps(
             {"attend": [{"id": i, "why": "It matters."} for i in ids], "ignore": []}
         )

@@ -62,3 +62,23 @@ async def test_a_daemon_killed_mid_stream_loses_nothing(tmp_path: Path) -> None:
     assert report["backlog settled"] is True
     states = report["work item states"]
     assert isinstance(states, dict) and set(states) <= {"ignored", "done"}, states
+    ledger, answered = report["model requests in the cost ledger / answered"]  # type: ignore[misc]
+    assert ledger >= answered  # a request cut off by the kill stays counted at its cap
+
+
+async def test_stops_and_crashes_with_acting_turns_repeat_no_prog(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    write_stream(path, labelled_stream(seed=6, hours=0.05, relevant_share=0.06))
+    report = await run_stream_bench(
+        StreamBenchOptions(
+            stream=path, speedup=120, crash_every=70, stop_every=45, acting_turns=True
+        )
+    )
+    assert report["stops (as on SIGTERM)"] >= 3  # type: ignore[operator]
+    assert report["crashes (daemon killed, restarted)"] >= 2  # type: ignore[operator]
+    assert report["recall"] == 1.0, report
+    assert report["backlog settled"] is True
+    runs, _replayed, repeated = report["prog runs / replayed by key / repeated"]  # type: ignore[misc]
+    assert runs > 0
+    assert repeated == 0
+    assert report["stop took at most (s, wall clock)"] is not None

@@ -54,7 +54,7 @@ class Script:
     async def respond(self, request: ModelRequest) -> ModelResponse:
         if not request.tools:
             verdict = json.dumps(
-                {"attend": [{"id": "e1", "why": "a theft on the quay"}], "ignore": []}
+                {"attend": [{"id": "1", "why": "a theft on the quay"}], "ignore": []}
             )
             return ModelResponse(
                 "a", request.model, "completed", (), verdict, (), Usage(300, 0, 20, 0)
@@ -290,8 +290,8 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
 
         def __init__(self) -> None:
             self.replies = [
-                '{"attend": [{"id": "e1", "why": "a theft"}], "ignore": []}',  # e2 missing
-                '{"attend": [], "ignore": ["e2"]}',
+                '{"attend": [{"id": "1", "why": "a theft"}], "ignore": []}',  # e2 missing
+                '{"attend": [], "ignore": ["2"]}',
             ]
 
         async def respond(self, request: ModelRequest) -> ModelResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def responder(body: dict[str, Any]) -> Reply:
     """Interested in anything; first round creates a situation and echoes; then Noop."""
     if wants_verdict(body):
         text = body["input"][0]["content"]
-        ids = [line[1 : line.index("]")] for line in text.splitlines() if line.startswith("[e")]
+        ids = [int(m) for m in re.findall(r"^\[(\d+)\] ", text, re.MULTILINE)]
         attend = [{"id": i, "why": "a theft on the quay"} for i in ids]
         return Reply.text(json.dumps({"attend": attend, "ignore": []}))
     if not has_outputs(body):

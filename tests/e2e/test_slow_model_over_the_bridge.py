@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from world_adapter.bridge.sim_server import BridgeServer
 from world_adapter.sim import SimWorld
 
 WATCH = "Harbour Ward Watch"
-LINE = "[e"
+LINE = re.compile(r"^\[(\d+)\] ")
 
 
 class SlowModel:
@@ -48,9 +49,10 @@ class SlowModel:
             text = "\n".join(str(i.get("content", "")) for i in body["input"])
             attend, ignore = [], []
             for line in text.splitlines():
-                if not line.startswith(LINE):
+                match = LINE.match(line)
+                if match is None:
                     continue
-                item_id = line[1 : line.index("]")]
+                item_id = int(match.group(1))
                 if "thief" in line:
                     attend.append({"id": item_id, "why": "a theft"})
                 else:

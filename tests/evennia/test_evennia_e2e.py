@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -87,7 +88,7 @@ def responder(body: dict[str, Any]) -> Reply:
     """Interested; then a situation and the echo prog; then Noop."""
     if wants_verdict(body):
         text = body["input"][0]["content"]
-        ids = [line[1 : line.index("]")] for line in text.splitlines() if line.startswith("[e")]
+        ids = [int(m) for m in re.findall(r"^\[(\d+)\] ", text, re.MULTILINE)]
         attend = [{"id": i, "why": "someone speaks"} for i in ids]
         return Reply.text(json.dumps({"attend": attend, "ignore": []}))
     if not has_outputs(body):

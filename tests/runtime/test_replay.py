@@ -68,9 +68,9 @@ class Script:
         if not request.tools:
             why = "a theft on the quay"
             if self.decision == "interested":
-                verdict = json.dumps({"attend": [{"id": "e1", "why": why}], "ignore": []})
+                verdict = json.dumps({"attend": [{"id": "1", "why": why}], "ignore": []})
             else:
-                verdict = json.dumps({"attend": [], "ignore": ["e1"]})
+                verdict = json.dumps({"attend": [], "ignore": ["1"]})
             return ModelResponse(
                 "att", request.model, "completed", (), verdict, (), Usage(300, 0, 20, 0)
             )
