@@ -42,7 +42,7 @@ from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
-from world_adapter.events import RoomEcho, Speech, WorldEvent
+from world_adapter.events import Cursor, RoomEcho, Speech, WorldEvent
 
 LIST_PRICES = {
     "gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10.0},
@@ -449,6 +449,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             began = time.monotonic()
             last_crash = last_cut = last_stop = 0.0
             stop_times: list[float] = []
+            played: list[tuple[int, Cursor]] = []
             behind = 0.0  # how far the playback fell behind the stream's own times
             cuts = 0
             for item in items:
@@ -481,6 +482,7 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
                     last_cut = offset
                     cuts += bridge.cut_all()
                 stamped = world.replay(item.event)
+                played.append((stamped.cell_id, stamped.cursor))
                 labels[f"bridge:{stamped.cursor}"] = item.relevant
             drain = options.drain_seconds
             if drain is None:
@@ -491,7 +493,10 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
 
             async def caught_up() -> None:
                 # A daemon started late in the stream is still being sent what it missed.
-                await runtime.daemon.wait_cursor(world.cursor)
+                watched = runtime.pipeline.router.watched_cells()
+                heard = [cursor for cell, cursor in played if cell in watched]
+                if heard:  # the game sends only the watched rooms' events
+                    await runtime.daemon.wait_cursor(heard[-1])
                 await runtime.pipeline.wait_idle()
 
             try:

@@ -270,9 +270,14 @@ class Daemon:
             self._took.notify_all()
 
     async def wait_cursor(self, cursor: Cursor) -> None:
-        """Return once the events up to `cursor` are stored (benchmarks and tests)."""
+        """Return once the events up to `cursor` (of its epoch) are stored (benchmarks, tests)."""
+
+        def reached() -> bool:
+            mine = self.cursor
+            return mine is not None and mine.epoch == cursor.epoch and mine.seq >= cursor.seq
+
         async with self._took:
-            await self._took.wait_for(lambda: self.cursor == cursor)
+            await self._took.wait_for(reached)
 
     async def _dispatch(self, stored: Sequence[tuple[int, WorldEvent]]) -> None:
         # Once intake has closed, stored events stay pending: the next start dispatches them.
@@ -326,7 +331,15 @@ class Daemon:
                 log.warning("world stream failed (%s); retrying in %ss", error, self._retry_seconds)
                 await self._clock.sleep(self._retry_seconds)
             elif error is not None:
-                raise error
+                # A bug, or input nothing above foresaw: intake must not end silently.
+                self.world_status = "reconnecting"
+                log.error(
+                    "world intake failed on an unexpected %s; retrying in %ss",
+                    type(error).__name__,
+                    self._retry_seconds,
+                    exc_info=error,
+                )
+                await self._clock.sleep(self._retry_seconds)
 
     def _refused(self, error: FatalStreamError) -> None:
         """The world refused the daemon (token, protocol version): stop, and say why."""

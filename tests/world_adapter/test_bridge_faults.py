@@ -69,6 +69,7 @@ class RunningDaemon:
     stop: asyncio.Event
     task: asyncio.Task[None]
     sleep: RecordingSleep = field(default_factory=RecordingSleep)
+    clock: FakeClock = field(default_factory=FakeClock)
 
     async def finish(self) -> None:
         self.stop.set()
@@ -136,7 +137,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
-    return RunningDaemon(daemon, pipeline, client, stop, task, sleep)
+    return RunningDaemon(daemon, pipeline, client, stop, task, sleep, clock)
 
 
 async def generate(world: SimWorld, count: int) -> None:
@@ -268,3 +269,50 @@ async def test_a_token_revoked_while_running_stops_the_daemon_after_draining(
     assert "the world refused the daemon, which stops" in caplog.text
     # The cut connection had delivered nothing, so one backed-off attempt, refused: no retry.
     assert len(running.sleep.delays) == 1 and server.stats.refused == 1
+
+
+@pytest.mark.parametrize("hostile", ["a\udc00b", "\ud800", "x\udfff\ud800y", "nul\x00here"])
+async def test_text_no_database_can_store_is_kept_and_intake_goes_on(
+    watched_store: Store, hostile: str
+) -> None:
+    world = sim_world()
+    inbox = InboxRepository(watched_store.db)
+    async with served(world) as server, daemon_on(watched_store, server) as running:
+        await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
+        world.emote(MAREN, hostile)
+        world.emote(MAREN, "waves.")
+        await running.pipeline.wait_seen(2)
+    assert await inbox.count("bridge") == 2
+    assert await inbox.count("bridge", pending_only=True) == 0
+    assert await inbox.cursor("bridge") == Cursor("boot-1", 2)
+    assert running.client.stats.bad_frames == 0
+
+
+async def test_an_unforeseen_failure_while_storing_is_logged_and_retried(
+    watched_store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    original = InboxRepository.store_events
+    failures: list[Exception] = []
+
+    async def flaky(self: InboxRepository, world_key: str, events: Sequence[WorldEvent]) -> Any:
+        if failures:
+            raise failures.pop()
+        return await original(self, world_key, events)
+
+    monkeypatch.setattr(InboxRepository, "store_events", flaky)
+    world = sim_world()
+    inbox = InboxRepository(watched_store.db)
+    async with served(world) as server, daemon_on(watched_store, server) as running:
+        await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
+        world.emote(MAREN, "waves.")
+        await running.pipeline.wait_seen(1)
+        failures.append(RuntimeError("a bug in storing"))
+        world.emote(MAREN, "waves again.")
+        async with asyncio.timeout(WAIT):
+            while running.daemon.world_status != "reconnecting":  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # the loopback connection delivers in real time
+        assert "world intake failed on an unexpected RuntimeError" in caplog.text
+        await running.clock.advance(60)  # the retry delay passes; the daemon subscribes again
+        await running.pipeline.wait_seen(2)
+    assert await inbox.count("bridge") == 2
+    assert await inbox.cursor("bridge") == Cursor("boot-1", 2)

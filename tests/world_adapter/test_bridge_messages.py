@@ -251,3 +251,17 @@ def test_error_messages_are_short_even_when_a_bad_value_is_huge() -> None:
         parse_frame('{"type": "gap", "reason": "' + "x" * 2_000_000 + '"}')
     assert len(str(caught.value)) == 500 and str(caught.value).endswith("…")
     encode_frame(Error(ErrorCode.BAD_FRAME, str(caught.value)))
+
+
+@pytest.mark.parametrize(
+    ("escaped", "kept"),
+    [
+        ("a\\udc00b", "a\ufffdb"),
+        ("\\ud800", "\ufffd"),
+        ("\\ud83d\\ude00", "\U0001f600"),  # a pair is one character, kept as it is
+        ("nul\\u0000", "nul\ufffd"),
+    ],
+)
+def test_text_no_database_can_store_is_replaced_not_refused(escaped: str, kept: str) -> None:
+    frame = parse_frame(f'{{"type": "ping", "nonce": "{escaped}"}}')
+    assert frame == Ping(kept)

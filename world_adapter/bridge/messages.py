@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -225,6 +226,33 @@ class FrameTooLarge(ValueError):
     """A frame to send is over `MAX_FRAME_BYTES`."""
 
 
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+"""A JSON escape that may decode to text no database stores: a surrogate, or NUL."""
+REPLACEMENT = "\ufffd"
+
+
+def _storable(value: Any) -> Any:
+    """`value` with lone surrogates and NUL characters in its strings replaced by U+FFFD.
+
+    JSON lets a sender escape a lone surrogate (``"\\udc00"``) or NUL; Python decodes both, but
+    neither can be written as UTF-8 (SQLite) or stored in a PostgreSQL text column. The frame is
+    kept, with the unrepresentable characters replaced, so no event is lost to them.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", REPLACEMENT)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {_storable(key): _storable(item) for key, item in value.items()}
+    return value
+
+
 def parse_frame(text: str, *, strict: bool = False) -> Frame:
     """The frame `text` holds.
 
@@ -241,6 +269,8 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
         data = json.loads(text)
     except (ValueError, RecursionError):
         raise BadFrame("Frame is not valid JSON.") from None
+    if _UNSTORABLE_ESCAPE.search(text):
+        data = _storable(data)
     if not isinstance(data, dict):
         raise BadFrame("Frame is not a JSON object.")
     kind = data.get("type")
@@ -277,8 +307,14 @@ def encode_frame(frame: Frame) -> str:
     Raises:
         FrameTooLarge: If the text is over `MAX_FRAME_BYTES`.
     """
-    text = json.dumps(frame_data(frame), ensure_ascii=False, separators=(",", ":"))
-    if len(text) > MAX_FRAME_BYTES // 4 and len(text.encode()) > MAX_FRAME_BYTES:
+    data = frame_data(frame)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:  # a lone surrogate: only a JSON escape can carry it
+        text = json.dumps(data, separators=(",", ":"))
+        size = len(text)
+    if size > MAX_FRAME_BYTES:
         raise FrameTooLarge(f"A {frame_type(frame)} frame would be over {MAX_FRAME_BYTES} bytes.")
     return text
 
