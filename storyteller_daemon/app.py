@@ -18,11 +18,12 @@ from pathlib import Path
 from progs.types import ProgSignature
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.policy import Policy, kill_file_path
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.alerts.service import describe_queue_overflow
-from storyteller_daemon.config import Config
+from storyteller_daemon.config import Config, normalise_database_url
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
@@ -63,8 +64,24 @@ def database_url(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
                 f"environment variable {cfg.database.url_env} is not set",
                 key="database.url_env",
             )
-        return value
+        try:
+            return normalise_database_url(value)
+        except ValueError as exc:
+            raise ConfigError("config", str(exc), key="database.url_env") from None
     return cfg.database.url
+
+
+def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The values of every secret the configuration names (API key, tokens, webhook, database
+    URL): no tool argument may carry one out (see `agent.policy`)."""
+    names = [
+        cfg.model.api_key_env,
+        cfg.world.token_env,
+        cfg.alerts.discord_webhook_env,
+        cfg.http.token_env,
+        cfg.database.url_env,
+    ]
+    return [environ[n] for n in names if n and environ.get(n, "").strip()]
 
 
 def open_store(cfg: Config, environ: Mapping[str, str] = os.environ) -> Store:
@@ -317,6 +334,14 @@ async def build_runtime(
     elif choice.offline:
         log.warning(OFFLINE_BANNER)
     lookups = CachedWorld(world, clock.monotonic)
+    router = Router()
+    policy = Policy(
+        cfg.policy,
+        clock.monotonic,
+        secrets=daemon_secrets(cfg, environ),
+        cells_of=router.cells_of,
+        kill_file=kill_file_path(cfg.policy, database_url(cfg, environ)),
+    )
     runner = None
     latency: dict[str, LatencyHistogram] = {}
     if choice.model is not None:
@@ -348,9 +373,10 @@ async def build_runtime(
                 debug_reasons=cfg.attention.debug_reasons,
             ),
             lookups=lookups,
+            policy=policy,
         )
     pipeline = Pipeline(
-        router=Router(),
+        router=router,
         runner=runner or _NoModel(),
         clock=clock,
         stats=stats,

@@ -46,11 +46,44 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+_ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+def normalise_database_url(value: str) -> str:
+    """A database URL the daemon can open, from a URL or a plain SQLite file path.
+
+    ``demo.db`` becomes ``sqlite+aiosqlite:///demo.db``; ``sqlite://`` and ``postgresql://``
+    get the async drivers the daemon uses.
+
+    Raises:
+        ValueError: a URL of a database the daemon does not support.
+    """
+    value = value.strip()
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        return f"sqlite+aiosqlite:///{value}"
+    driver = _ASYNC_DRIVERS.get(scheme.lower())
+    if driver is None:
+        raise ValueError(
+            f"unsupported database URL scheme {scheme!r}: use sqlite+aiosqlite:///FILE, "
+            "postgresql+asyncpg://USER@HOST/DB or a plain SQLite file path"
+        )
+    return f"{driver}://{rest}"
+
+
 class DatabaseConfig(_Section):
     """Where everything is persisted."""
 
-    url: str = Field(default="sqlite+aiosqlite:///storyteller.db", min_length=1)
-    """SQLAlchemy async URL: sqlite+aiosqlite:///path.db or postgresql+asyncpg://..."""
+    url: Annotated[str, AfterValidator(normalise_database_url)] = Field(
+        default="sqlite+aiosqlite:///storyteller.db", min_length=1
+    )
+    """SQLAlchemy async URL (sqlite+aiosqlite:///path.db, postgresql+asyncpg://...) or a path."""
     url_env: EnvVarName = ""
     """If set, the URL is read from this environment variable instead (for passwords)."""
     busy_timeout_ms: NonNegativeInt = 15_000
@@ -204,6 +237,29 @@ class BudgetsConfig(_Section):
     """Heartbeats call no model while no player is online in the storyteller's watched rooms."""
 
 
+class PolicyConfig(_Section):
+    """Limits every side-effecting tool call passes, whatever the model says (docs/security.md)."""
+
+    kill_switch: bool = False
+    """Stop every storyteller's prog calls at once; attention and read-only tools go on."""
+    kill_file: str = ""
+    """While this file exists, prog calls are stopped as by `kill_switch` (``touch`` it)."""
+    shadow: list[str] = Field(default_factory=list)
+    """Storytellers (by name, or ``*`` for all) whose prog calls are recorded, not run."""
+    event_turn_scope: Literal["trigger_rooms", "surveillance"] = "trigger_rooms"
+    """Where a turn started by a world event may act: the rooms of its events, or anywhere the
+    storyteller watches. Heartbeat and direct turns may act anywhere it watches."""
+    max_prog_calls_per_turn: PositiveInt = 3
+    target_cooldown_seconds: NonNegativeFloat = 600.0
+    """The same prog tool on the same room or character at most once in this many seconds."""
+    max_prog_calls_per_hour: PositiveInt = 60
+    """Prog calls of all storytellers together in any hour."""
+    max_text_chars: PositiveInt = 600
+    """Longest text a prog argument may carry."""
+    destructive_on_player_turns: bool = False
+    """Offer ForgetMemory, ResolveSituation and UpdateSituation on echo and speech turns too."""
+
+
 class Config(_Section):
     """The whole configuration file."""
 
@@ -218,6 +274,7 @@ class Config(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
 
 
 def _format_pydantic_error(err: dict[str, Any]) -> tuple[str, str]:
@@ -252,6 +309,8 @@ def load_config(path: str | Path) -> Config:
         raw = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(str(p), "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(p), f"not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(str(p), f"cannot read file: {exc.strerror}") from None
     try:

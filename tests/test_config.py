@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from storyteller_daemon.config import Config, load_config
+from storyteller_daemon.config import Config, load_config, parse_config
 from storyteller_daemon.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,3 +107,29 @@ def test_bad_toml_syntax_reports_the_line(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="file not found"):
         load_config(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("given", "opened"),
+    [
+        ("demo.db", "sqlite+aiosqlite:///demo.db"),
+        ("/var/lib/storyteller/st.db", "sqlite+aiosqlite:////var/lib/storyteller/st.db"),
+        ("sqlite:///demo.db", "sqlite+aiosqlite:///demo.db"),
+        ("postgresql://st@db/st", "postgresql+asyncpg://st@db/st"),
+        ("postgresql+asyncpg://st@db/st", "postgresql+asyncpg://st@db/st"),
+    ],
+)
+def test_a_database_is_given_by_url_or_by_file_path(given: str, opened: str) -> None:
+    assert parse_config({"database": {"url": given}}, "t").database.url == opened
+
+
+def test_an_unsupported_database_is_one_line_naming_it() -> None:
+    with pytest.raises(ConfigError, match="unsupported database URL scheme 'mysql'"):
+        parse_config({"database": {"url": "mysql://st@db/st"}}, "t")
+
+
+def test_a_config_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "storyteller.toml"
+    path.write_bytes(b'[database]\nurl = "\xff"\n')
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(path)

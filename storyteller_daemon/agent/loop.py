@@ -38,6 +38,7 @@ from storyteller_daemon.agent.model import (
     ModelResponse,
     ResponseItem,
 )
+from storyteller_daemon.agent.policy import DESTRUCTIVE_TOOLS, Policy
 from storyteller_daemon.agent.ports import BeforeRequest
 from storyteller_daemon.agent.prompts import tool_loop_instructions, user_message
 from storyteller_daemon.agent.records import (
@@ -56,6 +57,7 @@ from storyteller_daemon.agent.tools.base import (
     dump_envelope,
     error,
     invoke,
+    ok,
     parse_arguments,
 )
 from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
@@ -74,6 +76,10 @@ MALFORMED_FEEDBACK = (
     "match the declared tool schemas."
 )
 SKIPPED_ERROR = "skipped: already done in this turn"
+SHADOW_RESULT = {
+    "simulated": True,
+    "message": "Shadow mode: the call was recorded but not run; the game did not change.",
+}
 
 Clock = Callable[[], float]
 
@@ -95,6 +101,8 @@ class _Turn:
     dispatched: set[tuple[str, str]] = field(default_factory=set)
     acted: bool = False
     """Whether an earlier round ran a tool other than Noop successfully."""
+    prog_calls: int = 0
+    """Prog calls that ran (or were simulated in shadow mode) in this turn."""
 
 
 class ToolLoop:
@@ -106,6 +114,8 @@ class ToolLoop:
         clock: a monotonic clock in seconds (injected so tests control time).
         before_request: awaited with every request before it is sent; may raise
             `BudgetExceeded` to stop the turn (token or cost budgets live outside the loop).
+        policy: the policy point every call passes before it runs (None: no limits beyond
+            the offered tools).
     """
 
     def __init__(
@@ -115,11 +125,13 @@ class ToolLoop:
         clock: Clock,
         *,
         before_request: BeforeRequest | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self._model = model
         self._limits = limits
         self._clock = clock
         self._before_request = before_request
+        self._policy = policy
 
     async def run(
         self,
@@ -149,7 +161,7 @@ class ToolLoop:
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
-            tools=toolset(storyteller, trigger, ctx),
+            tools=toolset(storyteller, trigger, ctx, withheld=self._withheld(trigger)),
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
@@ -177,6 +189,11 @@ class ToolLoop:
             len(turn.record.calls),
         )
         return turn.record
+
+    def _withheld(self, trigger: Trigger) -> frozenset[str]:
+        if self._policy is None or self._policy.offers_destructive(trigger):
+            return frozenset()
+        return DESTRUCTIVE_TOOLS
 
     async def _drive(self, turn: _Turn, started: float) -> TurnOutcome:
         limits = self._limits
@@ -284,9 +301,17 @@ class ToolLoop:
         return records
 
     async def _run_call(self, turn: _Turn, call: FunctionCall) -> CallRecord:
-        def record(envelope: dict[str, object], **flags: bool) -> CallRecord:
+        def record(
+            envelope: dict[str, object], rule: str | None = None, **flags: bool
+        ) -> CallRecord:
             return CallRecord(
-                turn.record.rounds, call.call_id, call.name, call.arguments, envelope, **flags
+                turn.record.rounds,
+                call.call_id,
+                call.name,
+                call.arguments,
+                envelope,
+                rule=rule,
+                **flags,
             )
 
         try:
@@ -300,7 +325,27 @@ class ToolLoop:
         if key in turn.dispatched:
             return record(error(SKIPPED_ERROR), skipped=True)
         turn.dispatched.add(key)
+        if self._policy is not None:
+            decision = self._policy.check_secrets(arguments)
+            if decision is None and tool.effect is not None:
+                decision = await self._policy.check_prog_call(
+                    turn.storyteller,
+                    turn.trigger,
+                    tool.name,
+                    tool.effect(arguments),
+                    turn.ctx.world,
+                    turn.prog_calls,
+                )
+            if decision is not None and decision.shadow:
+                turn.prog_calls += 1
+                return record(ok(SHADOW_RESULT), shadowed=True, rule=decision.rule)
+            if decision is not None and not decision.allowed:
+                return record(error(decision.message()), refused=True, rule=decision.rule)
         envelope = await invoke(tool, arguments, turn.ctx)
+        if tool.effect is not None and envelope["ok"]:
+            turn.prog_calls += 1
+            if self._policy is not None:
+                self._policy.ran(turn.storyteller, tool.name, tool.effect(arguments))
         log.debug(
             "storyteller %s called %s: %s",
             turn.storyteller.id,

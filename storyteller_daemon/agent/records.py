@@ -133,8 +133,10 @@ class CallRecord:
         arguments: the raw argument text.
         envelope: what was sent back (``ok`` plus ``result`` or ``error``).
         skipped: an identical call already ran in this turn, so this one did not.
-        refused: the tool was not offered in this turn.
+        refused: the tool was not offered in this turn, or the policy refused the call.
         malformed: the arguments were not a JSON object.
+        rule: the policy rule that refused the call (or ``shadow``: recorded, not run).
+        shadowed: shadow mode: the call was answered with a simulated success, not run.
     """
 
     round: int
@@ -145,6 +147,8 @@ class CallRecord:
     skipped: bool = False
     refused: bool = False
     malformed: bool = False
+    rule: str | None = None
+    shadowed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -157,6 +161,8 @@ class CallRecord:
             "skipped": self.skipped,
             "refused": self.refused,
             "malformed": self.malformed,
+            "rule": self.rule,
+            "shadowed": self.shadowed,
         }
 
 

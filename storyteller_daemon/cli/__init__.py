@@ -60,6 +60,7 @@ def _register() -> None:
         db,
         demo,
         doctor,
+        policy,
         run,
         runs,
         seed,
@@ -74,6 +75,7 @@ def _register() -> None:
     app.add_typer(bridge.app, name="bridge")
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
+    app.add_typer(policy.app, name="policy")
     app.command("costs")(costs.costs)
     app.command("run")(run.run)
     app.command("demo")(demo.demo)

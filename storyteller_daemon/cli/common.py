@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from storyteller_daemon.config import Config, load_config
@@ -68,7 +69,7 @@ def state(ctx: typer.Context) -> CliState:
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one clear error line and return the exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True)
     return typer.Exit(code)
 
 

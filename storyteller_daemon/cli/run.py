@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,13 +17,39 @@ if TYPE_CHECKING:
     from storyteller_daemon.alerts import Alerts
 
 
-def configure_logging(cfg: LoggingConfig) -> None:
-    """Plain, timestamped log lines on stderr (journald adds its own metadata)."""
-    logging.basicConfig(
-        level=cfg.level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
-    )
+_SYSLOG_PRIORITY = {
+    logging.CRITICAL: 2,
+    logging.ERROR: 3,
+    logging.WARNING: 4,
+    logging.INFO: 6,
+    logging.DEBUG: 7,
+}
+
+
+class JournalFormatter(logging.Formatter):
+    """Log lines for journald: each line starts with its syslog priority (``<3>`` for errors),
+    so ``journalctl -p err`` finds them; journald adds the time itself."""
+
+    def __init__(self) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        priority = next(
+            (p for level, p in sorted(_SYSLOG_PRIORITY.items()) if record.levelno <= level), 2
+        )
+        # A traceback's lines carry the priority too, or journald files them as notices.
+        return "\n".join(f"<{priority}>{line}" for line in super().format(record).splitlines())
+
+
+def configure_logging(cfg: LoggingConfig, environ: Mapping[str, str] = os.environ) -> None:
+    """Log lines on stderr: with syslog priorities under journald (``JOURNAL_STREAM`` set),
+    else plain and timestamped."""
+    handler = logging.StreamHandler()
+    if environ.get("JOURNAL_STREAM"):
+        handler.setFormatter(JournalFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=cfg.level, handlers=[handler], force=True)
     # Third-party chatter (HTTP request lines) stays out unless debugging.
     # SQL logging at DEBUG would write statement parameters (run records hold player text).
     for noisy in ("httpx", "httpx2", "openai", "apscheduler", "aiosqlite", "sqlalchemy", "alembic"):

@@ -29,7 +29,13 @@ _MXP_TAG = re.compile(
     re.IGNORECASE,
 )
 _COLOUR = re.compile(r"##|#`\d{1,3};\d{1,3};\d{1,3};|#[0-9a-i]", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f"
+    # Invisible and direction-changing characters, which can hide words from a reader or
+    # reorder them: zero-width spaces and joiners, bidirectional embeddings, overrides and
+    # isolates, word joiner and invisible operators, the byte-order mark, and tag characters.
+    r"\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 _CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 SPEECH_TEXT_LIMIT = 400
@@ -41,7 +47,8 @@ BLANK_FIELD = "(none)"
 
 
 def strip_markup(text: str, *, colour_codes: bool = True) -> str:
-    """`text` without ANSI escapes, MXP tags, engine colour codes or control characters.
+    """`text` without ANSI escapes, MXP tags, engine colour codes, control characters or
+    invisible and bidirectional formatting characters.
 
     Engine colour codes follow FutureMUD: ``#`` and one of ``0-9``/``a-i`` sets a colour,
     ``#`r;g;b;`` an RGB colour, and ``##`` stands for a literal ``#``. Pass

@@ -331,15 +331,7 @@ class Daemon:
                 log.warning("world stream failed (%s); retrying in %ss", error, self._retry_seconds)
                 await self._clock.sleep(self._retry_seconds)
             elif error is not None:
-                # A bug, or input nothing above foresaw: intake must not end silently.
-                self.world_status = "reconnecting"
-                log.error(
-                    "world intake failed on an unexpected %s; retrying in %ss",
-                    type(error).__name__,
-                    self._retry_seconds,
-                    exc_info=error,
-                )
-                await self._clock.sleep(self._retry_seconds)
+                raise error
 
     def _refused(self, error: FatalStreamError) -> None:
         """The world refused the daemon (token, protocol version): stop, and say why."""

@@ -351,7 +351,9 @@ def call_line(call: dict[str, Any]) -> str:
 
 
 def _flags(call: dict[str, Any]) -> str:
-    return ",".join(k for k in ("skipped", "refused", "malformed") if call.get(k)) or "run"
+    return (
+        ",".join(k for k in ("skipped", "refused", "malformed", "shadowed") if call.get(k)) or "run"
+    )
 
 
 def _call_differences(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[Difference]:

@@ -20,6 +20,7 @@ from storyteller_daemon.agent.attention import (
 )
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.ports import (
     MemoryStore,
     ReferenceStore,
@@ -82,6 +83,7 @@ class AgentTurnRunner:
         alerts: AlertSink | None = None,
         attention: AttentionOptions | None = None,
         lookups: WorldClient | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self._stats = stats
         self._alerts = alerts
@@ -92,7 +94,7 @@ class AgentTurnRunner:
         self._prompts = PromptBuilder(lookups or world, situations, limits, speech)
         hook = budget.before_request if budget is not None else None
         self.gate = AttentionGate(model, limits, before_request=hook, options=attention)
-        self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook)
+        self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook, policy=policy)
         self._recorder = recorder or RunRecorder(None, None, clock)
 
     async def judge(

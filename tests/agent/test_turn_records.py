@@ -79,6 +79,8 @@ def test_a_turn_record_survives_json() -> None:
         "skipped": False,
         "refused": False,
         "malformed": True,
+        "rule": None,
+        "shadowed": False,
     }
     assert data["usage"] == {
         "input_tokens": 1,

@@ -100,7 +100,9 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
     world = SimWorld.harbour_town()
     async with ScriptedResponsesServer(responder=responder) as server:
         runtime, stop, task = await start(cfg, store, world, server)
-        world.emote(2004, "slips a hand into Maren Tidewell's purse and runs!")
+        # someone on the quay (room 101), where the storyteller then acts: the policy lets a
+        # turn act only in the rooms of its events
+        world.emote(2003, "slips a hand into Maren Tidewell's purse and runs!")
         await asyncio.wait_for(_until(lambda: runtime.stats.turns.total() >= 1), 10)
         stop.set()
         await asyncio.wait_for(task, 10)

@@ -286,33 +286,3 @@ async def test_text_no_database_can_store_is_kept_and_intake_goes_on(
     assert await inbox.count("bridge", pending_only=True) == 0
     assert await inbox.cursor("bridge") == Cursor("boot-1", 2)
     assert running.client.stats.bad_frames == 0
-
-
-async def test_an_unforeseen_failure_while_storing_is_logged_and_retried(
-    watched_store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    original = InboxRepository.store_events
-    failures: list[Exception] = []
-
-    async def flaky(self: InboxRepository, world_key: str, events: Sequence[WorldEvent]) -> Any:
-        if failures:
-            raise failures.pop()
-        return await original(self, world_key, events)
-
-    monkeypatch.setattr(InboxRepository, "store_events", flaky)
-    world = sim_world()
-    inbox = InboxRepository(watched_store.db)
-    async with served(world) as server, daemon_on(watched_store, server) as running:
-        await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
-        world.emote(MAREN, "waves.")
-        await running.pipeline.wait_seen(1)
-        failures.append(RuntimeError("a bug in storing"))
-        world.emote(MAREN, "waves again.")
-        async with asyncio.timeout(WAIT):
-            while running.daemon.world_status != "reconnecting":  # noqa: ASYNC110
-                await asyncio.sleep(0.01)  # the loopback connection delivers in real time
-        assert "world intake failed on an unexpected RuntimeError" in caplog.text
-        await running.clock.advance(60)  # the retry delay passes; the daemon subscribes again
-        await running.pipeline.wait_seen(2)
-    assert await inbox.count("bridge") == 2
-    assert await inbox.cursor("bridge") == Cursor("boot-1", 2)

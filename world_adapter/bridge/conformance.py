@@ -386,13 +386,16 @@ class Checker:
         probe = await self._session_probe()
         padding = "x" * (MAX_FRAME_BYTES + 1)
         try:
-            await probe.send(f'{{"type": "ping", "nonce": "n", "padding": "{padding}"}}')
-        except (ConnectionError, aiohttp.ClientError):
-            # The game may close as soon as it reads the frame's length, while the rest of the
-            # frame is still being sent; the close frame is then lost with the connection.
-            if probe.ws.close_code is None:
-                return "the connection was closed while the oversize frame was being sent"
-        closed = await probe.expect_close()
+            try:
+                await probe.send(f'{{"type": "ping", "nonce": "n", "padding": "{padding}"}}')
+            except (ConnectionError, aiohttp.ClientError):
+                # The game may close as soon as it reads the frame's length, while the rest of
+                # the frame is still being sent; the close frame is then lost with it.
+                if probe.ws.close_code is None:
+                    return "the connection was closed while the oversize frame was being sent"
+            closed = await probe.expect_close()
+        finally:
+            await probe.ws.close()
         if closed.code is None:
             return "the connection was closed while the oversize frame was being sent"
         if closed.code != CloseCode.TOO_BIG:

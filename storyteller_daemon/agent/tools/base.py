@@ -23,6 +23,7 @@ from typing import Any
 from progs.scalars import ID_KEYS, integer_value
 from progs.types import ProgSignature
 from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.policy import Effect
 from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.domain.settings import Storyteller
@@ -114,12 +115,16 @@ class Tool:
         description: what the tool does, for the model.
         parameters: the strict JSON schema of the arguments.
         handler: does the work and returns the ``result`` payload, or raises `ToolError`.
+        effect: what a call would touch in the game (tools that run progs).
     """
 
     name: str
     description: str
     parameters: dict[str, Any]
     handler: Handler
+    effect: Callable[[Mapping[str, Any]], Effect] | None = None
+    """For a tool that acts on the game (a prog): what a call's arguments would touch, so the
+    policy can check it first. None for tools that only read or keep the storyteller's notes."""
 
     @classmethod
     def define(

@@ -27,6 +27,7 @@ from progs.convert import ArgumentError, convert_arguments
 from progs.results import custom_tool_result
 from progs.schema import UnsupportedParameterType, tool_parameters_schema
 from progs.types import ProgSignature
+from storyteller_daemon.agent.policy import prog_effect
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, idempotency_key
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
@@ -88,7 +89,14 @@ def build_custom_tool(custom: CustomTool, progs: Sequence[ProgSignature]) -> Too
         )
     except (UnsupportedParameterType, ValueError) as exc:
         raise InvalidCustomTool(f"Custom tool '{name}' is invalid: {exc}") from None
-    return Tool(name, custom.description, strict_schema(authored), _ProgRunner(name, signature))
+    parameters = signature.parameters
+    return Tool(
+        name,
+        custom.description,
+        strict_schema(authored),
+        _ProgRunner(name, signature),
+        effect=lambda arguments: prog_effect(parameters, arguments),
+    )
 
 
 def validate_custom_tool(custom: CustomTool, progs: Sequence[ProgSignature]) -> str | None:

@@ -115,15 +115,29 @@ class Toolset:
         return self.refusals.get(name.strip().lower(), f"Unknown function '{name}'.")
 
 
-def toolset(storyteller: Storyteller, trigger: Trigger, ctx: ToolContext) -> Toolset:
-    """The tools a storyteller's turn offers for a trigger (`ctx.progs` must be loaded)."""
-    builtins = builtin_tools(trigger.profile)
+def toolset(
+    storyteller: Storyteller,
+    trigger: Trigger,
+    ctx: ToolContext,
+    *,
+    withheld: frozenset[str] = frozenset(),
+) -> Toolset:
+    """The tools a storyteller's turn offers for a trigger (`ctx.progs` must be loaded).
+
+    `withheld` names built-ins the policy keeps out of this turn (see `agent.policy`).
+    """
+    builtins = tuple(t for t in builtin_tools(trigger.profile) if t.name not in withheld)
     offered_names = {t.name for t in builtins}
     refusals = {
         name.lower(): f"Tool '{name}' is not available for this trigger."
         for name in BUILTIN_TOOLS
         if name not in offered_names
     }
+    for name in withheld:
+        refusals[name.lower()] = (
+            f"Tool '{name}' is not offered on turns a player's words or actions start "
+            "(policy rule destructive_by_trigger)."
+        )
     custom = custom_toolset(
         storyteller, ctx.progs or (), include_echo_tools=trigger.include_echo_tools
     )

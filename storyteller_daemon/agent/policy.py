@@ -1,0 +1,328 @@
+"""The policy point: every prog call a turn would make is checked here before it reaches the game.
+
+The model reads text players wrote, so assume it does what that text asks. The limits that hold
+are the ones the daemon enforces whatever the model says; each is a named rule:
+
+* ``kill_switch``: ``[policy] kill_switch`` or the ``kill_file`` flag stops every prog call of
+  every storyteller at once (attention and read-only tools go on);
+* ``scope``: rooms a call names must be watched by the storyteller and, on a turn started by a
+  world event, be a room of its events (``event_turn_scope``); characters it names must be
+  named by the turn's events, or be in one of those rooms (on heartbeat and direct turns: in a
+  watched room);
+* ``turn_cap``, ``cooldown``, ``hourly_cap``: at most ``max_prog_calls_per_turn`` prog calls
+  in a turn, the same tool on the same room or character once per ``target_cooldown_seconds``,
+  ``max_prog_calls_per_hour`` prog calls of all storytellers together;
+* ``secret``: no argument of any tool may carry one of the daemon's secrets (API key, bridge
+  token, webhook URL);
+* ``text_cap``: text passed to a prog is at most ``max_text_chars`` long.
+
+A refusal is returned to the model as a tool error naming the rule, recorded with the call in
+the run record and counted. Storytellers in ``shadow`` run their turns as usual, but their prog
+calls are recorded as "would call" and answered with a simulated success: nothing reaches the
+game.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from progs.scalars import ID_KEYS, integer_value
+from progs.types import ProgParameter, ProgType
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import PolicyConfig
+from storyteller_daemon.domain.settings import Storyteller
+from world_adapter.errors import WorldCommandError
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__name__)
+
+KILL_SWITCH = "kill_switch"
+SCOPE = "scope"
+TURN_CAP = "turn_cap"
+COOLDOWN = "cooldown"
+HOURLY_CAP = "hourly_cap"
+SECRET = "secret"  # noqa: S105 - the name of a rule
+TEXT_CAP = "text_cap"
+SHADOW = "shadow"
+MIN_SECRET_CHARS = 8
+"""Shorter secrets are not looked for in arguments: they would match ordinary words."""
+DESTRUCTIVE_TOOLS = frozenset({"ForgetMemory", "ResolveSituation", "UpdateSituation"})
+"""Built-ins that undo the storyteller's own records; not offered on turns a player can
+start by speaking or emoting, unless ``destructive_on_player_turns``."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a prog call would touch in the game: its rooms, characters and text arguments."""
+
+    rooms: frozenset[int] = frozenset()
+    characters: frozenset[int] = frozenset()
+    texts: tuple[str, ...] = ()
+
+
+def _ids(value: Any) -> list[int | None]:
+    """The ids an argument holds (a collection gives several); None for one that is no id."""
+    values = value if isinstance(value, list) else [value]
+    found: list[int | None] = []
+    for each in values:
+        if each is None:
+            continue
+        if isinstance(each, Mapping):
+            key = next((k for k in ID_KEYS if k in each), None)
+            each = each[key] if key is not None else None
+        found.append(integer_value(each))
+    return found
+
+
+def prog_effect(parameters: Sequence[ProgParameter], arguments: Mapping[str, Any]) -> Effect:
+    """The effect of calling a prog with these parameters with `arguments` (by name).
+
+    A location or character argument that is not an id is counted as id -1, which no scope
+    holds, so it is refused rather than overlooked.
+    """
+    rooms: set[int] = set()
+    characters: set[int] = set()
+    texts: list[str] = []
+    by_name = {k.lower(): v for k, v in arguments.items()}
+    for parameter in parameters:
+        value = by_name.get(parameter.name.lower())
+        element = parameter.type.element
+        if element is ProgType.LOCATION:
+            rooms.update(-1 if i is None else i for i in _ids(value))
+        elif element is ProgType.CHARACTER:
+            characters.update(-1 if i is None else i for i in _ids(value))
+        elif element is ProgType.TEXT:
+            values = value if isinstance(value, list) else [value]
+            texts += [v for v in values if isinstance(v, str)]
+    return Effect(frozenset(rooms), frozenset(characters), tuple(texts))
+
+
+def strings_in(value: Any) -> Iterable[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's answer about one call: allowed, shadowed, or refused by a named rule."""
+
+    rule: str | None = None
+    reason: str = ""
+    shadow: bool = False
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the call may run (or, shadowed, be simulated)."""
+        return self.rule is None or self.shadow
+
+    def message(self) -> str:
+        """The tool error the model sees."""
+        return f"Refused by the storyteller's policy (rule {self.rule}): {self.reason}"
+
+
+def refuse(rule: str, reason: str) -> Decision:
+    """A refusal by `rule`."""
+    return Decision(rule, reason)
+
+
+@dataclass
+class PolicyStats:
+    """Refusals by rule, and calls simulated in shadow mode, since start."""
+
+    refused: Counter[str] = field(default_factory=Counter)
+    shadowed: int = 0
+
+
+class Policy:
+    """The policy point of one daemon.
+
+    Args:
+        cfg: the ``[policy]`` section.
+        clock: monotonic seconds.
+        secrets: the daemon's secrets (API key, bridge token, webhook URL...); blank and short
+            values are ignored.
+        cells_of: the rooms a storyteller watches, by id (empty: not known, not checked).
+        kill_file: while this file exists, prog calls are stopped (`kill_file_path`).
+    """
+
+    def __init__(
+        self,
+        cfg: PolicyConfig,
+        clock: Callable[[], float],
+        *,
+        secrets: Iterable[str] = (),
+        cells_of: Callable[[int], frozenset[int]] | None = None,
+        kill_file: Path | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.kill_file = kill_file
+        self._clock = clock
+        self._secrets = tuple(s for s in {s.strip() for s in secrets} if len(s) >= MIN_SECRET_CHARS)
+        self._cells_of = cells_of
+        self._recent: dict[tuple[int, str, str, int], float] = {}
+        self._hour: deque[float] = deque()
+        self.stats = PolicyStats()
+
+    # ------------------------------------------------------------------ switches
+
+    @property
+    def killed(self) -> bool:
+        """Whether the kill switch (setting or file flag) stops prog calls now."""
+        if self.cfg.kill_switch:
+            return True
+        return self.kill_file is not None and self.kill_file.exists()
+
+    def shadowed(self, storyteller: Storyteller) -> bool:
+        """Whether the storyteller's prog calls are simulated instead of run."""
+        names = {n.strip().casefold() for n in self.cfg.shadow}
+        return "*" in names or storyteller.name.strip().casefold() in names
+
+    def offers_destructive(self, trigger: Trigger) -> bool:
+        """Whether memory-forgetting and situation-changing tools are offered for `trigger`."""
+        player_started = trigger.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH)
+        return self.cfg.destructive_on_player_turns or not player_started
+
+    # ------------------------------------------------------------------ checks
+
+    def check_secrets(self, arguments: Mapping[str, Any]) -> Decision | None:
+        """A refusal when any string of the arguments carries a secret of the daemon."""
+        for text in strings_in(dict(arguments)):
+            if any(secret in text for secret in self._secrets):
+                return refuse(SECRET, "an argument carries a secret of the daemon")
+        return None
+
+    async def check_prog_call(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        tool: str,
+        effect: Effect,
+        world: WorldClient,
+        calls_this_turn: int,
+    ) -> Decision:
+        """The decision about one prog call of a turn (`calls_this_turn` ran before it)."""
+        decision = await self._decide(storyteller, trigger, tool, effect, world, calls_this_turn)
+        if decision.rule is not None:
+            self.stats.refused[decision.rule] += 1
+            log.warning(
+                "storyteller %s: policy refused %s (rule %s): %s",
+                storyteller.name,
+                tool,
+                decision.rule,
+                decision.reason,
+            )
+            return decision
+        if self.shadowed(storyteller):
+            self.stats.shadowed += 1
+            return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
+        return decision
+
+    def ran(self, storyteller: Storyteller, tool: str, effect: Effect) -> None:
+        """Count a prog call that ran, for the cooldown and the hourly cap."""
+        now = self._clock()
+        self._hour.append(now)
+        assert storyteller.id is not None
+        for kind, targets in (("room", effect.rooms), ("character", effect.characters)):
+            for target in targets:
+                self._recent[(storyteller.id, tool.casefold(), kind, target)] = now
+
+    async def _decide(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        tool: str,
+        effect: Effect,
+        world: WorldClient,
+        calls_this_turn: int,
+    ) -> Decision:
+        cfg = self.cfg
+        if self.killed:
+            return refuse(KILL_SWITCH, "the kill switch stops every prog call")
+        for text in effect.texts:
+            if len(text) > cfg.max_text_chars:
+                return refuse(TEXT_CAP, f"a text is over {cfg.max_text_chars} characters")
+        scope = await self._scope(storyteller, trigger, effect, world)
+        if scope is not None:
+            return scope
+        if calls_this_turn >= cfg.max_prog_calls_per_turn:
+            return refuse(TURN_CAP, f"this turn already made {calls_this_turn} prog calls")
+        now = self._clock()
+        assert storyteller.id is not None
+        for kind, targets in (("room", effect.rooms), ("character", effect.characters)):
+            for target in sorted(targets):
+                last = self._recent.get((storyteller.id, tool.casefold(), kind, target))
+                if last is not None and now - last < cfg.target_cooldown_seconds:
+                    return refuse(
+                        COOLDOWN,
+                        f"{tool} acted on {kind} #{target} {now - last:.0f} s ago; "
+                        f"once per {cfg.target_cooldown_seconds:g} s",
+                    )
+        while self._hour and now - self._hour[0] >= 3600:
+            self._hour.popleft()
+        if len(self._hour) >= cfg.max_prog_calls_per_hour:
+            return refuse(HOURLY_CAP, f"{len(self._hour)} prog calls in the last hour")
+        return Decision()
+
+    async def _scope(
+        self, storyteller: Storyteller, trigger: Trigger, effect: Effect, world: WorldClient
+    ) -> Decision | None:
+        assert storyteller.id is not None
+        watched = self._cells_of(storyteller.id) if self._cells_of is not None else frozenset()
+        event_rooms = frozenset(t.room_id for t in trigger.all if t.room_id is not None)
+        by_event = bool(event_rooms) and self.cfg.event_turn_scope == "trigger_rooms"
+        allowed_rooms = event_rooms if by_event else watched
+        if watched and by_event:
+            allowed_rooms = event_rooms & watched
+        for room in sorted(effect.rooms):
+            if allowed_rooms and room not in allowed_rooms:
+                area = "this turn's events" if by_event else "the rooms it watches"
+                return refuse(SCOPE, f"room #{room} is outside {area}")
+            if not allowed_rooms and room == -1:
+                return refuse(SCOPE, "a room argument is not a room id")
+        if not effect.characters:
+            return None
+        named = trigger.character_ids
+        for character in sorted(effect.characters - named):
+            if character == -1:
+                return refuse(SCOPE, "a character argument is not a character id")
+            location = await _location(world, character)
+            inside = allowed_rooms if allowed_rooms else None
+            if location is None or (inside is not None and location not in inside):
+                return refuse(
+                    SCOPE,
+                    f"character #{character} is not named by this turn's events "
+                    "and is not in a room it may act on",
+                )
+        return None
+
+
+async def _location(world: WorldClient, character_id: int) -> int | None:
+    try:
+        info = await world.character(character_id)
+    except WorldCommandError:
+        return None
+    return info.location_id if info is not None else None
+
+
+def kill_file_path(cfg: PolicyConfig, database_url: str) -> Path | None:
+    """The kill switch's file flag: ``[policy] kill_file``, else ``<database file>.kill`` for a
+    SQLite database (None for PostgreSQL without a configured path)."""
+    if cfg.kill_file:
+        return Path(cfg.kill_file)
+    prefix = "sqlite+aiosqlite:///"
+    if database_url.startswith(prefix) and database_url != prefix:
+        return Path(database_url.removeprefix(prefix)).with_suffix(".kill")
+    return None
