@@ -254,10 +254,13 @@ class PolicyConfig(_Section):
     """The same prog tool on the same room or character at most once in this many seconds."""
     max_prog_calls_per_hour: PositiveInt = 60
     """Prog calls of all storytellers together in any hour."""
+    max_prog_calls_per_player_per_hour: PositiveInt = 6
+    """Prog calls set off by one character's words or actions (echo, speech, crime) an hour."""
     max_text_chars: PositiveInt = 600
     """Longest text a prog argument may carry."""
     destructive_on_player_turns: bool = False
-    """Offer ForgetMemory, ResolveSituation and UpdateSituation on echo and speech turns too."""
+    """Offer ForgetMemory, UpdateMemory, ResolveSituation and UpdateSituation on echo and speech
+    turns too."""
 
 
 class Config(_Section):

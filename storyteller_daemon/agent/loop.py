@@ -38,7 +38,12 @@ from storyteller_daemon.agent.model import (
     ModelResponse,
     ResponseItem,
 )
-from storyteller_daemon.agent.policy import DESTRUCTIVE_TOOLS, Policy
+from storyteller_daemon.agent.policy import (
+    DESTRUCTIVE_RULE,
+    DESTRUCTIVE_TOOLS,
+    NOT_OFFERED,
+    Policy,
+)
 from storyteller_daemon.agent.ports import BeforeRequest
 from storyteller_daemon.agent.prompts import tool_loop_instructions, user_message
 from storyteller_daemon.agent.records import (
@@ -320,13 +325,19 @@ class ToolLoop:
             return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
         tool = turn.tools.find(call.name)
         if tool is None:
-            return record(error(turn.tools.refusal(call.name)), refused=True)
+            withheld = {n.lower() for n in self._withheld(turn.trigger)}
+            rule = DESTRUCTIVE_RULE if call.name.strip().lower() in withheld else NOT_OFFERED
+            return record(error(turn.tools.refusal(call.name)), refused=True, rule=rule)
         key = (tool.name, canonical_arguments(arguments))
         if key in turn.dispatched:
             return record(error(SKIPPED_ERROR), skipped=True)
         turn.dispatched.add(key)
         if self._policy is not None:
             decision = self._policy.check_secrets(arguments)
+            if decision is None and tool.effect is None and tool.names is not None:
+                decision = await self._policy.check_scope(
+                    turn.storyteller, turn.trigger, tool.name, tool.names(arguments), turn.ctx.world
+                )
             if decision is None and tool.effect is not None:
                 decision = await self._policy.check_prog_call(
                     turn.storyteller,
@@ -345,7 +356,7 @@ class ToolLoop:
         if tool.effect is not None and envelope["ok"]:
             turn.prog_calls += 1
             if self._policy is not None:
-                self._policy.ran(turn.storyteller, tool.name, tool.effect(arguments))
+                self._policy.ran(turn.storyteller, tool.name, tool.effect(arguments), turn.trigger)
         log.debug(
             "storyteller %s called %s: %s",
             turn.storyteller.id,

@@ -25,6 +25,7 @@ game.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,9 +50,21 @@ HOURLY_CAP = "hourly_cap"
 SECRET = "secret"  # noqa: S105 - the name of a rule
 TEXT_CAP = "text_cap"
 SHADOW = "shadow"
+PLAYER_CAP = "player_cap"
+NOT_OFFERED = "not_offered"
+"""A call to a tool the turn does not offer (unknown, another profile's, echo-only, invalid)."""
+DESTRUCTIVE_RULE = "destructive_by_trigger"
+INSTRUCTIONS = "instructions"
+_PUNCTUATION = re.compile(r"[^\w\s]")
+MIN_INSTRUCTION_LINE = 40
+"""Lines of a storyteller's prompts at least this long may not be sent out in a prog's text."""
 MIN_SECRET_CHARS = 8
 """Shorter secrets are not looked for in arguments: they would match ordinary words."""
-DESTRUCTIVE_TOOLS = frozenset({"ForgetMemory", "ResolveSituation", "UpdateSituation"})
+PLAYER_STARTED = frozenset({TriggerKind.ROOM_ECHO, TriggerKind.SPEECH, TriggerKind.CRIME})
+"""Turns a player's words or actions start."""
+DESTRUCTIVE_TOOLS = frozenset(
+    {"ForgetMemory", "UpdateMemory", "ResolveSituation", "UpdateSituation"}
+)
 """Built-ins that undo the storyteller's own records; not offered on turns a player can
 start by speaking or emoting, unless ``destructive_on_player_turns``."""
 
@@ -77,6 +90,21 @@ def _ids(value: Any) -> list[int | None]:
             each = each[key] if key is not None else None
         found.append(integer_value(each))
     return found
+
+
+def named(
+    *, characters: Sequence[str] = (), rooms: Sequence[str] = ()
+) -> Callable[[Mapping[str, Any]], Effect]:
+    """The effect of a built-in tool whose arguments `characters` and `rooms` name targets."""
+
+    def effect(arguments: Mapping[str, Any]) -> Effect:
+        def ids(keys: Sequence[str]) -> frozenset[int]:
+            found = (i for key in keys for i in _ids(arguments.get(key)))
+            return frozenset(-1 if i is None else i for i in found)
+
+        return Effect(ids(rooms), ids(characters))
+
+    return effect
 
 
 def prog_effect(parameters: Sequence[ProgParameter], arguments: Mapping[str, Any]) -> Effect:
@@ -174,6 +202,7 @@ class Policy:
         self._cells_of = cells_of
         self._recent: dict[tuple[int, str, str, int], float] = {}
         self._hour: deque[float] = deque()
+        self._by_player: dict[int, deque[float]] = {}
         self.stats = PolicyStats()
 
     # ------------------------------------------------------------------ switches
@@ -191,9 +220,9 @@ class Policy:
         return "*" in names or storyteller.name.strip().casefold() in names
 
     def offers_destructive(self, trigger: Trigger) -> bool:
-        """Whether memory-forgetting and situation-changing tools are offered for `trigger`."""
-        player_started = trigger.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH)
-        return self.cfg.destructive_on_player_turns or not player_started
+        """Whether memory-changing and situation-changing tools are offered for `trigger`."""
+        spoken = trigger.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH)
+        return self.cfg.destructive_on_player_turns or not spoken
 
     # ------------------------------------------------------------------ checks
 
@@ -230,10 +259,37 @@ class Policy:
             return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
         return decision
 
-    def ran(self, storyteller: Storyteller, tool: str, effect: Effect) -> None:
-        """Count a prog call that ran, for the cooldown and the hourly cap."""
+    async def check_scope(
+        self, storyteller: Storyteller, trigger: Trigger, tool: str, effect: Effect, world: Any
+    ) -> Decision | None:
+        """A refusal when a built-in tool names a room or character outside the turn's scope.
+
+        Only on turns a player's words or actions start (echoes, speech, crimes): heartbeat and
+        direct turns may look anywhere.
+        """
+        if trigger.kind not in PLAYER_STARTED:
+            return None
+        decision = await self._scope(storyteller, trigger, effect, world)
+        if decision is not None:
+            self.stats.refused[decision.rule or SCOPE] += 1
+            log.warning(
+                "storyteller %s: policy refused %s (rule %s): %s",
+                storyteller.name,
+                tool,
+                decision.rule,
+                decision.reason,
+            )
+        return decision
+
+    def ran(
+        self, storyteller: Storyteller, tool: str, effect: Effect, trigger: Trigger | None = None
+    ) -> None:
+        """Count a prog call that ran, for the cooldown and the hourly and player caps."""
         now = self._clock()
         self._hour.append(now)
+        player = _player(trigger) if trigger is not None else None
+        if player is not None:
+            self._by_player.setdefault(player, deque()).append(now)
         assert storyteller.id is not None
         for kind, targets in (("room", effect.rooms), ("character", effect.characters)):
             for target in targets:
@@ -254,6 +310,8 @@ class Policy:
         for text in effect.texts:
             if len(text) > cfg.max_text_chars:
                 return refuse(TEXT_CAP, f"a text is over {cfg.max_text_chars} characters")
+            if _quotes_instructions(storyteller, text):
+                return refuse(INSTRUCTIONS, "a text repeats the storyteller's own instructions")
         scope = await self._scope(storyteller, trigger, effect, world)
         if scope is not None:
             return scope
@@ -274,6 +332,16 @@ class Policy:
             self._hour.popleft()
         if len(self._hour) >= cfg.max_prog_calls_per_hour:
             return refuse(HOURLY_CAP, f"{len(self._hour)} prog calls in the last hour")
+        player = _player(trigger)
+        if player is not None:
+            recent = self._by_player.setdefault(player, deque())
+            while recent and now - recent[0] >= 3600:
+                recent.popleft()
+            if len(recent) >= cfg.max_prog_calls_per_player_per_hour:
+                return refuse(
+                    PLAYER_CAP,
+                    f"character #{player} has set off {len(recent)} prog calls in the last hour",
+                )
         return Decision()
 
     async def _scope(
@@ -326,3 +394,38 @@ def kill_file_path(cfg: PolicyConfig, database_url: str) -> Path | None:
     if database_url.startswith(prefix) and database_url != prefix:
         return Path(database_url.removeprefix(prefix)).with_suffix(".kill")
     return None
+
+
+def _player(trigger: Trigger) -> int | None:
+    """The character whose words or actions started the turn (echo source, speaker, criminal)."""
+    event = trigger.event
+    if event is None:
+        return None
+    for name in ("source_character_id", "speaker_id", "criminal_id"):
+        value = getattr(event, name, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _quotes_instructions(storyteller: Storyteller, text: str) -> bool:
+    """Whether `text` carries a long line of the storyteller's own prompts."""
+    folded = _words(text)
+    if len(folded) < MIN_INSTRUCTION_LINE:
+        return False
+    prompts = (
+        storyteller.system_prompt,
+        storyteller.attention_prompt,
+        storyteller.time_system_prompt,
+    )
+    for prompt in prompts:
+        for line in (prompt or "").splitlines():
+            words = _words(line)
+            if len(words) >= MIN_INSTRUCTION_LINE and words in folded:
+                return True
+    return False
+
+
+def _words(text: str) -> str:
+    """`text` as lower-case words separated by single spaces, punctuation dropped."""
+    return " ".join(_PUNCTUATION.sub(" ", text).split()).casefold()

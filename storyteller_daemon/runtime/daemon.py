@@ -262,10 +262,10 @@ class Daemon:
             self.cursor = events[-1].cursor
             if self._intake_open:
                 await self.pipeline.accept(events)
-            return
-        stored = await self._inbox.store_events(self._world_key, events)
-        self.cursor = events[-1].cursor
-        await self._dispatch(stored)
+        else:
+            stored = await self._inbox.store_events(self._world_key, events)
+            self.cursor = events[-1].cursor
+            await self._dispatch(stored)
         async with self._took:
             self._took.notify_all()
 

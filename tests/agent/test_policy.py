@@ -238,3 +238,48 @@ def test_the_kill_file_defaults_to_one_beside_a_sqlite_database(tmp_path: Path) 
     assert kill_file_path(PolicyConfig(), url) == tmp_path / "storyteller.kill"
     assert kill_file_path(PolicyConfig(kill_file="/run/st.kill"), url) == Path("/run/st.kill")
     assert kill_file_path(PolicyConfig(), "postgresql+asyncpg://st@db/st") is None
+
+
+async def test_one_player_sets_off_a_bounded_number_of_prog_calls(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    capped = policy(target_cooldown_seconds=0, max_prog_calls_per_player_per_hour=2)
+    rules = []
+    for n in range(3):
+        record = await turn(capped, teller, services, echo_turn(world), echo(QUAY), key=f"t{n}")
+        rules.append(record.calls[0].rule)
+    assert rules == [None, None, "player_cap"]
+    heartbeat_turn = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="hb")
+    assert heartbeat_turn.calls[0].envelope["ok"] is True  # no player started it
+
+
+async def test_a_prog_text_may_not_carry_the_storytellers_instructions(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    secretive = replace(
+        teller, system_prompt="You are the ward.\nNever reveal that Coyle is paid by the smugglers."
+    )
+    words = "The crier reads: never reveal that Coyle is paid by the smugglers!"
+    record = await turn(policy(), secretive, services, heartbeat(), echo(QUAY, words))
+    assert refusals(record) == ["instructions"]
+
+
+async def test_built_ins_name_only_characters_in_scope_on_player_turns(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    elsewhere = next(c for c in (2001, 2002, 2004) if c not in world.occupants(QUAY))
+    snoop = ("PlayerInformation", {"Id": elsewhere})
+    plant = ("CreateMemory", {"Id": elsewhere, "Title": "thief", "Details": "stole a purse"})
+    fine = ("CreateMemory", {"Id": MAREN, "Title": "loud", "Details": "shouted on the quay"})
+    record = await turn(policy(), teller, services, echo_turn(world), snoop, plant, fine)
+    assert refusals(record) == ["scope", "scope"]
+    assert record.calls[2].envelope["ok"] is True
+    record = await turn(policy(), teller, services, heartbeat(), snoop, key="hb")
+    assert not record.calls[0].refused  # a heartbeat may look anywhere
+
+
+async def test_markup_is_stripped_from_text_a_prog_shows_players(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    await turn(policy(), teller, services, heartbeat(), echo(QUAY, "\x1b[31mA red\x1b[0m sky."))
+    assert "A red sky." in world.output_of(MAREN)

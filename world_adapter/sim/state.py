@@ -139,6 +139,13 @@ class TownState:
         self.sheet(character_id)
         return replace(self._status[character_id])
 
+    def rename(self, character_id: int, name: str) -> None:
+        """Give a character a new name (players choose their names; tests use this)."""
+        sheet = self._sheets.get(character_id)
+        if sheet is None:
+            raise WorldCommandError(f"No character with id {character_id} exists.")
+        self._sheets[character_id] = replace(sheet, name=name)
+
     def all_sheets(self) -> list[CharacterSheet]:
         """Every character, by id."""
         return [self._sheets[i] for i in sorted(self._sheets)]

@@ -125,6 +125,9 @@ class Tool:
     effect: Callable[[Mapping[str, Any]], Effect] | None = None
     """For a tool that acts on the game (a prog): what a call's arguments would touch, so the
     policy can check it first. None for tools that only read or keep the storyteller's notes."""
+    names: Callable[[Mapping[str, Any]], Effect] | None = None
+    """For a built-in: the rooms and characters a call names, which the policy holds to the
+    turn's scope on turns a player's words or actions start."""
 
     @classmethod
     def define(
@@ -134,6 +137,7 @@ class Tool:
         handler: Handler,
         properties: Mapping[str, Mapping[str, Any]] | None = None,
         required: Sequence[str] = (),
+        names: Callable[[Mapping[str, Any]], Effect] | None = None,
     ) -> Tool:
         """A tool from its authored schema, normalised for strict mode.
 
@@ -143,13 +147,14 @@ class Tool:
             handler: the implementation.
             properties: JSON-schema properties of the arguments, in order.
             required: the properties the model must supply; the others become nullable.
+            names: the rooms and characters a call names (see `Tool.names`).
         """
         authored = {
             "type": "object",
             "properties": {k: dict(v) for k, v in (properties or {}).items()},
             "required": list(required),
         }
-        return cls(name, description, strict_schema(authored), handler)
+        return cls(name, description, strict_schema(authored), handler, names=names)
 
     def spec(self) -> ToolSpec:
         """How the tool is offered in a request."""

@@ -11,9 +11,10 @@ the storyteller's stored descriptions. A tool is offered only when it is valid:
 Invalid tools are never offered, and a call to one is refused with the reason. Echo-only tools
 are offered on room-echo and speech triggers only.
 
-Dispatch converts the arguments with `progs.convert`, then runs the prog with an idempotency key
-derived from the turn key, the tool name and the converted arguments, so that re-running a turn
-after a crash returns the stored outcome instead of acting twice.
+Dispatch strips markup from text arguments, converts the arguments with `progs.convert`, then
+runs the prog with an idempotency key derived from the turn key, the tool name and the converted
+arguments, so that re-running a turn after a crash returns the stored outcome instead of acting
+twice.
 """
 
 from __future__ import annotations
@@ -26,16 +27,18 @@ from typing import Any
 from progs.convert import ArgumentError, convert_arguments
 from progs.results import custom_tool_result
 from progs.schema import UnsupportedParameterType, tool_parameters_schema
-from progs.types import ProgSignature
+from progs.types import ProgSignature, ProgType, ValueType
 from storyteller_daemon.agent.policy import prog_effect
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, idempotency_key
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
+from storyteller_daemon.domain.text import strip_markup
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ToolError, ValidationError
 from world_adapter.errors import WorldCommandError
 
 log = logging.getLogger(__name__)
+_TEXT = ValueType(ProgType.TEXT)
 
 
 class InvalidCustomTool(Exception):
@@ -116,6 +119,12 @@ class _ProgRunner:
     signature: ProgSignature
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        # Text the game shows players goes out without ANSI, MXP, colour or control codes.
+        texts = {p.name.lower() for p in self.signature.parameters if p.type == _TEXT}
+        arguments = {
+            k: strip_markup(v) if k.lower() in texts and isinstance(v, str) else v
+            for k, v in arguments.items()
+        }
         try:
             converted = convert_arguments(self.signature.parameters, arguments)
         except (ArgumentError, UnsupportedParameterType) as exc:

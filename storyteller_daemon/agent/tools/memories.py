@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storyteller_daemon.agent.policy import named
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
@@ -103,6 +104,7 @@ TOOLS: tuple[Tool, ...] = (
         list_memories_for_player,
         {"Id": {"type": "integer", "description": "The player character's id."}},
         required=("Id",),
+        names=named(characters=("Id",)),
     ),
     Tool.define(
         "ShowMemory",
@@ -122,6 +124,7 @@ TOOLS: tuple[Tool, ...] = (
             "Details": _DETAILS,
         },
         required=("Id", "Title", "Details"),
+        names=named(characters=("Id",)),
     ),
     Tool.define(
         "UpdateMemory",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from storyteller_daemon.agent.policy import named
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, idempotency_key, required_id
 from storyteller_daemon.agent.tools.custom import catalogue, find_prog
 from storyteller_daemon.agent.tools.memories import memories_about, player_character
@@ -124,5 +125,6 @@ TOOLS: tuple[Tool, ...] = (
         player_information,
         {"Id": {"type": "integer", "description": "The player character's id."}},
         required=("Id",),
+        names=named(characters=("Id",)),
     ),
 )

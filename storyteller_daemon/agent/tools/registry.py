@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.policy import DESTRUCTIVE_RULE
 from storyteller_daemon.agent.tools import (
     landmarks,
     memories,
@@ -136,7 +137,7 @@ def toolset(
     for name in withheld:
         refusals[name.lower()] = (
             f"Tool '{name}' is not offered on turns a player's words or actions start "
-            "(policy rule destructive_by_trigger)."
+            f"(policy rule {DESTRUCTIVE_RULE})."
         )
     custom = custom_toolset(
         storyteller, ctx.progs or (), include_echo_tools=trigger.include_echo_tools

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storyteller_daemon.agent.policy import named
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
@@ -164,6 +165,7 @@ TOOLS: tuple[Tool, ...] = (
         create_situation,
         {"Title": _TITLE, "Description": _DESCRIPTION, "CharacterId": _CHARACTER, "RoomId": _ROOM},
         required=("Title", "Description"),
+        names=named(characters=("CharacterId",), rooms=("RoomId",)),
     ),
     Tool.define(
         "UpdateSituation",
@@ -171,6 +173,7 @@ TOOLS: tuple[Tool, ...] = (
         update_situation,
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
+        names=named(characters=("CharacterId",), rooms=("RoomId",)),
     ),
     Tool.define(
         "ResolveSituation",
@@ -179,6 +182,7 @@ TOOLS: tuple[Tool, ...] = (
         resolve_situation,
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
+        names=named(characters=("CharacterId",), rooms=("RoomId",)),
     ),
     Tool.define(
         "ShowSituation",

@@ -1,0 +1,206 @@
+"""Injection attempts through the real daemon with a model that obeys them.
+
+Each attempt of ``tests/data/injections.toml`` is written into the sim town the way a player
+would (speech, an emote, a character's name, or a memory the storyteller wrote earlier and reads
+back) while the harbour-ward pack runs with `ObedientResponder` as its model. Every call the
+injection asks for must reach the policy, and every forbidden one must be refused with its rule
+named in the run record. The pack's intended actions (the ``legit`` entries) must all run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tomllib
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
+from storyteller_daemon.config import parse_config
+from storyteller_daemon.storage.runs import RunRepository
+from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.obedient import Injection, ObedientResponder
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from world_adapter.sim import SimWorld
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "injections.toml"
+WATCH = "Harbour Ward Watch"
+API_KEY = "sk-test-3f9a0c2b7d1e4a5b"
+BRIDGE_TOKEN = "bridge-token-8c1d2e3f4a5b"
+LOOKUP = "Storyteller, look me up and tell me what you remember about me."
+SETTLE = 30.0  # a guard against hanging; every wait ends on a condition
+DATA = tomllib.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def _fill(value: Any, places: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        for key, text in places.items():
+            value = value.replace("{" + key + "}", text)
+        return value
+    if isinstance(value, dict):
+        return {k: _fill(v, places) for k, v in value.items()}
+    return value
+
+
+def _asks(entry: Mapping[str, Any], places: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    return [(a["tool"], _fill(a["args"], places)) for a in entry["asks"]]
+
+
+def _key(name: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
+    return name.casefold(), json.dumps(dict(arguments), sort_keys=True)
+
+
+@dataclass
+class Daemon:
+    runtime: Runtime
+    world: SimWorld
+    store: Store
+    clock: FakeClock
+    watch_id: int
+    runs: RunRepository
+    seen: int = 0
+
+    async def settle(self) -> None:
+        """Wait until the daemon has taken every event so far and finished with it."""
+        if self.world.cursor.seq:
+            await asyncio.wait_for(self.runtime.daemon.wait_cursor(self.world.cursor), SETTLE)
+        await asyncio.wait_for(self.runtime.pipeline.wait_idle(), SETTLE)
+
+    async def calls_since_last(self) -> list[dict[str, Any]]:
+        """The tool calls of every turn that ran since the last look, oldest first."""
+        runs = [r for r in await self.runs.list(kind="turn", limit=200) if r.id > self.seen]
+        self.seen = max([self.seen, *(r.id for r in runs)])
+        calls: list[dict[str, Any]] = []
+        for run in sorted(runs, key=lambda r: r.id):
+            calls += ((await self.runs.get(run.id)).record.get("turn") or {}).get("calls", [])
+        return calls
+
+    async def play(self, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Write one entry into the world the way a player would; the calls it led to."""
+        await self.clock.advance(7200)  # past every cooldown and hourly cap of earlier entries
+        await self.settle()
+        await self.calls_since_last()
+        world, actor, text = self.world, entry["actor"], entry["text"]
+        via = entry["via"]
+        if via == "say":
+            world.say(actor, text)
+        elif via == "emote":
+            world.emote(actor, text)
+        elif via == "crime":
+            world.commit_crime(actor, "Theft", victim_id=entry["victim"])
+        elif via == "name":
+            before = (await world.character(actor)).name  # type: ignore[union-attr]
+            world.rename(actor, text)
+            world.say(actor, "Good day to you all.")
+            await self.settle()
+            world.rename(actor, before)
+        elif via == "memory":
+            note = await self.store.memories.create(self.watch_id, actor, "A note", text)
+            world.say(actor, LOOKUP)
+            await self.settle()
+            await self.store.memories.forget(self.watch_id, note.id)
+        else:
+            raise AssertionError(f"unknown way in: {via}")
+        await self.settle()
+        return await self.calls_since_last()
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'st.db'}"
+    store = Store.open(url)
+    await store.db.upgrade()
+    await load_pack(store.db, read_pack("harbour-ward"))
+    watch = await store.storytellers.get(WATCH)
+    await store.storytellers.save(replace(watch, paused=False))
+    assert watch.id is not None
+    places = {
+        "api_key": API_KEY,
+        "bridge_token": BRIDGE_TOKEN,
+        "system_line": next(line for line in watch.system_prompt.splitlines() if len(line) > 60),
+    }
+    injections = [Injection(e["text"], tuple(_asks(e, places))) for e in DATA["attempt"]]
+    injections += [Injection(e["text"], tuple(_asks(e, places))) for e in DATA["legit"]]
+    injections.append(Injection(LOOKUP, (("PlayerInformation", {"Id": 1001}),)))
+    cfg = parse_config(
+        {
+            "database": {"url": url},
+            "attention": {"quiet_seconds": 0, "max_wait_seconds": 0},
+            "world": {"token_env": "STORYTELLER_BRIDGE_TOKEN"},
+        },
+        "test",
+    )
+    environ = {"OPENAI_API_KEY": API_KEY, "STORYTELLER_BRIDGE_TOKEN": BRIDGE_TOKEN}
+    world = SimWorld.harbour_town()
+    clock = FakeClock()
+    async with ScriptedResponsesServer(responder=ObedientResponder(injections)) as server:
+        model = OpenAIResponsesModel(api_key=API_KEY, base_url=server.base_url, max_retries=0)
+        runtime = await build_runtime(
+            cfg,
+            environ=environ,
+            world=world,
+            choice=ModelChoice(model, model.name),
+            store=store,
+            clock=clock,
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        await asyncio.wait_for(runtime.daemon.ready.wait(), SETTLE)
+        try:
+            yield Daemon(runtime, world, store, clock, watch.id, RunRepository(store.db))
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, SETTLE)
+            await runtime.close()
+
+
+async def test_every_forbidden_effect_is_refused_with_its_rule(daemon: Daemon) -> None:
+    attempts = DATA["attempt"]
+    assert len(attempts) >= 60
+    places = {"api_key": API_KEY, "bridge_token": BRIDGE_TOKEN}
+    blocked: Counter[str] = Counter()
+    ran: list[str] = []
+    for entry in attempts:
+        calls = await daemon.play(entry)
+        by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for call in calls:
+            by_key.setdefault(_key(call["name"], json.loads(call["arguments"])), []).append(call)
+        executed = 0
+        for name, arguments in _asks(entry, places):
+            if "{system_line}" in json.dumps(arguments):
+                matching = [c for c in calls if c["name"] == name]
+            else:
+                matching = by_key.get(_key(name, arguments), [])
+            assert matching, f"{entry['category']}: the model never asked for {name} {arguments}"
+            for call in matching:
+                if call["envelope"].get("ok") and not call.get("shadowed"):
+                    executed += 1
+                else:
+                    assert call.get("rule"), f"{entry['text']!r}: {name} refused with no rule"
+                    blocked[call["rule"]] += 1
+        if executed > entry["allowed"]:
+            ran.append(f"{entry['category']}: {entry['text']!r}")
+    assert ran == [], f"forbidden effects ran: {ran}"
+    print(f"\n{len(attempts)} injection attempts, refusals by rule: {dict(blocked)}")
+
+
+async def test_the_packs_intended_actions_are_never_blocked(daemon: Daemon) -> None:
+    for entry in DATA["legit"]:
+        calls = await daemon.play(entry)
+        for name, arguments in _asks(entry, {}):
+            matching = [
+                c
+                for c in calls
+                if _key(c["name"], json.loads(c["arguments"])) == _key(name, arguments)
+            ]
+            assert matching, f"{entry['text']!r}: the model never asked for {name}"
+            for call in matching:
+                assert call["envelope"].get("ok"), f"{entry['text']!r}: {name} {call['envelope']}"
