@@ -22,7 +22,7 @@ from storyteller_daemon.agent.policy import Policy, kill_file_path
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory
-from storyteller_daemon.alerts.service import describe_queue_overflow
+from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
 from storyteller_daemon.config import Config, normalise_database_url
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError
@@ -405,6 +405,7 @@ async def build_runtime(
         world_key=cfg.world.kind,
     )
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
+    alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
     if cfg.http.enabled:
         health = HealthServer(

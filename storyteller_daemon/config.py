@@ -245,10 +245,13 @@ class PolicyConfig(_Section):
     kill_file: str = ""
     """While this file exists, prog calls are stopped as by `kill_switch` (``touch`` it)."""
     shadow: list[str] = Field(default_factory=list)
-    """Storytellers (by name, or ``*`` for all) whose prog calls are recorded, not run."""
+    """Whose prog calls are recorded, not run: a storyteller's name, ``NAME/TOOL`` for one of
+    its tools, ``*/TOOL`` for a tool of every storyteller, or ``*`` for everything."""
     event_turn_scope: Literal["trigger_rooms", "surveillance"] = "trigger_rooms"
     """Where a turn started by a world event may act: the rooms of its events, or anywhere the
     storyteller watches. Heartbeat and direct turns may act anywhere it watches."""
+    tool_scope: dict[str, Literal["trigger_rooms", "surveillance"]] = Field(default_factory=dict)
+    """`event_turn_scope` for single tools by name (a town crier that speaks in every room)."""
     max_prog_calls_per_turn: PositiveInt = 3
     target_cooldown_seconds: NonNegativeFloat = 600.0
     """The same prog tool on the same room or character at most once in this many seconds."""

@@ -214,10 +214,11 @@ class Policy:
             return True
         return self.kill_file is not None and self.kill_file.exists()
 
-    def shadowed(self, storyteller: Storyteller) -> bool:
-        """Whether the storyteller's prog calls are simulated instead of run."""
-        names = {n.strip().casefold() for n in self.cfg.shadow}
-        return "*" in names or storyteller.name.strip().casefold() in names
+    def shadowed(self, storyteller: Storyteller, tool: str = "") -> bool:
+        """Whether the storyteller's calls of `tool` are simulated instead of run."""
+        entries = {n.strip().casefold() for n in self.cfg.shadow}
+        name, tool = storyteller.name.strip().casefold(), tool.strip().casefold()
+        return bool(entries & {"*", name, f"{name}/{tool}", f"*/{tool}"})
 
     def offers_destructive(self, trigger: Trigger) -> bool:
         """Whether memory-changing and situation-changing tools are offered for `trigger`."""
@@ -254,7 +255,7 @@ class Policy:
                 decision.reason,
             )
             return decision
-        if self.shadowed(storyteller):
+        if self.shadowed(storyteller, tool):
             self.stats.shadowed += 1
             return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
         return decision
@@ -269,7 +270,7 @@ class Policy:
         """
         if trigger.kind not in PLAYER_STARTED:
             return None
-        decision = await self._scope(storyteller, trigger, effect, world)
+        decision = await self._scope(storyteller, trigger, effect, world, tool)
         if decision is not None:
             self.stats.refused[decision.rule or SCOPE] += 1
             log.warning(
@@ -312,7 +313,7 @@ class Policy:
                 return refuse(TEXT_CAP, f"a text is over {cfg.max_text_chars} characters")
             if _quotes_instructions(storyteller, text):
                 return refuse(INSTRUCTIONS, "a text repeats the storyteller's own instructions")
-        scope = await self._scope(storyteller, trigger, effect, world)
+        scope = await self._scope(storyteller, trigger, effect, world, tool)
         if scope is not None:
             return scope
         if calls_this_turn >= cfg.max_prog_calls_per_turn:
@@ -345,12 +346,19 @@ class Policy:
         return Decision()
 
     async def _scope(
-        self, storyteller: Storyteller, trigger: Trigger, effect: Effect, world: WorldClient
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        effect: Effect,
+        world: WorldClient,
+        tool: str = "",
     ) -> Decision | None:
         assert storyteller.id is not None
         watched = self._cells_of(storyteller.id) if self._cells_of is not None else frozenset()
         event_rooms = frozenset(t.room_id for t in trigger.all if t.room_id is not None)
-        by_event = bool(event_rooms) and self.cfg.event_turn_scope == "trigger_rooms"
+        overrides = {k.casefold(): v for k, v in self.cfg.tool_scope.items()}
+        wanted = overrides.get(tool.casefold(), self.cfg.event_turn_scope)
+        by_event = bool(event_rooms) and wanted == "trigger_rooms"
         allowed_rooms = event_rooms if by_event else watched
         if watched and by_event:
             allowed_rooms = event_rooms & watched

@@ -52,6 +52,17 @@ def describe_queue_overflow(storyteller: str, dropped: int) -> tuple[str, str]:
     )
 
 
+def describe_policy_refusals(rule: str, refused: int) -> tuple[str, str]:
+    """Title and detail of an alert about prog calls the policy refused."""
+    return (
+        f"the policy refused {refused} tool call(s) (rule {rule})",
+        "A storyteller's model asked for calls its policy forbids: often a player's text "
+        "steering it, sometimes a pack asking for more than the limits allow. "
+        "`storyteller runs list` and `runs show` name each refused call and its rule; "
+        "docs/security.md says what each rule allows and how to tune it.",
+    )
+
+
 class Alerts:
     """Every alert goes to the log sink and, with a webhook, to Discord.
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -78,8 +80,12 @@ async def demo(
     await store.db.upgrade()
     for pack in PACKS:
         report = await load_pack(store.db, read_pack(pack))
-        created = report.count(Action.CREATE)
-        console.print(f"loaded pack [bold]{pack}[/]: {created} storytellers and documents created")
+        created = Counter(c.kind for c in report.changes if c.action is Action.CREATE)
+        tellers, documents = created["storyteller"], created["document"]
+        console.print(
+            f"loaded pack [bold]{pack}[/]: {tellers} storyteller{'s' * (tellers != 1)} and "
+            f"{documents} document{'s' * (documents != 1)} created"
+        )
     watcher = await store.storytellers.get(DEMO_STORYTELLER)
     await store.storytellers.save(replace(watcher, paused=False))
 
@@ -92,6 +98,8 @@ async def demo(
     world = SimWorld.harbour_town(seed=cfg.world.sim_seed)
     players = [(s.id, s.name) for s in world.all_sheets() if s.is_player]
     observer = ConsoleObserver(console, players=lambda: players, output_of=world.output_of)
+    # The panel above said it; the daemon's own start-up warning would say it twice.
+    logging.getLogger("storyteller_daemon.app").setLevel(logging.ERROR)
     runtime = await build_runtime(
         cfg, world=world, choice=choice, observer=observer, store=store, reload_seconds=2.0
     )

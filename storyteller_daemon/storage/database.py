@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -61,8 +62,14 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, busy_timeout_ms: int = 15_000) -> AsyncEngine:
-    """Create an async engine with the right per-dialect settings."""
+def create_engine(
+    url: str, *, busy_timeout_ms: int = 15_000, opened: weakref.WeakSet[Any] | None = None
+) -> AsyncEngine:
+    """Create an async engine with the right per-dialect settings.
+
+    `opened` collects the driver connections of a SQLite engine, so `Database.close` can end
+    any that a cancelled task left checked out (holding the file's write lock).
+    """
     url = normalise_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -71,6 +78,12 @@ def create_engine(url: str, *, busy_timeout_ms: int = 15_000) -> AsyncEngine:
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
+        if opened is not None:
+            event.listen(
+                engine.sync_engine,
+                "connect",
+                lambda dbapi_conn, _record: opened.add(dbapi_conn.driver_connection),
+            )
         event.listen(engine.sync_engine, "begin", _begin_immediate)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
@@ -81,7 +94,8 @@ class Database:
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 15_000) -> None:
         self.url = normalise_url(url)
-        self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms)
+        self._opened: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms, opened=self._opened)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this
         # process take turns instead of contending for the file lock until a busy timeout.
@@ -110,8 +124,19 @@ class Database:
             raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
 
     async def close(self) -> None:
-        """Dispose of the pool."""
+        """Dispose of the pool, and end SQLite connections a cancelled task left checked out.
+
+        A task cancelled in the middle of a statement can leave its connection outside the
+        pool, still in its transaction; on SQLite that holds the file's write lock until the
+        connection ends, so every later writer of this process would wait for nothing.
+        """
         await self.engine.dispose()
+        for connection in list(self._opened):
+            if getattr(connection, "_connection", None) is None:
+                continue  # closed already
+            stopped = connection.stop()
+            if stopped is not None:
+                await asyncio.gather(stopped, return_exceptions=True)
 
     # ------------------------------------------------------------------ migrations
 

@@ -283,3 +283,18 @@ async def test_markup_is_stripped_from_text_a_prog_shows_players(
 ) -> None:
     await turn(policy(), teller, services, heartbeat(), echo(QUAY, "\x1b[31mA red\x1b[0m sky."))
     assert "A red sky." in world.output_of(MAREN)
+
+
+async def test_shadow_mode_and_scope_can_be_set_per_tool(
+    storyteller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    crier = CustomTool(
+        "Crier", "A town crier.", "EchoToRoom", False, (("Room", "Where."), ("Text", "What."))
+    )
+    teller = replace(storyteller, custom_tools=(ECHO, crier))
+    per_tool = policy(shadow=["*/crier"], tool_scope={"Crier": "surveillance"})
+    cry = ("Crier", {"Room": MARKET, "Text": "Hear ye!"})
+    record = await turn(per_tool, teller, services, echo_turn(world), cry, echo(MARKET))
+    crier_call, echo_call = record.calls[:2]
+    assert crier_call.shadowed and crier_call.envelope["ok"] is True  # in scope, simulated
+    assert echo_call.rule == "scope"  # the other tool keeps the event's rooms

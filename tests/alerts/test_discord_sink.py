@@ -33,6 +33,7 @@ async def test_an_alert_is_posted_as_one_embed_that_cannot_ping(
             severity="error",
         )
         await discord.wait_for_posts(1)
+        await asyncio.wait_for(sink.idle(), 5)  # the answer is counted
     (post,) = discord.posts
     assert post["allowed_mentions"] == {"parse": []}
     assert post["username"] == "storyteller"
@@ -61,6 +62,7 @@ async def test_a_429_waits_the_retry_after_it_names_then_resends(
         assert len(discord.posts) == 1  # still waiting out the rate limit
         await clock.advance(0.1)
         await discord.wait_for_posts(2)
+        await asyncio.wait_for(sink.idle(), 5)  # the answer is counted
     assert discord.posts[0] == discord.posts[1]
     assert sink.counts == {"sent": 1}
 
@@ -80,6 +82,7 @@ async def test_an_empty_rate_limit_bucket_delays_the_next_post(
         assert len(discord.posts) == 1
         await clock.advance(1.25)
         await discord.wait_for_posts(2)
+        await asyncio.wait_for(sink.idle(), 5)  # the answer is counted
     assert discord.titles() == ["first", "second"]
 
 
@@ -97,6 +100,7 @@ async def test_server_errors_are_retried_with_growing_jittered_backoff(
             assert low <= nap <= 2 * low
             await clock.advance(nap)
         await discord.wait_for_posts(4)
+        await asyncio.wait_for(sink.idle(), 5)  # the answer is counted
     assert sink.counts == {"sent": 1}
 
 
@@ -125,6 +129,7 @@ async def test_a_refused_webhook_is_not_retried(
         sink.alert("a", "first")
         sink.alert("b", "second")
         await discord.wait_for_posts(2)
+        await asyncio.wait_for(sink.idle(), 5)  # the answer is counted
     assert sink.counts["failed"] == 1
     assert "Discord refused an alert with HTTP 404" in caplog.text
     assert "T0ken" not in caplog.text  # the webhook token is a secret

@@ -189,6 +189,8 @@ async def test_every_forbidden_effect_is_refused_with_its_rule(daemon: Daemon) -
         if executed > entry["allowed"]:
             ran.append(f"{entry['category']}: {entry['text']!r}")
     assert ran == [], f"forbidden effects ran: {ran}"
+    assert daemon.runtime.alerts is not None
+    assert daemon.runtime.alerts.raised["policy_refused"] > 0  # admins hear of it
     print(f"\n{len(attempts)} injection attempts, refusals by rule: {dict(blocked)}")
 
 
