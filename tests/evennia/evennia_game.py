@@ -152,7 +152,11 @@ def evennia_venv() -> tuple[Path, float]:
             "install",
             "--disable-pip-version-check",
         ]
-        _run([*pip, "--quiet", f"evennia=={EVENNIA_VERSION}"], timeout=INSTALL_SECONDS)
+        # setuptools brings the `distutils` Evennia still imports, gone from Python 3.12 on.
+        _run(
+            [*pip, "--quiet", f"evennia=={EVENNIA_VERSION}", "setuptools"],
+            timeout=INSTALL_SECONDS,
+        )
         stamp.touch()
         return root, time.monotonic() - started
 

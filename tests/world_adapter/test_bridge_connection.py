@@ -4,6 +4,7 @@ fake clock, request futures, bad frames answered and counted, and stale frames i
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -24,6 +25,7 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
+    frame_data,
 )
 from world_adapter.bridge.timing import BridgeTimings
 from world_adapter.errors import FatalStreamError, StreamTimeout, TransientStreamError
@@ -266,3 +268,31 @@ async def test_a_closed_connection_fails_pending_requests_and_then_the_stream(
         await connection.next_item()
     await connection.close()
     await connection.close()
+
+
+async def test_an_oversize_event_is_kept_with_its_text_cut_and_the_stream_goes_on(
+    game: ScriptedGame, session: aiohttp.ClientSession
+) -> None:
+    stats = BridgeStats()
+    connection, peer = await open_connection(game, session, FakeClock(), stats)
+    try:
+        await connection.subscribe([101], None)
+        assert isinstance(await peer.receive(), Subscribe)
+        await peer.send(Subscribed((101,), Cursor("boot-1", 0)))
+        huge = RoomEcho(
+            cursor=Cursor("boot-1", 1), cell_id=101, zone_id=1, occurred_at=AT, text="y" * 5_000_000
+        )
+        await peer.send(json.dumps(frame_data(EventFrame(huge))))  # a game that breaks the limit
+        await peer.send('{"type": "pong", "nonce": "n", "padding": "' + "z" * 2_000_000 + '"}')
+        await peer.send(EventFrame(echo(2)))
+        assert isinstance(await connection.next_item(), Subscribed)
+        kept = await connection.next_item()
+        assert isinstance(kept, RoomEcho) and kept.cursor == Cursor("boot-1", 1)
+        assert kept.text.startswith("y" * 100) and kept.text.endswith("more characters]")
+        assert len(kept.text) < 20_000
+        assert await connection.next_item() == echo(2)
+        refused = await peer.receive()
+        assert isinstance(refused, Error) and "over 1048576 bytes" in refused.message
+        assert stats.oversize_frames == 2 and stats.bad_frames == 1
+    finally:
+        await connection.close()

@@ -10,6 +10,7 @@ and a pinger, and `close()` ends both. aiohttp's exceptions stop here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -72,6 +73,24 @@ class BridgeStats:
     duplicates: int = 0
     """Events at or before the subscription's cursor, dropped."""
     gaps: int = 0
+    oversize_frames: int = 0
+    """Frames over the protocol's size limit: events kept with their texts cut, others refused."""
+
+
+READ_LIMIT_BYTES = 16 * MAX_FRAME_BYTES
+"""Largest frame the daemon reads; a larger one closes the connection (1009)."""
+CUT_TEXT_CHARS = 16_384
+"""An oversize event's texts are cut to this many characters."""
+
+
+def cut_texts(event: WorldEvent) -> WorldEvent:
+    """`event` with every text longer than `CUT_TEXT_CHARS` cut, marked as cut."""
+    changes: dict[str, Any] = {
+        f.name: value[:CUT_TEXT_CHARS] + f" [cut: {len(value) - CUT_TEXT_CHARS} more characters]"
+        for f in dataclasses.fields(event)
+        if isinstance(value := getattr(event, f.name), str) and len(value) > CUT_TEXT_CHARS
+    }
+    return dataclasses.replace(event, **changes) if changes else event
 
 
 def closed_error(code: int | None, reason: str) -> StreamError:
@@ -137,7 +156,9 @@ class BridgeConnection:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
             # that arrives as the connect fails, and a retry loop would then never stop.
             async with asyncio.timeout(timings.connect_seconds):
-                ws = await session.ws_connect(url, max_msg_size=MAX_FRAME_BYTES, autoping=True)
+                # Frames up to READ_LIMIT_BYTES are read even when over the protocol's limit, so
+                # one oversize event cannot close the connection and be resent forever.
+                ws = await session.ws_connect(url, max_msg_size=READ_LIMIT_BYTES, autoping=True)
         except aiohttp.WSServerHandshakeError as exc:
             raise TransientStreamError(
                 f"{url} did not accept a WebSocket (HTTP {exc.status})"
@@ -266,7 +287,8 @@ class BridgeConnection:
                 elif message.type is aiohttp.WSMsgType.BINARY:
                     await self._bad_frame(BadFrame("Binary frames are not allowed; send text."))
                 elif message.type is aiohttp.WSMsgType.ERROR:
-                    self._fail(TransientStreamError(f"connection failed: {self._ws.exception()}"))
+                    problem = self._ws.exception() or message.data
+                    self._fail(TransientStreamError(f"connection failed: {problem}"))
                     return
                 else:  # CLOSE, CLOSING, CLOSED
                     reason = message.extra if message.type is aiohttp.WSMsgType.CLOSE else ""
@@ -286,6 +308,17 @@ class BridgeConnection:
         except BadFrame as exc:
             await self._bad_frame(exc)
             return
+        if len(text) > MAX_FRAME_BYTES // 4 and len(text.encode()) > MAX_FRAME_BYTES:
+            self.stats.oversize_frames += 1
+            if not isinstance(frame, EventFrame):
+                await self._bad_frame(BadFrame(f"Frame is over {MAX_FRAME_BYTES} bytes."))
+                return
+            log.warning(
+                "event %s from the game is over %d bytes; kept with its texts cut",
+                frame.event.cursor,
+                MAX_FRAME_BYTES,
+            )
+            frame = EventFrame(cut_texts(frame.event))
         if isinstance(frame, EventFrame | Gap):
             if self._awaiting_subscribed:
                 self.stats.stale_frames += 1  # from the subscription this one replaced
