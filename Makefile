@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check fmt clean
+# The first python3.13 that runs (a pyenv shim on PATH may not: pyenv installs are tried first).
+PY313 ?= $(shell for p in $$HOME/.pyenv/versions/3.13*/bin/python3.13 $$(command -v python3.13); do "$$p" -c "" 2>/dev/null && { echo "$$p"; break; }; done)
+VENV313 := .venv313
+
+.PHONY: demo test test-313 check fmt clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +25,13 @@ check: $(STAMP)
 test: check
 	$(BIN)/pytest -q
 
+# The suite again on CPython 3.13 (CI runs both; the daemon supports 3.11 to 3.13).
+test-313:
+	@test -n "$(PY313)" || { echo "python3.13 not found: install it or set PY313=/path/to/python3.13"; exit 69; }
+	@test -x $(VENV313)/bin/python || $(PY313) -m venv $(VENV313)
+	$(VENV313)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(VENV313)/bin/pytest -q -p no:cacheprovider
+
 demo: $(STAMP)
 	$(BIN)/python -m storyteller_daemon demo
 
@@ -29,4 +40,4 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .evennia-venv .evennia-venv.lock .pytest_cache .mypy_cache .ruff_cache demo-data
+	rm -rf $(VENV) $(VENV313) .evennia-venv .evennia-venv.lock .pytest_cache .mypy_cache .ruff_cache demo-data
