@@ -13,7 +13,7 @@ import typer
 from progs.types import ProgSignature
 from storyteller_daemon.cli.common import state
 from storyteller_daemon.domain.settings import CustomTool
-from storyteller_daemon.errors import NotFoundError
+from storyteller_daemon.errors import ConfigError, NotFoundError
 from world_adapter.errors import WorldAdapterError
 
 Catalogue = list[ProgSignature] | None
@@ -28,9 +28,12 @@ async def load_catalogue(ctx: typer.Context) -> Catalogue:
     # chooses the world (and tests can substitute it).
     from storyteller_daemon import app as composition
 
+    cfg = state(ctx).config()
     try:
-        return await composition.prog_catalogue(state(ctx).config())
-    except WorldAdapterError:
+        return await composition.prog_catalogue(cfg)
+    except (WorldAdapterError, ConfigError):
+        # The world is down, or cannot be reached from this shell (no token here): what the
+        # database holds is still shown, with world-derived fields marked unknown.
         return None
 
 

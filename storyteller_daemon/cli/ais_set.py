@@ -202,13 +202,16 @@ async def set_time_system_prompt(
     )
 
 
-def _toggle_subscription(st: Storyteller, word: str) -> tuple[Storyteller, str]:
+def _toggle_subscription(
+    st: Storyteller, word: str, wanted: bool | None = None
+) -> tuple[Storyteller, str]:
+    """Subscribe or unsubscribe (`wanted`), or flip the subscription when `wanted` is None."""
     try:
         kind = EventKind.parse(word)
     except ValidationError:
         kind = None
     if kind is not None:
-        on = kind not in st.subscriptions
+        on = kind not in st.subscriptions if wanted is None else wanted
         subs = st.subscriptions | {kind} if on else st.subscriptions - {kind}
         verb = "now subscribes to" if on else "no longer subscribes to"
         return replace(st, subscriptions=subs), f"Storyteller {st.name} {verb} {kind} events."
@@ -219,10 +222,13 @@ def _toggle_subscription(st: Storyteller, word: str) -> tuple[Storyteller, str]:
             f"'{word}' is not an event or heartbeat; use room, speech, crime, state, "
             "5m, 10m, 30m or 1h."
         ) from None
-    on = beat not in st.heartbeats
+    on = beat not in st.heartbeats if wanted is None else wanted
     beats = st.heartbeats | {beat} if on else st.heartbeats - {beat}
     verb = "now subscribes to" if on else "no longer subscribes to"
     return replace(st, heartbeats=beats), f"Storyteller {st.name} {verb} the {beat} heartbeat."
+
+
+_SWITCH = {"on": True, "yes": True, "true": True, "off": False, "no": False, "false": False}
 
 
 @register(app, "subscribe", "subscriptions")
@@ -232,6 +238,15 @@ async def subscribe(
     event: Annotated[
         str, typer.Argument(metavar="EVENT", help="room, speech, crime, state, 5m, 10m, 30m or 1h.")
     ],
+    switch: Annotated[
+        str | None,
+        typer.Argument(metavar="on|off", help="Subscribe or unsubscribe; without it, flip."),
+    ] = None,
 ) -> None:
-    """Toggle a subscription to an event type or a heartbeat."""
-    await apply_change(ctx, lambda st: _toggle_subscription(st, event))
+    """Subscribe to an event type or heartbeat (on), unsubscribe (off), or flip it."""
+    wanted = None
+    if switch is not None:
+        if switch.strip().lower() not in _SWITCH:
+            raise ValidationError(f"'{switch}' is not on or off.")
+        wanted = _SWITCH[switch.strip().lower()]
+    await apply_change(ctx, lambda st: _toggle_subscription(st, event, wanted))

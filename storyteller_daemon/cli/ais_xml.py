@@ -22,13 +22,6 @@ from storyteller_daemon.cli.ais_io import register, say
 from storyteller_daemon.cli.common import open_store, run_async
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.interchange.futuremud_xml import (
-    apply_tool_calls,
-    parse_surveillance,
-    parse_tool_calls,
-    render_surveillance,
-    render_tool_calls,
-)
 
 
 class Part(StrEnum):
@@ -100,6 +93,8 @@ async def export_part(
     ] = None,
 ) -> None:
     """Write a storyteller's surveillance or tools as FutureMUD XML."""
+    from storyteller_daemon.interchange.futuremud_xml import render_surveillance, render_tool_calls
+
     which = Part.parse(part)
     async with open_store(ctx) as store:
         st = await store.storytellers.get(ref)
@@ -129,6 +124,12 @@ async def import_part(
     part: PartOption,
 ) -> None:
     """Replace a storyteller's surveillance or tools with a FutureMUD XML document."""
+    from storyteller_daemon.interchange.futuremud_xml import (
+        apply_tool_calls,
+        parse_surveillance,
+        parse_tool_calls,
+    )
+
     which = Part.parse(part)
     document = _read_document(file)
     if which is Part.SURVEILLANCE:

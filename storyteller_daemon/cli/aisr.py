@@ -8,7 +8,7 @@ case-insensitive name).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,7 +24,9 @@ from storyteller_daemon.cli.ais_io import (
 from storyteller_daemon.cli.common import open_store, print_json, run_async
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.storage.store import Store
+
+if TYPE_CHECKING:
+    from storyteller_daemon.storage.store import Store
 
 DOCUMENT_COLUMNS = ("Id", "Name", "Folder", "Type", "Keywords", "Visibility")
 

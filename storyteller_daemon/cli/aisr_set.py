@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,7 +23,9 @@ from storyteller_daemon.cli.ais_io import (
 from storyteller_daemon.cli.common import open_store, run_async
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.storage.store import Store
+
+if TYPE_CHECKING:
+    from storyteller_daemon.storage.store import Store
 
 Change = Callable[[ReferenceDocument], tuple[ReferenceDocument, str]]
 """Builds the changed document and the confirmation line, or raises to change nothing."""

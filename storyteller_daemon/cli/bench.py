@@ -117,6 +117,47 @@ async def pipeline(
     )
 
 
+HEAVY_MODULES = ("sqlalchemy", "alembic", "aiohttp", "openai", "lxml", "pydantic")
+"""Libraries `storyteller --help` must not import: each command imports what it needs."""
+
+
+@app.command("cli")
+def cli(
+    runs: Annotated[int, typer.Option(help="Times to run `storyteller --help`.", min=1)] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Time `storyteller --help` in fresh processes (what an admin waits for at a prompt)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from storyteller_daemon.cli import main\n"
+        "sys.argv = ['storyteller', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    timings: list[float] = []
+    heavy = ""
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        )
+        timings.append(time.perf_counter() - started)
+        heavy = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+    _report(
+        "CLI start-up benchmark (storyteller --help, fresh process each time)",
+        {
+            "runs": runs,
+            "p50 s": round(statistics.median(timings), 3),
+            "max s": round(max(timings), 3),
+            "heavy libraries imported": heavy or "none",
+        },
+        as_json,
+    )
+
+
 @app.command("search")
 @run_async
 async def search(

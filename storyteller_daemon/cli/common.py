@@ -10,15 +10,17 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from storyteller_daemon.config import Config, load_config
 from storyteller_daemon.errors import ConfigError, StorytellerError
+
+if TYPE_CHECKING:
+    from storyteller_daemon.config import Config
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,7 +41,7 @@ class CliState:
 
     def config(self) -> Config:
         """Load the config file; with only ``--db`` given, a config with that database."""
-        from storyteller_daemon.config import parse_config
+        from storyteller_daemon.config import load_config, parse_config
 
         path = self.config_path
         if path is None and self.database_url is None and Path(DEFAULT_CONFIG).exists():

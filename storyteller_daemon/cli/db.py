@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, open_store, run_async
+from storyteller_daemon.cli.common import console, open_store, print_json, run_async
 
 app = typer.Typer(
     help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
@@ -43,9 +43,15 @@ async def downgrade(
 
 @app.command("current")
 @run_async
-async def current(ctx: typer.Context) -> None:
+async def current(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """Show the database's revision and the newest one this version ships."""
     async with open_store(ctx, migrated=False) as store:
         now, head = await store.db.current_revision(), store.db.head_revision()
+    if as_json:
+        print_json({"current": now, "head": head, "up_to_date": now == head})
+        return
     state = "up to date" if now == head else "needs `storyteller db upgrade`"
     console.print(f"current: {now or 'empty'}  head: {head}  ({state})")

@@ -16,7 +16,6 @@ from rich.table import Table
 
 from storyteller_daemon.bundled import example_config
 from storyteller_daemon.cli.common import console, run_async
-from storyteller_daemon.cli.live import ConsoleObserver
 
 DEMO_STORYTELLER = "Harbour Ward Watch"
 PACKS = ("narrative-steward", "harbour-ward")
@@ -97,6 +96,8 @@ async def demo(
 
     world = SimWorld.harbour_town(seed=cfg.world.sim_seed)
     players = [(s.id, s.name) for s in world.all_sheets() if s.is_player]
+    from storyteller_daemon.cli.live import ConsoleObserver
+
     observer = ConsoleObserver(console, players=lambda: players, output_of=world.output_of)
     # The panel above said it; the daemon's own start-up warning would say it twice.
     logging.getLogger("storyteller_daemon.app").setLevel(logging.ERROR)

@@ -11,14 +11,15 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import aiohttp
 import typer
 
-from storyteller_daemon.cli.common import console, run_async, state
-from storyteller_daemon.config import Config
+from storyteller_daemon.cli.common import console, print_json, run_async, state
 from storyteller_daemon.errors import ConfigError, StorytellerError
+
+if TYPE_CHECKING:
+    from storyteller_daemon.config import Config
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ENV_FILE_HINT = "the daemon's environment (under systemd: /etc/storyteller/storyteller.env)"
@@ -158,6 +159,8 @@ class Doctor:
                     f"put {env}=… in {ENV_FILE_HINT}",
                 )
             ]
+        import aiohttp  # here, not at the top: `storyteller --help` stays quick
+
         base = (cfg.model.base_url or OPENAI_BASE_URL).rstrip("/")
         try:
             status, listed = await self._list_models(base, key)
@@ -195,6 +198,8 @@ class Doctor:
         return findings
 
     async def _list_models(self, base: str, key: str) -> tuple[int, set[str] | None]:
+        import aiohttp
+
         timeout = aiohttp.ClientTimeout(total=self._timeout)
         headers = {"Authorization": f"Bearer {key}"}
         async with (
@@ -310,6 +315,7 @@ async def doctor(
     check_seconds: Annotated[
         float, typer.Option(help="Seconds each network check may take.", min=0.1)
     ] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Check the config, database, model endpoint, world and webhook; exit 1 on any problem."""
     if config is not None:
@@ -317,6 +323,11 @@ async def doctor(
     findings = await Doctor(os.environ, check_seconds).run(
         state(ctx).config, send_test_alert=send_test_alert
     )
-    report(findings)
+    if as_json:
+        print_json(
+            [{"check": f.check, "ok": f.ok, "detail": f.detail, "fix": f.fix} for f in findings]
+        )
+    else:
+        report(findings)
     if not all(f.ok for f in findings):
         raise typer.Exit(1)

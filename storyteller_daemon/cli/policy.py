@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from storyteller_daemon.cli.common import console, fail, print_json, state
-from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError
+
+if TYPE_CHECKING:
+    from storyteller_daemon.config import Config
 
 app = typer.Typer(
     help="The policy every prog call passes: show it, stop all prog calls, resume.",

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from storyteller_daemon.cli.common import run_async, state
-from storyteller_daemon.config import LoggingConfig
 
 if TYPE_CHECKING:
     from storyteller_daemon.alerts import Alerts
+    from storyteller_daemon.config import LoggingConfig
 
 
 _SYSLOG_PRIORITY = {

@@ -9,11 +9,10 @@ what differs, and ``prune`` deletes runs past the retention period.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.trigger import TriggerKind
 from storyteller_daemon.cli.ais_io import (
     JsonFlag,
@@ -31,8 +30,11 @@ from storyteller_daemon.cli.runs_view import (
     show_run,
     summary_json,
 )
-from storyteller_daemon.config import Config
 from storyteller_daemon.errors import NotFoundError, ValidationError
+
+if TYPE_CHECKING:
+    from storyteller_daemon.agent.model import Model
+    from storyteller_daemon.config import Config
 
 app = command_group("Run records: list and show what storytellers did, replay a turn, prune.")
 

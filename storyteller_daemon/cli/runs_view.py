@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storyteller_daemon.cli.ais_io import format_time, parse_duration, say, table
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.storage.runs import RunSummary
+
+if TYPE_CHECKING:
+    from storyteller_daemon.storage.runs import RunSummary
 
 LIST_COLUMNS = (
     "Id",

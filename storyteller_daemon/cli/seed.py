@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, open_store, print_table, run_async
+from storyteller_daemon.bundled import bundled_dir
+from storyteller_daemon.cli.common import console, open_store, print_json, print_table, run_async
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.seeding import (
-    SEED_DIR,
-    Action,
-    LoadReport,
-    list_packs,
-    load_pack,
-    read_pack,
-)
+
+if TYPE_CHECKING:
+    from storyteller_daemon.storage.seeding import LoadReport
+
+# storage (SQLAlchemy) is imported by the commands themselves, so `--help` stays quick.
+SEED_DIR = bundled_dir("seed")
 
 app = typer.Typer(help="Example storyteller packs: list and load.", no_args_is_help=True)
 
@@ -29,6 +28,8 @@ SeedDir = Annotated[
 
 
 def _summary(report: LoadReport) -> str:
+    from storyteller_daemon.storage.seeding import Action
+
     if not report.changed:
         return f"pack {report.pack}: no changes"
     created, updated = report.count(Action.CREATE), report.count(Action.UPDATE)
@@ -41,17 +42,42 @@ def _summary(report: LoadReport) -> str:
 
 @app.command("list")
 @run_async
-async def list_(seed_dir: SeedDir = SEED_DIR) -> None:
+async def list_(
+    seed_dir: SeedDir = SEED_DIR,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """Show the packs under seed/: their storytellers and how many documents each holds."""
+    from storyteller_daemon.storage.seeding import list_packs, read_pack
+
     rows: list[tuple[str, str, str, str]] = []
+    packs: list[dict[str, object]] = []
     for pack_dir in list_packs(seed_dir):
         try:
             pack = read_pack(pack_dir, seed_dir)
         except ConfigError as exc:
             rows.append((pack_dir.name, f"invalid: {exc}", "", ""))
+            packs.append({"name": pack_dir.name, "error": str(exc)})
             continue
-        storytellers = ", ".join(st.name for st in pack.storytellers) or "none"
-        rows.append((pack.name, pack.description, storytellers, str(len(pack.documents))))
+        storytellers = [st.name for st in pack.storytellers]
+        rows.append(
+            (
+                pack.name,
+                pack.description,
+                ", ".join(storytellers) or "none",
+                str(len(pack.documents)),
+            )
+        )
+        packs.append(
+            {
+                "name": pack.name,
+                "description": pack.description,
+                "storytellers": storytellers,
+                "documents": len(pack.documents),
+            }
+        )
+    if as_json:
+        print_json(packs)
+        return
     print_table("Packs", ["Pack", "Description", "Storytellers", "Documents"], rows)
 
 
@@ -70,6 +96,8 @@ async def load(
     Everything is validated first and written in one transaction. A storyteller's pause state is
     set only when it is created.
     """
+    from storyteller_daemon.storage.seeding import load_pack, read_pack
+
     parsed = read_pack(pack, seed_dir)
     async with open_store(ctx) as store:
         report = await load_pack(store.db, parsed, dry_run=dry_run)

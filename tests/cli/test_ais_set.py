@@ -164,6 +164,15 @@ def test_subscribe_toggles_events_and_heartbeats_by_any_alias(cli: Cli) -> None:
     )
 
 
+def test_subscribe_on_and_off_set_rather_than_flip(cli: Cli) -> None:
+    for _ in range(2):  # saying it twice leaves it on
+        set_(cli, "subscribe", "speech", "on")
+    assert cli.show(1)["subscriptions"]["speech"] is True
+    set_(cli, "subscribe", "1h", "off")
+    assert cli.show(1)["heartbeats"]["1h"] is False
+    assert fail(cli, "subscribe", "speech", "maybe") == "'maybe' is not on or off."
+
+
 def test_speech_context_shows_and_sets_count_and_window(cli: Cli) -> None:
     assert set_(cli, "speech-context") == (
         "Storyteller Watcher speech context: off (0 events; window 10m)."

@@ -31,3 +31,11 @@ def test_search_benchmark_finds_documents() -> None:
     assert data["documents"] == 40 and data["queries"] == 5
     assert data["mean hits per query"] > 0
     assert data["p50 ms"] <= data["p95 ms"] <= data["max ms"]
+
+
+def test_help_imports_no_heavy_library() -> None:
+    # `storyteller --help` answers quickly because each command imports its own libraries.
+    result = CliRunner().invoke(app, ["bench", "cli", "--runs", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["heavy libraries imported"] == "none", report
