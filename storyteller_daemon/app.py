@@ -380,7 +380,8 @@ async def build_runtime(
         runner=runner or _NoModel(),
         clock=clock,
         stats=stats,
-        observer=observer or LoggingObserver(debug_payloads=cfg.logging.debug_payloads),
+        observer=observer
+        or LoggingObserver(debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic),
         backlog=BacklogRepository(store.db, clock.now),
         attention=cfg.attention,
         queue_size=cfg.limits.queue_size,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
@@ -16,17 +20,68 @@ def where(trigger: Trigger) -> str:
     return f"room #{trigger.room_id}" if trigger.room_id is not None else trigger.label
 
 
-class LoggingObserver:
-    """One log line per decision; reasons and texts only with `debug_payloads`."""
+SUMMARY_SECONDS = 60.0
+"""How often each storyteller's activity is summed up in one INFO line."""
+LOUD_STAGES = frozenset({"expired", "queue", "budget"})
+"""Drop stages worth a line of their own at INFO (they are alerted too)."""
 
-    def __init__(self, *, debug_payloads: bool = False) -> None:
+
+@dataclass
+class _Tally:
+    judged: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    turns: int = 0
+
+    def line(self, name: str, seconds: float) -> str:
+        judged = sum(self.judged.values())
+        parts = [f"{judged} event(s) judged"]
+        if judged:
+            parts[0] += " (" + ", ".join(f"{n} {k}" for k, n in sorted(self.judged.items())) + ")"
+        if self.dropped:
+            drops = ", ".join(f"{k} {n}" for k, n in sorted(self.dropped.items()))
+            parts.append(f"settled without a turn: {drops}")
+        parts.append(f"{self.turns} turn(s) started")
+        return f"{name}, last {seconds:.0f} s: " + "; ".join(parts)
+
+
+class LoggingObserver:
+    """Decisions in the log without flooding it.
+
+    Interested verdicts, violations, turns and loud drops get a line each at INFO; every ignore
+    verdict and quiet drop is a DEBUG line, and at INFO each storyteller's activity is summed up
+    once a minute. Reasons and texts appear only with `debug_payloads`.
+
+    Args:
+        debug_payloads: log the model's reasons too.
+        clock: monotonic seconds, for the summary period.
+    """
+
+    def __init__(
+        self, *, debug_payloads: bool = False, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._debug = debug_payloads
+        self._clock = clock
+        self._tallies: dict[str, _Tally] = {}
+        self._since = clock()
+
+    def _tally(self, storyteller: Storyteller) -> _Tally:
+        self._maybe_summarise()
+        return self._tallies.setdefault(storyteller.name, _Tally())
+
+    def _maybe_summarise(self) -> None:
+        now = self._clock()
+        if now - self._since < SUMMARY_SECONDS:
+            return
+        for name, tally in sorted(self._tallies.items()):
+            log.info(tally.line(name, now - self._since))
+        self._tallies.clear()
+        self._since = now
 
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
         """Drops at the attention stage may quote the model; log those only in debug."""
         shown = reason if (self._debug or stage != "attention") else reason.split(":")[0]
-        # Without a key every trigger stops here; the start-up warning already said so once.
-        level = logging.DEBUG if stage == "api_key" else logging.INFO
+        self._tally(storyteller).dropped[stage] += 1
+        level = logging.INFO if stage in LOUD_STAGES else logging.DEBUG
         log.log(
             level,
             "%s: %s in %s dropped at %s (%s)",
@@ -42,9 +97,11 @@ class LoggingObserver:
         decision = (
             "violation" if verdict.violation else ("interested" if verdict.interested else "ignore")
         )
+        self._tally(storyteller).judged[decision] += 1
         if self._debug:
             log.debug("%s: attention %s: %s", storyteller.name, decision, verdict.reason)
-        log.info(
+        log.log(
+            logging.DEBUG if decision == "ignore" else logging.INFO,
             "%s: attention on %s in %s: %s",
             storyteller.name,
             trigger.label,
@@ -54,6 +111,7 @@ class LoggingObserver:
 
     def turn_started(self, storyteller: Storyteller, trigger: Trigger) -> None:
         """A turn begins."""
+        self._tally(storyteller).turns += 1
         log.info("%s: turn for %s in %s started", storyteller.name, trigger.label, where(trigger))
 
     def turn_finished(

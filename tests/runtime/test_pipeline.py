@@ -364,17 +364,34 @@ async def test_after_stop_intake_nothing_new_is_accepted(rig: Rig) -> None:
     assert rig.recorder.drops == [("intake", "shutting down")] * 2
 
 
-def test_without_a_key_drops_stay_out_of_the_info_log(caplog: pytest.LogCaptureFixture) -> None:
+def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     import logging
 
+    from storyteller_daemon.agent.attention import AttentionVerdict as Verdict
     from storyteller_daemon.runtime.observers import LoggingObserver
 
     caplog.set_level(logging.INFO, logger="storyteller.activity")
-    observer = LoggingObserver()
-    observer.dropped(WATCHER, Trigger.from_event(echo()), "api_key", "no model API key configured")
-    observer.dropped(WATCHER, Trigger.from_event(echo()), "pause", "storyteller is paused")
-    assert [r.levelname for r in caplog.records] == ["INFO"]
-    assert "pause" in caplog.records[0].getMessage()
+    now = [0.0]
+    observer = LoggingObserver(clock=lambda: now[0])
+    trigger = Trigger.from_event(echo())
+    observer.dropped(WATCHER, trigger, "api_key", "no model API key configured")
+    observer.dropped(WATCHER, trigger, "pause", "storyteller is paused")
+    for _ in range(3):
+        observer.judged(WATCHER, trigger, Verdict(interested=False))
+    observer.judged(WATCHER, trigger, Verdict(interested=True, reason="a theft"))
+    observer.dropped(WATCHER, trigger, "expired", "unjudged for 900 s")
+    assert [r.getMessage().split(": ", 1)[1] for r in caplog.records] == [
+        "attention on Room Echo in room #101: interested",
+        "Room Echo in room #101 dropped at expired (unjudged for 900 s)",
+    ]
+    now[0] = 61.0
+    observer.turn_started(WATCHER, trigger)  # the next callback after a minute sums it up
+    assert caplog.records[2].getMessage() == (
+        f"{WATCHER.name}, last 61 s: 4 event(s) judged (3 ignore, 1 interested); "
+        "settled without a turn: api_key 1, expired 1, pause 1; 0 turn(s) started"
+    )
 
 
 # ---------------------------------------------------------------------- batches and windows
