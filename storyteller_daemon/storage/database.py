@@ -18,6 +18,7 @@ from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -29,7 +30,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from storyteller_daemon.bundled import bundled_dir
-from storyteller_daemon.errors import NotMigratedError, StorageError
+from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
 
 MIGRATIONS_DIR = bundled_dir("migrations")
 
@@ -158,6 +159,8 @@ class Database:
                 await conn.run_sync(run)
         except (OperationalError, DBAPIError) as exc:
             raise StorageError(f"migration failed: {type(exc.orig).__name__}: {exc.orig}") from exc
+        except CommandError as exc:  # an unknown revision, for one
+            raise ValidationError(f"migration refused: {exc}") from None
 
     async def upgrade(self, revision: str = "head") -> None:
         """Apply migrations up to `revision`."""

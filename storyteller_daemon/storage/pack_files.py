@@ -454,10 +454,13 @@ def find_pack(ref: str | Path, seed_dir: Path = SEED_DIR) -> Path:
     is_bare_name = isinstance(ref, str) and "/" not in ref and os.sep not in ref
     candidates = [seed_dir / ref, path] if is_bare_name and ref not in {".", ".."} else [path]
     for candidate in candidates:
-        if candidate.name == PACK_FILE and candidate.is_file():
-            return candidate.parent
-        if (candidate / PACK_FILE).is_file():
-            return candidate
+        try:
+            if candidate.name == PACK_FILE and candidate.is_file():
+                return candidate.parent
+            if (candidate / PACK_FILE).is_file():
+                return candidate
+        except OSError:  # a name too long for the file system, for one: not a pack
+            continue
     known = ", ".join(p.name for p in list_packs(seed_dir)) or "none"
     raise ConfigError(
         str(ref), f"no pack of that name under {_display(seed_dir)} and no {PACK_FILE} at that "
