@@ -2,8 +2,8 @@
 
 ``/healthz`` answers 200 when the daemon is ready, the world stream is subscribed, the heartbeat
 scheduler runs and the database answers, and 503 otherwise; the JSON body says which check
-failed. ``/metrics`` is the Prometheus text exposition format (version 0.0.4), written here
-because it is small and the daemon has no other use for a metrics library.
+failed. ``/metrics`` is written by ``prometheus_client`` from the daemon's own counters at each
+scrape (a custom collector), with the library's process metrics beside them.
 
 The listener binds to loopback by default. On any other address a bearer token is mandatory
 (`check_http_settings` refuses to start without one), because the metrics name storytellers and
@@ -21,6 +21,15 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.registry import Collector
 
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.config import HttpConfig
@@ -28,7 +37,8 @@ from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.metering import LatencyHistogram
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""The classic text format, which every Prometheus version reads."""
 DB_CHECK_SECONDS = 3.0
 
 
@@ -57,17 +67,7 @@ def check_http_settings(http: HttpConfig, token: str) -> None:
     raise ConfigError("config", f"{problem} (http.host = {http.host!r})", key="http.token_env")
 
 
-# ---------------------------------------------------------------------- exposition format
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+# ---------------------------------------------------------------------- exposition
 
 
 class Histogram(Protocol):
@@ -95,11 +95,11 @@ class Histogram(Protocol):
 
 
 class Exposition:
-    """Builds a Prometheus text exposition, one metric family at a time."""
+    """The families of one scrape, built with ``prometheus_client``'s metric families."""
 
     def __init__(self, prefix: str = "storyteller_") -> None:
         self._prefix = prefix
-        self._lines: list[str] = []
+        self.families: list[Metric] = []
 
     def family(
         self,
@@ -108,41 +108,51 @@ class Exposition:
         help_text: str,
         samples: Iterable[tuple[Mapping[str, str], float]],
     ) -> None:
-        """One family: HELP and TYPE lines, then a sample per label set."""
+        """One counter or gauge family, a sample per label set."""
+        listed = list(samples)
+        labels = sorted({key for sample_labels, _ in listed for key in sample_labels})
         full = self._prefix + name
-        self._lines.append(f"# HELP {full} {help_text}")
-        self._lines.append(f"# TYPE {full} {kind}")
-        for labels, value in samples:
-            self._sample(full, labels, value)
+        family: CounterMetricFamily | GaugeMetricFamily = (
+            CounterMetricFamily(full, help_text, labels=labels)
+            if kind == "counter"
+            else GaugeMetricFamily(full, help_text, labels=labels)
+        )
+        for sample_labels, value in listed:
+            family.add_metric([str(sample_labels[key]) for key in labels], float(value))
+        self.families.append(family)
 
     def histogram(
         self, name: str, help_text: str, label: str | None, histograms: Mapping[str, Histogram]
     ) -> None:
-        """A histogram family with cumulative ``le`` buckets, ``_sum`` and ``_count``.
+        """A histogram family (cumulative ``le`` buckets, ``_sum``, ``_count``).
 
         With `label` None, `histograms` holds one unlabelled histogram (under any key).
         """
-        full = self._prefix + name
-        self._lines.append(f"# HELP {full} {help_text}")
-        self._lines.append(f"# TYPE {full} histogram")
+        family = HistogramMetricFamily(
+            self._prefix + name, help_text, labels=[label] if label is not None else []
+        )
         for value, histogram in sorted(histograms.items()):
-            labels = {label: value} if label is not None else {}
-            running = 0
+            running, buckets = 0, []
             for bound, count in zip((*histogram.bounds, math.inf), histogram.counts, strict=True):
                 running += count
-                self._sample(f"{full}_bucket", {**labels, "le": _number(bound)}, running)
-            self._sample(f"{full}_sum", labels, histogram.total)
-            self._sample(f"{full}_count", labels, histogram.count)
-
-    def _sample(self, name: str, labels: Mapping[str, str], value: float) -> None:
-        rendered = ",".join(f'{key}="{_escape(str(v))}"' for key, v in labels.items())
-        self._lines.append(
-            f"{name}{{{rendered}}} {_number(value)}" if rendered else f"{name} {_number(value)}"
-        )
+                buckets.append(("+Inf" if math.isinf(bound) else str(float(bound)), float(running)))
+            family.add_metric([value] if label is not None else [], buckets, histogram.total)
+        self.families.append(family)
 
     def text(self) -> str:
-        """The exposition, ending with a newline."""
-        return "\n".join(self._lines) + "\n"
+        """The exposition, with the process metrics (CPU, memory, open files) first."""
+        registry = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=registry)
+        registry.register(_Families(self.families))
+        return generate_latest(registry).decode()
+
+
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families
 
 
 def _labelled(label: str, counts: Mapping[str, int]) -> list[tuple[Mapping[str, str], float]]:

@@ -111,23 +111,24 @@ async def test_metrics_describe_the_running_daemon(running: Running) -> None:
     lines = text.splitlines()
     for expected in [
         "# TYPE storyteller_events_received_total counter",
-        "storyteller_events_received_total 12",
-        'storyteller_triggers_dropped_total{stage="pause"} 1',
-        'storyteller_attention_verdicts_total{verdict="interested"} 2',
-        'storyteller_turns_total{outcome="completed"} 3',
-        'storyteller_queue_depth{storyteller="Harbour \\"Night\\" Watch"} 0',
-        'storyteller_queue_overflow_total{storyteller="Harbour \\"Night\\" Watch"} 1',
+        "storyteller_events_received_total 12.0",
+        'storyteller_triggers_dropped_total{stage="pause"} 1.0',
+        'storyteller_attention_verdicts_total{verdict="interested"} 2.0',
+        'storyteller_turns_total{outcome="completed"} 3.0',
+        'storyteller_queue_depth{storyteller="Harbour \\"Night\\" Watch"} 0.0',
+        'storyteller_queue_overflow_total{storyteller="Harbour \\"Night\\" Watch"} 1.0',
         "storyteller_cost_usd_total 0.125",
-        "storyteller_ready 1",
-        "storyteller_world_subscribed 1",
+        "storyteller_ready 1.0",
+        "storyteller_world_subscribed 1.0",
         "# TYPE storyteller_model_request_seconds histogram",
-        'storyteller_events_settled_by_rule_total{rule="heard_elsewhere"} 4',
-        'storyteller_attention_batch_events_bucket{le="20"} 1',
-        "storyteller_attention_batch_events_count 1",
-        'storyteller_event_turn_seconds_bucket{le="5"} 0',
-        'storyteller_event_turn_seconds_bucket{le="10"} 1',
+        'storyteller_events_settled_by_rule_total{rule="heard_elsewhere"} 4.0',
+        'storyteller_attention_batch_events_bucket{le="20.0"} 1.0',
+        "storyteller_attention_batch_events_count 1.0",
+        'storyteller_event_turn_seconds_bucket{le="5.0"} 0.0',
+        'storyteller_event_turn_seconds_bucket{le="10.0"} 1.0',
         "storyteller_event_turn_seconds_sum 7.5",
         "# TYPE storyteller_backlog_items gauge",
+        "# TYPE process_resident_memory_bytes gauge",
     ]:
         assert expected in lines, expected
     sample = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\]|\\.)*",?)*\})? [-+0-9.eInf]+$')
@@ -232,12 +233,12 @@ async def test_model_latency_is_measured_per_model_and_exported_as_a_histogram()
     out = Exposition()
     out.histogram("model_request_seconds", "Model request latency.", "model", metered.latency)
     lines = out.text().splitlines()
-    assert 'storyteller_model_request_seconds_bucket{model="gpt-5",le="0.25"} 1' in lines
-    assert 'storyteller_model_request_seconds_bucket{model="gpt-5",le="2"} 2' in lines
-    assert 'storyteller_model_request_seconds_bucket{model="gpt-5",le="60"} 2' in lines
-    assert 'storyteller_model_request_seconds_bucket{model="gpt-5",le="+Inf"} 3' in lines
+    assert 'storyteller_model_request_seconds_bucket{le="0.25",model="gpt-5"} 1.0' in lines
+    assert 'storyteller_model_request_seconds_bucket{le="2.0",model="gpt-5"} 2.0' in lines
+    assert 'storyteller_model_request_seconds_bucket{le="60.0",model="gpt-5"} 2.0' in lines
+    assert 'storyteller_model_request_seconds_bucket{le="+Inf",model="gpt-5"} 3.0' in lines
     assert 'storyteller_model_request_seconds_sum{model="gpt-5"} 91.6' in lines
-    assert 'storyteller_model_request_seconds_count{model="gpt-5-nano"} 1' in lines
+    assert 'storyteller_model_request_seconds_count{model="gpt-5-nano"} 1.0' in lines
 
 
 def test_a_histogram_with_its_own_bounds_counts_overflow() -> None:
