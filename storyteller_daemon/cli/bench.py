@@ -11,6 +11,7 @@ import resource
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -207,6 +208,26 @@ async def search(
     )
 
 
+async def _with_progress(
+    run: Callable[..., Awaitable[dict[str, object]]], options: object, *, quiet: bool
+) -> dict[str, object]:
+    """Run a benchmark with a progress bar on a terminal (none for --json or a pipe)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from storyteller_daemon.cli.common import err_console
+
+    if quiet or not err_console.is_terminal:
+        return await run(options)
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("playing the stream (then the backlog settles)", total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return await run(options, advance)
+
+
 @app.command("stream")
 @run_async
 async def stream(
@@ -294,29 +315,28 @@ async def stream(
             read_stream(path)  # a bad file is one line naming it, before anything starts
         except (OSError, ValueError) as exc:
             raise ValidationError(str(exc)) from None
-    report = await run_stream_bench(
-        StreamBenchOptions(
-            stream=path,
-            hours=hours,
-            seed=seed,
-            events_per_hour=events_per_hour,
-            attention_latency=attention_latency,
-            round_latency=round_latency,
-            speedup=speedup,
-            one_call_per_event=one_call_per_event,
-            storytellers=storytellers,
-            split_rooms=split_rooms,
-            price_model=price_model,
-            fail_share=fail_share,
-            crash_every=crash_every,
-            cut_every=cut_every,
-            stop_every=stop_every,
-            acting_turns=acting_turns,
-            reasoning_tokens=reasoning_tokens,
-            quiet_seconds=quiet,
-            max_wait_seconds=max_wait,
-        )
+    options = StreamBenchOptions(
+        stream=path,
+        hours=hours,
+        seed=seed,
+        events_per_hour=events_per_hour,
+        attention_latency=attention_latency,
+        round_latency=round_latency,
+        speedup=speedup,
+        one_call_per_event=one_call_per_event,
+        storytellers=storytellers,
+        split_rooms=split_rooms,
+        price_model=price_model,
+        fail_share=fail_share,
+        crash_every=crash_every,
+        cut_every=cut_every,
+        stop_every=stop_every,
+        acting_turns=acting_turns,
+        reasoning_tokens=reasoning_tokens,
+        quiet_seconds=quiet,
+        max_wait_seconds=max_wait,
     )
+    report = await _with_progress(run_stream_bench, options, quiet=as_json)
     _report(
         "stream benchmark (daemon over the bridge, stand-in model answering from labels)",
         report,

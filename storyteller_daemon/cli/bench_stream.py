@@ -33,6 +33,7 @@ import secrets
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -314,8 +315,10 @@ def _cost(usage: Usage, price: ModelPrice) -> float:
     ) / 1_000_000
 
 
-async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
-    """Run the benchmark and return its report."""
+async def run_stream_bench(
+    options: StreamBenchOptions, progress: Callable[[int, int], None] | None = None
+) -> dict[str, object]:
+    """Run the benchmark and return its report; `progress` hears (events played, total)."""
     from storyteller_daemon.app import Runtime, build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.domain.surveillance import Surveillance
@@ -452,7 +455,9 @@ async def run_stream_bench(options: StreamBenchOptions) -> dict[str, object]:
             played: list[tuple[int, Cursor]] = []
             behind = 0.0  # how far the playback fell behind the stream's own times
             cuts = 0
-            for item in items:
+            for played_count, item in enumerate(items, start=1):
+                if progress is not None and played_count % 50 == 0:
+                    progress(played_count, len(items))
                 offset = (item.event.occurred_at - start).total_seconds()
                 wait = offset / options.speedup - (time.monotonic() - began)
                 if wait > 0:

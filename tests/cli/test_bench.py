@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
@@ -39,3 +40,29 @@ def test_help_imports_no_heavy_library() -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["heavy libraries imported"] == "none", report
+
+
+async def test_a_long_benchmark_shows_progress_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from storyteller_daemon.cli import bench, common
+
+    heard: list[tuple[int, int]] = []
+
+    async def run(options: object, progress: object = None) -> dict[str, object]:
+        heard.append((0, 0) if progress is None else (1, 1))
+        if callable(progress):
+            progress(50, 100)
+        return {"done": True}
+
+    terminal = Console(file=io.StringIO(), force_terminal=True)
+    monkeypatch.setattr(common, "err_console", terminal)
+    assert await bench._with_progress(run, None, quiet=False) == {"done": True}
+    assert await bench._with_progress(run, None, quiet=True) == {"done": True}  # --json
+    monkeypatch.setattr(common, "err_console", Console(file=io.StringIO()))  # a pipe
+    await bench._with_progress(run, None, quiet=False)
+    assert heard == [(1, 1), (0, 0), (0, 0)]
