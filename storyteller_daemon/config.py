@@ -253,8 +253,10 @@ class PolicyConfig(_Section):
     tool_scope: dict[str, Literal["trigger_rooms", "surveillance"]] = Field(default_factory=dict)
     """`event_turn_scope` for single tools by name (a town crier that speaks in every room)."""
     max_prog_calls_per_turn: PositiveInt = 3
-    target_cooldown_seconds: NonNegativeFloat = 600.0
+    target_cooldown_seconds: NonNegativeFloat = 60.0
     """The same prog tool on the same room or character at most once in this many seconds."""
+    tool_cooldown_seconds: dict[str, NonNegativeFloat] = Field(default_factory=dict)
+    """`target_cooldown_seconds` for single tools by name (a summons: once per 10 minutes)."""
     max_prog_calls_per_hour: PositiveInt = 60
     """Prog calls of all storytellers together in any hour."""
     max_prog_calls_per_player_per_hour: PositiveInt = 6

@@ -10,7 +10,8 @@ are the ones the daemon enforces whatever the model says; each is a named rule:
   named by the turn's events, or be in one of those rooms (on heartbeat and direct turns: in a
   watched room);
 * ``turn_cap``, ``cooldown``, ``hourly_cap``: at most ``max_prog_calls_per_turn`` prog calls
-  in a turn, the same tool on the same room or character once per ``target_cooldown_seconds``,
+  in a turn, the same tool on the same room or character once per ``target_cooldown_seconds``
+  (``tool_cooldown_seconds`` per tool),
   ``max_prog_calls_per_hour`` prog calls of all storytellers together;
 * ``secret``: no argument of any tool may carry one of the daemon's secrets (API key, bridge
   token, webhook URL);
@@ -320,14 +321,16 @@ class Policy:
             return refuse(TURN_CAP, f"this turn already made {calls_this_turn} prog calls")
         now = self._clock()
         assert storyteller.id is not None
+        per_tool = {k.casefold(): v for k, v in cfg.tool_cooldown_seconds.items()}
+        cooldown = per_tool.get(tool.casefold(), cfg.target_cooldown_seconds)
         for kind, targets in (("room", effect.rooms), ("character", effect.characters)):
             for target in sorted(targets):
                 last = self._recent.get((storyteller.id, tool.casefold(), kind, target))
-                if last is not None and now - last < cfg.target_cooldown_seconds:
+                if last is not None and now - last < cooldown:
                     return refuse(
                         COOLDOWN,
                         f"{tool} acted on {kind} #{target} {now - last:.0f} s ago; "
-                        f"once per {cfg.target_cooldown_seconds:g} s",
+                        f"once per {cooldown:g} s",
                     )
         while self._hour and now - self._hour[0] >= 3600:
             self._hour.popleft()

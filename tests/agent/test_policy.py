@@ -298,3 +298,15 @@ async def test_shadow_mode_and_scope_can_be_set_per_tool(
     crier_call, echo_call = record.calls[:2]
     assert crier_call.shadowed and crier_call.envelope["ok"] is True  # in scope, simulated
     assert echo_call.rule == "scope"  # the other tool keeps the event's rooms
+
+
+async def test_a_tool_may_have_its_own_cooldown(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    clock = ManualClock()
+    summons = policy(clock, tool_cooldown_seconds={"echotoroom": 600})
+    await turn(summons, teller, services, heartbeat(), echo(QUAY))
+    clock.advance(120)  # past the default minute, not past this tool's ten
+    record = await turn(summons, teller, services, heartbeat(), echo(QUAY, "Again."), key="t2")
+    assert refusals(record) == ["cooldown"]
+    assert "once per 600 s" in record.calls[0].envelope["error"]
