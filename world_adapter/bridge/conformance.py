@@ -51,6 +51,10 @@ NO_SUCH_ID = 2_147_483_647
 RESUME_SAMPLE = 20
 
 
+ABNORMAL_CLOSURE = 1006
+"""The close code a client reports for a connection that ended without a close frame."""
+
+
 class Status(StrEnum):
     """The outcome of one check."""
 
@@ -383,6 +387,8 @@ class Checker:
     # ------------------------------------------------------------------ limits and bad frames
 
     async def oversize(self) -> str:
+        # 1006 is what a WebSocket library reports when the TCP connection ended with no close
+        # frame: the game dropped the connection on the oversize frame, which is a refusal.
         probe = await self._session_probe()
         padding = "x" * (MAX_FRAME_BYTES + 1)
         try:
@@ -391,12 +397,12 @@ class Checker:
             except (ConnectionError, aiohttp.ClientError):
                 # The game may close as soon as it reads the frame's length, while the rest of
                 # the frame is still being sent; the close frame is then lost with it.
-                if probe.ws.close_code is None:
+                if probe.ws.close_code in (None, ABNORMAL_CLOSURE):
                     return "the connection was closed while the oversize frame was being sent"
             closed = await probe.expect_close()
         finally:
             await probe.ws.close()
-        if closed.code is None:
+        if closed.code in (None, ABNORMAL_CLOSURE):
             return "the connection was closed while the oversize frame was being sent"
         if closed.code != CloseCode.TOO_BIG:
             raise CheckFailed(f"expected close 1009, got {close_code_name(closed.code)}")
