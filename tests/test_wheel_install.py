@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_operations_commands_work_from_the_wheel(installed: Path, tmp_path: Path) -> None:
-    token = "wheel-test-token"
+    token = secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTHONPATH"}}
     env |= {"STORYTELLER_BRIDGE_TOKEN": token, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("OPENAI_API_KEY", None)

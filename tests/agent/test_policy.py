@@ -7,6 +7,7 @@ the sim world; a prog that ran shows as a new event in the world.
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from world_adapter.sim import SimWorld
 
 MAREN, WREN = 1001, 2004
 QUAY, MARKET = 101, 102
-SECRET = "sk-live-0123456789abcdef"
+SECRET = secrets.token_hex(16)  # made up per run: no key-shaped text in the source
 ECHO = CustomTool(
     "EchoToRoom", "Shows a line to a room.", "EchoToRoom", False,
     (("Room", "Room to echo into."), ("Text", "What everyone sees.")),
