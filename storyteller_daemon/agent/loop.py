@@ -333,7 +333,7 @@ class ToolLoop:
             return record(error(SKIPPED_ERROR), skipped=True)
         turn.dispatched.add(key)
         if self._policy is not None:
-            decision = self._policy.check_secrets(arguments)
+            decision = self._policy.check_secrets(turn.storyteller, tool.name, arguments)
             if decision is None and tool.effect is None and tool.names is not None:
                 decision = await self._policy.check_scope(
                     turn.storyteller, turn.trigger, tool.name, tool.names(arguments), turn.ctx.world

@@ -228,12 +228,28 @@ class Policy:
 
     # ------------------------------------------------------------------ checks
 
-    def check_secrets(self, arguments: Mapping[str, Any]) -> Decision | None:
+    def check_secrets(
+        self, storyteller: Storyteller, tool: str, arguments: Mapping[str, Any]
+    ) -> Decision | None:
         """A refusal when any string of the arguments carries a secret of the daemon."""
         for text in strings_in(dict(arguments)):
             if any(secret in text for secret in self._secrets):
-                return refuse(SECRET, "an argument carries a secret of the daemon")
+                return self._refused(
+                    storyteller, tool, refuse(SECRET, "an argument carries a secret of the daemon")
+                )
         return None
+
+    def _refused(self, storyteller: Storyteller, tool: str, decision: Decision) -> Decision:
+        """Count and log a refusal (the alert watches the count), and return it."""
+        self.stats.refused[decision.rule or SCOPE] += 1
+        log.warning(
+            "storyteller %s: policy refused %s (rule %s): %s",
+            storyteller.name,
+            tool,
+            decision.rule,
+            decision.reason,
+        )
+        return decision
 
     async def check_prog_call(
         self,
@@ -247,15 +263,7 @@ class Policy:
         """The decision about one prog call of a turn (`calls_this_turn` ran before it)."""
         decision = await self._decide(storyteller, trigger, tool, effect, world, calls_this_turn)
         if decision.rule is not None:
-            self.stats.refused[decision.rule] += 1
-            log.warning(
-                "storyteller %s: policy refused %s (rule %s): %s",
-                storyteller.name,
-                tool,
-                decision.rule,
-                decision.reason,
-            )
-            return decision
+            return self._refused(storyteller, tool, decision)
         if self.shadowed(storyteller, tool):
             self.stats.shadowed += 1
             return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
@@ -272,16 +280,7 @@ class Policy:
         if trigger.kind not in PLAYER_STARTED:
             return None
         decision = await self._scope(storyteller, trigger, effect, world, tool)
-        if decision is not None:
-            self.stats.refused[decision.rule or SCOPE] += 1
-            log.warning(
-                "storyteller %s: policy refused %s (rule %s): %s",
-                storyteller.name,
-                tool,
-                decision.rule,
-                decision.reason,
-            )
-        return decision
+        return self._refused(storyteller, tool, decision) if decision is not None else None
 
     def ran(
         self, storyteller: Storyteller, tool: str, effect: Effect, trigger: Trigger | None = None

@@ -177,8 +177,10 @@ async def test_no_argument_carries_a_secret_of_the_daemon(
     teller: Storyteller, services: ToolContext, world: SimWorld
 ) -> None:
     leak = ("CreateMemory", {"CharacterId": MAREN, "Title": "note", "Details": f"key {SECRET}"})
-    record = await turn(policy(), teller, services, heartbeat(), echo(QUAY, SECRET), leak)
+    guard = policy()
+    record = await turn(guard, teller, services, heartbeat(), echo(QUAY, SECRET), leak)
     assert refusals(record) == ["secret", "secret"]
+    assert guard.stats.refused == {"secret": 2}  # counted, so the refusal alert hears of them
 
 
 async def test_long_text_is_refused(
