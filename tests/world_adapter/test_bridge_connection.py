@@ -62,6 +62,13 @@ async def open_connection(
     return await asyncio.wait_for(opening, STEP), peer
 
 
+async def subscribe_quay(connection: BridgeConnection, peer: Peer) -> None:
+    """Subscribe to room 101 from the start; the game confirms."""
+    await connection.subscribe([101], None)
+    assert isinstance(await peer.receive(), Subscribe)
+    await peer.send(Subscribed((101,), Cursor("boot-1", 0)))
+
+
 async def test_the_handshake_yields_the_welcome(
     game: ScriptedGame, session: aiohttp.ClientSession
 ) -> None:
@@ -175,9 +182,7 @@ async def test_a_bad_frame_is_answered_counted_and_survived(
     stats = BridgeStats()
     connection, peer = await open_connection(game, session, FakeClock(), stats)
     try:
-        await connection.subscribe([101], None)
-        assert isinstance(await peer.receive(), Subscribe)
-        await peer.send(Subscribed((101,), Cursor("boot-1", 0)))
+        await subscribe_quay(connection, peer)
         await peer.send("{not json")
         await peer.send(Request("g-2", "zones"))
         await peer.ws.send_bytes(b"\x00")
@@ -253,9 +258,7 @@ async def test_a_closed_connection_fails_pending_requests_and_then_the_stream(
     game: ScriptedGame, session: aiohttp.ClientSession
 ) -> None:
     connection, peer = await open_connection(game, session, FakeClock(), BridgeStats())
-    await connection.subscribe([101], None)
-    await peer.receive()
-    await peer.send(Subscribed((101,), Cursor("boot-1", 0)))
+    await subscribe_quay(connection, peer)
     await peer.send(EventFrame(echo(1)))
     asking = asyncio.create_task(connection.request("zones", {}, 10))
     await peer.receive()
@@ -276,9 +279,7 @@ async def test_an_oversize_event_is_kept_with_its_text_cut_and_the_stream_goes_o
     stats = BridgeStats()
     connection, peer = await open_connection(game, session, FakeClock(), stats)
     try:
-        await connection.subscribe([101], None)
-        assert isinstance(await peer.receive(), Subscribe)
-        await peer.send(Subscribed((101,), Cursor("boot-1", 0)))
+        await subscribe_quay(connection, peer)
         huge = RoomEcho(
             cursor=Cursor("boot-1", 1), cell_id=101, zone_id=1, occurred_at=AT, text="y" * 5_000_000
         )
