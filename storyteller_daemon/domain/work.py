@@ -22,7 +22,7 @@ keys stop any prog call from running twice. A turn interrupted twice is marked f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -101,6 +101,12 @@ class NewWork:
     state: WorkState = WorkState.PENDING
     reason: str | None = None
     rule: str | None = None
+
+    def stored(self, item_id: int, received_at: datetime) -> WorkItem:
+        """This item as the backlog holds it once stored under `item_id`."""
+        return WorkItem(
+            id=item_id, received_at=received_at, turn_key=None, attempts=0, **asdict(self)
+        )
 
 
 @dataclass(frozen=True)

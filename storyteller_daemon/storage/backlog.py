@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import TypeVar
 
@@ -90,17 +91,10 @@ class BacklogRepository:
                 return []
             values = [
                 {
-                    "storyteller_id": item.storyteller_id,
-                    "source": item.source,
-                    "kind": item.kind,
-                    "turn_class": item.turn_class,
-                    "room_id": item.room_id,
-                    "payload": item.payload,
+                    **asdict(item),
                     "state": item.state.value,
                     "received_on": now,
                     "updated_on": now,
-                    "reason": item.reason,
-                    "rule": item.rule,
                     "attempts": 0,
                 }
                 for item in fresh
@@ -112,24 +106,7 @@ class BacklogRepository:
                 )
             ).all()
             received = as_utc(now)
-            return [
-                WorkItem(
-                    id=row_id,
-                    storyteller_id=item.storyteller_id,
-                    source=item.source,
-                    kind=item.kind,
-                    turn_class=item.turn_class,
-                    room_id=item.room_id,
-                    payload=item.payload,
-                    state=item.state,
-                    received_at=received,
-                    reason=item.reason,
-                    rule=item.rule,
-                    turn_key=None,
-                    attempts=0,
-                )
-                for row_id, item in zip(ids, fresh, strict=True)
-            ]
+            return [item.stored(row_id, received) for row_id, item in zip(ids, fresh, strict=True)]
 
     async def pending(
         self, storyteller_id: int, limit: int, exclude: Collection[int] = ()
