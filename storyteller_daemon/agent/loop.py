@@ -332,18 +332,19 @@ class ToolLoop:
         if key in turn.dispatched:
             return record(error(SKIPPED_ERROR), skipped=True)
         turn.dispatched.add(key)
+        effect = tool.effect(arguments) if tool.effect is not None else None
         if self._policy is not None:
             decision = self._policy.check_secrets(turn.storyteller, tool.name, arguments)
-            if decision is None and tool.effect is None and tool.names is not None:
+            if decision is None and effect is None and tool.names is not None:
                 decision = await self._policy.check_scope(
                     turn.storyteller, turn.trigger, tool.name, tool.names(arguments), turn.ctx.world
                 )
-            if decision is None and tool.effect is not None:
+            if decision is None and effect is not None:
                 decision = await self._policy.check_prog_call(
                     turn.storyteller,
                     turn.trigger,
                     tool.name,
-                    tool.effect(arguments),
+                    effect,
                     turn.ctx.world,
                     turn.prog_calls,
                 )
@@ -353,10 +354,10 @@ class ToolLoop:
             if decision is not None and not decision.allowed:
                 return record(error(decision.message()), refused=True, rule=decision.rule)
         envelope = await invoke(tool, arguments, turn.ctx)
-        if tool.effect is not None and envelope["ok"]:
+        if effect is not None and envelope["ok"]:
             turn.prog_calls += 1
             if self._policy is not None:
-                self._policy.ran(turn.storyteller, tool.name, tool.effect(arguments), turn.trigger)
+                self._policy.ran(turn.storyteller, tool.name, effect, turn.trigger)
         log.debug(
             "storyteller %s called %s: %s",
             turn.storyteller.id,

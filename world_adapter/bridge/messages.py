@@ -309,11 +309,14 @@ def encode_frame(frame: Frame) -> str:
     """
     data = frame_data(frame)
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    try:
-        size = len(text.encode())
-    except UnicodeEncodeError:  # a lone surrogate: only a JSON escape can carry it
-        text = json.dumps(data, separators=(",", ":"))
+    if text.isascii():  # most frames: no encoding needed to know the size
         size = len(text)
+    else:
+        try:
+            size = len(text.encode())
+        except UnicodeEncodeError:  # a lone surrogate: only a JSON escape can carry it
+            text = json.dumps(data, separators=(",", ":"))
+            size = len(text)
     if size > MAX_FRAME_BYTES:
         raise FrameTooLarge(f"A {frame_type(frame)} frame would be over {MAX_FRAME_BYTES} bytes.")
     return text
