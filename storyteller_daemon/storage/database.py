@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -64,7 +63,7 @@ def normalise_url(url: str) -> str:
 
 
 def create_engine(
-    url: str, *, busy_timeout_ms: int = 15_000, opened: weakref.WeakSet[Any] | None = None
+    url: str, *, busy_timeout_ms: int = 15_000, opened: set[Any] | None = None
 ) -> AsyncEngine:
     """Create an async engine with the right per-dialect settings.
 
@@ -83,11 +82,17 @@ def create_engine(
             event.listen(
                 engine.sync_engine,
                 "connect",
-                lambda dbapi_conn, _record: opened.add(dbapi_conn.driver_connection),
+                lambda dbapi_conn, _record: _remember(opened, dbapi_conn.driver_connection),
             )
         event.listen(engine.sync_engine, "begin", _begin_immediate)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
+
+
+def _remember(opened: set[Any], connection: Any) -> None:
+    """Add a new driver connection, forgetting the ones closed since."""
+    opened.difference_update([c for c in opened if getattr(c, "_connection", None) is None])
+    opened.add(connection)
 
 
 class Database:
@@ -95,7 +100,9 @@ class Database:
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 15_000) -> None:
         self.url = normalise_url(url)
-        self._opened: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Strong references: a connection a cancelled task dropped is otherwise collected while
+        # its worker thread keeps the file's write lock, and could then never be ended here.
+        self._opened: set[Any] = set()
         self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms, opened=self._opened)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this
@@ -138,6 +145,7 @@ class Database:
             stopped = connection.stop()
             if stopped is not None:
                 await asyncio.gather(stopped, return_exceptions=True)
+        self._opened.clear()
 
     # ------------------------------------------------------------------ migrations
 
