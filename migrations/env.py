@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 # Every module that declares tables must be imported so autogenerate sees the whole schema.
+from storyteller_daemon.storage import approvals as _approval_tables  # noqa: F401
 from storyteller_daemon.storage import runs as _runs_tables  # noqa: F401
 from storyteller_daemon.storage.models import (
     Base,

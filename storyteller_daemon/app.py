@@ -13,6 +13,7 @@ import os
 import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from progs.types import ProgSignature
@@ -24,8 +25,10 @@ from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_pr
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
 from storyteller_daemon.config import Config, normalise_database_url
+from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.runtime.approvals import ApprovalRunner
 from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock, SystemClock
 from storyteller_daemon.runtime.daemon import Daemon
@@ -38,6 +41,7 @@ from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -243,6 +247,7 @@ class Runtime:
     health: HealthServer | None = None
     budget: BudgetKeeper | None = None
     recorder: RunRecorder | None = None
+    approvals: ApprovalRunner | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
@@ -279,12 +284,15 @@ class Runtime:
                     ledger_retention_days=self.cfg.runs.ledger_retention_days,
                 )
             )
+        approved: asyncio.Task[None] | None = None
+        if self.approvals is not None:
+            approved = asyncio.create_task(self.approvals.run())
         try:
             await self.daemon.run(stop)
         except FatalStreamError as exc:  # the operator must act: one clear line, no retry
             raise ConfigError("config", f"the game refused the daemon: {exc}", key="world") from exc
         finally:
-            for task in (activity, pruning):
+            for task in (activity, pruning, approved):
                 if task is not None:
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
@@ -335,13 +343,20 @@ async def build_runtime(
         log.warning(OFFLINE_BANNER)
     lookups = CachedWorld(world, clock.monotonic)
     router = Router()
+    actions = PolicyActionRepository(store.db)
+    approvals = ApprovalRepository(store.db)
     policy = Policy(
         cfg.policy,
         clock.monotonic,
         secrets=daemon_secrets(cfg, environ),
         cells_of=router.cells_of,
         kill_file=kill_file_path(cfg.policy, database_url(cfg, environ)),
+        now=clock.now,
+        journal=actions.add,
+        approvals=approvals,
     )
+    # The caps and cooldowns count the prog calls of the last day, across restarts.
+    policy.restore(await actions.since(clock.now() - timedelta(days=1)), clock.now())
     runner = None
     latency: dict[str, LatencyHistogram] = {}
     if choice.model is not None:
@@ -419,6 +434,13 @@ async def build_runtime(
             token=token,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
+    # Parked calls are looked at every few seconds only where approvals are in use: tools are
+    # marked for approval, or calls parked under an earlier configuration are still open.
+    in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))
+    if runner is not None and in_use:
+        runtime.approvals = ApprovalRunner(
+            approvals, store.storytellers.get, runner.run_approved, policy, clock
+        )
     runtime.alerts, runtime.health = alerts, health
     runtime.budget, runtime.recorder = budget, recorder
     return runtime

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -252,13 +253,25 @@ class PolicyConfig(_Section):
     storyteller watches. Heartbeat and direct turns may act anywhere it watches."""
     tool_scope: dict[str, Literal["trigger_rooms", "surveillance"]] = Field(default_factory=dict)
     """`event_turn_scope` for single tools by name (a town crier that speaks in every room)."""
+    event_turn_exits: NonNegativeInt = 0
+    """With ``trigger_rooms``: rooms this many exits or fewer from an event's room (through any
+    door, inside the surveillance) are in scope too; 0 keeps the events' own rooms."""
+    approve: list[str] = Field(default_factory=list)
+    """Whose prog calls wait for an admin (``storyteller policy approve ID``), in the form of
+    `shadow`: a storyteller's name, ``NAME/TOOL``, ``*/TOOL`` or ``*``."""
+    approval_expiry_seconds: PositiveFloat = 3600.0
+    """A parked call not approved within this many seconds expires and never runs."""
     max_prog_calls_per_turn: PositiveInt = 3
-    target_cooldown_seconds: NonNegativeFloat = 60.0
+    target_cooldown_seconds: NonNegativeFloat = 600.0
     """The same prog tool on the same room or character at most once in this many seconds."""
     tool_cooldown_seconds: dict[str, NonNegativeFloat] = Field(default_factory=dict)
     """`target_cooldown_seconds` for single tools by name (a summons: once per 10 minutes)."""
     max_prog_calls_per_hour: PositiveInt = 60
     """Prog calls of all storytellers together in any hour."""
+    max_prog_calls_per_storyteller_per_hour: PositiveInt = 20
+    """Prog calls of one storyteller in any hour."""
+    max_prog_calls_per_storyteller_per_day: PositiveInt = 120
+    """Prog calls of one storyteller in any 24 hours."""
     max_prog_calls_per_player_per_hour: PositiveInt = 6
     """Prog calls set off by one character's words or actions (echo, speech, crime) an hour."""
     max_text_chars: PositiveInt = 600
@@ -266,6 +279,47 @@ class PolicyConfig(_Section):
     destructive_on_player_turns: bool = False
     """Offer ForgetMemory, UpdateMemory, ResolveSituation and UpdateSituation on echo and speech
     turns too."""
+
+    def shadows(self, storyteller: str, tool: str = "") -> bool:
+        """Whether `storyteller`'s calls of `tool` are simulated instead of run."""
+        return _covers(self.shadow, storyteller, tool)
+
+    def needs_approval(self, storyteller: str, tool: str) -> bool:
+        """Whether `storyteller`'s calls of `tool` wait for an admin's approval."""
+        return _covers(self.approve, storyteller, tool)
+
+    def for_storyteller(self, storyteller: str, tools: Sequence[str]) -> dict[str, Any]:
+        """The limits one storyteller's prog tools run under (``ais show``)."""
+        cooldowns = {k.casefold(): v for k, v in self.tool_cooldown_seconds.items()}
+        scopes = {k.casefold(): v for k, v in self.tool_scope.items()}
+        return {
+            "kill_switch": self.kill_switch,
+            "max_prog_calls_per_turn": self.max_prog_calls_per_turn,
+            "max_prog_calls_per_hour": self.max_prog_calls_per_storyteller_per_hour,
+            "max_prog_calls_per_day": self.max_prog_calls_per_storyteller_per_day,
+            "max_prog_calls_per_hour_all_storytellers": self.max_prog_calls_per_hour,
+            "max_prog_calls_per_player_per_hour": self.max_prog_calls_per_player_per_hour,
+            "max_text_chars": self.max_text_chars,
+            "destructive_on_player_turns": self.destructive_on_player_turns,
+            "tools": {
+                tool: {
+                    "scope": scopes.get(tool.casefold(), self.event_turn_scope),
+                    "cooldown_seconds": cooldowns.get(
+                        tool.casefold(), self.target_cooldown_seconds
+                    ),
+                    "shadow": self.shadows(storyteller, tool),
+                    "approve": self.needs_approval(storyteller, tool),
+                }
+                for tool in tools
+            },
+        }
+
+
+def _covers(entries: Sequence[str], storyteller: str, tool: str) -> bool:
+    """Whether ``NAME``, ``NAME/TOOL``, ``*/TOOL`` or ``*`` entries cover a storyteller's tool."""
+    folded = {n.strip().casefold() for n in entries}
+    name, tool = storyteller.strip().casefold(), tool.strip().casefold()
+    return bool(folded & {"*", name, f"{name}/{tool}", f"*/{tool}"})
 
 
 class Config(_Section):

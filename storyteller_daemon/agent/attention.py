@@ -28,7 +28,7 @@ from typing import Any
 
 from storyteller_daemon.agent.model import Model, ModelRequest
 from storyteller_daemon.agent.ports import BeforeRequest
-from storyteller_daemon.agent.prompts import user_message
+from storyteller_daemon.agent.prompts import Fence, user_message
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import DEFAULT_ATTENTION_PROMPT, Scope, Storyteller
 
@@ -210,11 +210,13 @@ def attention_instructions(storyteller: Storyteller, *, debug_reasons: bool = Fa
     return f"{prompt}\n\n{DEBUG_CONTRACT if debug_reasons else CONTRACT}"
 
 
-def attention_input(context: str, entries: Sequence[BatchEntry]) -> str:
-    """The user message of a batch: the context, then one line per event."""
-    lines = [f"[{entry.id}] {entry.line}" for entry in entries]
+def attention_input(context: str, entries: Sequence[BatchEntry], fence: Fence | None = None) -> str:
+    """The user message of a batch: the context, then one line per event inside a fence (a
+    new random one unless given)."""
+    lines = "\n".join(f"[{entry.id}] {entry.line}" for entry in entries)
     head = f"{context.strip()}\n\n" if context.strip() else ""
-    return f"{head}Events, oldest first:\n" + "\n".join(lines)
+    events = (fence or Fence.new()).block(lines, "game events", strip=False)
+    return f"{head}Events, oldest first:\n{events}"
 
 
 @dataclass(frozen=True)
@@ -258,14 +260,18 @@ class AttentionGate:
         self._violations: dict[int, int] = {}
 
     def request_for(
-        self, storyteller: Storyteller, context: str, entries: Sequence[BatchEntry]
+        self,
+        storyteller: Storyteller,
+        context: str,
+        entries: Sequence[BatchEntry],
+        fence: Fence | None = None,
     ) -> ModelRequest:
-        """The attention request for a batch."""
+        """The attention request for a batch (its events inside `fence`, else a new one)."""
         debug = self.options.debug_reasons
         per_event = OUTPUT_TOKENS_PER_EVENT * (2 if debug else 1)
         return ModelRequest(
             model=storyteller.model_for(Scope.ATTENTION),
-            input=[user_message(attention_input(context, entries))],
+            input=[user_message(attention_input(context, entries, fence))],
             instructions=attention_instructions(storyteller, debug_reasons=debug),
             reasoning_effort=storyteller.effort_for(Scope.ATTENTION).value,
             max_output_tokens=self._limits.attention_max_output_tokens + per_event * len(entries),
@@ -277,9 +283,16 @@ class AttentionGate:
         )
 
     async def judge(
-        self, storyteller: Storyteller, context: str, entries: Sequence[BatchEntry]
+        self,
+        storyteller: Storyteller,
+        context: str,
+        entries: Sequence[BatchEntry],
+        fence: Fence | None = None,
     ) -> BatchJudgement:
         """One verdict per entry id, asking again once about ids the first reply got wrong.
+
+        The first request's events sit inside `fence` (a new random one unless given); a
+        second request gets a new one.
 
         Raises:
             ValueError: the storyteller has no id, or two entries share an id.
@@ -298,7 +311,9 @@ class AttentionGate:
         for attempt in (1, 2):
             if not asking:
                 break
-            request = self.request_for(storyteller, context, asking)
+            request = self.request_for(
+                storyteller, context, asking, fence if attempt == 1 else None
+            )
             if self._before_request is not None:
                 await self._before_request(request)
             response = await self._model.respond(request)

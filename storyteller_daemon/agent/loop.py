@@ -39,9 +39,11 @@ from storyteller_daemon.agent.model import (
     ResponseItem,
 )
 from storyteller_daemon.agent.policy import (
+    APPROVAL,
     DESTRUCTIVE_RULE,
     DESTRUCTIVE_TOOLS,
     NOT_OFFERED,
+    Decision,
     Policy,
 )
 from storyteller_daemon.agent.ports import BeforeRequest
@@ -61,6 +63,7 @@ from storyteller_daemon.agent.tools.base import (
     canonical_arguments,
     dump_envelope,
     error,
+    idempotency_key,
     invoke,
     ok,
     parse_arguments,
@@ -68,6 +71,7 @@ from storyteller_daemon.agent.tools.base import (
 from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.approvals import Approval, ApprovalState
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 
@@ -87,6 +91,21 @@ SHADOW_RESULT = {
 }
 
 Clock = Callable[[], float]
+
+
+def parked_result(approval: Approval) -> dict[str, object]:
+    """What the model sees for a call parked for approval (or found parked before)."""
+    return {
+        "awaiting_approval": approval.state is ApprovalState.PENDING,
+        "approval": approval.id,
+        "state": approval.state.value,
+        "message": (
+            "The call waits for an admin's approval and runs only if approved before "
+            f"{approval.expires_at:%H:%M} UTC; the game has not changed yet. Do not call it again."
+            if approval.state is ApprovalState.PENDING
+            else f"This call was parked for approval before and is now {approval.state.value}."
+        ),
+    }
 
 
 @dataclass
@@ -353,11 +372,25 @@ class ToolLoop:
                 return record(ok(SHADOW_RESULT), shadowed=True, rule=decision.rule)
             if decision is not None and not decision.allowed:
                 return record(error(decision.message()), refused=True, rule=decision.rule)
+            if effect is not None and self._policy.needs_approval(turn.storyteller, tool.name):
+                parked = await self._policy.park(
+                    turn.storyteller,
+                    turn.trigger,
+                    tool.name,
+                    canonical_arguments(arguments),
+                    key=idempotency_key(turn.ctx.turn_key, tool.name, arguments),
+                    turn_key=turn.ctx.turn_key,
+                    effect=effect,
+                )
+                if isinstance(parked, Decision):
+                    return record(error(parked.message()), refused=True, rule=parked.rule)
+                turn.prog_calls += 1
+                return record(ok(parked_result(parked)), rule=APPROVAL, parked=True)
         envelope = await invoke(tool, arguments, turn.ctx)
         if effect is not None and envelope["ok"]:
             turn.prog_calls += 1
             if self._policy is not None:
-                self._policy.ran(turn.storyteller, tool.name, effect, turn.trigger)
+                await self._policy.ran(turn.storyteller, tool.name, effect, turn.trigger)
         log.debug(
             "storyteller %s called %s: %s",
             turn.storyteller.id,

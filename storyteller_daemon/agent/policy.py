@@ -9,10 +9,12 @@ are the ones the daemon enforces whatever the model says; each is a named rule:
   world event, be a room of its events (``event_turn_scope``); characters it names must be
   named by the turn's events, or be in one of those rooms (on heartbeat and direct turns: in a
   watched room);
-* ``turn_cap``, ``cooldown``, ``hourly_cap``: at most ``max_prog_calls_per_turn`` prog calls
-  in a turn, the same tool on the same room or character once per ``target_cooldown_seconds``
-  (``tool_cooldown_seconds`` per tool),
-  ``max_prog_calls_per_hour`` prog calls of all storytellers together;
+* ``turn_cap``, ``cooldown``, ``hourly_cap``, ``storyteller_cap``: at most
+  ``max_prog_calls_per_turn`` prog calls in a turn, the same tool on the same room or character
+  once per ``target_cooldown_seconds`` (``tool_cooldown_seconds`` per tool),
+  ``max_prog_calls_per_hour`` prog calls of all storytellers together, and per storyteller
+  ``max_prog_calls_per_storyteller_per_hour`` and ``..._per_day``; the calls these count are
+  stored (`PolicyAction`), so the caps and cooldowns hold across a restart;
 * ``secret``: no argument of any tool may carry one of the daemon's secrets (API key, bridge
   token, webhook URL);
 * ``text_cap``: text passed to a prog is at most ``max_text_chars`` long.
@@ -20,7 +22,8 @@ are the ones the daemon enforces whatever the model says; each is a named rule:
 A refusal is returned to the model as a tool error naming the rule, recorded with the call in
 the run record and counted. Storytellers in ``shadow`` run their turns as usual, but their prog
 calls are recorded as "would call" and answered with a simulated success: nothing reaches the
-game.
+game. Calls matched by ``approve`` pass every rule above, then wait for an admin
+(`storyteller_daemon.domain.approvals`).
 """
 
 from __future__ import annotations
@@ -28,26 +31,36 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from progs.scalars import ID_KEYS, integer_value
 from progs.types import ProgParameter, ProgType
+from storyteller_daemon.agent.ports import ApprovalQueue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import PolicyConfig
+from storyteller_daemon.domain.approvals import Approval, ParkedCall, PolicyAction
 from storyteller_daemon.domain.settings import Storyteller
 from world_adapter.errors import WorldCommandError
+from world_adapter.facts import DoorRule, PathRule
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
+
+Journal = Callable[[PolicyAction], Awaitable[None]]
+"""Stores a prog call that ran, so the caps hold across a restart."""
+DAY_SECONDS = 86_400.0
 
 KILL_SWITCH = "kill_switch"
 SCOPE = "scope"
 TURN_CAP = "turn_cap"
 COOLDOWN = "cooldown"
 HOURLY_CAP = "hourly_cap"
+STORYTELLER_CAP = "storyteller_cap"
+APPROVAL = "approval"
 SECRET = "secret"  # noqa: S105 - the name of a rule
 TEXT_CAP = "text_cap"
 SHADOW = "shadow"
@@ -185,6 +198,9 @@ class Policy:
             values are ignored.
         cells_of: the rooms a storyteller watches, by id (empty: not known, not checked).
         kill_file: while this file exists, prog calls are stopped (`kill_file_path`).
+        now: UTC wall time, for the calls `journal` stores and `restore` reads back.
+        journal: stores each prog call that ran (none: the caps start over on restart).
+        approvals: where calls matched by ``approve`` are parked (none: they are refused).
     """
 
     def __init__(
@@ -195,16 +211,29 @@ class Policy:
         secrets: Iterable[str] = (),
         cells_of: Callable[[int], frozenset[int]] | None = None,
         kill_file: Path | None = None,
+        now: Callable[[], datetime] | None = None,
+        journal: Journal | None = None,
+        approvals: ApprovalQueue | None = None,
     ) -> None:
         self.cfg = cfg
         self.kill_file = kill_file
         self._clock = clock
+        self._now = now or (lambda: datetime.now(UTC))
+        self._journal = journal
+        self._approvals = approvals
         self._secrets = tuple(s for s in {s.strip() for s in secrets} if len(s) >= MIN_SECRET_CHARS)
         self._cells_of = cells_of
         self._recent: dict[tuple[int, str, str, int], float] = {}
         self._hour: deque[float] = deque()
         self._by_player: dict[int, deque[float]] = {}
+        self._by_storyteller: dict[int, deque[float]] = {}
         self.stats = PolicyStats()
+
+    def restore(self, actions: Iterable[PolicyAction], now: datetime) -> None:
+        """Count prog calls that ran before a restart (oldest first), as `ran` would have."""
+        offset = self._clock() - now.timestamp()
+        for action in actions:
+            self._count(action, action.at.timestamp() + offset)
 
     # ------------------------------------------------------------------ switches
 
@@ -217,9 +246,51 @@ class Policy:
 
     def shadowed(self, storyteller: Storyteller, tool: str = "") -> bool:
         """Whether the storyteller's calls of `tool` are simulated instead of run."""
-        entries = {n.strip().casefold() for n in self.cfg.shadow}
-        name, tool = storyteller.name.strip().casefold(), tool.strip().casefold()
-        return bool(entries & {"*", name, f"{name}/{tool}", f"*/{tool}"})
+        return self.cfg.shadows(storyteller.name, tool)
+
+    def needs_approval(self, storyteller: Storyteller, tool: str) -> bool:
+        """Whether the storyteller's calls of `tool` wait for an admin's approval."""
+        return self.cfg.needs_approval(storyteller.name, tool)
+
+    async def park(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        tool: str,
+        arguments: str,
+        *,
+        key: str,
+        turn_key: str,
+        effect: Effect,
+    ) -> Approval | Decision:
+        """Park a call that needs approval; a refusal when there is nowhere to park it."""
+        assert storyteller.id is not None
+        if self._approvals is None:
+            return self._refused(
+                storyteller, tool, refuse(APPROVAL, "this tool needs approval; none can be given")
+            )
+        now = self._now()
+        rooms = sorted(effect.rooms - {-1})
+        call = ParkedCall(
+            key=key,
+            storyteller_id=storyteller.id,
+            tool=tool,
+            arguments=arguments,
+            turn_key=turn_key,
+            trigger=trigger.label,
+            room_id=rooms[0] if rooms else trigger.room_id,
+            created_at=now,
+            expires_at=now + timedelta(seconds=self.cfg.approval_expiry_seconds),
+        )
+        approval = await self._approvals.park(call)
+        log.warning(
+            "storyteller %s: %s parked for approval as #%d (storyteller policy approve %d)",
+            storyteller.name,
+            tool,
+            approval.id,
+            approval.id,
+        )
+        return approval
 
     def offers_destructive(self, trigger: Trigger) -> bool:
         """Whether memory-changing and situation-changing tools are offered for `trigger`."""
@@ -282,19 +353,35 @@ class Policy:
         decision = await self._scope(storyteller, trigger, effect, world, tool)
         return self._refused(storyteller, tool, decision) if decision is not None else None
 
-    def ran(
+    async def ran(
         self, storyteller: Storyteller, tool: str, effect: Effect, trigger: Trigger | None = None
     ) -> None:
-        """Count a prog call that ran, for the cooldown and the hourly and player caps."""
-        now = self._clock()
-        self._hour.append(now)
-        player = _player(trigger) if trigger is not None else None
-        if player is not None:
-            self._by_player.setdefault(player, deque()).append(now)
+        """Count a prog call that ran, for the cooldowns and caps, and store it."""
         assert storyteller.id is not None
-        for kind, targets in (("room", effect.rooms), ("character", effect.characters)):
+        action = PolicyAction(
+            storyteller_id=storyteller.id,
+            tool=tool,
+            at=self._now(),
+            player_id=_player(trigger) if trigger is not None else None,
+            rooms=effect.rooms,
+            characters=effect.characters,
+        )
+        self._count(action, self._clock())
+        if self._journal is not None:
+            try:
+                await self._journal(action)
+            except Exception:  # the call ran; counting it in memory is what matters now
+                log.exception("storyteller %s: could not store a prog call", storyteller.name)
+
+    def _count(self, action: PolicyAction, at: float) -> None:
+        self._hour.append(at)
+        self._by_storyteller.setdefault(action.storyteller_id, deque()).append(at)
+        if action.player_id is not None:
+            self._by_player.setdefault(action.player_id, deque()).append(at)
+        for kind, targets in (("room", action.rooms), ("character", action.characters)):
             for target in targets:
-                self._recent[(storyteller.id, tool.casefold(), kind, target)] = now
+                key = (action.storyteller_id, action.tool.casefold(), kind, target)
+                self._recent[key] = max(at, self._recent.get(key, at))
 
     async def _decide(
         self,
@@ -335,6 +422,18 @@ class Policy:
             self._hour.popleft()
         if len(self._hour) >= cfg.max_prog_calls_per_hour:
             return refuse(HOURLY_CAP, f"{len(self._hour)} prog calls in the last hour")
+        mine = self._by_storyteller.setdefault(storyteller.id, deque())
+        while mine and now - mine[0] >= DAY_SECONDS:
+            mine.popleft()
+        if len(mine) >= cfg.max_prog_calls_per_storyteller_per_day:
+            return refuse(
+                STORYTELLER_CAP, f"this storyteller made {len(mine)} prog calls in the last day"
+            )
+        hour = sum(1 for at in mine if now - at < 3600)
+        if hour >= cfg.max_prog_calls_per_storyteller_per_hour:
+            return refuse(
+                STORYTELLER_CAP, f"this storyteller made {hour} prog calls in the last hour"
+            )
         player = _player(trigger)
         if player is not None:
             recent = self._by_player.setdefault(player, deque())
@@ -364,12 +463,20 @@ class Policy:
         allowed_rooms = event_rooms if by_event else watched
         if watched and by_event:
             allowed_rooms = event_rooms & watched
+        exits = self.cfg.event_turn_exits if by_event else 0
         for room in sorted(effect.rooms):
-            if allowed_rooms and room not in allowed_rooms:
-                area = "this turn's events" if by_event else "the rooms it watches"
-                return refuse(SCOPE, f"room #{room} is outside {area}")
-            if not allowed_rooms and room == -1:
+            if room == -1:
                 return refuse(SCOPE, "a room argument is not a room id")
+            if allowed_rooms and room not in allowed_rooms:
+                if exits and (not watched or room in watched):
+                    if await _near(world, event_rooms, room, exits):
+                        continue
+                area = (
+                    ("this turn's events" + (f" or {exits} exits from them" if exits else ""))
+                    if by_event
+                    else "the rooms it watches"
+                )
+                return refuse(SCOPE, f"room #{room} is outside {area}")
         if not effect.characters:
             return None
         named = trigger.character_ids
@@ -385,6 +492,18 @@ class Policy:
                     "and is not in a room it may act on",
                 )
         return None
+
+
+async def _near(world: WorldClient, rooms: Iterable[int], room: int, exits: int) -> bool:
+    """Whether `room` is at most `exits` exits from one of `rooms` (through any door)."""
+    for origin in sorted(rooms):
+        try:
+            path = await world.path(origin, room, PathRule(DoorRule.IGNORE), max_exits=exits)
+        except WorldCommandError:
+            continue
+        if path.found and len(path.directions) <= exits:
+            return True
+    return False
 
 
 async def _location(world: WorldClient, character_id: int) -> int | None:

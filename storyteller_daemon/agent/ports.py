@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.domain.approvals import Approval, ParkedCall
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.text import SpeechLine
@@ -137,4 +138,13 @@ class SpeechHistory(Protocol):
         self, cell_id: int, *, limit: int, since: datetime, until: datetime | None = None
     ) -> list[SpeechLine]:
         """The newest `limit` lines heard in a room from `since` up to `until`, oldest first."""
+        ...
+
+
+@runtime_checkable
+class ApprovalQueue(Protocol):
+    """Where prog calls wait for an admin's approval (`storyteller_daemon.domain.approvals`)."""
+
+    async def park(self, call: ParkedCall) -> Approval:
+        """Park `call`; one with the same key parked before is returned as it stands."""
         ...

@@ -137,6 +137,7 @@ class CallRecord:
         malformed: the arguments were not a JSON object.
         rule: the policy rule that refused the call (or ``shadow``: recorded, not run).
         shadowed: shadow mode: the call was answered with a simulated success, not run.
+        parked: the call waits for an admin's approval (rule ``approval``); it did not run.
     """
 
     round: int
@@ -149,6 +150,7 @@ class CallRecord:
     malformed: bool = False
     rule: str | None = None
     shadowed: bool = False
+    parked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -163,6 +165,7 @@ class CallRecord:
             "malformed": self.malformed,
             "rule": self.rule,
             "shadowed": self.shadowed,
+            "parked": self.parked,
         }
 
 

@@ -32,12 +32,13 @@ from storyteller_daemon.cli.ais_io import (
 from storyteller_daemon.cli.ais_view import (
     LIST_COLUMNS,
     list_row,
+    show_policy,
     show_storyteller,
     storyteller_json,
     summary_json,
 )
 from storyteller_daemon.cli.aisr import DOCUMENT_COLUMNS, document_json, document_row
-from storyteller_daemon.cli.common import open_store, print_json, run_async
+from storyteller_daemon.cli.common import open_store, print_json, run_async, state
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ValidationError
 
@@ -100,10 +101,12 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
         assert st.id is not None
         situations = await store.situations.list(st.id)
     catalogue = await load_catalogue(ctx)
+    limits = state(ctx).config().policy.for_storyteller(st.name, [t.name for t in st.custom_tools])
     if json_out:
-        print_json(storyteller_json(st, catalogue, situations))
+        print_json(storyteller_json(st, catalogue, situations) | {"policy": limits})
     else:
         show_storyteller(st, catalogue, situations)
+        show_policy(limits)
 
 
 @register(app, "delete")

@@ -299,3 +299,23 @@ def _show_tools(st: Storyteller, catalogue: Catalogue) -> None:
             kind = types.get(name.casefold(), "?")
             say(f"    Parameter {kind} {name}: {desc or '(no description)'}")
         say(f"    Validity: {check.describe()}")
+
+
+def show_policy(limits: dict[str, Any]) -> None:
+    """The policy limits the storyteller's prog tools run under (docs/security.md)."""
+    say(
+        "Policy: at most {max_prog_calls_per_turn} prog calls a turn, {max_prog_calls_per_hour} "
+        "an hour, {max_prog_calls_per_day} a day; {max_prog_calls_per_player_per_hour} an hour "
+        "set off by one character; texts up to {max_text_chars} characters".format(**limits)
+    )
+    if limits["kill_switch"]:
+        say("  Kill switch: ON (no prog call runs)")
+    for name, tool in limits["tools"].items():
+        extra = "".join(
+            (", shadow (recorded, not run)" if tool["shadow"] else "",
+             ", waits for approval" if tool["approve"] else "")
+        )  # fmt: skip
+        say(
+            f"  {name}: on event turns acts in {tool['scope'].replace('_', ' ')}; "
+            f"once per {tool['cooldown_seconds']:g} s per room or character{extra}"
+        )

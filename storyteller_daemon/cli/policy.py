@@ -4,24 +4,39 @@
 storyteller's prog calls are refused (attention, situations, memories and read-only tools go
 on), and the flag survives restarts. ``policy resume`` removes it. ``policy show`` prints the
 limits in force (docs/security.md).
+
+``policy approvals`` lists prog calls parked for approval (tools matched by ``[policy]
+approve``); ``policy approve ID`` lets the daemon run one (once, within seconds), ``policy
+reject ID`` drops it. A call not decided in ``approval_expiry_seconds`` expires.
 """
 
 from __future__ import annotations
 
+import getpass
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.common import console, fail, print_json, state
+from storyteller_daemon.cli.common import (
+    console,
+    fail,
+    open_store,
+    print_json,
+    print_table,
+    run_async,
+    state,
+)
 from storyteller_daemon.errors import ConfigError
 
 if TYPE_CHECKING:
     from storyteller_daemon.config import Config
+    from storyteller_daemon.domain.approvals import Approval
 
 app = typer.Typer(
-    help="The policy every prog call passes: show it, stop all prog calls, resume.",
+    help="The policy every prog call passes: show it, stop all prog calls, resume, approve.",
     no_args_is_help=True,
 )
 
@@ -101,3 +116,100 @@ def show(
         return
     for key, value in data.items():
         console.print(f"{key:<28} {value}")
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+ApprovalId = Annotated[int, typer.Argument(help="The parked call's number (policy approvals).")]
+Note = Annotated[str, typer.Option("--note", help="Why, for the record.")]
+
+
+def _approval_json(approval: Approval) -> dict[str, Any]:
+    return {
+        "id": approval.id,
+        "state": approval.state.value,
+        "storyteller_id": approval.storyteller_id,
+        "tool": approval.tool,
+        "arguments": approval.arguments,
+        "trigger": approval.trigger,
+        "room_id": approval.room_id,
+        "turn_key": approval.turn_key,
+        "created_at": approval.created_at.isoformat(),
+        "expires_at": approval.expires_at.isoformat(),
+        "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
+        "decided_by": approval.decided_by,
+        "note": approval.note,
+        "result": approval.result,
+    }
+
+
+@app.command("approvals")
+@run_async
+async def approvals(
+    ctx: typer.Context,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Decided, expired and finished calls too.")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.", min=1)] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """Prog calls parked for approval (pending and approved; --all for every one)."""
+    from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
+    from storyteller_daemon.storage.approvals import ApprovalRepository
+
+    async with open_store(ctx) as store:
+        states = () if show_all else tuple(OPEN_APPROVAL_STATES)
+        found = await ApprovalRepository(store.db).list(states, limit=limit)
+    if as_json:
+        print_json([_approval_json(a) for a in found])
+        return
+    print_table(
+        "Parked calls",
+        ["id", "state", "storyteller", "tool", "arguments", "trigger", "expires (UTC)"],
+        [
+            (
+                a.id,
+                a.state.value,
+                a.storyteller_id,
+                a.tool,
+                a.arguments,
+                a.trigger,
+                f"{a.expires_at:%Y-%m-%d %H:%M}",
+            )
+            for a in found
+        ],
+    )
+
+
+async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: str) -> Approval:
+    from storyteller_daemon.storage.approvals import ApprovalRepository
+
+    async with open_store(ctx) as store:
+        return await ApprovalRepository(store.db).decide(
+            approval_id, approve=approve, now=datetime.now(UTC), by=_who(), note=note
+        )
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (a bare container)
+        return f"uid {os.getuid()}"
+
+
+@app.command("approve")
+@run_async
+async def approve(ctx: typer.Context, approval_id: ApprovalId, note: Note = "") -> None:
+    """Let the daemon run a parked call (once, within seconds of this)."""
+    approval = await _decide(ctx, approval_id, approve=True, note=note)
+    console.print(
+        f"approved #{approval.id} ({approval.tool}): the daemon runs it within seconds; "
+        "`storyteller policy approvals --all` shows the outcome"
+    )
+
+
+@app.command("reject")
+@run_async
+async def reject(ctx: typer.Context, approval_id: ApprovalId, note: Note = "") -> None:
+    """Drop a parked call: it never runs."""
+    approval = await _decide(ctx, approval_id, approve=False, note=note)
+    console.print(f"rejected #{approval.id} ({approval.tool}): it will not run")

@@ -183,7 +183,9 @@ def _round_lines(request: dict[str, Any], charges: Any, calls: list[dict[str, An
     if response.get("output_text"):
         lines += ["  text (discarded):", *("  " + line for line in _block(response["output_text"]))]
     for call in (c for c in calls if c["round"] == request["round"]):
-        flags = [k for k in ("skipped", "refused", "malformed", "shadowed") if call.get(k)]
+        flags = [
+            k for k in ("skipped", "refused", "malformed", "shadowed", "parked") if call.get(k)
+        ]
         marker = f" [{', '.join(flags)}]" if flags else ""
         lines.append(f"  -> {call['name']} {call['arguments']}{marker}")
         envelope = call["envelope"]

@@ -174,3 +174,16 @@ class SpeechLine:
             target_kind=event.target_kind,
             target_description=event.target_description,
         )
+
+
+_MASS_MENTION = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
+
+
+def outbound_text(text: str) -> str:
+    """Text a prog shows players: markup stripped, and no mass or direct chat mentions.
+
+    Many games relay their channels to chat services, where ``@everyone``, ``@here`` and
+    ``<@id>`` ping people; the words stay, the pings go.
+    """
+    text = _MASS_MENTION.sub(lambda m: m.group(1), strip_markup(text))
+    return text.replace("<@", "<")

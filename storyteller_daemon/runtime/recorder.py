@@ -69,6 +69,8 @@ class TurnRun:
     services: Services
     tape: Tape | None = None
     prompt: str = ""
+    fence: str = ""
+    """The token of the prompt's world-text fence, so a replay builds the same prompt."""
     record: TurnRecord | None = None
 
 
@@ -361,6 +363,7 @@ class RunRecorder:
             "turn_key": key,
             "trigger": encode_trigger(trigger),
             "prompt": run.prompt,
+            "fence": run.fence,
             "turn": turn.to_dict() if turn is not None else None,
             "charges": [_charge_json(c) for c in context.charges],
             "cost_usd": context.cost_usd,

@@ -210,7 +210,7 @@ async def replay_turn(
     )
     try:
         trigger = decode_trigger(record["trigger"])
-        turn = await runner.run_turn(storyteller, trigger)
+        turn = await runner.run_turn(storyteller, trigger, fence=record.get("fence") or None)
     except Exception as exc:  # e.g. a recorded value today's code cannot read
         raise ValidationError(
             f"Run #{run_id} cannot be replayed with today's code: {type(exc).__name__}: {exc}"
@@ -352,7 +352,10 @@ def call_line(call: dict[str, Any]) -> str:
 
 def _flags(call: dict[str, Any]) -> str:
     return (
-        ",".join(k for k in ("skipped", "refused", "malformed", "shadowed") if call.get(k)) or "run"
+        ",".join(
+            k for k in ("skipped", "refused", "malformed", "shadowed", "parked") if call.get(k)
+        )
+        or "run"
     )
 
 

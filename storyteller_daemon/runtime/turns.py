@@ -27,12 +27,14 @@ from storyteller_daemon.agent.ports import (
     SituationStore,
     SpeechHistory,
 )
-from storyteller_daemon.agent.prompts import PromptBuilder
+from storyteller_daemon.agent.prompts import Fence, PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.base import Envelope, ToolContext
+from storyteller_daemon.agent.tools.custom import run_approved
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.budgets import BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock
@@ -95,6 +97,7 @@ class AgentTurnRunner:
         hook = budget.before_request if budget is not None else None
         self.gate = AttentionGate(model, limits, before_request=hook, options=attention)
         self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook, policy=policy)
+        self._policy = policy
         self._recorder = recorder or RunRecorder(None, None, clock)
 
     async def judge(
@@ -112,12 +115,13 @@ class AgentTurnRunner:
             BatchEntry(str(index), await self._prompts.attention_line(trigger))
             for index, trigger in enumerate(triggers, start=1)
         ]
-        item = attention_input(context, entries)
+        fence = Fence.new()
+        item = attention_input(context, entries, fence)
         # Named like the turn of the same events, so a burst's turn shows its attention call.
         extra = f"+{len(triggers) - 1}" if len(triggers) > 1 else ""
         key = f"{turn_key(storyteller, triggers[0])}{extra}"
         async with self._recorder.attention(storyteller, triggers, key, item) as run:
-            judgement = await self.gate.judge(storyteller, context, entries)
+            judgement = await self.gate.judge(storyteller, context, entries, fence)
             run.verdicts = [judgement.verdicts[e.id] for e in entries]
         self._stats.attention_calls += judgement.requests
         verdicts = run.verdicts
@@ -159,7 +163,12 @@ class AgentTurnRunner:
         return value if isinstance(value, str) else str(value) if value is not None else ""
 
     async def run_turn(
-        self, storyteller: Storyteller, trigger: Trigger, key: str | None = None
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str | None = None,
+        *,
+        fence: str | None = None,
     ) -> TurnRecord:
         """Build the prompt and run the tool loop, as one recorded run.
 
@@ -168,6 +177,8 @@ class AgentTurnRunner:
             trigger: what it is about (with any triggers coalesced into it).
             key: the turn key (prog idempotency keys derive from it); by default
                 `turn_key` of the trigger.
+            fence: the token of the prompt's world-text fence (default: a new random one; a
+                replay passes the recorded one).
         """
         key = key or turn_key(storyteller, trigger)
         async with self._recorder.turn(storyteller, trigger, key, self._services) as run:
@@ -176,7 +187,10 @@ class AgentTurnRunner:
             if used is not self._services:  # taped: the prompt's lookups go on the tape too
                 prompts = PromptBuilder(used.world, used.situations, self._limits, used.speech)
             status = await self._status_text(storyteller, trigger, used.world)
-            prompt = await prompts.build(storyteller, trigger, status_text=status)
+            run.fence = fence or Fence.new().token
+            prompt = await prompts.build(
+                storyteller, trigger, status_text=status, fence=Fence(run.fence)
+            )
             run.prompt = prompt.text
             tools = ToolContext(
                 world=used.world,
@@ -190,6 +204,21 @@ class AgentTurnRunner:
         if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:
             self._alert_refused(storyteller, record)
         return record
+
+    async def run_approved(self, storyteller: Storyteller, approval: Approval) -> Envelope:
+        """Run a parked call an admin approved; it counts toward the policy's caps."""
+        services = self._services
+        ctx = ToolContext(
+            world=services.world,
+            situations=services.situations,
+            memories=services.memories,
+            references=services.references,
+        )
+        envelope, effect = await run_approved(storyteller, approval, ctx)
+        if effect is not None and self._policy is not None:
+            await self._policy.ran(storyteller, approval.tool, effect)
+        self._stats.tool_calls += 1
+        return envelope
 
     def _alert_refused(self, storyteller: Storyteller, record: TurnRecord) -> None:
         """Tell the admins the endpoint refused a turn (the alert's key allows one an hour)."""

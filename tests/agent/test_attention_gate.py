@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import replace
 
 import pytest
@@ -116,7 +117,12 @@ async def test_one_request_judges_the_whole_batch() -> None:
     assert request.instructions == f"Only thefts and fights matter.\n\n{CONTRACT}"
     content = request.input[0]["content"]
     assert content.startswith("Open situations: none.\n\nEvents, oldest first:\n")
-    assert content.endswith('[3] 20:00:03 #101 echo: "Per coils a rope."')  # events last
+    lines = content.split("\n")
+    assert lines[-2] == '[3] 20:00:03 #101 echo: "Per coils a rope."'  # events last, fenced
+    assert re.fullmatch(r"<<end world-text [0-9a-f]{12}>>", lines[-1])
+    assert lines[3] == lines[-1].replace("<<end world-text", "<<world-text")[:-2] + (
+        " from game events>>"
+    )
     assert request.max_output_tokens == 100 + 3 * OUTPUT_TOKENS_PER_EVENT
     assert request.prompt_cache_key == "storyteller-7-attention"
     assert request.truncation == "auto" and request.tools == ()

@@ -307,9 +307,57 @@ async def test_a_tool_may_have_its_own_cooldown(
     teller: Storyteller, services: ToolContext, world: SimWorld
 ) -> None:
     clock = ManualClock()
-    summons = policy(clock, tool_cooldown_seconds={"echotoroom": 600})
+    summons = policy(clock, tool_cooldown_seconds={"echotoroom": 1800})
     await turn(summons, teller, services, heartbeat(), echo(QUAY))
-    clock.advance(120)  # past the default minute, not past this tool's ten
+    clock.advance(700)  # past the default ten minutes, not past this tool's thirty
     record = await turn(summons, teller, services, heartbeat(), echo(QUAY, "Again."), key="t2")
     assert refusals(record) == ["cooldown"]
-    assert "once per 600 s" in record.calls[0].envelope["error"]
+    assert "once per 1800 s" in record.calls[0].envelope["error"]
+
+
+async def test_one_storyteller_is_capped_per_hour_and_per_day(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    clock = ManualClock()
+    capped = policy(
+        clock,
+        target_cooldown_seconds=0,
+        max_prog_calls_per_storyteller_per_hour=2,
+        max_prog_calls_per_storyteller_per_day=3,
+    )
+    rules = []
+    for n in range(3):
+        record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key=f"a{n}")
+        rules.append(record.calls[0].rule)
+    assert rules == [None, None, "storyteller_cap"]
+    assert "2 prog calls in the last hour" in record.calls[0].envelope["error"]
+    clock.advance(3600)
+    record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="b1")
+    assert record.calls[0].rule is None  # a new hour
+    record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="b2")
+    assert record.calls[0].rule == "storyteller_cap"
+    assert "3 prog calls in the last day" in record.calls[0].envelope["error"]
+    clock.advance(86_400)
+    record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="c1")
+    assert record.calls[0].rule is None
+
+
+async def test_event_turns_may_reach_rooms_a_set_number_of_exits_away(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    near = policy(event_turn_exits=1)  # the quay's neighbour, the market, is one exit east
+    record = await turn(near, teller, services, echo_turn(world), echo(MARKET), echo(103))
+    assert record.calls[0].envelope["ok"] is True
+    assert refusals(record) == ["scope"]  # the tavern is two exits away
+    assert "or 1 exits from them" in record.calls[1].envelope["error"]
+    outside = policy(event_turn_exits=3)
+    record = await turn(outside, teller, services, echo_turn(world), echo(105), key="t2")
+    assert refusals(record) == ["scope"]  # one exit away, but not a room it watches
+
+
+async def test_chat_mentions_are_taken_out_of_text_a_prog_shows_players(
+    teller: Storyteller, services: ToolContext, world: SimWorld
+) -> None:
+    words = "@everyone @HERE and <@123>: the tide is out."
+    await turn(policy(), teller, services, heartbeat(), echo(QUAY, words))
+    assert "everyone HERE and <123>: the tide is out." in world.output_of(MAREN)

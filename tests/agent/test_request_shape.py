@@ -19,7 +19,7 @@ import pytest
 from storyteller_daemon.agent.attention import AttentionGate, AttentionOptions, BatchEntry
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, ToolLoop
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
-from storyteller_daemon.agent.prompts import PromptBuilder
+from storyteller_daemon.agent.prompts import Fence, PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome
 from storyteller_daemon.agent.tools.base import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
@@ -193,7 +193,8 @@ async def test_the_attention_request_on_the_wire(
     )
     entries = [BatchEntry("1", '#101 echo: "Maren drops a letter."')]
     gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(timeout_seconds=9.0))
-    judgement = await gate.judge(teller, "Open situations: none.", entries)
+    fence = Fence.new()
+    judgement = await gate.judge(teller, "Open situations: none.", entries, fence)
     verdict = judgement.verdicts["1"]
     assert verdict.interested and verdict.reason == "a letter changes hands"
     [body] = server.requests
@@ -210,6 +211,8 @@ async def test_the_attention_request_on_the_wire(
         "role": "user",
         "content": (
             "Open situations: none.\n\nEvents, oldest first:\n"
-            '[1] #101 echo: "Maren drops a letter."'
+            f"<<world-text {fence.token} from game events>>\n"
+            '[1] #101 echo: "Maren drops a letter."\n'
+            f"<<end world-text {fence.token}>>"
         ),
     }

@@ -87,7 +87,7 @@ async def test_context_lines_follow_futuremud_format(
     await said(world, sqlite_store, clock, 30.5, PER, "Where?", language="Cant", volume="Quiet")
     now = await said(world, sqlite_store, clock, 60, MAREN, "By the nets.")
     prompt = await builder.build(listener, Trigger.from_event(now))
-    spoken = prompt.text.index("Spoken Text:\n| By the nets.")
+    spoken = prompt.text.index("from speech>>\nBy the nets.\n<<end world-text")
     header = prompt.text.index("\n\n" + SPEECH_CONTEXT_HEADER + "\n")
     assert spoken < header
     assert context(prompt) == [

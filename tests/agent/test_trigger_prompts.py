@@ -236,7 +236,11 @@ async def test_speech_passes_attention_with_echo_only_tools(rig: Rig) -> None:
     [gate] = rig.model.attention()
     [turn] = rig.model.turns()
     assert '"Maren Tidewell" says: "Meet me at dusk."' in user_text(gate)
-    assert "Spoken Text:\n| Meet me at dusk." in user_text(turn)
+    assert re.search(
+        r"Spoken Text:\n<<world-text (\w{12}) from speech>>\n"
+        r"Meet me at dusk.\n<<end world-text \1>>",
+        user_text(turn),
+    )
     assert names(turn) == profile_names(ToolProfile.EVENT_FOCUSED) + [
         "EchoToRoom",
         "shoutFromCrowd",
@@ -309,8 +313,10 @@ async def test_speech_prompt_fields_without_a_target(rig: Rig) -> None:
         'Accent: "a clipped harbour accent"',
         "Volume: Shout",
         "Spoken Text:",
-        "| Ropes are cheap today.",
+        lines[start + 7],
     ]
+    assert lines[start + 7].startswith("<<world-text ") and lines[start + 7].endswith(" speech>>")
+    assert lines[start + 8] == "Ropes are cheap today."
     assert not any(line.startswith("Target:") for line in lines)
 
 

@@ -81,6 +81,7 @@ def test_a_turn_record_survives_json() -> None:
         "malformed": True,
         "rule": None,
         "shadowed": False,
+        "parked": False,
     }
     assert data["usage"] == {
         "input_tokens": 1,

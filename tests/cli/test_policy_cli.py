@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -10,6 +12,9 @@ from typer.testing import CliRunner
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.cli import app
 from storyteller_daemon.config import PolicyConfig
+from storyteller_daemon.domain.approvals import ParkedCall
+from storyteller_daemon.storage.approvals import ApprovalRepository
+from storyteller_daemon.storage.store import Store
 
 
 def test_kill_and_resume_flip_the_flag_the_daemon_reads(tmp_path: Path) -> None:
@@ -32,3 +37,54 @@ def test_without_a_file_to_flag_the_command_says_what_to_set() -> None:
     result = CliRunner().invoke(app, ["--db", "postgresql://st@db/st", "policy", "kill"])
     assert result.exit_code == 78
     assert "set [policy] kill_file" in result.output and "Traceback" not in result.output
+
+
+def test_parked_calls_are_listed_approved_and_rejected_from_the_command_line(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "storyteller.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "db", "upgrade"]).exit_code == 0
+    ids = asyncio.run(_park(f"sqlite+aiosqlite:///{db}", 2))
+    listed = runner.invoke(app, ["--db", str(db), "policy", "approvals", "--json"])
+    assert [a["id"] for a in json.loads(listed.stdout)] == ids[::-1]
+    result = runner.invoke(app, ["--db", str(db), "policy", "approve", str(ids[0])])
+    assert result.exit_code == 0 and f"approved #{ids[0]}" in result.output
+    result = runner.invoke(app, ["--db", str(db), "policy", "reject", str(ids[1]), "--note", "no"])
+    assert result.exit_code == 0 and "it will not run" in result.output
+    again = runner.invoke(app, ["--db", str(db), "policy", "approve", str(ids[1])])
+    assert again.exit_code == 1 and "is rejected, not pending" in again.output
+    assert "Traceback" not in again.output
+    missing = runner.invoke(app, ["--db", str(db), "policy", "reject", "77"])
+    assert missing.exit_code == 1 and "no parked call #77" in missing.output
+    listed = runner.invoke(app, ["--db", str(db), "policy", "approvals"])
+    assert "approved" in listed.output and "rejected" not in listed.output
+    everything = runner.invoke(app, ["--db", str(db), "policy", "approvals", "--all", "--json"])
+    states = {a["id"]: a["state"] for a in json.loads(everything.stdout)}
+    assert states == {ids[0]: "approved", ids[1]: "rejected"}
+
+
+async def _park(url: str, count: int) -> list[int]:
+    store = Store.open(url)
+    try:
+        repo = ApprovalRepository(store.db)
+        now = datetime.now(UTC)
+        parked = [
+            await repo.park(
+                ParkedCall(
+                    key=f"k{n}",
+                    storyteller_id=1,
+                    tool="SummonWatch",
+                    arguments='{"Room":101}',
+                    turn_key=f"t{n}",
+                    trigger="Room Echo",
+                    room_id=101,
+                    created_at=now,
+                    expires_at=now + timedelta(hours=1),
+                )
+            )
+            for n in range(count)
+        ]
+    finally:
+        await store.close()
+    return [p.id for p in parked]

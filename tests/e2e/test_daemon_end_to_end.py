@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ import pytest
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import parse_config
+from storyteller_daemon.domain.approvals import ApprovalState
+from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
@@ -74,9 +77,15 @@ async def prepare(store: Store) -> int:
 
 
 async def start(cfg: Any, store: Store, world: SimWorld, server: ScriptedResponsesServer) -> Any:
+    return await start_with(cfg, store, world, server, FakeClock())
+
+
+async def start_with(
+    cfg: Any, store: Store, world: SimWorld, server: ScriptedResponsesServer, clock: FakeClock
+) -> Any:
     model = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
     runtime = await build_runtime(
-        cfg, world=world, choice=ModelChoice(model, model.name), store=store, clock=FakeClock()
+        cfg, world=world, choice=ModelChoice(model, model.name), store=store, clock=clock
     )
     stop = asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
@@ -135,7 +144,7 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
         turn_prompt = next(b for b in server.requests[seen:] if not wants_verdict(b))["input"][0][
             "content"
         ]
-        assert f"- #{situations[0].id}: Cutpurse on the quay" in turn_prompt
+        assert f'- #{situations[0].id}: "Cutpurse on the quay"' in turn_prompt
     # nothing the daemon started is still running
     await settle()
     leftovers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -169,3 +178,59 @@ def test_a_signal_stops_the_daemon_cleanly(tmp_path: Path, signum: signal.Signal
     assert proc.returncode == 0, err
     assert "stopped cleanly" in err
     assert "Traceback" not in err
+
+
+async def policy_command(db_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`storyteller policy ARGS` as an admin runs it, in another process."""
+    command = [sys.executable, "-m", "storyteller_daemon", "--db", db_url, "policy", *args]
+    return await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, timeout=60
+    )
+
+
+async def test_a_call_marked_for_approval_runs_once_after_an_admin_approves_it(
+    db_url: str,
+) -> None:
+    at_once = {"quiet_seconds": 0, "max_wait_seconds": 0}
+    policy = {"approve": ["*/EchoToRoom"]}
+    cfg = parse_config(
+        {"database": {"url": db_url}, "attention": at_once, "policy": policy}, "test"
+    )
+    store = Store.open(db_url)
+    await prepare(store)
+    world = SimWorld.harbour_town()
+    whistle = "A watch whistle shrills along the quay."
+    async with ScriptedResponsesServer(responder=responder) as server:
+        clock = FakeClock(datetime.now(UTC))  # the command line decides in real time
+        runtime, stop, task = await start_with(cfg, store, world, server, clock)
+        world.emote(2003, "slips a hand into Maren Tidewell's purse and runs!")
+        await asyncio.wait_for(_until(lambda: runtime.stats.turns.total() >= 1), 10)
+        assert whistle not in world.output_of(1001)  # parked, not run
+        listed = await policy_command(db_url, "approvals", "--json")
+        [parked] = json.loads(listed.stdout)
+        assert parked["tool"] == "EchoToRoom" and parked["state"] == "pending"
+        approved = await policy_command(db_url, "approve", str(parked["id"]))
+        assert approved.returncode == 0, approved.stderr
+        await clock.advance(5)  # the daemon's next look at parked calls
+        await asyncio.wait_for(_until(lambda: whistle in world.output_of(1001)), 10)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await runtime.close()
+
+        # a restarted daemon finishes the call if the stop cut it off, and never runs it again
+        store = Store.open(db_url)
+        clock = FakeClock(datetime.now(UTC))
+        runtime, stop, task = await start_with(cfg, store, world, server, clock)
+        approvals = ApprovalRepository(store.db)
+        for _ in range(500):  # the start-up pass; bounded
+            if (await approvals.get(parked["id"])).state is ApprovalState.DONE:
+                break
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await runtime.close()
+    assert world.output_of(1001).count(whistle) == 1
+    listed = await policy_command(db_url, "approvals", "--all", "--json")
+    [done] = json.loads(listed.stdout)
+    assert done["state"] == "done", done["result"]
+    assert json.loads(done["result"])["ok"] is True

@@ -8,6 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import storyteller_daemon.storage.approvals
 import storyteller_daemon.storage.runs  # noqa: F401 - registers the run and ledger tables
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import (
@@ -31,6 +32,8 @@ EXPECTED_TABLES = {
     "event_inbox",
     "runs",
     "cost_ledger",
+    "policy_approvals",
+    "policy_actions",
 }
 
 

@@ -11,10 +11,10 @@ the storyteller's stored descriptions. A tool is offered only when it is valid:
 Invalid tools are never offered, and a call to one is refused with the reason. Echo-only tools
 are offered on room-echo and speech triggers only.
 
-Dispatch strips markup from text arguments, converts the arguments with `progs.convert`, then
-runs the prog with an idempotency key derived from the turn key, the tool name and the converted
-arguments, so that re-running a turn after a crash returns the stored outcome instead of acting
-twice.
+Dispatch strips markup and chat mentions from text arguments, converts the arguments with
+`progs.convert`, then runs the prog with an idempotency key derived from the turn key, the tool
+name and the converted arguments, so that re-running a turn after a crash returns the stored
+outcome instead of acting twice.
 """
 
 from __future__ import annotations
@@ -28,11 +28,21 @@ from progs.convert import ArgumentError, convert_arguments
 from progs.results import custom_tool_result
 from progs.schema import UnsupportedParameterType, tool_parameters_schema
 from progs.types import ProgSignature, ProgType, ValueType
-from storyteller_daemon.agent.policy import prog_effect
+from storyteller_daemon.agent.policy import Effect, prog_effect
 from storyteller_daemon.agent.schema import strict_schema
-from storyteller_daemon.agent.tools.base import Tool, ToolContext, idempotency_key
+from storyteller_daemon.agent.tools.base import (
+    Envelope,
+    MalformedArguments,
+    Tool,
+    ToolContext,
+    error,
+    idempotency_key,
+    invoke,
+    parse_arguments,
+)
+from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
-from storyteller_daemon.domain.text import strip_markup
+from storyteller_daemon.domain.text import outbound_text
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ToolError, ValidationError
 from world_adapter.errors import WorldCommandError
@@ -119,10 +129,11 @@ class _ProgRunner:
     signature: ProgSignature
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        # Text the game shows players goes out without ANSI, MXP, colour or control codes.
+        # Text the game shows players goes out without ANSI, MXP, colour or control codes, and
+        # without chat mentions.
         texts = {p.name.lower() for p in self.signature.parameters if p.type == _TEXT}
         arguments = {
-            k: strip_markup(v) if k.lower() in texts and isinstance(v, str) else v
+            k: outbound_text(v) if k.lower() in texts and isinstance(v, str) else v
             for k, v in arguments.items()
         }
         try:
@@ -165,3 +176,30 @@ def custom_toolset(
             log.info("storyteller %s: %s", storyteller.id, exc)
             refusals[custom.name.lower()] = str(exc)
     return CustomToolset(tuple(offered), refusals)
+
+
+async def run_approved(
+    storyteller: Storyteller, approval: Approval, ctx: ToolContext
+) -> tuple[Envelope, Effect | None]:
+    """Run a parked call an admin approved, under the call's own turn key (`Approval.run_key`).
+
+    The tool is built again from the storyteller's current settings and the world's catalogue,
+    so a tool removed or broken since the call was parked fails here instead of running.
+
+    Returns:
+        The result envelope, and what the call touched (None when it did not run).
+    """
+    custom = next(
+        (t for t in storyteller.custom_tools if t.name.casefold() == approval.tool.casefold()),
+        None,
+    )
+    if custom is None:
+        return error(f"storyteller {storyteller.name} has no custom tool {approval.tool}"), None
+    try:
+        tool = build_custom_tool(custom, await catalogue(ctx))
+        arguments = parse_arguments(approval.arguments)
+    except (InvalidCustomTool, MalformedArguments) as exc:
+        return error(str(exc)), None
+    envelope = await invoke(tool, arguments, ctx.for_turn(storyteller, approval.run_key))
+    effect = tool.effect(arguments) if tool.effect is not None else None
+    return envelope, effect if envelope["ok"] else None

@@ -1,0 +1,261 @@
+"""Parked prog calls awaiting approval, and the prog calls the policy's caps count.
+
+Every move of a parked call is one short transaction guarded by the state it must be in (see
+`storyteller_daemon.domain.approvals`), so an approval cannot be decided twice, and an approved
+call is claimed by exactly one runner.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Collection
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Index, String, Text, delete, select, update
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storyteller_daemon.domain.approvals import (
+    Approval,
+    ApprovalState,
+    ParkedCall,
+    PolicyAction,
+)
+from storyteller_daemon.errors import ConflictError, NotFoundError
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.models import Base, Id, UtcDateTime
+from storyteller_daemon.storage.storytellers import as_utc
+
+
+class ApprovalRow(Base):
+    """One parked call."""
+
+    __tablename__ = "policy_approvals"
+    __table_args__ = (Index("ix_policy_approvals_state", "state", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(300), unique=True)
+    storyteller_id: Mapped[int] = mapped_column(BigInteger)
+    tool: Mapped[str] = mapped_column(String(200))
+    arguments: Mapped[str] = mapped_column(Text)
+    turn_key: Mapped[str] = mapped_column(String(300))
+    trigger: Mapped[str] = mapped_column(String(100))
+    room_id: Mapped[int | None] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    decided_by: Mapped[str] = mapped_column(String(200), default="")
+    note: Mapped[str] = mapped_column(Text, default="")
+    result: Mapped[str] = mapped_column(Text, default="")
+
+
+class PolicyActionRow(Base):
+    """One prog call that ran, as the caps count it; kept for a day."""
+
+    __tablename__ = "policy_actions"
+    __table_args__ = (Index("ix_policy_actions_at", "at"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(BigInteger)
+    tool: Mapped[str] = mapped_column(String(200))
+    at: Mapped[datetime] = mapped_column(UtcDateTime)
+    player_id: Mapped[int | None] = mapped_column(BigInteger)
+    rooms: Mapped[str] = mapped_column(Text, default="")
+    """Room ids, comma-separated."""
+    characters: Mapped[str] = mapped_column(Text, default="")
+
+
+def _approval(row: ApprovalRow) -> Approval:
+    return Approval(
+        id=row.id,
+        key=row.key,
+        storyteller_id=row.storyteller_id,
+        tool=row.tool,
+        arguments=row.arguments,
+        turn_key=row.turn_key,
+        trigger=row.trigger,
+        room_id=row.room_id,
+        state=ApprovalState(row.state),
+        created_at=as_utc(row.created_at),
+        expires_at=as_utc(row.expires_at),
+        decided_at=as_utc(row.decided_at) if row.decided_at is not None else None,
+        decided_by=row.decided_by,
+        note=row.note,
+        result=row.result,
+    )
+
+
+def _id_text(ids: frozenset[int]) -> str:
+    return ",".join(str(i) for i in sorted(ids))
+
+
+def _id_set(text: str) -> frozenset[int]:
+    return frozenset(int(part) for part in text.split(",") if part.strip())
+
+
+class ApprovalRepository:
+    """Parks, lists, decides, claims and finishes calls held for approval."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def park(self, call: ParkedCall) -> Approval:
+        """Park `call`; a call with the same key parked before is returned as it stands."""
+        async with self._db.session() as session:
+            found = await session.scalar(select(ApprovalRow).where(ApprovalRow.key == call.key))
+            if found is not None:
+                return _approval(found)
+            row = ApprovalRow(
+                **{k: getattr(call, k) for k in ParkedCall.__dataclass_fields__},
+                state=ApprovalState.PENDING.value,
+                decided_by="",
+                note="",
+                result="",
+            )
+            session.add(row)
+            await session.flush()
+            return _approval(row)
+
+    async def get(self, approval_id: int) -> Approval:
+        """One parked call.
+
+        Raises:
+            NotFoundError: no parked call has this id.
+        """
+        async with self._db.session() as session:
+            row = await session.get(ApprovalRow, approval_id)
+            if row is None:
+                raise NotFoundError(f"no parked call #{approval_id}")
+            return _approval(row)
+
+    async def list(
+        self, states: Collection[ApprovalState] = (), *, limit: int = 100
+    ) -> builtins.list[Approval]:
+        """Parked calls in `states` (all when empty), newest first."""
+        query = select(ApprovalRow).order_by(ApprovalRow.id.desc()).limit(limit)
+        if states:
+            query = query.where(ApprovalRow.state.in_([s.value for s in states]))
+        async with self._db.session() as session:
+            return [_approval(r) for r in await session.scalars(query)]
+
+    async def decide(
+        self, approval_id: int, *, approve: bool, now: datetime, by: str = "", note: str = ""
+    ) -> Approval:
+        """Approve or reject a pending call; an expired one becomes ``expired`` instead.
+
+        Raises:
+            NotFoundError: no parked call has this id.
+            ConflictError: the call is not pending (decided before, expired, or running).
+        """
+        async with self._db.session() as session:
+            row = await session.get(ApprovalRow, approval_id)
+            if row is None:
+                raise NotFoundError(f"no parked call #{approval_id}")
+            if row.state != ApprovalState.PENDING.value:
+                raise ConflictError(f"parked call #{approval_id} is {row.state}, not pending")
+            expired = as_utc(row.expires_at) <= now
+            if expired:
+                row.state = ApprovalState.EXPIRED.value
+            else:
+                row.state = (ApprovalState.APPROVED if approve else ApprovalState.REJECTED).value
+                row.decided_by, row.note = by, note
+            row.decided_at = now
+            await session.flush()
+            decided = _approval(row)
+        if expired:  # raised after the commit, so the call stays expired
+            raise ConflictError(
+                f"parked call #{approval_id} expired at {decided.expires_at:%Y-%m-%d %H:%M} UTC;"
+                " it will not run"
+            )
+        return decided
+
+    async def expire(self, now: datetime) -> builtins.list[Approval]:
+        """Mark pending calls whose time is up ``expired``; return them."""
+        async with self._db.session() as session:
+            rows = list(
+                await session.scalars(
+                    select(ApprovalRow).where(
+                        ApprovalRow.state == ApprovalState.PENDING.value,
+                        ApprovalRow.expires_at <= now,
+                    )
+                )
+            )
+            for row in rows:
+                row.state, row.decided_at = ApprovalState.EXPIRED.value, now
+            return [_approval(r) for r in rows]
+
+    async def claim(self) -> builtins.list[Approval]:
+        """Approved calls, moved to ``running``, plus calls a stopped daemon left running.
+
+        A call left ``running`` was claimed before a crash or stop and may have reached the
+        game; it is run again under the same idempotency key, which the game answers with the
+        stored outcome if it ran.
+        """
+        async with self._db.session() as session:
+            rows = list(
+                await session.scalars(
+                    select(ApprovalRow)
+                    .where(
+                        ApprovalRow.state.in_(
+                            [ApprovalState.APPROVED.value, ApprovalState.RUNNING.value]
+                        )
+                    )
+                    .order_by(ApprovalRow.id)
+                )
+            )
+            for row in rows:
+                row.state = ApprovalState.RUNNING.value
+            return [_approval(r) for r in rows]
+
+    async def finish(self, approval_id: int, *, ok: bool, result: str) -> None:
+        """Record a claimed call's outcome (``done`` or ``failed``)."""
+        state = ApprovalState.DONE if ok else ApprovalState.FAILED
+        async with self._db.session() as session:
+            await session.execute(
+                update(ApprovalRow)
+                .where(
+                    ApprovalRow.id == approval_id,
+                    ApprovalRow.state == ApprovalState.RUNNING.value,
+                )
+                .values(state=state.value, result=result)
+            )
+
+
+class PolicyActionRepository:
+    """The prog calls that ran in the last day, for the caps and cooldowns after a restart."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, action: PolicyAction) -> None:
+        """Store one prog call that ran."""
+        async with self._db.session() as session:
+            session.add(
+                PolicyActionRow(
+                    storyteller_id=action.storyteller_id,
+                    tool=action.tool,
+                    at=action.at,
+                    player_id=action.player_id,
+                    rooms=_id_text(action.rooms),
+                    characters=_id_text(action.characters),
+                )
+            )
+
+    async def since(self, when: datetime) -> list[PolicyAction]:
+        """Prog calls that ran at or after `when`, oldest first; older rows are deleted."""
+        async with self._db.session() as session:
+            await session.execute(delete(PolicyActionRow).where(PolicyActionRow.at < when))
+            rows = await session.scalars(
+                select(PolicyActionRow).order_by(PolicyActionRow.at, PolicyActionRow.id)
+            )
+            return [
+                PolicyAction(
+                    storyteller_id=r.storyteller_id,
+                    tool=r.tool,
+                    at=as_utc(r.at),
+                    player_id=r.player_id,
+                    rooms=_id_set(r.rooms),
+                    characters=_id_set(r.characters),
+                )
+                for r in rows
+            ]
