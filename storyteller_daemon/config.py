@@ -276,9 +276,9 @@ class PolicyConfig(_Section):
     """Prog calls set off by one character's words or actions (echo, speech, crime) an hour."""
     max_text_chars: PositiveInt = 600
     """Longest text a prog argument may carry."""
-    destructive_on_player_turns: bool = False
+    destructive_on_player_turns: bool | list[str] = False
     """Offer ForgetMemory, UpdateMemory, ResolveSituation and UpdateSituation on echo and speech
-    turns too."""
+    turns too: ``true`` for every storyteller, or a list of storytellers' names."""
 
     def shadows(self, storyteller: str, tool: str = "") -> bool:
         """Whether `storyteller`'s calls of `tool` are simulated instead of run."""
@@ -287,6 +287,13 @@ class PolicyConfig(_Section):
     def needs_approval(self, storyteller: str, tool: str) -> bool:
         """Whether `storyteller`'s calls of `tool` wait for an admin's approval."""
         return _covers(self.approve, storyteller, tool)
+
+    def destructive_for(self, storyteller: str) -> bool:
+        """Whether `storyteller` is offered the destructive built-ins on echo and speech turns."""
+        setting = self.destructive_on_player_turns
+        if isinstance(setting, bool):
+            return setting
+        return storyteller.strip().casefold() in {n.strip().casefold() for n in setting}
 
     def for_storyteller(self, storyteller: str, tools: Sequence[str]) -> dict[str, Any]:
         """The limits one storyteller's prog tools run under (``ais show``)."""
@@ -300,7 +307,7 @@ class PolicyConfig(_Section):
             "max_prog_calls_per_hour_all_storytellers": self.max_prog_calls_per_hour,
             "max_prog_calls_per_player_per_hour": self.max_prog_calls_per_player_per_hour,
             "max_text_chars": self.max_text_chars,
-            "destructive_on_player_turns": self.destructive_on_player_turns,
+            "destructive_on_player_turns": self.destructive_for(storyteller),
             "tools": {
                 tool: {
                     "scope": scopes.get(tool.casefold(), self.event_turn_scope),

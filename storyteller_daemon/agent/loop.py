@@ -185,7 +185,7 @@ class ToolLoop:
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
-            tools=toolset(storyteller, trigger, ctx, withheld=self._withheld(trigger)),
+            tools=toolset(storyteller, trigger, ctx, withheld=self._withheld(storyteller, trigger)),
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
@@ -214,8 +214,8 @@ class ToolLoop:
         )
         return turn.record
 
-    def _withheld(self, trigger: Trigger) -> frozenset[str]:
-        if self._policy is None or self._policy.offers_destructive(trigger):
+    def _withheld(self, storyteller: Storyteller, trigger: Trigger) -> frozenset[str]:
+        if self._policy is None or self._policy.offers_destructive(storyteller, trigger):
             return frozenset()
         return DESTRUCTIVE_TOOLS
 
@@ -344,7 +344,7 @@ class ToolLoop:
             return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
         tool = turn.tools.find(call.name)
         if tool is None:
-            withheld = {n.lower() for n in self._withheld(turn.trigger)}
+            withheld = {n.lower() for n in self._withheld(turn.storyteller, turn.trigger)}
             rule = DESTRUCTIVE_RULE if call.name.strip().lower() in withheld else NOT_OFFERED
             return record(error(turn.tools.refusal(call.name)), refused=True, rule=rule)
         key = (tool.name, canonical_arguments(arguments))

@@ -294,17 +294,20 @@ def _event_text(prompt: str) -> str:
             continue
         collected = [_unquote(stripped[len(header) :])]
         for following in lines[index + 1 :]:
-            if not following.strip():
+            if not following.strip() or following.startswith("<<end world-text "):
                 break
             collected.append(_unquote(following))
         return " ".join(part for part in collected if part)
     return ""
 
 
+_FENCE_MARKER = re.compile(r"<<(end )?world-text [0-9a-f]+( from [^>]*)?>>")
+
+
 def _unquote(line: str) -> str:
-    """A line of world text without the ``| `` quoting prompts put in front of it."""
+    """A line of world text; the markers of the fence around it count as blank."""
     text = line.strip()
-    return text[1:].strip() if text.startswith("|") else text
+    return "" if _FENCE_MARKER.fullmatch(text) else text
 
 
 def _title(event_text: str, room_id: int) -> str:

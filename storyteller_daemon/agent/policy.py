@@ -292,10 +292,10 @@ class Policy:
         )
         return approval
 
-    def offers_destructive(self, trigger: Trigger) -> bool:
+    def offers_destructive(self, storyteller: Storyteller, trigger: Trigger) -> bool:
         """Whether memory-changing and situation-changing tools are offered for `trigger`."""
         spoken = trigger.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH)
-        return self.cfg.destructive_on_player_turns or not spoken
+        return not spoken or self.cfg.destructive_for(storyteller.name)
 
     # ------------------------------------------------------------------ checks
 

@@ -359,6 +359,9 @@ async def test_answers_are_deterministic_and_continuations_match_the_calls() -> 
 
 
 async def test_quoted_world_text_gives_a_clean_situation_title() -> None:
-    prompt = "Location: Harbour Quay [#101]\nSpoken Text:\n| Thief! Stop him!\n| He went east."
+    prompt = (
+        "Location: Harbour Quay [#101]\nSpoken Text:\n<<world-text 0a1b2c3d4e5f from speech>>\n"
+        "Thief! Stop him!\nHe went east.\n<<end world-text 0a1b2c3d4e5f>>"
+    )
     response = await OfflineStandInModel().respond(loop_request(user(prompt)))
     assert arguments(response)["Title"] == "Thief!"

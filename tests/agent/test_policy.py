@@ -234,6 +234,12 @@ async def test_destructive_tools_are_not_offered_on_turns_players_start(
     allowed = policy(destructive_on_player_turns=True)
     record = await turn(allowed, teller, services, trigger, ("ForgetMemory", {"MemoryId": 1}))
     assert not record.calls[0].refused
+    just_this_one = policy(destructive_on_player_turns=[teller.name.lower()])
+    record = await turn(just_this_one, teller, services, trigger, ("ForgetMemory", {"MemoryId": 1}))
+    assert not record.calls[0].refused
+    others = policy(destructive_on_player_turns=["Someone Else"])
+    record = await turn(others, teller, services, trigger, ("ForgetMemory", {"MemoryId": 1}))
+    assert record.calls[0].refused is not offered
 
 
 def test_the_kill_file_defaults_to_one_beside_a_sqlite_database(tmp_path: Path) -> None:
