@@ -61,7 +61,7 @@ _REASONED = {
     "required": ["id", "why"],
     "additionalProperties": False,
 }
-_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+_CODE_BLOCK = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
 def verdict_format(*, debug_reasons: bool = False) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class BatchJudgement:
 
 
 def _strip_fence(text: str) -> str:
-    match = _FENCE.match(text)
+    match = _CODE_BLOCK.match(text)
     return match.group(1).strip() if match else text
 
 

@@ -344,8 +344,7 @@ class ToolLoop:
             return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
         tool = turn.tools.find(call.name)
         if tool is None:
-            withheld = {n.lower() for n in self._withheld(turn.storyteller, turn.trigger)}
-            rule = DESTRUCTIVE_RULE if call.name.strip().lower() in withheld else NOT_OFFERED
+            rule = DESTRUCTIVE_RULE if turn.tools.withholds(call.name) else NOT_OFFERED
             return record(error(turn.tools.refusal(call.name)), refused=True, rule=rule)
         key = (tool.name, canonical_arguments(arguments))
         if key in turn.dispatched:
@@ -353,24 +352,20 @@ class ToolLoop:
         turn.dispatched.add(key)
         effect = tool.effect(arguments) if tool.effect is not None else None
         if self._policy is not None:
-            decision = self._policy.check_secrets(turn.storyteller, tool.name, arguments)
-            if decision is None and effect is None and tool.names is not None:
-                decision = await self._policy.check_scope(
-                    turn.storyteller, turn.trigger, tool.name, tool.names(arguments), turn.ctx.world
-                )
-            if decision is None and effect is not None:
-                decision = await self._policy.check_prog_call(
-                    turn.storyteller,
-                    turn.trigger,
-                    tool.name,
-                    effect,
-                    turn.ctx.world,
-                    turn.prog_calls,
-                )
-            if decision is not None and decision.shadow:
+            decision = await self._policy.check_call(
+                turn.storyteller,
+                turn.trigger,
+                tool.name,
+                arguments,
+                effect=effect,
+                names=tool.names(arguments) if tool.names is not None else None,
+                world=turn.ctx.world,
+                calls_this_turn=turn.prog_calls,
+            )
+            if decision.shadow:
                 turn.prog_calls += 1
                 return record(ok(SHADOW_RESULT), shadowed=True, rule=decision.rule)
-            if decision is not None and not decision.allowed:
+            if not decision.allowed:
                 return record(error(decision.message()), refused=True, rule=decision.rule)
             if effect is not None and self._policy.needs_approval(turn.storyteller, tool.name):
                 parked = await self._policy.park(

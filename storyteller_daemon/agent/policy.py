@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 Journal = Callable[[PolicyAction], Awaitable[None]]
 """Stores a prog call that ran, so the caps hold across a restart."""
+HOUR_SECONDS = 3600.0
 DAY_SECONDS = 86_400.0
 
 KILL_SWITCH = "kill_switch"
@@ -299,15 +300,46 @@ class Policy:
 
     # ------------------------------------------------------------------ checks
 
-    def check_secrets(
-        self, storyteller: Storyteller, tool: str, arguments: Mapping[str, Any]
-    ) -> Decision | None:
+    async def check_call(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        effect: Effect | None,
+        names: Effect | None,
+        world: WorldClient,
+        calls_this_turn: int,
+    ) -> Decision:
+        """The decision about one tool call of a turn: allowed, shadowed, or refused by a rule.
+
+        Args:
+            effect: what a prog call would touch (None for a built-in).
+            names: the rooms and characters a built-in names; held to the turn's scope only on
+                turns a player's words or actions start (heartbeat and direct turns may look
+                anywhere).
+            calls_this_turn: prog calls of the turn that ran before this one.
+        """
+        decision = self._secret(arguments)
+        if decision is None and effect is not None:
+            decision = await self._prog_rules(
+                storyteller, trigger, tool, effect, world, calls_this_turn
+            )
+        elif decision is None and names is not None and trigger.kind in PLAYER_STARTED:
+            decision = await self._scope(storyteller, trigger, names, world, tool)
+        if decision is not None:
+            return self._refused(storyteller, tool, decision)
+        if effect is not None and self.shadowed(storyteller, tool):
+            self.stats.shadowed += 1
+            return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
+        return Decision()
+
+    def _secret(self, arguments: Mapping[str, Any]) -> Decision | None:
         """A refusal when any string of the arguments carries a secret of the daemon."""
         for text in strings_in(dict(arguments)):
             if any(secret in text for secret in self._secrets):
-                return self._refused(
-                    storyteller, tool, refuse(SECRET, "an argument carries a secret of the daemon")
-                )
+                return refuse(SECRET, "an argument carries a secret of the daemon")
         return None
 
     def _refused(self, storyteller: Storyteller, tool: str, decision: Decision) -> Decision:
@@ -321,37 +353,6 @@ class Policy:
             decision.reason,
         )
         return decision
-
-    async def check_prog_call(
-        self,
-        storyteller: Storyteller,
-        trigger: Trigger,
-        tool: str,
-        effect: Effect,
-        world: WorldClient,
-        calls_this_turn: int,
-    ) -> Decision:
-        """The decision about one prog call of a turn (`calls_this_turn` ran before it)."""
-        decision = await self._decide(storyteller, trigger, tool, effect, world, calls_this_turn)
-        if decision.rule is not None:
-            return self._refused(storyteller, tool, decision)
-        if self.shadowed(storyteller, tool):
-            self.stats.shadowed += 1
-            return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
-        return decision
-
-    async def check_scope(
-        self, storyteller: Storyteller, trigger: Trigger, tool: str, effect: Effect, world: Any
-    ) -> Decision | None:
-        """A refusal when a built-in tool names a room or character outside the turn's scope.
-
-        Only on turns a player's words or actions start (echoes, speech, crimes): heartbeat and
-        direct turns may look anywhere.
-        """
-        if trigger.kind not in PLAYER_STARTED:
-            return None
-        decision = await self._scope(storyteller, trigger, effect, world, tool)
-        return self._refused(storyteller, tool, decision) if decision is not None else None
 
     async def ran(
         self, storyteller: Storyteller, tool: str, effect: Effect, trigger: Trigger | None = None
@@ -383,7 +384,7 @@ class Policy:
                 key = (action.storyteller_id, action.tool.casefold(), kind, target)
                 self._recent[key] = max(at, self._recent.get(key, at))
 
-    async def _decide(
+    async def _prog_rules(
         self,
         storyteller: Storyteller,
         trigger: Trigger,
@@ -391,7 +392,7 @@ class Policy:
         effect: Effect,
         world: WorldClient,
         calls_this_turn: int,
-    ) -> Decision:
+    ) -> Decision | None:
         cfg = self.cfg
         if self.killed:
             return refuse(KILL_SWITCH, "the kill switch stops every prog call")
@@ -418,33 +419,27 @@ class Policy:
                         f"{tool} acted on {kind} #{target} {now - last:.0f} s ago; "
                         f"once per {cooldown:g} s",
                     )
-        while self._hour and now - self._hour[0] >= 3600:
-            self._hour.popleft()
-        if len(self._hour) >= cfg.max_prog_calls_per_hour:
-            return refuse(HOURLY_CAP, f"{len(self._hour)} prog calls in the last hour")
+        if (count := _within(self._hour, now, HOUR_SECONDS)) >= cfg.max_prog_calls_per_hour:
+            return refuse(HOURLY_CAP, f"{count} prog calls in the last hour")
         mine = self._by_storyteller.setdefault(storyteller.id, deque())
-        while mine and now - mine[0] >= DAY_SECONDS:
-            mine.popleft()
-        if len(mine) >= cfg.max_prog_calls_per_storyteller_per_day:
+        if (count := _within(mine, now, DAY_SECONDS)) >= cfg.max_prog_calls_per_storyteller_per_day:
             return refuse(
-                STORYTELLER_CAP, f"this storyteller made {len(mine)} prog calls in the last day"
+                STORYTELLER_CAP, f"this storyteller made {count} prog calls in the last day"
             )
-        hour = sum(1 for at in mine if now - at < 3600)
+        hour = sum(1 for at in mine if now - at < HOUR_SECONDS)
         if hour >= cfg.max_prog_calls_per_storyteller_per_hour:
             return refuse(
                 STORYTELLER_CAP, f"this storyteller made {hour} prog calls in the last hour"
             )
         player = _player(trigger)
-        if player is not None:
-            recent = self._by_player.setdefault(player, deque())
-            while recent and now - recent[0] >= 3600:
-                recent.popleft()
-            if len(recent) >= cfg.max_prog_calls_per_player_per_hour:
-                return refuse(
-                    PLAYER_CAP,
-                    f"character #{player} has set off {len(recent)} prog calls in the last hour",
-                )
-        return Decision()
+        if player is None:
+            return None
+        recent = self._by_player.setdefault(player, deque())
+        if (count := _within(recent, now, HOUR_SECONDS)) >= cfg.max_prog_calls_per_player_per_hour:
+            return refuse(
+                PLAYER_CAP, f"character #{player} has set off {count} prog calls in the last hour"
+            )
+        return None
 
     async def _scope(
         self,
@@ -523,6 +518,13 @@ def kill_file_path(cfg: PolicyConfig, database_url: str) -> Path | None:
     if database_url.startswith(prefix) and database_url != prefix:
         return Path(database_url.removeprefix(prefix)).with_suffix(".kill")
     return None
+
+
+def _within(times: deque[float], now: float, window: float) -> int:
+    """How many of `times` (oldest first) fall in the last `window` seconds; older ones go."""
+    while times and now - times[0] >= window:
+        times.popleft()
+    return len(times)
 
 
 def _player(trigger: Trigger) -> int | None:

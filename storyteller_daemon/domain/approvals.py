@@ -57,20 +57,11 @@ class ParkedCall:
 
 
 @dataclass(frozen=True)
-class Approval:
+class Approval(ParkedCall):
     """A parked call and what became of it."""
 
     id: int
-    key: str
-    storyteller_id: int
-    tool: str
-    arguments: str
-    turn_key: str
-    trigger: str
-    room_id: int | None
     state: ApprovalState
-    created_at: datetime
-    expires_at: datetime
     decided_at: datetime | None = None
     decided_by: str = ""
     note: str = ""

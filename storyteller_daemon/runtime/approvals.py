@@ -17,32 +17,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import NotFoundError
 from storyteller_daemon.runtime.clock import Clock
+from storyteller_daemon.storage.approvals import ApprovalRepository
 
 log = logging.getLogger(__name__)
-
-
-class ApprovalStore(Protocol):
-    """The parts of `ApprovalRepository` the runner uses."""
-
-    async def expire(self, now: datetime) -> list[Approval]:
-        """Mark pending calls whose time is up expired; return them."""
-        ...
-
-    async def claim(self) -> list[Approval]:
-        """Approved (and interrupted) calls, moved to running."""
-        ...
-
-    async def finish(self, approval_id: int, *, ok: bool, result: str) -> None:
-        """Record a claimed call's outcome."""
-        ...
 
 
 RunApproved = Callable[[Storyteller, Approval], Awaitable[dict[str, Any]]]
@@ -63,7 +47,7 @@ class ApprovalRunner:
 
     def __init__(
         self,
-        store: ApprovalStore,
+        store: ApprovalRepository,
         storytellers: Callable[[int], Awaitable[Storyteller]],
         run: RunApproved,
         policy: Policy,

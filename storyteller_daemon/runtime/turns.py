@@ -192,13 +192,9 @@ class AgentTurnRunner:
                 storyteller, trigger, status_text=status, fence=Fence(run.fence)
             )
             run.prompt = prompt.text
-            tools = ToolContext(
-                world=used.world,
-                situations=used.situations,
-                memories=used.memories,
-                references=used.references,
+            record = await self._loop.run(
+                storyteller, trigger, prompt.text, _tools(used), turn_key=key
             )
-            record = await self._loop.run(storyteller, trigger, prompt.text, tools, turn_key=key)
             run.record = record
         self._stats.tool_calls += len(record.calls)
         if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:
@@ -207,14 +203,7 @@ class AgentTurnRunner:
 
     async def run_approved(self, storyteller: Storyteller, approval: Approval) -> Envelope:
         """Run a parked call an admin approved; it counts toward the policy's caps."""
-        services = self._services
-        ctx = ToolContext(
-            world=services.world,
-            situations=services.situations,
-            memories=services.memories,
-            references=services.references,
-        )
-        envelope, effect = await run_approved(storyteller, approval, ctx)
+        envelope, effect = await run_approved(storyteller, approval, _tools(self._services))
         if effect is not None and self._policy is not None:
             await self._policy.ran(storyteller, approval.tool, effect)
         self._stats.tool_calls += 1
@@ -234,3 +223,13 @@ class AgentTurnRunner:
             severity="error",
             key=f"model_fatal:{storyteller.id}",
         )
+
+
+def _tools(services: Services) -> ToolContext:
+    """The tools' context over `services` (live or taped)."""
+    return ToolContext(
+        world=services.world,
+        situations=services.situations,
+        memories=services.memories,
+        references=services.references,
+    )

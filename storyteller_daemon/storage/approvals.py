@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection
+from dataclasses import asdict
 from datetime import datetime
 
 from sqlalchemy import BigInteger, Index, String, Text, delete, select, update
@@ -67,7 +68,6 @@ class PolicyActionRow(Base):
 
 def _approval(row: ApprovalRow) -> Approval:
     return Approval(
-        id=row.id,
         key=row.key,
         storyteller_id=row.storyteller_id,
         tool=row.tool,
@@ -75,9 +75,10 @@ def _approval(row: ApprovalRow) -> Approval:
         turn_key=row.turn_key,
         trigger=row.trigger,
         room_id=row.room_id,
-        state=ApprovalState(row.state),
         created_at=as_utc(row.created_at),
         expires_at=as_utc(row.expires_at),
+        id=row.id,
+        state=ApprovalState(row.state),
         decided_at=as_utc(row.decided_at) if row.decided_at is not None else None,
         decided_by=row.decided_by,
         note=row.note,
@@ -106,11 +107,7 @@ class ApprovalRepository:
             if found is not None:
                 return _approval(found)
             row = ApprovalRow(
-                **{k: getattr(call, k) for k in ParkedCall.__dataclass_fields__},
-                state=ApprovalState.PENDING.value,
-                decided_by="",
-                note="",
-                result="",
+                **asdict(call), state=ApprovalState.PENDING.value, decided_by="", note="", result=""
             )
             session.add(row)
             await session.flush()

@@ -189,10 +189,7 @@ async def run_approved(
     Returns:
         The result envelope, and what the call touched (None when it did not run).
     """
-    custom = next(
-        (t for t in storyteller.custom_tools if t.name.casefold() == approval.tool.casefold()),
-        None,
-    )
+    custom = storyteller.tool(approval.tool)
     if custom is None:
         return error(f"storyteller {storyteller.name} has no custom tool {approval.tool}"), None
     try:

@@ -97,10 +97,17 @@ class Toolset:
         offered: the tools sent with every request of the turn, in order.
         refusals: lower-cased name → why a call to a tool that is known but held back in this
             turn is refused.
+        withheld: built-ins the policy keeps out of this turn (rule ``destructive_by_trigger``).
     """
 
     offered: tuple[Tool, ...]
     refusals: Mapping[str, str] = field(default_factory=dict)
+    withheld: frozenset[str] = frozenset()
+
+    def withholds(self, name: str) -> bool:
+        """Whether a call names a built-in the policy keeps out of this turn."""
+        wanted = name.strip().lower()
+        return any(w.lower() == wanted for w in self.withheld)
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """The request's ``tools``."""
@@ -143,7 +150,7 @@ def toolset(
         storyteller, ctx.progs or (), include_echo_tools=trigger.include_echo_tools
     )
     refusals.update(custom.refusals)
-    return Toolset(builtins + custom.offered, refusals)
+    return Toolset(builtins + custom.offered, refusals, withheld)
 
 
 async def with_catalogue(ctx: ToolContext) -> ToolContext:
