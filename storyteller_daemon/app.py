@@ -24,7 +24,7 @@ from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
-from storyteller_daemon.config import Config, normalise_database_url
+from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError
@@ -56,23 +56,6 @@ OFFLINE_BANNER = (
     "No API key: using the OFFLINE STAND-IN, a rule-based responder. It is not a language "
     "model; it only shows the machinery working."
 )
-
-
-def database_url(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
-    """The database URL: from `database.url_env` when set, else `database.url`."""
-    if cfg.database.url_env:
-        value = environ.get(cfg.database.url_env, "")
-        if not value:
-            raise ConfigError(
-                "config",
-                f"environment variable {cfg.database.url_env} is not set",
-                key="database.url_env",
-            )
-        try:
-            return normalise_database_url(value)
-        except ValueError as exc:
-            raise ConfigError("config", str(exc), key="database.url_env") from None
-    return cfg.database.url
 
 
 def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list[str]:

@@ -7,11 +7,12 @@ reported as a `ConfigError` naming the file, the dotted key and what is wrong.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -288,6 +289,14 @@ class PolicyConfig(_Section):
         """Whether `storyteller`'s calls of `tool` wait for an admin's approval."""
         return _covers(self.approve, storyteller, tool)
 
+    def cooldown_for(self, tool: str) -> float:
+        """Seconds between calls of `tool` on the same room or character."""
+        return _by_tool(self.tool_cooldown_seconds, tool, self.target_cooldown_seconds)
+
+    def scope_for(self, tool: str) -> Literal["trigger_rooms", "surveillance"]:
+        """Where a call of `tool` on a turn started by world events may act."""
+        return _by_tool(self.tool_scope, tool, self.event_turn_scope)
+
     def destructive_for(self, storyteller: str) -> bool:
         """Whether `storyteller` is offered the destructive built-ins on echo and speech turns."""
         setting = self.destructive_on_player_turns
@@ -297,8 +306,6 @@ class PolicyConfig(_Section):
 
     def for_storyteller(self, storyteller: str, tools: Sequence[str]) -> dict[str, Any]:
         """The limits one storyteller's prog tools run under (``ais show``)."""
-        cooldowns = {k.casefold(): v for k, v in self.tool_cooldown_seconds.items()}
-        scopes = {k.casefold(): v for k, v in self.tool_scope.items()}
         return {
             "kill_switch": self.kill_switch,
             "max_prog_calls_per_turn": self.max_prog_calls_per_turn,
@@ -310,16 +317,23 @@ class PolicyConfig(_Section):
             "destructive_on_player_turns": self.destructive_for(storyteller),
             "tools": {
                 tool: {
-                    "scope": scopes.get(tool.casefold(), self.event_turn_scope),
-                    "cooldown_seconds": cooldowns.get(
-                        tool.casefold(), self.target_cooldown_seconds
-                    ),
+                    "scope": self.scope_for(tool),
+                    "cooldown_seconds": self.cooldown_for(tool),
                     "shadow": self.shadows(storyteller, tool),
                     "approve": self.needs_approval(storyteller, tool),
                 }
                 for tool in tools
             },
         }
+
+
+_V = TypeVar("_V")
+
+
+def _by_tool(settings: dict[str, _V], tool: str, default: _V) -> _V:
+    """A per-tool setting by tool name, ignoring case; `default` for a tool it does not name."""
+    wanted = tool.strip().casefold()
+    return next((v for k, v in settings.items() if k.strip().casefold() == wanted), default)
 
 
 def _covers(entries: Sequence[str], storyteller: str, tool: str) -> bool:
@@ -387,3 +401,20 @@ def load_config(path: str | Path) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(p), f"invalid TOML: {exc}") from None
     return parse_config(data, str(p))
+
+
+def database_url(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
+    """The database URL: from `database.url_env` when set, else `database.url`."""
+    if cfg.database.url_env:
+        value = environ.get(cfg.database.url_env, "")
+        if not value:
+            raise ConfigError(
+                "config",
+                f"environment variable {cfg.database.url_env} is not set",
+                key="database.url_env",
+            )
+        try:
+            return normalise_database_url(value)
+        except ValueError as exc:
+            raise ConfigError("config", str(exc), key="database.url_env") from None
+    return cfg.database.url

@@ -241,9 +241,7 @@ class Policy:
     @property
     def killed(self) -> bool:
         """Whether the kill switch (setting or file flag) stops prog calls now."""
-        if self.cfg.kill_switch:
-            return True
-        return self.kill_file is not None and self.kill_file.exists()
+        return kill_switch_on(self.cfg, self.kill_file)
 
     def shadowed(self, storyteller: Storyteller, tool: str = "") -> bool:
         """Whether the storyteller's calls of `tool` are simulated instead of run."""
@@ -408,8 +406,7 @@ class Policy:
             return refuse(TURN_CAP, f"this turn already made {calls_this_turn} prog calls")
         now = self._clock()
         assert storyteller.id is not None
-        per_tool = {k.casefold(): v for k, v in cfg.tool_cooldown_seconds.items()}
-        cooldown = per_tool.get(tool.casefold(), cfg.target_cooldown_seconds)
+        cooldown = cfg.cooldown_for(tool)
         for kind, targets in (("room", effect.rooms), ("character", effect.characters)):
             for target in sorted(targets):
                 last = self._recent.get((storyteller.id, tool.casefold(), kind, target))
@@ -452,8 +449,7 @@ class Policy:
         assert storyteller.id is not None
         watched = self._cells_of(storyteller.id) if self._cells_of is not None else frozenset()
         event_rooms = frozenset(t.room_id for t in trigger.all if t.room_id is not None)
-        overrides = {k.casefold(): v for k, v in self.cfg.tool_scope.items()}
-        wanted = overrides.get(tool.casefold(), self.cfg.event_turn_scope)
+        wanted = self.cfg.scope_for(tool)
         by_event = bool(event_rooms) and wanted == "trigger_rooms"
         allowed_rooms = event_rooms if by_event else watched
         if watched and by_event:
@@ -507,6 +503,11 @@ async def _location(world: WorldClient, character_id: int) -> int | None:
     except WorldCommandError:
         return None
     return info.location_id if info is not None else None
+
+
+def kill_switch_on(cfg: PolicyConfig, kill_file: Path | None) -> bool:
+    """Whether the kill switch stops prog calls: the setting, or the file flag's presence."""
+    return cfg.kill_switch or (kill_file is not None and kill_file.exists())
 
 
 def kill_file_path(cfg: PolicyConfig, database_url: str) -> Path | None:

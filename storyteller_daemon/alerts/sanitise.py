@@ -7,16 +7,11 @@ and the length is capped. The rules follow FutureMUD's ``SanitiseDiscordAdminAle
 
 from __future__ import annotations
 
-import re
-
 from storyteller_daemon.domain import text as domain_text
 
 MAX_ALERT_CHARS = 3_500
 TRUNCATION_MARKER = "\n[Alert truncated.]"
 ZERO_WIDTH_SPACE = "\u200b"
-
-# @everyone / @here ping a whole channel; <@id>, <@!id>, <@&role> ping people and roles.
-_MASS_MENTION = re.compile(r"@(everyone|here)", re.IGNORECASE)
 
 
 def strip_markup(text: str) -> str:
@@ -31,8 +26,7 @@ def strip_markup(text: str) -> str:
 def neutralise(text: str) -> str:
     """`text` that can neither mention anyone nor open or close a Discord code block."""
     text = text.replace("```", "'''")
-    text = _MASS_MENTION.sub(lambda m: "@" + ZERO_WIDTH_SPACE + m.group(1), text)
-    return text.replace("<@", "<@" + ZERO_WIDTH_SPACE)
+    return domain_text.defuse_mentions(text, "@" + ZERO_WIDTH_SPACE)
 
 
 def cap(text: str, limit: int = MAX_ALERT_CHARS, marker: str = TRUNCATION_MARKER) -> str:

@@ -20,15 +20,7 @@ from storyteller_daemon.cli import (
     ais_xml,
 )
 from storyteller_daemon.cli.ais_catalogue import load_catalogue
-from storyteller_daemon.cli.ais_io import (
-    JsonFlag,
-    alias,
-    check_new_name,
-    command_group,
-    register,
-    say,
-    table,
-)
+from storyteller_daemon.cli.ais_io import alias, check_new_name, command_group, register, say, table
 from storyteller_daemon.cli.ais_view import (
     LIST_COLUMNS,
     list_row,
@@ -38,7 +30,7 @@ from storyteller_daemon.cli.ais_view import (
     summary_json,
 )
 from storyteller_daemon.cli.aisr import DOCUMENT_COLUMNS, document_json, document_row
-from storyteller_daemon.cli.common import open_store, print_json, run_async, state
+from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async, state
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ValidationError
 

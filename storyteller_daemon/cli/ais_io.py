@@ -26,7 +26,6 @@ from storyteller_daemon.errors import ValidationError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON with stable keys instead.")]
 """The ``--json`` option every read command takes."""
 
 FileOption = Annotated[

@@ -11,15 +11,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_io import (
-    JsonFlag,
-    command_group,
-    format_time,
-    parse_id,
-    register,
-    say,
-    table,
-)
+from storyteller_daemon.cli.ais_io import command_group, format_time, parse_id, register, say, table
 from storyteller_daemon.cli.ais_view import (
     MEMORY_COLUMNS,
     SITUATION_COLUMNS,
@@ -28,7 +20,7 @@ from storyteller_daemon.cli.ais_view import (
     situation_json,
     situation_row,
 )
-from storyteller_daemon.cli.common import open_store, print_json, run_async, yes_no
+from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async, yes_no
 from storyteller_daemon.errors import ValidationError
 
 situations = command_group(

@@ -13,15 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from storyteller_daemon.cli import aisr_set
-from storyteller_daemon.cli.ais_io import (
-    JsonFlag,
-    check_new_name,
-    command_group,
-    register,
-    say,
-    table,
-)
-from storyteller_daemon.cli.common import open_store, print_json, run_async
+from storyteller_daemon.cli.ais_io import check_new_name, command_group, register, say, table
+from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.errors import ValidationError
 

@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, print_json, run_async
+from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async
 
 app = typer.Typer(
     help="Benchmarks: pipeline throughput and reference search.", no_args_is_help=True
@@ -49,7 +49,7 @@ def _report(title: str, rows: dict[str, object], as_json: bool) -> None:
 @run_async
 async def pipeline(
     events: Annotated[int, typer.Option(help="World events to push through.", min=1)] = 500,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Push a burst of world events through intake, attention and turns; time every stage."""
     from storyteller_daemon.agent.offline import OfflineStandInModel
@@ -125,7 +125,7 @@ HEAVY_MODULES = ("sqlalchemy", "alembic", "aiohttp", "openai", "lxml", "pydantic
 @app.command("cli")
 def cli(
     runs: Annotated[int, typer.Option(help="Times to run `storyteller --help`.", min=1)] = 10,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Time `storyteller --help` in fresh processes (what an admin waits for at a prompt)."""
     import subprocess
@@ -164,7 +164,7 @@ def cli(
 async def search(
     documents: Annotated[int, typer.Option(help="Reference documents to index.", min=1)] = 2000,
     queries: Annotated[int, typer.Option(help="Searches to time.", min=1)] = 200,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Index synthetic reference documents in SQLite and time ranked searches."""
     from storyteller_daemon.domain.references import ReferenceDocument
@@ -303,7 +303,7 @@ async def stream(
     max_wait: Annotated[
         float | None, typer.Option(help="Override [attention] max_wait_seconds.", min=0)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
     from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench

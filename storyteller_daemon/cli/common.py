@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -26,6 +26,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_CONFIG = "storyteller.toml"
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON with stable keys instead.")]
+"""The ``--json`` option every listing command takes."""
 # Piped or redirected output is read in files and pagers: give tables room instead of 80 columns.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 200
 console = Console(highlight=False, soft_wrap=True, width=_PIPED_WIDTH)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, open_store, print_json, run_async
+from storyteller_daemon.cli.common import JsonFlag, console, open_store, print_json, run_async
 
 app = typer.Typer(
     help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
@@ -45,7 +45,7 @@ async def downgrade(
 @run_async
 async def current(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Show the database's revision and the newest one this version ships."""
     async with open_store(ctx, migrated=False) as store:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, print_json, run_async, state
+from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async, state
 from storyteller_daemon.errors import ConfigError, StorytellerError
 
 if TYPE_CHECKING:
@@ -106,7 +106,8 @@ class Doctor:
 
     async def database(self, cfg: Config) -> tuple[Finding, dict[str, list[str]]]:
         """Reachable and migrated; also returns model name → storytellers using it."""
-        from storyteller_daemon.app import database_url, open_store
+        from storyteller_daemon.app import open_store
+        from storyteller_daemon.config import database_url
         from storyteller_daemon.domain.settings import Scope
 
         try:
@@ -315,7 +316,7 @@ async def doctor(
     check_seconds: Annotated[
         float, typer.Option(help="Seconds each network check may take.", min=0.1)
     ] = 10.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Check the config, database, model endpoint, world and webhook; exit 1 on any problem."""
     if config is not None:

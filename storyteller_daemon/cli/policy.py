@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import getpass
 import os
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from storyteller_daemon.cli.ais_io import say
 from storyteller_daemon.cli.common import (
+    JsonFlag,
     console,
     fail,
     open_store,
@@ -41,34 +44,31 @@ app = typer.Typer(
 )
 
 
-def _config(ctx: typer.Context) -> Config:
-    try:
-        return state(ctx).config()
-    except ConfigError as exc:
-        raise fail(str(exc), ConfigError.exit_code) from None
-
-
-def _kill_file(cfg: Config) -> Path:
+def _kill_file(cfg: Config) -> Path | None:
+    """Where the kill switch's file flag is (None: a PostgreSQL database and no setting)."""
     from storyteller_daemon.agent.policy import kill_file_path
-    from storyteller_daemon.app import database_url
+    from storyteller_daemon.config import database_url
 
-    try:
-        path = kill_file_path(cfg.policy, database_url(cfg))
-    except ConfigError as exc:
-        raise fail(str(exc), ConfigError.exit_code) from None
+    return kill_file_path(cfg.policy, database_url(cfg))
+
+
+def _required_kill_file(cfg: Config) -> Path:
+    path = _kill_file(cfg)
     if path is None:
-        raise fail(
+        raise ConfigError(
+            "config",
             "no kill file: set [policy] kill_file to a path the daemon can read "
             "(a PostgreSQL database has no file to put it beside)",
-            ConfigError.exit_code,
+            key="policy.kill_file",
         )
     return path
 
 
 @app.command("kill")
-def kill(ctx: typer.Context) -> None:
+@run_async
+async def kill(ctx: typer.Context) -> None:
     """Stop every storyteller's prog calls now (survives restarts) until `policy resume`."""
-    path = _kill_file(_config(ctx))
+    path = _required_kill_file(state(ctx).config())
     try:
         path.touch()
     except OSError as exc:
@@ -80,10 +80,11 @@ def kill(ctx: typer.Context) -> None:
 
 
 @app.command("resume")
-def resume(ctx: typer.Context) -> None:
+@run_async
+async def resume(ctx: typer.Context) -> None:
     """Lift the kill switch's file flag (a `kill_switch = true` setting stays in force)."""
-    cfg = _config(ctx)
-    path = _kill_file(cfg)
+    cfg = state(ctx).config()
+    path = _required_kill_file(cfg)
     try:
         path.unlink(missing_ok=True)
     except OSError as exc:
@@ -95,51 +96,31 @@ def resume(ctx: typer.Context) -> None:
 
 
 @app.command("show")
-def show(
-    ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-) -> None:
+@run_async
+async def show(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """The limits in force and whether the kill switch is on."""
-    cfg = _config(ctx)
-    policy = cfg.policy
-    try:
-        path: Path | None = _kill_file(cfg)
-    except typer.Exit:
-        path = None
+    from storyteller_daemon.agent.policy import kill_switch_on
+
+    cfg = state(ctx).config()
+    path = _kill_file(cfg)
     data: dict[str, Any] = {
-        "kill_switch": policy.kill_switch or (path is not None and os.path.exists(path)),
+        "kill_switch": kill_switch_on(cfg.policy, path),
         "kill_file": str(path) if path is not None else None,
-        **policy.model_dump(exclude={"kill_switch", "kill_file"}),
+        **cfg.policy.model_dump(exclude={"kill_switch", "kill_file"}),
     }
     if as_json:
         print_json(data)
         return
     for key, value in data.items():
-        console.print(f"{key:<28} {value}")
+        say(f"{key:<28} {value}")
 
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ApprovalId = Annotated[int, typer.Argument(help="The parked call's number (policy approvals).")]
 Note = Annotated[str, typer.Option("--note", help="Why, for the record.")]
 
 
 def _approval_json(approval: Approval) -> dict[str, Any]:
-    return {
-        "id": approval.id,
-        "state": approval.state.value,
-        "storyteller_id": approval.storyteller_id,
-        "tool": approval.tool,
-        "arguments": approval.arguments,
-        "trigger": approval.trigger,
-        "room_id": approval.room_id,
-        "turn_key": approval.turn_key,
-        "created_at": approval.created_at.isoformat(),
-        "expires_at": approval.expires_at.isoformat(),
-        "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
-        "decided_by": approval.decided_by,
-        "note": approval.note,
-        "result": approval.result,
-    }
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(approval).items()}
 
 
 @app.command("approvals")

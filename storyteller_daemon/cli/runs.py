@@ -15,14 +15,13 @@ import typer
 
 from storyteller_daemon.agent.trigger import TriggerKind
 from storyteller_daemon.cli.ais_io import (
-    JsonFlag,
     command_group,
     format_duration,
     parse_duration,
     register,
     say,
 )
-from storyteller_daemon.cli.common import open_store, print_json, run_async, state
+from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async, state
 from storyteller_daemon.cli.runs_view import (
     list_runs,
     parse_when,

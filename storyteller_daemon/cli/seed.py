@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from storyteller_daemon.bundled import bundled_dir
-from storyteller_daemon.cli.common import console, open_store, print_json, print_table, run_async
+from storyteller_daemon.cli.common import (
+    JsonFlag,
+    console,
+    open_store,
+    print_json,
+    print_table,
+    run_async,
+)
 from storyteller_daemon.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -44,7 +51,7 @@ def _summary(report: LoadReport) -> str:
 @run_async
 async def list_(
     seed_dir: SeedDir = SEED_DIR,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Show the packs under seed/: their storytellers and how many documents each holds."""
     from storyteller_daemon.storage.seeding import list_packs, read_pack

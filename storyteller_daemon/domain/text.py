@@ -176,7 +176,15 @@ class SpeechLine:
         )
 
 
-_MASS_MENTION = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
+_MASS_MENTION = re.compile(r"@(everyone|here)", re.IGNORECASE)
+"""@everyone and @here ping a whole chat channel; ``<@id>``, ``<@!id>``, ``<@&role>`` ping
+people and roles."""
+
+
+def defuse_mentions(text: str, at: str) -> str:
+    """`text` whose chat mentions ping nobody: the ``@`` of each becomes `at`."""
+    text = _MASS_MENTION.sub(lambda m: at + m.group(1), text)
+    return text.replace("<@", "<" + at)
 
 
 def outbound_text(text: str) -> str:
@@ -185,5 +193,4 @@ def outbound_text(text: str) -> str:
     Many games relay their channels to chat services, where ``@everyone``, ``@here`` and
     ``<@id>`` ping people; the words stay, the pings go.
     """
-    text = _MASS_MENTION.sub(lambda m: m.group(1), strip_markup(text))
-    return text.replace("<@", "<")
+    return defuse_mentions(strip_markup(text), "")

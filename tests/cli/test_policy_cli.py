@@ -36,7 +36,11 @@ def test_kill_and_resume_flip_the_flag_the_daemon_reads(tmp_path: Path) -> None:
 def test_without_a_file_to_flag_the_command_says_what_to_set() -> None:
     result = CliRunner().invoke(app, ["--db", "postgresql://st@db/st", "policy", "kill"])
     assert result.exit_code == 78
-    assert "set [policy] kill_file" in result.output and "Traceback" not in result.output
+    assert "set [policy] kill_file" in result.output and result.exception is not None
+    assert isinstance(result.exception, SystemExit)
+    shown = CliRunner().invoke(app, ["--db", "postgresql://st@db/st", "policy", "show", "--json"])
+    assert shown.exit_code == 0 and "error" not in shown.output  # no file is no error here
+    assert json.loads(shown.stdout)["kill_file"] is None
 
 
 def test_parked_calls_are_listed_approved_and_rejected_from_the_command_line(
