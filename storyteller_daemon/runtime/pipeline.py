@@ -880,7 +880,13 @@ class Pipeline:
         self._back_off(lane)
 
     def _back_off(self, lane: _Lane) -> None:
-        """Start no pass before a delay that doubles with each failure in a row."""
+        """Start no pass before a delay that doubles with each failure in a row.
+
+        Requests in flight together that fail in the same outage count once: a failure while
+        the lane is already waiting out a delay does not lengthen it.
+        """
+        if lane.retry_at is not None and lane.retry_at > self._clock.monotonic():
+            return
         lane.failures += 1
         delay = min(RETRY_CAP_SECONDS, self._cfg.retry_seconds * 2 ** (lane.failures - 1))
         lane.retry_at = self._clock.monotonic() + delay

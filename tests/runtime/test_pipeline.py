@@ -49,10 +49,13 @@ class FakeRunner:
     judge_gate: asyncio.Event | None = None
     failures: int = 0
     """Judge calls still to fail."""
+    asked: list[list[Trigger]] = field(default_factory=list)
+    """Every judge call as it arrives, before the gate holds it."""
     outcome: str = "completed"
     interruptions: list[tuple[str, int]] = field(default_factory=list)
 
     async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
+        self.asked.append(list(triggers))
         if self.judge_gate is not None:
             await self.judge_gate.wait()
         if self.failures:
@@ -487,19 +490,11 @@ async def test_a_deep_backlog_is_judged_by_parallel_requests_on_disjoint_events(
         ),
         runner,
     )
-    asked: list[list[str]] = []
-    judge = runner.judge
-
-    async def recording(st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
-        asked.append([_text(t) for t in triggers])
-        return await judge(st, triggers)
-
-    runner.judge = recording  # type: ignore[method-assign]
     await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(1, 18)])
-    await until(lambda: len(asked) == 3)
+    await until(lambda: len(runner.asked) == 3)
     await settle()
-    assert len(asked) == 3  # three in flight at most, each on events no other holds
-    texts = [text for batch in asked for text in batch]
+    assert len(runner.asked) == 3  # three in flight at most, each on events no other holds
+    texts = [_text(t) for batch in runner.asked for t in batch]
     assert texts == [f"t{s}" for s in range(1, 16)]
     runner.judge_gate.set()
     await rig.pipeline.wait_idle()
@@ -519,9 +514,9 @@ async def test_one_request_in_flight_when_parallel_requests_is_one(harness: Harn
         runner,
     )
     await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(1, 13)])
-    await until(lambda: rig.pipeline.judging(1))
+    await until(lambda: len(runner.asked) == 1)
     await settle()
-    assert runner.judged == []  # the first request is held; no second one was sent
+    assert len(runner.asked) == 1  # the first request is held; no second one was sent
     depth = await rig.backlog.depth()
     assert depth[(1, "pending")] == 12
     runner.judge_gate.set()
@@ -548,6 +543,24 @@ async def test_a_failed_request_beside_one_in_flight_backs_off_and_loses_nothing
         f"t{s}" for s in range(1, 11)
     )
     assert set(await rig.states()) == {"ignored"}
+
+
+async def test_requests_failing_together_count_as_one_failure_for_the_back_off(
+    harness: Harness,
+) -> None:
+    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False), failures=2)
+    cfg = AttentionConfig(
+        quiet_seconds=0, max_wait_seconds=0, max_batch_events=4, parallel_requests=2
+    )
+    rig = await harness.start(cfg, runner)
+    await rig.pipeline.accept([echo(seq=s, text=f"t{s}") for s in range(1, 9)])
+    await until(lambda: len(runner.asked) == 2)
+    runner.judge_gate.set()  # both fail in the same outage
+    await until(lambda: rig.pipeline.stats.attention_failures == 2)
+    await rig.clock.advance(cfg.retry_seconds + 0.1)  # one failure's delay, not two
+    await until(lambda: len(runner.asked) > 2)
+    await rig.pipeline.wait_idle()
+    assert sum(len(b) for b in runner.judged) == 8
 
 
 # ---------------------------------------------------------------------- repeats
