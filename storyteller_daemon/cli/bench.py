@@ -136,7 +136,8 @@ def cli(
         "from storyteller_daemon.cli import main\n"
         "sys.argv = ['storyteller', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print(','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules), file=sys.stderr)\n"
+        f"print('HEAVY:' + ','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules),"
+        " file=sys.stderr)\n"
     )
     timings: list[float] = []
     heavy = ""
@@ -146,7 +147,8 @@ def cli(
             [sys.executable, "-c", probe], capture_output=True, text=True, check=True
         )
         timings.append(time.perf_counter() - started)
-        heavy = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        tagged = [line for line in done.stderr.splitlines() if line.startswith("HEAVY:")]
+        heavy = tagged[-1].removeprefix("HEAVY:") if tagged else "?"
     _report(
         "CLI start-up benchmark (storyteller --help, fresh process each time)",
         {

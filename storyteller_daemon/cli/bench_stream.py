@@ -446,6 +446,22 @@ async def run_stream_bench(
 
         runtime, stop, task = await start_daemon(store)
         earlier: list[RuntimeStats] = []
+
+        async def restart(*, graceful: bool) -> float:
+            """Stop (or kill) the daemon and start a new one; the seconds the stop took."""
+            nonlocal runtime, stop, task
+            stopped_at = time.monotonic()
+            if graceful:
+                stop.set()
+            else:
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await runtime.close()
+            took = time.monotonic() - stopped_at
+            earlier.append(runtime.stats)
+            runtime, stop, task = await start_daemon(Store.open(url))
+            return took
+
         crashes = 0
         labels: dict[str, bool] = {}
         try:
@@ -468,21 +484,11 @@ async def run_stream_bench(
                     # A crash: the daemon's tasks die where they stand; nothing drains.
                     last_crash = offset
                     crashes += 1
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
-                    earlier.append(runtime.stats)
-                    await runtime.close()
-                    runtime, stop, task = await start_daemon(Store.open(url))
+                    await restart(graceful=False)
                 if options.stop_every and offset - last_stop >= options.stop_every:
                     # What SIGTERM does: stop taking events, drain to the deadline, exit.
                     last_stop = offset
-                    stopped_at = time.monotonic()
-                    stop.set()
-                    await asyncio.gather(task, return_exceptions=True)
-                    await runtime.close()
-                    stop_times.append(time.monotonic() - stopped_at)
-                    earlier.append(runtime.stats)
-                    runtime, stop, task = await start_daemon(Store.open(url))
+                    stop_times.append(await restart(graceful=True))
                 if options.cut_every and offset - last_cut >= options.cut_every:
                     last_cut = offset
                     cuts += bridge.cut_all()

@@ -97,4 +97,4 @@ async def test_stops_and_crashes_with_acting_turns_repeat_no_prog(tmp_path: Path
     runs, _replayed, repeated = report["prog runs / replayed by key / repeated"]  # type: ignore[misc]
     assert runs > 0
     assert repeated == 0
-    assert report["stop took at most (s, wall clock)"] is not None
+    assert report["stop took at most (s, wall clock)"] > 0  # type: ignore[operator]

@@ -41,6 +41,7 @@ from world_adapter.bridge.messages import (
     Welcome,
     close_code_name,
     encode_frame,
+    frame_bytes,
     frame_type,
     parse_frame,
 )
@@ -308,7 +309,7 @@ class BridgeConnection:
         except BadFrame as exc:
             await self._bad_frame(exc)
             return
-        if len(text) > MAX_FRAME_BYTES // 4 and len(text.encode()) > MAX_FRAME_BYTES:
+        if len(text) > MAX_FRAME_BYTES // 4 and frame_bytes(text) > MAX_FRAME_BYTES:
             self.stats.oversize_frames += 1
             if not isinstance(frame, EventFrame):
                 await self._bad_frame(BadFrame(f"Frame is over {MAX_FRAME_BYTES} bytes."))

@@ -301,6 +301,16 @@ def frame_data(frame: Frame) -> dict[str, Any]:
     return {"type": frame_type(frame), **body}
 
 
+def frame_bytes(text: str) -> int:
+    """The size of a frame's text on the wire (UTF-8); most frames are ASCII and need no
+    encoding to know it.
+
+    Raises:
+        UnicodeEncodeError: The text holds a lone surrogate.
+    """
+    return len(text) if text.isascii() else len(text.encode())
+
+
 def encode_frame(frame: Frame) -> str:
     """The text of a frame.
 
@@ -309,14 +319,11 @@ def encode_frame(frame: Frame) -> str:
     """
     data = frame_data(frame)
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    if text.isascii():  # most frames: no encoding needed to know the size
+    try:
+        size = frame_bytes(text)
+    except UnicodeEncodeError:  # a lone surrogate: only a JSON escape can carry it
+        text = json.dumps(data, separators=(",", ":"))
         size = len(text)
-    else:
-        try:
-            size = len(text.encode())
-        except UnicodeEncodeError:  # a lone surrogate: only a JSON escape can carry it
-            text = json.dumps(data, separators=(",", ":"))
-            size = len(text)
     if size > MAX_FRAME_BYTES:
         raise FrameTooLarge(f"A {frame_type(frame)} frame would be over {MAX_FRAME_BYTES} bytes.")
     return text
