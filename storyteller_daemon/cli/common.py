@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -40,8 +40,15 @@ class CliState:
 
     config_path: str | None = None
     database_url: str | None = None
+    _loaded: Config | None = field(default=None, init=False, repr=False)
 
     def config(self) -> Config:
+        """The configuration, read once per command (see `_load`)."""
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
+
+    def _load(self) -> Config:
         """Load the config file; with only ``--db`` given, a config with that database."""
         from storyteller_daemon.config import load_config, parse_config
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -325,9 +325,7 @@ async def doctor(
         state(ctx).config, send_test_alert=send_test_alert
     )
     if as_json:
-        print_json(
-            [{"check": f.check, "ok": f.ok, "detail": f.detail, "fix": f.fix} for f in findings]
-        )
+        print_json([asdict(f) for f in findings])
     else:
         report(findings)
     if not all(f.ok for f in findings):
