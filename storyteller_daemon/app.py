@@ -369,6 +369,7 @@ async def build_runtime(
                 timeout_seconds=cfg.attention.request_timeout_seconds,
                 max_retries=cfg.attention.max_retries,
                 debug_reasons=cfg.attention.debug_reasons,
+                reference=cfg.attention.one_call_per_event,
             ),
             lookups=lookups,
             policy=policy,

@@ -129,7 +129,7 @@ class LimitsConfig(_Section):
 class AttentionConfig(_Section):
     """How events are judged: burst windows, batches, repeats, expiry, request limits."""
 
-    quiet_seconds: NonNegativeFloat = 4.0
+    quiet_seconds: NonNegativeFloat = 8.0
     """A storyteller's batch is judged once no new event has come for this long..."""
     max_wait_seconds: NonNegativeFloat = 12.0
     """...or once its oldest event has waited this long, whichever is first."""

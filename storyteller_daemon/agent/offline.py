@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from storyteller_daemon.agent.attention import format_ids
 from storyteller_daemon.agent.model import (
     FunctionCall,
     ModelRequest,
@@ -157,7 +158,12 @@ class OfflineStandInModel:
                 ignore.append({"id": item_id, "why": "no watch word in the text"})
             else:
                 ignore.append(item_id)
-        output_text = json.dumps({"attend": attend, "ignore": ignore})
+        as_text = isinstance(properties["ignore"], Mapping) and (
+            properties["ignore"].get("type") == "string"
+        )
+        output_text = json.dumps(
+            {"attend": attend, "ignore": format_ids(ignore) if as_text else ignore}
+        )
         message: ResponseItem = {
             "type": "message",
             "id": f"msg_offline_{digest}",

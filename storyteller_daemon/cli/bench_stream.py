@@ -19,7 +19,8 @@ calls the shipped Responses-compatible test server, which stands in for the mode
 Time runs ``--speedup`` times faster than real time for the daemon's clock, the stream and the
 model latency alike, so an hour of stream takes a minute at 60×. All times in the report are
 stream seconds. ``--one-call-per-event`` runs the reference design (no window, no batching, no
-repeats, one turn per event) on the same stream for comparison.
+repeats, one turn per event; its classifier sees an echo's raw text and the whole prompt of
+speech and crimes) on the same stream for comparison.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from storyteller_daemon.agent.attention import format_ids
 from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key
@@ -56,6 +58,7 @@ CACHE_MINIMUM_TOKENS = 1024
 CACHE_STEP_TOKENS = 128
 _LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 _CRIME = re.compile(r"#\d+ crime: ")
+_CRIME_PROMPT = "has committed a crime"
 
 
 class ScaledClock:
@@ -87,6 +90,13 @@ def _event_text(event: WorldEvent) -> str | None:
     if isinstance(event, RoomEcho | Speech):
         return event.text
     return None
+
+
+def _input_text(body: dict[str, Any]) -> str:
+    """The text of a request's input messages."""
+    return "\n".join(
+        str(item.get("content", "")) for item in body.get("input") or [] if isinstance(item, dict)
+    )
 
 
 def _prompt_text(body: dict[str, Any]) -> str:
@@ -159,8 +169,9 @@ class Oracle:
                 )
             )
         prompt = _prompt_text(body)
-        if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
-            output = self._verdicts(body)
+        answer = (body.get("text") or {}).get("format", {}).get("type")
+        if answer in ("json_schema", "json_object"):
+            output = self._verdicts(body) if answer == "json_schema" else self._decision(body)
             reply = Reply.text(output)
             kind, delay = "attention", self._attention_delay
         else:
@@ -188,19 +199,31 @@ class Oracle:
         return tokens // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
 
     def _verdicts(self, body: dict[str, Any]) -> str:
-        text = "\n".join(
-            str(item.get("content", ""))
-            for item in body.get("input") or []
-            if isinstance(item, dict)
-        )
+        """A batch verdict: attended ids with a reason, ignored ids as ranges."""
         attend: list[dict[str, Any]] = []
         ignore: list[int] = []
-        for number, line in _LINE.findall(text):
-            if _CRIME.search(line) or self._relevant_line(line):
+        for number, line in _LINE.findall(_input_text(body)):
+            if self._matters(line):
                 attend.append({"id": int(number), "why": "matters to the remit"})
             else:
                 ignore.append(int(number))
-        return json.dumps({"attend": attend, "ignore": ignore})
+        return json.dumps({"attend": attend, "ignore": format_ids(ignore)})
+
+    def _decision(self, body: dict[str, Any]) -> str:
+        """The reference design's verdict about its one event: an echo's raw text, or the whole
+        prompt of speech (the spoken text on a line of its own) and crimes."""
+        text = _input_text(body)
+        lines = text.splitlines()
+        if (
+            _CRIME_PROMPT in text
+            or any(repeat_key("t", line) in self._relevant for line in lines)
+            or any(self._matters(line) for line in lines)
+        ):
+            return json.dumps({"Decision": "interested", "Reason": "matters to the remit"})
+        return json.dumps({"Decision": "ignore"})
+
+    def _matters(self, line: str) -> bool:
+        return bool(_CRIME.search(line)) or self._relevant_line(line)
 
     def _relevant_line(self, line: str) -> bool:
         start = line.rfind(': "')

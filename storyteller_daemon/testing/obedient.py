@@ -57,7 +57,7 @@ class ObedientResponder:
         if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
             prompt = "\n".join(str(i.get("content", "")) for i in items)
             attend = [{"id": int(n), "why": "as told"} for n in _ID_LINE.findall(prompt)]
-            return Reply.text(json.dumps({"attend": attend, "ignore": []}))
+            return Reply.text(json.dumps({"attend": attend, "ignore": ""}))
         readable = words(
             " ".join(
                 _trigger_part(str(i.get("content") or i.get("output") or ""))

@@ -15,11 +15,16 @@ from storyteller_daemon.agent.attention import (
     DEBUG_CONTRACT,
     NO_REASON,
     OUTPUT_TOKENS_PER_EVENT,
+    REFERENCE_CONTRACT,
+    REMIT_HEAD,
     AttentionGate,
     AttentionOptions,
     AttentionVerdict,
     BatchEntry,
+    attention_instructions,
+    format_ids,
     parse_batch,
+    parse_decision,
     verdict_format,
 )
 from storyteller_daemon.agent.model import ModelRequest
@@ -103,7 +108,82 @@ def test_a_list_that_is_not_a_list_is_a_problem_not_a_crash() -> None:
     assert result.problems == ["attend must be a list"]
 
 
+def test_ignored_ids_may_come_as_one_string_of_ids_and_ranges() -> None:
+    answer = json.dumps({"attend": [{"id": 4, "why": "a fight"}], "ignore": "1-3, 5,7-8"})
+    result = parse_batch(answer, [str(n) for n in range(1, 9)])
+    assert result.verdicts["4"] == AttentionVerdict(True, "a fight")
+    assert {k for k, v in result.verdicts.items() if not v.interested} == {
+        "1",
+        "2",
+        "3",
+        "5",
+        "7",
+        "8",
+    }
+    assert result.unresolved == ["6"] and result.problems == []
+
+
+def test_a_range_outside_the_batch_or_overlapping_an_attend_is_caught() -> None:
+    answer = json.dumps({"attend": [{"id": 2, "why": "x"}], "ignore": "1-3,2-1,1-999999999"})
+    result = parse_batch(answer, ["1", "2", "3"])
+    assert "id '2' was judged 2 times" in result.problems
+    assert "the range '2-1' in ignore does not fit the batch" in result.problems
+    assert "the range '1-999999999' in ignore does not fit the batch" in result.problems
+    assert result.unresolved == ["2"]  # asked again; 1 and 3 are settled
+    assert set(result.verdicts) == {"1", "3"}
+
+
+def test_unknown_ids_in_a_range_are_named() -> None:
+    result = parse_batch(json.dumps({"attend": [], "ignore": "2-3"}), ["1", "2"])
+    assert "unknown id '3' in ignore" in result.problems and result.unresolved == ["1"]
+
+
+def test_ids_are_written_as_ranges() -> None:
+    assert format_ids([9, 1, 2, 3, 5, 8, 2]) == "1-3,5,8-9"
+    assert format_ids([]) == ""
+    assert parse_batch(
+        json.dumps({"attend": [], "ignore": format_ids([1, 2, 4])}), ["1", "2", "4"]
+    ).verdicts.keys() == {"1", "2", "4"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ('{"Decision": "interested", "Reason": "a theft"}', AttentionVerdict(True, "a theft")),
+        ('{"Decision": " Interested "}', AttentionVerdict(True, NO_REASON)),
+        ('{"Decision": "ignore"}', AttentionVerdict(False, "")),
+    ],
+)
+def test_a_reference_decision_is_read(answer: str, verdict: AttentionVerdict) -> None:
+    assert parse_decision(answer, "1").verdicts == {"1": verdict}
+
+
+@pytest.mark.parametrize("answer", ["", "ignore", '{"Decision": "maybe"}', '{"Decision": 1}'])
+def test_a_bad_reference_decision_is_unresolved(answer: str) -> None:
+    result = parse_decision(answer, "1")
+    assert result.verdicts == {} and result.unresolved == ["1"] and result.problems
+
+
 # ---------------------------------------------------------------------- the request
+
+
+async def test_the_reference_design_sends_one_event_alone() -> None:
+    model = ScriptedModel(text('{"Decision": "interested", "Reason": "a theft"}'))
+    gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(reference=True))
+    judgement = await gate.judge(TELLER, "ignored context", ENTRIES[:1])
+    assert judgement.verdicts["1"] == AttentionVerdict(True, "a theft")
+    [request] = model.requests
+    assert request.instructions == f"Only thefts and fights matter.\n\n{REFERENCE_CONTRACT}"
+    assert request.input[0]["content"] == ENTRIES[0].line  # no remit, context or fence
+    assert request.text_format == {"type": "json_object"}
+    with pytest.raises(ValueError, match="one event per request"):
+        await gate.judge(TELLER, "", ENTRIES)
+
+
+def test_without_a_system_prompt_the_instructions_have_no_remit() -> None:
+    blank = replace(TELLER, system_prompt="  ")
+    assert attention_instructions(blank) == f"Only thefts and fights matter.\n\n{CONTRACT}"
+    assert attention_instructions(TELLER, remit=False) == attention_instructions(blank)
 
 
 async def test_one_request_judges_the_whole_batch() -> None:
@@ -114,13 +194,17 @@ async def test_one_request_judges_the_whole_batch() -> None:
     assert [judgement.verdicts[e.id].interested for e in ENTRIES] == [True, False, False]
     [request] = model.requests
     assert request.model == "gpt-nano" and request.reasoning_effort == "minimal"
-    assert request.instructions == f"Only thefts and fights matter.\n\n{CONTRACT}"
+    # The remit (the system prompt), the attention prompt, the contract: stable, cached.
+    assert request.instructions == attention_instructions(TELLER)
+    assert request.instructions.startswith(REMIT_HEAD.format(name='"Harbour Watch"'))
+    assert f"\n\n{TELLER.system_prompt}\n\n" in request.instructions
+    assert request.instructions.endswith(f"Only thefts and fights matter.\n\n{CONTRACT}")
     content = request.input[0]["content"]
-    assert content.startswith("Open situations: none.\n\nEvents, oldest first:\n")
+    assert content.startswith("Open situations: none.\n\n<<world-text ")
     lines = content.split("\n")
     assert lines[-2] == '[3] 20:00:03 #101 echo: "Per coils a rope."'  # events last, fenced
     assert re.fullmatch(r"<<end world-text [0-9a-f]{12}>>", lines[-1])
-    assert lines[3] == lines[-1].replace("<<end world-text", "<<world-text")[:-2] + (
+    assert lines[2] == lines[-1].replace("<<end world-text", "<<world-text")[:-2] + (
         " from game events>>"
     )
     assert request.max_output_tokens == 100 + 3 * OUTPUT_TOKENS_PER_EVENT
@@ -132,7 +216,7 @@ async def test_the_verdict_schema_is_strict_and_slim() -> None:
     schema = verdict_format()["schema"]
     assert verdict_format()["strict"] is True
     assert schema["required"] == ["attend", "ignore"] and schema["additionalProperties"] is False
-    assert schema["properties"]["ignore"]["items"] == {"type": "integer"}  # bare ids
+    assert schema["properties"]["ignore"] == {"type": "string"}  # ids and ranges, no reasons
     debug = verdict_format(debug_reasons=True)["schema"]
     assert debug["properties"]["ignore"]["items"]["required"] == ["id", "why"]
 

@@ -113,7 +113,7 @@ async def test_watch_words_make_the_event_attended(text: str) -> None:
     )
 
     verdict = json.loads(response.output_text)
-    assert verdict["ignore"] == []
+    assert verdict["ignore"] == ""
     [attended] = verdict["attend"]
     assert attended["id"] == 1 and attended["why"].startswith("mentions ")
     assert response.function_calls == ()
@@ -133,7 +133,7 @@ async def test_each_event_of_a_batch_is_judged_on_its_own() -> None:
     )
     assert json.loads(response.output_text) == {
         "attend": [{"id": 2, "why": "mentions thief"}],
-        "ignore": [1, 3],
+        "ignore": "1,3",
     }
 
 
@@ -162,7 +162,7 @@ async def test_watch_words_are_configurable_and_match_word_beginnings() -> None:
     )
     verdict = json.loads(response.output_text)
     assert [a["id"] for a in verdict["attend"]] == [1]
-    assert verdict["ignore"] == [2, 3]
+    assert verdict["ignore"] == "2-3"
 
 
 async def test_verdict_reads_only_user_messages_and_content_parts() -> None:
@@ -179,7 +179,7 @@ async def test_verdict_reads_only_user_messages_and_content_parts() -> None:
     )
     assert json.loads(response.output_text) == {
         "attend": [{"id": 1, "why": "mentions blood"}],
-        "ignore": [],
+        "ignore": "",
     }
 
 
@@ -203,7 +203,7 @@ async def test_the_verdict_judges_the_event_not_the_room_or_the_situations() -> 
     response = await OfflineStandInModel().respond(
         ModelRequest(model="gpt-mini", input=[user(prompt)], text_format=VERDICT)
     )
-    assert json.loads(response.output_text) == {"attend": [], "ignore": [1]}
+    assert json.loads(response.output_text) == {"attend": [], "ignore": "1"}
 
 
 @pytest.mark.parametrize(

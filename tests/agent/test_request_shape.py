@@ -210,7 +210,7 @@ async def test_the_attention_request_on_the_wire(
     assert user_item(body) == {
         "role": "user",
         "content": (
-            "Open situations: none.\n\nEvents, oldest first:\n"
+            "Open situations: none.\n\n"
             f"<<world-text {fence.token} from game events>>\n"
             '[1] #101 echo: "Maren drops a letter."\n'
             f"<<end world-text {fence.token}>>"

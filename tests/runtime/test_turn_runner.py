@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
@@ -16,7 +17,7 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner, turn_key
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
-from world_adapter.events import Cursor, RoomEcho
+from world_adapter.events import Cursor, RoomEcho, Speech
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -39,7 +40,9 @@ class ScriptModel:
         )
 
 
-def runner(store: Store, model: ScriptModel) -> AgentTurnRunner:
+def runner(
+    store: Store, model: ScriptModel, attention: AttentionOptions | None = None
+) -> AgentTurnRunner:
     return AgentTurnRunner(
         world=SimWorld.harbour_town(),
         situations=store.situations,
@@ -49,6 +52,7 @@ def runner(store: Store, model: ScriptModel) -> AgentTurnRunner:
         limits=LimitsConfig(),
         clock=FakeClock(T0),
         stats=RuntimeStats(),
+        attention=attention,
     )
 
 
@@ -98,3 +102,32 @@ def test_turn_keys_are_stable_per_trigger() -> None:
     a = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="a")
     b = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="b")
     assert turn_key(st, a) != turn_key(st, b)
+
+
+async def test_the_reference_design_shows_the_classifier_what_its_turn_would_see(
+    sqlite_store: Store,
+) -> None:
+    """Echoes alone, speech and crimes with their whole prompt, as one-call-per-event does."""
+    st = await sqlite_store.storytellers.create("Reference")
+    model = ScriptModel('{"Decision": "ignore"}')
+    reference = runner(sqlite_store, model, AttentionOptions(reference=True))
+    echo = RoomEcho(
+        cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="Gulls cry."
+    )
+    speech = Speech(
+        cursor=Cursor("e", 2),
+        cell_id=101,
+        zone_id=1,
+        occurred_at=T0,
+        speaker_id=1001,
+        speaker_name="Maren Tidewell",
+        text="The crates come tonight.",
+    )
+    for event in (echo, speech):
+        [verdict] = await reference.judge(st, [Trigger.from_event(event)])
+        assert not verdict.interested and verdict.violation is None
+    echo_input, speech_input = (r.input[0]["content"] for r in model.requests)
+    assert echo_input == "Gulls cry."
+    assert "A character has spoken" in speech_input and "Location:" in speech_input
+    assert "The crates come tonight." in speech_input
+    assert all(r.text_format == {"type": "json_object"} for r in model.requests)
