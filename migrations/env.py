@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 # Every module that declares tables must be imported so autogenerate sees the whole schema.
 from storyteller_daemon.storage import approvals as _approval_tables  # noqa: F401
+from storyteller_daemon.storage import catalogue as _catalogue_tables  # noqa: F401
 from storyteller_daemon.storage import runs as _runs_tables  # noqa: F401
 from storyteller_daemon.storage.models import (
     Base,

@@ -11,9 +11,9 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from progs.types import ProgSignature
@@ -27,7 +27,7 @@ from storyteller_daemon.alerts.service import describe_policy_refusals, describe
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.runtime.approvals import ApprovalRunner
 from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock, SystemClock
@@ -231,6 +231,10 @@ class Runtime:
     budget: BudgetKeeper | None = None
     recorder: RunRecorder | None = None
     approvals: ApprovalRunner | None = None
+    summaries: LoggingObserver | None = None
+    """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
+    summaries_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """How the summaries wait for the next minute (the runtime clock's sleep)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
@@ -253,6 +257,16 @@ class Runtime:
                 await stack.enter_async_context(self.health)
             yield
 
+    async def keep_catalogue(self) -> None:
+        """Once running, store the world's progs, so admin commands can check prog names
+        against them while the world cannot be asked from their shell."""
+        await self.daemon.ready.wait()
+        try:
+            progs = await self.world.progs()
+            await self.store.catalogues.save(self.cfg.world.identity, progs, datetime.now(UTC))
+        except (WorldAdapterError, StorageError) as exc:
+            log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
+
     async def _run_daemon(self, stop: asyncio.Event) -> None:
         """Run the daemon (and the sim world's activity, if any) until `stop` is set."""
         activity: asyncio.Task[None] | None = None
@@ -270,15 +284,21 @@ class Runtime:
         approved: asyncio.Task[None] | None = None
         if self.approvals is not None:
             approved = asyncio.create_task(self.approvals.run())
+        catalogue = asyncio.create_task(self.keep_catalogue())
+        summaries: asyncio.Task[None] | None = None
+        if self.summaries is not None:
+            summaries = asyncio.create_task(self.summaries.run(self.summaries_sleep))
         try:
             await self.daemon.run(stop)
         except FatalStreamError as exc:  # the operator must act: one clear line, no retry
             raise ConfigError("config", f"the game refused the daemon: {exc}", key="world") from exc
         finally:
-            for task in (activity, pruning, approved):
+            for task in (activity, pruning, approved, summaries, catalogue):
                 if task is not None:
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
+            if self.summaries is not None:
+                self.summaries.flush()  # the last, partial minute
 
     async def close(self) -> None:
         """Release the model client, the world's connections and the database."""
@@ -374,13 +394,15 @@ async def build_runtime(
             lookups=lookups,
             policy=policy,
         )
+    summaries = LoggingObserver(
+        debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic, stats=stats
+    )
     pipeline = Pipeline(
         router=router,
         runner=runner or _NoModel(),
         clock=clock,
         stats=stats,
-        observer=observer
-        or LoggingObserver(debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic),
+        observer=observer or summaries,
         backlog=BacklogRepository(store.db, clock.now),
         attention=cfg.attention,
         queue_size=cfg.limits.queue_size,
@@ -403,6 +425,8 @@ async def build_runtime(
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
         inbox=InboxRepository(store.db) if cfg.world.kind == "bridge" else None,
         world_key=cfg.world.kind,
+        intake_activity=_stream_activity(world),
+        stall_seconds=cfg.daemon.intake_stall_seconds,
     )
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
@@ -418,6 +442,8 @@ async def build_runtime(
             token=token,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
+    if observer is None:
+        runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep
     # Parked calls are looked at every few seconds only where approvals are in use: tools are
     # marked for approval, or calls parked under an earlier configuration are still open.
     in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))
@@ -428,6 +454,16 @@ async def build_runtime(
     runtime.alerts, runtime.health = alerts, health
     runtime.budget, runtime.recorder = budget, recorder
     return runtime
+
+
+def _stream_activity(world: WorldClient) -> Callable[[], int] | None:
+    """The bridge's frame and reconnect count, for the intake watchdog (None for other worlds)."""
+    from world_adapter.bridge.connection import BridgeStats
+
+    stats = getattr(world, "stats", None)
+    if not isinstance(stats, BridgeStats):
+        return None
+    return lambda: stats.activity
 
 
 class _NoModel:

@@ -175,6 +175,11 @@ class WorldConfig(_Section):
     """Random seed of the embedded sim world's scripted activity."""
     sim_tick_seconds: PositiveFloat = 2.0
 
+    @property
+    def identity(self) -> str:
+        """Names this world among others a database has seen (``sim`` or ``bridge URL``)."""
+        return self.kind if self.kind == "sim" else f"{self.kind} {self.url.strip()}"
+
 
 class AlertsConfig(_Section):
     """Where admins hear about problems."""
@@ -192,6 +197,9 @@ class DaemonConfig(_Section):
     drain_seconds: NonNegativeFloat = 8.0
     """After SIGTERM, how long a judging pass or turn in flight gets to finish; the rest of the
     work stays in the durable backlog for the next start."""
+    intake_stall_seconds: PositiveFloat = 120.0
+    """A bridged game that keeps sending while no event is stored for this long has stalled
+    the intake: health goes red and an alert says so."""
 
 
 class HttpConfig(_Section):
@@ -209,6 +217,8 @@ class LoggingConfig(_Section):
     """Log output."""
 
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line (level, logger, message, time) for log collectors."""
     debug_payloads: bool = False
     """Write prompts and player text to the log. Off by default: they stay in the database."""
 

@@ -2,9 +2,10 @@
 
 ```
 StorytellerError
-├── ConfigError            operator: fix the config file; the CLI exits 78 (EX_CONFIG)
+├── ConfigError            operator: fix the config file
 ├── StorageError           operator: the database is unreachable or not migrated
 │   └── NotMigratedError
+├── ServiceUnavailable     operator: something the command needs (the game) cannot be reached
 ├── NotFoundError          operator/model: an id or name names nothing
 ├── ConflictError          operator: a unique name is taken
 ├── ValidationError        operator/model: a value breaks a domain rule
@@ -18,13 +19,24 @@ StorytellerError
 ```
 
 Third-party exceptions are translated into these at the module that imports the library.
+
+Each class names the exit code the CLI ends with (sysexits.h): 65 (EX_DATAERR) for input that
+names nothing or breaks a rule, 69 (EX_UNAVAILABLE) for a database, game or model endpoint that
+cannot be reached, 78 (EX_CONFIG) for configuration; usage mistakes exit 64 (EX_USAGE).
 """
 
 from __future__ import annotations
 
+EX_USAGE = 64
+EX_DATAERR = 65
+EX_UNAVAILABLE = 69
+EX_CONFIG = 78
+
 
 class StorytellerError(Exception):
     """Base of every error the daemon raises on purpose."""
+
+    exit_code = EX_DATAERR
 
 
 class ConfigError(StorytellerError):
@@ -36,7 +48,7 @@ class ConfigError(StorytellerError):
         problem: what is wrong, in one line.
     """
 
-    exit_code = 78
+    exit_code = EX_CONFIG
 
     def __init__(self, path: str, problem: str, key: str | None = None) -> None:
         self.path = path
@@ -49,9 +61,19 @@ class ConfigError(StorytellerError):
 class StorageError(StorytellerError):
     """The database could not be reached or refused an operation."""
 
+    exit_code = EX_UNAVAILABLE
+
 
 class NotMigratedError(StorageError):
     """The database schema is older than this code; run `storyteller db upgrade`."""
+
+    exit_code = EX_CONFIG
+
+
+class ServiceUnavailable(StorytellerError):
+    """Something a command needs (the game, a server) cannot be reached now."""
+
+    exit_code = EX_UNAVAILABLE
 
 
 class NotFoundError(StorytellerError):
@@ -73,6 +95,8 @@ class InterchangeError(StorytellerError):
 class ModelError(StorytellerError):
     """Something went wrong at the language-model boundary."""
 
+    exit_code = EX_UNAVAILABLE
+
 
 class ModelTransientError(ModelError):
     """Rate limit, server error or timeout: worth retrying later."""
@@ -88,6 +112,8 @@ class ModelBehaviorError(ModelError):
 
 class BudgetExceeded(StorytellerError):
     """A per-turn or per-period budget (rounds, time, tokens, money) is exhausted."""
+
+    exit_code = EX_UNAVAILABLE
 
 
 class ToolError(StorytellerError):

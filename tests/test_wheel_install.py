@@ -113,7 +113,7 @@ token_env = "STORYTELLER_BRIDGE_TOKEN"
         share = installed.parent / "share" / "storyteller"
         assert (share / "config.example.toml").is_file()
         assert (share / "deploy" / "storyteller.service").is_file()
-        assert "0007" in _run([storyteller, "db", "upgrade"], tmp_path, env)
+        assert "0008" in _run([storyteller, "db", "upgrade"], tmp_path, env)
         assert "harbour-ward" in _run([storyteller, "seed", "list"], tmp_path, env)
         _run([storyteller, "seed", "load", "harbour-ward"], tmp_path, env)
         _run([storyteller, "ais", "unpause", "Harbour Ward Watch"], tmp_path, env)

@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer._click.exceptions import UsageError
+from typer.core import TyperGroup
 
 from storyteller_daemon import __version__
 from storyteller_daemon.cli.common import CliState
+from storyteller_daemon.errors import EX_USAGE
+
+
+class _Root(TyperGroup):
+    """The root command: a usage mistake anywhere below it exits 64 (EX_USAGE), not click's 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as exc:
+            exc.exit_code = EX_USAGE
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            exc.exit_code = EX_USAGE
+            raise
+
 
 app = typer.Typer(
     name="storyteller",
@@ -16,6 +38,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=_Root,
 )
 
 

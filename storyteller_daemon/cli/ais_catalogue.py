@@ -6,15 +6,23 @@ but nothing is checked against progs, and validity is reported as unknown rather
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import typer
 
 from progs.types import ProgSignature
-from storyteller_daemon.cli.common import state
+from storyteller_daemon.cli.common import open_store, state
 from storyteller_daemon.domain.settings import CustomTool
-from storyteller_daemon.errors import ConfigError, NotFoundError
+from storyteller_daemon.errors import ConfigError, NotFoundError, StorageError
 from world_adapter.errors import WorldAdapterError
+
+if TYPE_CHECKING:
+    from storyteller_daemon.storage.catalogue import StoredCatalogue
+
+log = logging.getLogger(__name__)
 
 Catalogue = list[ProgSignature] | None
 """The world's progs, or None when the world cannot be asked."""
@@ -23,18 +31,50 @@ UNKNOWN = "unknown (world unreachable)"
 
 
 async def load_catalogue(ctx: typer.Context) -> Catalogue:
-    """Ask the configured world for its progs; None if it cannot answer."""
+    """Ask the configured world for its progs, and keep the answer in the database; None if
+    the world cannot answer."""
     # Looked up on the module at call time so the composition root stays the one place that
     # chooses the world (and tests can substitute it).
     from storyteller_daemon import app as composition
 
     cfg = state(ctx).config()
     try:
-        return await composition.prog_catalogue(cfg)
+        live = await composition.prog_catalogue(cfg)
     except (WorldAdapterError, ConfigError):
         # The world is down, or cannot be reached from this shell (no token here): what the
         # database holds is still shown, with world-derived fields marked unknown.
         return None
+    if live is not None:
+        await _keep(ctx, cfg.world.identity, live)
+    return live
+
+
+async def load_checkable(ctx: typer.Context) -> tuple[Catalogue, str]:
+    """The world's progs, or while it cannot answer the catalogue kept when it last did; and
+    the note a confirmation ends with ("" for the live catalogue)."""
+    live = await load_catalogue(ctx)
+    if live is not None:
+        return live, ""
+    kept = await _kept(ctx, state(ctx).config().world.identity)
+    if kept is None:
+        return None, ""
+    when = kept.fetched_at.strftime("%Y-%m-%d %H:%M UTC")
+    return kept.progs, f" (world unreachable: checked against its progs as of {when})"
+
+
+async def _keep(ctx: typer.Context, world: str, progs: list[ProgSignature]) -> None:
+    """Store the catalogue for later checks; a database that cannot take it is no error here."""
+    try:
+        async with open_store(ctx) as store:
+            await store.catalogues.save(world, progs, datetime.now(UTC))
+    except StorageError as exc:
+        log.debug("prog catalogue not kept: %s", exc)
+
+
+async def _kept(ctx: typer.Context, world: str) -> StoredCatalogue | None:
+    async with open_store(ctx) as store:
+        found: StoredCatalogue | None = await store.catalogues.load(world)
+        return found
 
 
 def find_prog(catalogue: Catalogue, ref: str) -> ProgSignature | None:
@@ -42,21 +82,21 @@ def find_prog(catalogue: Catalogue, ref: str) -> ProgSignature | None:
     return next((p for p in catalogue or () if p.matches(ref)), None)
 
 
-def require_prog(catalogue: Catalogue, ref: str) -> ProgSignature | None:
+def require_prog(catalogue: Catalogue, ref: str, *, hint: str = "") -> ProgSignature | None:
     """The prog named by `ref`; None when the catalogue is unknown.
 
     Raises:
-        NotFoundError: the catalogue is known and has no such prog.
+        NotFoundError: the catalogue is known and has no such prog (`hint` ends the message).
     """
     if catalogue is None:
         return None
     prog = find_prog(catalogue, ref)
     if prog is None:
-        raise NotFoundError(f"The world has no prog with id or name '{ref.strip()}'.")
+        raise NotFoundError(f"The world has no prog with id or name '{ref.strip()}'{hint}.")
     return prog
 
 
-def stored_reference(catalogue: Catalogue, ref: str) -> str:
+def stored_reference(catalogue: Catalogue, ref: str, *, hint: str = "") -> str:
     """What to store for a prog the operator named: its id when the catalogue knows it.
 
     FutureMUD stores prog ids, so ids keep exported documents loadable there; with the catalogue
@@ -65,7 +105,7 @@ def stored_reference(catalogue: Catalogue, ref: str) -> str:
     Raises:
         NotFoundError: the catalogue is known and has no such prog.
     """
-    prog = require_prog(catalogue, ref)
+    prog = require_prog(catalogue, ref, hint=hint)
     return str(prog.id) if prog else ref.strip()
 
 

@@ -18,7 +18,7 @@ from storyteller_daemon.cli.ais_catalogue import (
     Catalogue,
     describe_prog,
     find_prog,
-    load_catalogue,
+    load_checkable,
     stored_reference,
 )
 from storyteller_daemon.cli.ais_io import command_group, register
@@ -26,7 +26,12 @@ from storyteller_daemon.cli.ais_set import apply_change
 from storyteller_daemon.cli.common import run_async
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
-from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
+from storyteller_daemon.errors import (
+    ConflictError,
+    NotFoundError,
+    ServiceUnavailable,
+    ValidationError,
+)
 
 app = command_group("Custom tools: add, remove, describe, rebind, toggle echo-only. Alias: tools.")
 
@@ -34,7 +39,35 @@ ToolName = Annotated[str, typer.Argument(metavar="NAME", help="Custom tool name.
 ProgRef = Annotated[str, typer.Argument(metavar="PROG", help="Prog id or name.")]
 Words = Annotated[list[str], typer.Argument(metavar="TEXT")]
 
-_UNCHECKED = " (world unreachable: not checked against its progs)"
+_UNCHECKED = " (not checked against the world's progs: --unchecked)"
+_TAKE_AS_TYPED = " (--unchecked takes it as typed)"
+_UNREACHABLE = " (world unreachable and no stored catalogue: not checked against its progs)"
+Unchecked = Annotated[
+    bool,
+    typer.Option(
+        "--unchecked",
+        help="Take PROG as typed, without checking it against the world's progs (live or stored).",
+    ),
+]
+
+
+async def _progs_for(ctx: typer.Context, prog: str, unchecked: bool) -> tuple[Catalogue, str]:
+    """The catalogue PROG is checked against (the world's, else the one last stored) and the
+    confirmation's note; no catalogue with `unchecked`.
+
+    Raises:
+        ServiceUnavailable: the world cannot be asked and no catalogue was ever stored.
+    """
+    if unchecked:
+        return None, _UNCHECKED
+    catalogue, note = await load_checkable(ctx)
+    if catalogue is None:
+        raise ServiceUnavailable(
+            f"The world is unreachable and no catalogue of its progs is stored, so '{prog}' "
+            "cannot be checked: start the game (or run any ais command while it is up), or pass "
+            "--unchecked to take it as typed."
+        )
+    return catalogue, note
 
 
 def _tool(st: Storyteller, name: str) -> CustomTool:
@@ -59,11 +92,16 @@ async def add_tool(
     name: ToolName,
     prog: ProgRef,
     echo: Annotated[bool, typer.Option("--echo", help="Offer it on echo and speech only.")] = False,
+    unchecked: Unchecked = False,
 ) -> None:
-    """Add a custom tool that runs PROG; parameter descriptions start blank."""
+    """Add a custom tool that runs PROG; parameter descriptions start blank.
+
+    PROG is checked against the world's progs, or, while the world is unreachable, against the
+    catalogue stored when it last answered.
+    """
     validate_tool_name(name, BUILTIN_TOOL_NAMES)
-    catalogue = await load_catalogue(ctx)
-    stored = stored_reference(catalogue, prog)
+    catalogue, note = await _progs_for(ctx, prog, unchecked)
+    stored = stored_reference(catalogue, prog, hint=_TAKE_AS_TYPED)
     signature = find_prog(catalogue, stored)
     tool = CustomTool(name=name, description=f"Custom tool {name}", prog=stored, echo_only=echo)
     if signature is not None:
@@ -72,10 +110,9 @@ async def add_tool(
     def change(st: Storyteller) -> tuple[Storyteller, str]:
         if st.tool(name) is not None:
             raise ConflictError(f"Storyteller {st.name} already has a custom tool named '{name}'.")
-        tail = _UNCHECKED if catalogue is None else ""
         return replace(st, custom_tools=(*st.custom_tools, tool)), (
             f"Storyteller {st.name} has a new tool {name} running "
-            f"{describe_prog(catalogue, tool.prog)}, offered {_offered(tool)}{tail}."
+            f"{describe_prog(catalogue, tool.prog)}, offered {_offered(tool)}{note}."
         )
 
     await apply_change(ctx, change)
@@ -143,7 +180,7 @@ async def describe_parameter(
 ) -> None:
     """Set the description the model reads for one parameter of a tool's prog."""
     value = " ".join(text).strip()
-    catalogue = await load_catalogue(ctx)
+    catalogue, note = await load_checkable(ctx)
 
     def change(st: Storyteller) -> tuple[Storyteller, str]:
         tool = _tool(st, name)
@@ -159,7 +196,7 @@ async def describe_parameter(
         )
         descs.insert(position, (real, value))
         new = replace(tool, parameter_descriptions=tuple(descs))
-        tail = _UNCHECKED if catalogue is None else ""
+        tail = _UNREACHABLE if catalogue is None else note
         return _swap(st, tool, new), (
             f"Parameter {real} of tool {tool.name} has a new description{tail}."
         )
@@ -169,10 +206,13 @@ async def describe_parameter(
 
 @register(app, "prog")
 @run_async
-async def rebind_tool(ctx: typer.Context, name: ToolName, prog: ProgRef) -> None:
-    """Bind a tool to another prog; descriptions are re-aligned to its parameters."""
-    catalogue = await load_catalogue(ctx)
-    stored = stored_reference(catalogue, prog)
+async def rebind_tool(
+    ctx: typer.Context, name: ToolName, prog: ProgRef, unchecked: Unchecked = False
+) -> None:
+    """Bind a tool to another prog (checked as `add` checks it); descriptions are re-aligned to
+    its parameters."""
+    catalogue, note = await _progs_for(ctx, prog, unchecked)
+    stored = stored_reference(catalogue, prog, hint=_TAKE_AS_TYPED)
     signature = find_prog(catalogue, stored)
 
     def change(st: Storyteller) -> tuple[Storyteller, str]:
@@ -180,9 +220,8 @@ async def rebind_tool(ctx: typer.Context, name: ToolName, prog: ProgRef) -> None
         new = replace(tool, prog=stored)
         if signature is not None:
             new = new.rebound(signature.parameter_names)
-        tail = _UNCHECKED if catalogue is None else ""
         return _swap(st, tool, new), (
-            f"Tool {tool.name} of {st.name} now runs {describe_prog(catalogue, new.prog)}{tail}."
+            f"Tool {tool.name} of {st.name} now runs {describe_prog(catalogue, new.prog)}{note}."
         )
 
     await apply_change(ctx, change)

@@ -10,6 +10,7 @@ import typer
 
 from storyteller_daemon.cli.common import console, fail, run_async
 from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
+from storyteller_daemon.errors import EX_CONFIG, EX_USAGE
 
 app = typer.Typer(help="The game bridge: check a game's implementation.", no_args_is_help=True)
 
@@ -47,10 +48,12 @@ async def check(
     try:
         check_bridge_url(url)
     except ValueError as exc:
-        raise fail(str(exc), 2) from None
+        raise fail(str(exc), EX_USAGE) from None
     token = os.environ.get(token_env, "").strip()
     if not token:
-        raise fail(f"environment variable {token_env} is not set (the bridge's shared secret)", 2)
+        raise fail(
+            f"environment variable {token_env} is not set (the bridge's shared secret)", EX_CONFIG
+        )
     arguments = _prog_arguments(prog_args)
     results = await run_checks(
         url, token, prog=prog, prog_arguments=arguments, seconds=step_seconds

@@ -91,10 +91,8 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return asyncio.run(fn(*args, **kwargs))
-        except ConfigError as exc:
-            raise fail(str(exc), ConfigError.exit_code) from None
         except StorytellerError as exc:
-            raise fail(str(exc)) from None
+            raise fail(str(exc), exc.exit_code) from None
 
     return wrapper
 

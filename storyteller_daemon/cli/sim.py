@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.errors import EX_CONFIG
 
 DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - the NAME of a variable
 
@@ -89,7 +90,9 @@ async def serve(
 
     token = os.environ.get(token_env, "").strip()
     if not token:
-        raise fail(f"environment variable {token_env} is not set (the bridge's shared secret)", 2)
+        raise fail(
+            f"environment variable {token_env} is not set (the bridge's shared secret)", EX_CONFIG
+        )
 
     def announce(url: str, epoch: str) -> None:
         console.print(f"serving the sim world on {url} (epoch {epoch}); SIGINT or SIGTERM stops")

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,6 +36,7 @@ from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.errors import StorageError
 from storyteller_daemon.runtime.clock import Clock
 from storyteller_daemon.runtime.heartbeats import HeartbeatScheduler
+from storyteller_daemon.runtime.intake_watch import Change, IntakeWatch
 from storyteller_daemon.runtime.pipeline import Pipeline
 from world_adapter.bridge.batches import EventBatches
 from world_adapter.bridge.errors import StreamGap
@@ -120,6 +121,8 @@ class Daemon:
         inbox: EventInbox | None = None,
         world_key: str = "world",
         inbox_keep: int = 10_000,
+        intake_activity: Callable[[], int] | None = None,
+        stall_seconds: float = 120.0,
     ) -> None:
         self._settings = settings
         self._inbox = inbox
@@ -146,7 +149,10 @@ class Daemon:
         self._resubscribe = asyncio.Event()
         self.ready = asyncio.Event()
         self.world_status = "starting"
-        """``starting``, ``subscribed`` or ``reconnecting`` (shown by /healthz)."""
+        """``starting``, ``subscribed``, ``reconnecting``, ``stalled`` (the game sends but
+        nothing is stored; see `IntakeWatch`) or ``refused`` (shown by /healthz)."""
+        self.intake = IntakeWatch(intake_activity, stall_seconds) if intake_activity else None
+        """The intake watchdog (None for a world without stream counters, like the sim)."""
         self.stream_gaps = 0
         """Times the world could not replay from our cursor, so events were lost."""
         self.polls = 0
@@ -241,7 +247,8 @@ class Daemon:
     async def _consume(self, cells: frozenset[int]) -> None:
         if not self._restored:
             await self._restore()
-        self.world_status = "subscribed"
+        self.world_status = "stalled" if self.intake and self.intake.stalled else "subscribed"
+        self._progressed()
         stream = self._world.subscribe(cells, self.cursor)
         async with EventBatches(stream, INBOX_BATCH) as batches:
             while (batch := await batches.next()) is not None:
@@ -266,8 +273,50 @@ class Daemon:
             stored = await self._inbox.store_events(self._world_key, events)
             self.cursor = events[-1].cursor
             await self._dispatch(stored)
+        self._progressed()
         async with self._took:
             self._took.notify_all()
+
+    def _progressed(self) -> None:
+        """Tell the watchdog where intake stands; a stall it had seen is over once events move."""
+        if self.intake is None:
+            return
+        if self.intake.progress(self.cursor, self._clock.monotonic()) is Change.RESUMED:
+            if self.world_status == "stalled":
+                self.world_status = "subscribed"
+            log.warning("world intake moves again: events are stored from %s on", self.cursor)
+
+    async def _watch_intake(self) -> None:
+        """Look for a stalled intake four times per `stall_seconds`, while running."""
+        assert self.intake is not None
+        while True:
+            await self._clock.sleep(self.intake.stall_seconds / 4)
+            if self.world_status != "subscribed":
+                continue  # reconnecting, refused: said elsewhere
+            if self.intake.look(self._clock.monotonic()) is Change.STALLED:
+                self._report_stall()
+
+    def _report_stall(self) -> None:
+        assert self.intake is not None and self.intake.stalled is not None
+        stall = self.intake.stalled
+        self.world_status = "stalled"
+        after = f"after {stall.cursor}" if stall.cursor else "since the daemon started"
+        detail = (
+            f"The game sent {stall.activity} frame(s) or reconnect(s) in {stall.seconds:.0f} s, "
+            f"but no event was stored {after}: the stream is stuck, most likely on one frame "
+            "the daemon cannot take that the game sends again after every reconnect. Look at the "
+            "daemon's warnings about bad or oversize frames and at the game's bridge log; the "
+            "game must cut or skip that event (docs/bridge-protocol.md, frame limits)."
+        )
+        log.error("world intake stalled: %s", detail, extra={"alert": False})
+        if self._alerts is not None:
+            self._alerts.alert(
+                "intake_stalled",
+                "World events are not being stored although the game is sending",
+                detail,
+                severity="error",
+                key="intake_stalled",
+            )
 
     async def wait_cursor(self, cursor: Cursor) -> None:
         """Return once the events up to `cursor` (of its epoch) are stored (benchmarks, tests)."""
@@ -396,6 +445,8 @@ class Daemon:
                     group.create_task(self._pump(), name="world-pump"),
                     group.create_task(self._watch_settings(), name="settings-watch"),
                 ]
+                if self.intake is not None:
+                    background.append(group.create_task(self._watch_intake(), name="intake"))
                 self.ready.set()
                 log.info(
                     "ready: %d storytellers, %d watched rooms; SIGTERM or SIGINT stops",

@@ -110,6 +110,7 @@ class MeteredModel:
         if reservation is not None and self._budget is not None:
             self._budget.settle(reservation, response.usage, cost)
         if run is not None:
+            self._stats.spend(run.storyteller_name, cost)
             charge = Charge(self._now(), run.purpose, request.model, response.usage, cost)
             await run.charge(charge, provisional)
         return response

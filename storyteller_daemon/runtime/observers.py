@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.pipeline import TurnOutcome, Verdict
+from storyteller_daemon.runtime.stats import RuntimeStats
 
 log = logging.getLogger("storyteller.activity")
 
@@ -28,19 +29,22 @@ LOUD_STAGES = frozenset({"expired", "queue", "budget"})
 
 @dataclass
 class _Tally:
+    heard: int = 0
     judged: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
     turns: int = 0
+    spent: float = 0.0
 
     def line(self, name: str, seconds: float) -> str:
         judged = sum(self.judged.values())
-        parts = [f"{judged} event(s) judged"]
+        parts = [f"{self.heard} event(s) in", f"{judged} judged"]
         if judged:
-            parts[0] += " (" + ", ".join(f"{n} {k}" for k, n in sorted(self.judged.items())) + ")"
+            parts[1] += " (" + ", ".join(f"{n} {k}" for k, n in sorted(self.judged.items())) + ")"
         if self.dropped:
             drops = ", ".join(f"{k} {n}" for k, n in sorted(self.dropped.items()))
             parts.append(f"settled without a turn: {drops}")
         parts.append(f"{self.turns} turn(s) started")
+        parts.append(f"${self.spent:.4f} spent")
         return f"{name}, last {seconds:.0f} s: " + "; ".join(parts)
 
 
@@ -48,34 +52,60 @@ class LoggingObserver:
     """Decisions in the log without flooding it.
 
     Interested verdicts, violations, turns and loud drops get a line each at INFO; every ignore
-    verdict and quiet drop is a DEBUG line, and at INFO each storyteller's activity is summed up
-    once a minute. Reasons and texts appear only with `debug_payloads`.
+    verdict and quiet drop is a DEBUG line, and at INFO each storyteller's minute is summed up in
+    one line (events in, verdicts, drops by stage, turns, spend) by `run`, and by `flush` at the
+    end. Reasons and texts appear only with `debug_payloads`.
 
     Args:
         debug_payloads: log the model's reasons too.
         clock: monotonic seconds, for the summary period.
+        stats: the daemon's counters, for events heard and spend per storyteller.
     """
 
     def __init__(
-        self, *, debug_payloads: bool = False, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        debug_payloads: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        stats: RuntimeStats | None = None,
     ) -> None:
         self._debug = debug_payloads
         self._clock = clock
+        self._stats = stats
         self._tallies: dict[str, _Tally] = {}
         self._since = clock()
+        self._heard: Counter[str] = Counter(stats.heard) if stats else Counter()
+        self._spent: dict[str, float] = dict(stats.spent) if stats else {}
 
     def _tally(self, storyteller: Storyteller) -> _Tally:
         self._maybe_summarise()
         return self._tallies.setdefault(storyteller.name, _Tally())
 
     def _maybe_summarise(self) -> None:
+        if self._clock() - self._since >= SUMMARY_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Log each storyteller's summary of the period so far (those with anything to say)."""
         now = self._clock()
-        if now - self._since < SUMMARY_SECONDS:
-            return
+        if self._stats is not None:
+            for name, count in (self._stats.heard - self._heard).items():
+                self._tallies.setdefault(name, _Tally()).heard = count
+            for name, usd in self._stats.spent.items():
+                if usd > self._spent.get(name, 0.0):
+                    self._tallies.setdefault(name, _Tally()).spent = usd - self._spent.get(name, 0)
+            self._heard = Counter(self._stats.heard)
+            self._spent = dict(self._stats.spent)
         for name, tally in sorted(self._tallies.items()):
             log.info(tally.line(name, now - self._since))
         self._tallies.clear()
         self._since = now
+
+    async def run(self, sleep: Callable[[float], Awaitable[None]]) -> None:
+        """Log the summaries every minute, quiet minutes included, until cancelled."""
+        while True:
+            await sleep(SUMMARY_SECONDS)
+            self._maybe_summarise()
 
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
         """Drops at the attention stage may quote the model; log those only in debug."""

@@ -479,6 +479,7 @@ class Pipeline:
             for st in self.router.audience(event):
                 trigger = Trigger.from_event(event)
                 if self._refused(st, trigger) is None:
+                    self.stats.heard[st.name] += 1
                     new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
         return await self._store(new)
 

@@ -74,10 +74,18 @@ class RuntimeStats:
     """Deterministic rule → events it settled without a model call."""
     batch_sizes: Distribution = field(default_factory=lambda: Distribution(BATCH_BUCKETS))
     """Events per attention request (those the model judged)."""
+    heard: Counter[str] = field(default_factory=Counter)
+    """Storyteller name → events it heard (work items stored for it)."""
+    spent: dict[str, float] = field(default_factory=dict)
+    """Storyteller name → USD of its answered model requests."""
     verdict_latency: Distribution = field(default_factory=lambda: Distribution(WAIT_BUCKETS))
     """Seconds from an event's arrival in the backlog to its verdict."""
     turn_latency: Distribution = field(default_factory=lambda: Distribution(WAIT_BUCKETS))
     """Seconds from an event's arrival in the backlog to the start of its turn."""
+
+    def spend(self, storyteller: str, usd: float) -> None:
+        """Add a storyteller's model spend."""
+        self.spent[storyteller] = self.spent.get(storyteller, 0.0) + usd
 
     def drop(self, stage: str, count: int = 1) -> None:
         """Count triggers dropped at `stage`."""

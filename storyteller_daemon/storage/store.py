@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from storyteller_daemon.storage.catalogue import CatalogueRepository
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.narrative import MemoryRepository, SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
@@ -19,6 +20,7 @@ class Store:
         self.memories = MemoryRepository(db, clock)
         self.references = ReferenceRepository(db, clock)
         self.speech = SpeechHistoryRepository(db)
+        self.catalogues = CatalogueRepository(db)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:

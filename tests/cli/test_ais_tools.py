@@ -6,6 +6,7 @@ The sim world's catalogue has AIStorytellerToolRecordCue (#3, ``Cue``), EchoToRo
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -73,7 +74,11 @@ def test_add_with_echo_and_the_new_alias(cli: Cli) -> None:
             "3",
             "Tool name 'CreateSituation' collides with the built-in tool of that name.",
         ),
-        ("RecordCue", "NoSuchProg", "The world has no prog with id or name 'NoSuchProg'."),
+        (
+            "RecordCue",
+            "NoSuchProg",
+            "The world has no prog with id or name 'NoSuchProg' (--unchecked takes it as typed).",
+        ),
         ("recordcue", "3", "Storyteller Watcher already has a custom tool named 'recordcue'."),
     ],
 )
@@ -82,19 +87,46 @@ def test_add_errors(cli: Cli, name: str, prog: str, message: str) -> None:
     assert fail(cli, "add", name, prog) == message
 
 
-def test_with_the_world_unreachable_progs_are_taken_on_trust(
+def test_with_the_world_unreachable_and_nothing_stored_a_prog_is_refused_unless_unchecked(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_catalogue(monkeypatch, None)
-    assert tool(cli, "add", "Later", "FutureProg") == (
-        "Storyteller Watcher has a new tool Later running FutureProg, offered on every trigger "
-        "(world unreachable: not checked against its progs)."
+    assert cli.fails("ais", "set", "Watcher", "tool", "add", "Later", "FutureProg", code=69) == (
+        "The world is unreachable and no catalogue of its progs is stored, so 'FutureProg' "
+        "cannot be checked: start the game (or run any ais command while it is up), or pass "
+        "--unchecked to take it as typed."
     )
-    tool(cli, "parameter", "later", "Target", "Who", "to", "find.")
+    assert tool(cli, "add", "Later", "FutureProg", "--unchecked") == (
+        "Storyteller Watcher has a new tool Later running FutureProg, offered on every trigger "
+        "(not checked against the world's progs: --unchecked)."
+    )
+    assert tool(cli, "parameter", "later", "Target", "Who", "to", "find.") == (
+        "Parameter Target of tool Later has a new description (world unreachable and no stored "
+        "catalogue: not checked against its progs)."
+    )
     later = tools(cli)["Later"]
     assert (later["prog"], later["valid"], later["problems"]) == ("FutureProg", None, [])
     assert later["parameters"] == [{"name": "Target", "type": None, "description": "Who to find."}]
     assert "    Validity: unknown (world unreachable)\n" in cli.ok("ais", "show", "Watcher")
+
+
+def test_with_the_world_unreachable_progs_are_checked_against_the_stored_catalogue(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tool(cli, "add", "Cue", "3")  # the world answers: its catalogue is kept
+    use_catalogue(monkeypatch, None)  # ...and now it is down
+    assert re.fullmatch(
+        r"Storyteller Watcher has a new tool Echo running EchoToRoom \(#11\), offered on every "
+        r"trigger \(world unreachable: checked against its progs as of "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\)\.",
+        tool(cli, "add", "Echo", "EchoToRoom"),
+    )
+    assert tools(cli)["Echo"]["prog"] == "11"  # stored by id, as with the world up
+    assert cli.fails("ais", "set", "Watcher", "tool", "prog", "Echo", "Gone") == (
+        "The world has no prog with id or name 'Gone' (--unchecked takes it as typed)."
+    )
+    tool(cli, "prog", "Echo", "Gone", "--unchecked")
+    assert tools(cli)["Echo"]["prog"] == "Gone"
 
 
 def test_parameter_descriptions_match_the_prog_case_insensitively(cli: Cli) -> None:
@@ -129,7 +161,8 @@ def test_rebinding_prunes_stale_descriptions_and_adds_missing_ones(cli: Cli) -> 
     assert [p["name"] for p in speak["parameters"]] == ["Room", "Text"]
     assert (speak["prog"], speak["valid"]) == ("11", True)
     assert (
-        fail(cli, "prog", "Speak", "Missing") == "The world has no prog with id or name 'Missing'."
+        fail(cli, "prog", "Speak", "Missing")
+        == "The world has no prog with id or name 'Missing' (--unchecked takes it as typed)."
     )
 
 

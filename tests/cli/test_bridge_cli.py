@@ -130,16 +130,18 @@ def test_nothing_listening_fails_every_check_with_the_reason() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "token", "message"),
+    ("args", "token", "code", "message"),
     [
-        (["ws://127.0.0.1:9/x"], None, "GAME_TOKEN is not set"),
-        (["http://127.0.0.1:9/x"], TOKEN, "must start with ws:// or wss://"),
-        (["ws://127.0.0.1:9/x", "--prog-args", "[1]"], TOKEN, "must be a JSON object"),
+        (["ws://127.0.0.1:9/x"], None, 78, "GAME_TOKEN is not set"),
+        (["http://127.0.0.1:9/x"], TOKEN, 64, "must start with ws:// or wss://"),
+        (["ws://127.0.0.1:9/x", "--prog-args", "[1]"], TOKEN, 64, "must be a JSON object"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args: list[str], token: str | None, message: str) -> None:
-    code, output = check(*args, token=token)
-    assert code == 2
+def test_bad_input_is_one_line_and_a_sysexits_code(
+    args: list[str], token: str | None, code: int, message: str
+) -> None:
+    exit_code, output = check(*args, token=token)
+    assert exit_code == code
     assert message in " ".join(output.split())
 
 
@@ -147,7 +149,7 @@ def test_sim_serve_without_its_token_refuses_to_start() -> None:
     result = CliRunner().invoke(
         app, ["sim", "serve", "--token-env", "NO_SUCH_VARIABLE_SET"], env={}
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 78
     assert "NO_SUCH_VARIABLE_SET is not set" in result.output
 
 

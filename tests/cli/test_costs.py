@@ -85,4 +85,4 @@ def test_costs_table(cli: Cli) -> None:
         f"${ATTENTION + 3 * TURN_REQUEST:.4f}"
     )
     result = cli.run("costs", "--by", "week")
-    assert result.exit_code == 2
+    assert result.exit_code == 64

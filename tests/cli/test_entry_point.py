@@ -27,7 +27,7 @@ def storyteller(*args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_usage_errors_are_one_line(args: tuple[str, ...], message: str) -> None:
     result = storyteller(*args)
-    assert result.returncode == 2
+    assert result.returncode == 64  # EX_USAGE
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [f"error: {message} (see --help)"]
 

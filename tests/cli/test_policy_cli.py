@@ -57,10 +57,10 @@ def test_parked_calls_are_listed_approved_and_rejected_from_the_command_line(
     result = runner.invoke(app, ["--db", str(db), "policy", "reject", str(ids[1]), "--note", "no"])
     assert result.exit_code == 0 and "it will not run" in result.output
     again = runner.invoke(app, ["--db", str(db), "policy", "approve", str(ids[1])])
-    assert again.exit_code == 1 and "is rejected, not pending" in again.output
+    assert again.exit_code == 65 and "is rejected, not pending" in again.output
     assert "Traceback" not in again.output
     missing = runner.invoke(app, ["--db", str(db), "policy", "reject", "77"])
-    assert missing.exit_code == 1 and "no parked call #77" in missing.output
+    assert missing.exit_code == 65 and "no parked call #77" in missing.output
     listed = runner.invoke(app, ["--db", str(db), "policy", "approvals"])
     assert "approved" in listed.output and "rejected" not in listed.output
     everything = runner.invoke(app, ["--db", str(db), "policy", "approvals", "--all", "--json"])

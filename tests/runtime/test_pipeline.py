@@ -377,8 +377,11 @@ def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
 
     caplog.set_level(logging.INFO, logger="storyteller.activity")
     now = [0.0]
-    observer = LoggingObserver(clock=lambda: now[0])
+    stats = RuntimeStats()
+    observer = LoggingObserver(clock=lambda: now[0], stats=stats)
     trigger = Trigger.from_event(echo())
+    stats.heard[WATCHER.name] += 6
+    stats.spend(WATCHER.name, 0.0123)
     observer.dropped(WATCHER, trigger, "api_key", "no model API key configured")
     observer.dropped(WATCHER, trigger, "pause", "storyteller is paused")
     for _ in range(3):
@@ -392,9 +395,43 @@ def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
     now[0] = 61.0
     observer.turn_started(WATCHER, trigger)  # the next callback after a minute sums it up
     assert caplog.records[2].getMessage() == (
-        f"{WATCHER.name}, last 61 s: 4 event(s) judged (3 ignore, 1 interested); "
-        "settled without a turn: api_key 1, expired 1, pause 1; 0 turn(s) started"
+        f"{WATCHER.name}, last 61 s: 6 event(s) in; 4 judged (3 ignore, 1 interested); "
+        "settled without a turn: api_key 1, expired 1, pause 1; 0 turn(s) started; "
+        "$0.0123 spent"
     )
+
+
+async def test_summaries_come_every_minute_quiet_or_not_and_at_the_end(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A storyteller that only heard events, or only spent, is summed up on the minute; a
+    quiet minute logs nothing; the partial minute at the end is flushed."""
+    import logging
+
+    from storyteller_daemon.runtime.observers import LoggingObserver
+
+    caplog.set_level(logging.INFO, logger="storyteller.activity")
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    stats = RuntimeStats()
+    observer = LoggingObserver(clock=clock.monotonic, stats=stats)
+    task = asyncio.create_task(observer.run(clock.sleep))
+    await settle()
+    stats.heard["Quay"] += 3
+    stats.spend("Market", 0.5)
+    await clock.advance(60)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "Market, last 60 s: 0 event(s) in; 0 judged; 0 turn(s) started; $0.5000 spent",
+        "Quay, last 60 s: 3 event(s) in; 0 judged; 0 turn(s) started; $0.0000 spent",
+    ]
+    await clock.advance(60)  # nothing happened: nothing logged
+    assert len(caplog.records) == 2
+    stats.heard["Quay"] += 1
+    await clock.advance(10)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    observer.flush()
+    assert caplog.records[-1].getMessage().startswith("Quay, last 10 s: 1 event(s) in;")
 
 
 # ---------------------------------------------------------------------- batches and windows

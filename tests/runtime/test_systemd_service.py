@@ -165,7 +165,7 @@ def test_a_failed_start_is_alerted_before_the_process_exits(tmp_path: Path) -> N
         timeout=60,
         check=False,
     )
-    assert result.returncode == 1
+    assert result.returncode == 78  # EX_CONFIG: the unit does not restart it
     assert (
         "alert [startup_failed]: The storyteller daemon could not start — Failed with "
         "NotMigratedError." in result.stderr

@@ -170,5 +170,5 @@ def test_unknown_pack_names_the_packs_available(cli_db: str) -> None:
 def test_load_refuses_an_unmigrated_database(tmp_path: Path) -> None:
     result = _seed(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}", "load", "harbour-ward")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 78  # EX_CONFIG: run db upgrade
     assert "storyteller db upgrade" in result.stderr

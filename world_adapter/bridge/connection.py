@@ -76,6 +76,14 @@ class BridgeStats:
     gaps: int = 0
     oversize_frames: int = 0
     """Frames over the protocol's size limit: events kept with their texts cut, others refused."""
+    event_frames: int = 0
+    """Event frames read (delivered, stale or duplicate alike)."""
+
+    @property
+    def activity(self) -> int:
+        """Frames read and connections made: grows while the game is sending, whatever became of
+        the frames (the daemon's intake watchdog compares it with what got stored)."""
+        return self.connections + self.event_frames + self.bad_frames + self.oversize_frames
 
 
 READ_LIMIT_BYTES = 16 * MAX_FRAME_BYTES
@@ -321,6 +329,7 @@ class BridgeConnection:
             )
             frame = EventFrame(cut_texts(frame.event))
         if isinstance(frame, EventFrame | Gap):
+            self.stats.event_frames += isinstance(frame, EventFrame)
             if self._awaiting_subscribed:
                 self.stats.stale_frames += 1  # from the subscription this one replaced
                 return
