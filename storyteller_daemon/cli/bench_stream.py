@@ -271,7 +271,9 @@ def _narration(body: dict[str, Any]) -> dict[str, Any] | None:
     room = _LOCATION.search(prompt)
     if room is None:
         return None
-    digest = hashlib.sha256(prompt.encode()).hexdigest()[:12]
+    # The storyteller (its cache key) too: two storytellers acting on one event is no repeat.
+    whose = str(body.get("prompt_cache_key") or "")
+    digest = hashlib.sha256(f"{whose}\n{prompt}".encode()).hexdigest()[:12]
     return {"Room": int(room.group(1)), "Text": f"The ward takes notice ({digest})."}
 
 
@@ -398,8 +400,9 @@ async def run_stream_bench(
             outcome = await execute_prog(prog, arguments, idempotency_key)
             if outcome.replayed:
                 progs.replayed += 1
-            else:
-                progs.runs[str(arguments.get("Text", ""))] += 1
+            elif isinstance(arguments, dict) and "Text" in arguments:
+                # Narrations only: status progs run on every heartbeat and act on nothing.
+                progs.runs[str(arguments["Text"])] += 1
             return outcome
 
         world.execute_prog = counted  # type: ignore[method-assign]

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.cli.common import JsonFlag, console, fail, print_json, run_async
 from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
 from storyteller_daemon.errors import EX_CONFIG, EX_USAGE
 
@@ -40,6 +40,7 @@ async def check(
     step_seconds: Annotated[
         float, typer.Option("--timeout", help="Seconds each step may take.", min=0.1)
     ] = 5.0,
+    as_json: JsonFlag = False,
 ) -> None:
     """Run the conformance checks against a running game; exit 1 if any fails."""
     from world_adapter.bridge.client import check_bridge_url
@@ -58,14 +59,27 @@ async def check(
     results = await run_checks(
         url, token, prog=prog, prog_arguments=arguments, seconds=step_seconds
     )
-    styles = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
-    width = max(len(r.name) for r in results)
-    for result in results:
-        status = f"[{styles[result.status]}]{result.status.value}[/]"
-        console.print(f"{status}  {result.name.ljust(width)}  {result.detail}", markup=True)
     failed = sum(r.status is Status.FAIL for r in results)
     skipped = sum(r.status is Status.SKIP for r in results)
     passed = len(results) - failed - skipped
-    console.print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    if as_json:
+        print_json(
+            {
+                "url": url,
+                "checks": [
+                    {"name": r.name, "status": r.status.value, "detail": r.detail} for r in results
+                ],
+                "passed": passed,
+                "failed": failed,
+                "skipped": skipped,
+            }
+        )
+    else:
+        styles = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
+        width = max(len(r.name) for r in results)
+        for result in results:
+            status = f"[{styles[result.status]}]{result.status.value}[/]"
+            console.print(f"{status}  {result.name.ljust(width)}  {result.detail}", markup=True)
+        console.print(f"{passed} passed, {failed} failed, {skipped} skipped")
     if failed:
         raise typer.Exit(1)

@@ -97,6 +97,7 @@ async def load(
         bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
     ] = False,
     seed_dir: SeedDir = SEED_DIR,
+    as_json: JsonFlag = False,
 ) -> None:
     """Create or update a pack's storytellers and documents by name; leave unchanged ones be.
 
@@ -108,6 +109,18 @@ async def load(
     parsed = read_pack(pack, seed_dir)
     async with open_store(ctx) as store:
         report = await load_pack(store.db, parsed, dry_run=dry_run)
+    if as_json:
+        print_json(
+            {
+                "pack": report.pack,
+                "dry_run": report.dry_run,
+                "changes": [
+                    {"kind": c.kind, "name": c.name, "action": c.action.value, "fields": c.fields}
+                    for c in report.changes
+                ],
+            }
+        )
+        return
     if report.changed or dry_run:
         print_table(
             None,

@@ -5,6 +5,7 @@ with one line and exit code 2."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -113,6 +114,16 @@ def test_without_a_prog_the_idempotency_check_is_skipped(sim_server: ThreadedSer
     code, output = check(sim_server.url)
     assert code == 0, output
     assert statuses(output)["idempotency"] == "SKIP"
+
+
+def test_the_checks_as_json(sim_server: ThreadedServer) -> None:
+    code, output = check(sim_server.url, "--json")
+    report = json.loads(output)
+    assert code == 0
+    assert report["url"] == sim_server.url
+    assert [c["name"] for c in report["checks"]] == list(CHECKS)
+    assert all(set(c) == {"name", "status", "detail"} for c in report["checks"])
+    assert (report["passed"], report["failed"], report["skipped"]) == (len(CHECKS) - 1, 0, 1)
 
 
 def test_a_server_that_ignores_the_token_fails_the_check(lax_server: ThreadedServer) -> None:

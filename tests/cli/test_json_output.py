@@ -29,3 +29,23 @@ def test_seed_list_db_current_and_doctor_print_json(tmp_path: Path) -> None:
     assert {f["check"] for f in findings} >= {"config", "database", "model"}
     assert all(set(f) == {"check", "ok", "detail", "fix"} for f in findings)
     assert result.exit_code == (0 if all(f["ok"] for f in findings) else 1)
+
+
+def test_seed_load_prints_its_report_as_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "st.db")
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", db, "db", "upgrade"]).exit_code == 0
+    line = ["--db", db, "seed", "load", "harbour-ward", "--json"]
+    dry = json.loads(runner.invoke(app, [*line, "--dry-run"]).stdout)
+    assert dry["pack"] == "harbour-ward" and dry["dry_run"] is True
+    assert {c["action"] for c in dry["changes"]} == {"create"}
+    assert {
+        "kind": "storyteller",
+        "name": "Harbour Ward Watch",
+        "action": "create",
+        "fields": [],
+    } in (dry["changes"])
+    done = json.loads(runner.invoke(app, line).stdout)
+    assert done["dry_run"] is False and done["changes"] == dry["changes"]
+    again = json.loads(runner.invoke(app, line).stdout)
+    assert {c["action"] for c in again["changes"]} == {"unchanged"}
