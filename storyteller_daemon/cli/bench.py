@@ -29,13 +29,6 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _report(title: str, rows: dict[str, object], as_json: bool) -> None:
     if as_json:
         print_json(rows)
@@ -170,6 +163,7 @@ async def search(
 ) -> None:
     """Index synthetic reference documents in SQLite and time ranked searches."""
     from storyteller_daemon.domain.references import ReferenceDocument
+    from storyteller_daemon.runtime.stats import percentile
     from storyteller_daemon.storage.store import Store
 
     syllables = "ka lo mi nu re sa ti vo ha de quay tide salt rope gate oath".split()
@@ -203,7 +197,7 @@ async def search(
             "queries": queries,
             "mean hits per query": round(hits / queries, 1),
             "p50 ms": round(statistics.median(timings), 2),
-            "p95 ms": round(_percentile(timings, 0.95), 2),
+            "p95 ms": round(percentile(timings, 0.95), 2),
             "max ms": round(max(timings), 2),
         },
         as_json,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.model import Usage
@@ -42,10 +44,16 @@ class Distribution:
 
     def percentile(self, q: float) -> float:
         """The `q` quantile (0..1) of the recent observations; 0 without any."""
-        if not self.recent:
-            return 0.0
-        ordered = sorted(self.recent)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        return percentile(self.recent, q)
+
+
+def percentile(values: Collection[float], q: float) -> float:
+    """The `q` quantile (0.01..0.99) of `values`, interpolated (`statistics.quantiles`,
+    inclusive); 0 for no values."""
+    if len(values) < 2:
+        return next(iter(values), 0.0)
+    cut = min(99, max(1, round(q * 100)))
+    return statistics.quantiles(values, n=100, method="inclusive")[cut - 1]
 
 
 @dataclass

@@ -30,7 +30,9 @@ CHECKS = [
     "ping",
     "methods",
     "errors",
+    "semantics",
     "subscribe",
+    "from-now",
     "resume",
     "foreign-epoch",
     "idempotency",
@@ -107,7 +109,7 @@ def test_every_check_passes_against_the_sim_server(sim_server: ThreadedServer) -
     )
     assert code == 0, output
     assert statuses(output) == dict.fromkeys(CHECKS, "PASS")
-    assert "12 passed, 0 failed, 0 skipped" in output
+    assert "14 passed, 0 failed, 0 skipped" in output
 
 
 def test_without_a_prog_the_idempotency_check_is_skipped(sim_server: ThreadedServer) -> None:

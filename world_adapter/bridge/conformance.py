@@ -118,7 +118,9 @@ class Checker:
             ("ping", self.ping),
             ("methods", self.methods),
             ("errors", self.errors),
+            ("semantics", self.semantics),
             ("subscribe", self.subscribe),
+            ("from-now", self.from_now),
             ("resume", self.resume),
             ("foreign-epoch", self.foreign_epoch),
             ("idempotency", self.idempotency),
@@ -266,6 +268,39 @@ class Checker:
             await probe.ws.close()
         return "unknown_method, bad_params and command_failed where due"
 
+    async def semantics(self) -> str:
+        """What the document settles beyond the types: online players are players, unknown
+        rooms and calendars are left out or null (not errors), a path from a room to itself is
+        found and empty, and a path no exit budget allows is not found (not an error)."""
+        probe = await self._session_probe()
+        try:
+            players = await self._call(probe, "online_players", {})
+            if any(not p.is_player for p in players):
+                raise CheckFailed("online_players listed a character that is not a player")
+            times = await self._call(probe, "room_times", {"room_ids": [NO_SUCH_ID]})
+            if times:
+                raise CheckFailed(f"room_times of an unknown room answered {times!r}, not {{}}")
+            calendar = await self._call(probe, "calendar", {"ref": "conformance-no-such-calendar"})
+            if calendar is not None:
+                raise CheckFailed("calendar of an unknown name did not answer null")
+            rooms = await self._cells_or_skip()
+            rule = {"doors": "ignore"}
+            here = {"origin_room_id": rooms[0], "destination_room_id": rooms[0], "rule": rule}
+            same = await self._call(probe, "path", here)
+            if not same.found or same.directions:
+                raise CheckFailed(f"a path from room {rooms[0]} to itself was {same!r}")
+            if len(rooms) > 1:
+                apart = {**here, "destination_room_id": rooms[-1], "max_exits": 0}
+                none = await self._call(probe, "path", apart)
+                if none.found:
+                    raise CheckFailed("a path with max_exits 0 between two rooms was found")
+        finally:
+            await probe.ws.close()
+        return (
+            f"{len(players)} online players; unknown room and calendar left out; "
+            "paths to the same room and past the exit budget as documented"
+        )
+
     async def _expect_error(
         self, probe: Probe, name: str, params: dict[str, Any], code: ErrorCode
     ) -> None:
@@ -288,13 +323,21 @@ class Checker:
             second: ProgOutcome = await self._call(probe, "execute_prog", params)
         finally:
             await probe.ws.close()
-        if first.replayed or not second.replayed:
+        # A key outlives its connection: the daemon retries on a new one after a reconnect.
+        other = await self._session_probe()
+        try:
+            third: ProgOutcome = await self._call(other, "execute_prog", params)
+        finally:
+            await other.ws.close()
+        replays = (first.replayed, second.replayed, third.replayed)
+        if replays != (False, True, True):
             raise CheckFailed(
-                f"replayed was {first.replayed} then {second.replayed}; expected false then true"
+                f"replayed was {replays[0]}, {replays[1]}, then {replays[2]} on a new "
+                "connection; expected false, true, true"
             )
-        if first.value != second.value:
+        if not first.value == second.value == third.value:
             raise CheckFailed(f"the repeated key gave {second.value!r}, not {first.value!r}")
-        return f"{self._prog} ran once; the repeated key replayed its outcome"
+        return f"{self._prog} ran once; the repeated key replayed, on a new connection too"
 
     # ------------------------------------------------------------------ stream
 
@@ -320,6 +363,31 @@ class Checker:
         if sorted(subscribed.cells) != cells:
             raise CheckFailed("subscribed does not repeat the subscription's cells")
         return f"{len(cells)} rooms, head {subscribed.head}"
+
+    async def from_now(self) -> str:
+        """``after: null`` means from now on: nothing at or before the head is sent."""
+        cells = await self._cells_or_skip()
+        probe = await self._session_probe()
+        seen = 0
+        try:
+            subscribed = await probe.subscribe(cells, None)
+            head = subscribed.head
+            while seen < RESUME_SAMPLE:
+                item = await probe.next_stream_frame(self._idle)
+                if item is None:
+                    break
+                if isinstance(item, Gap):
+                    raise CheckFailed(
+                        f"a subscription from now on began with a gap ({item.reason})"
+                    )
+                if item.cursor.epoch == head.epoch and item.cursor.seq <= head.seq:
+                    raise CheckFailed(
+                        f"after null sent {item.cursor}, at or before the head {head}"
+                    )
+                seen += 1
+        finally:
+            await probe.ws.close()
+        return f"no event at or before the head; {seen} new event(s) while listening"
 
     async def _read_events(
         self, cells: list[int], after: Cursor, count: int, *, gap_ok: bool
