@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import sys
@@ -76,6 +77,14 @@ def state(ctx: typer.Context) -> CliState:
     if not isinstance(root.obj, CliState):
         root.obj = CliState()
     return root.obj
+
+
+def working(what: str) -> contextlib.AbstractContextManager[object]:
+    """A spinner saying `what` on stderr while a slow step runs; nothing off a terminal, so
+    pipes, --json and logs stay clean."""
+    if not err_console.is_terminal:
+        return contextlib.nullcontext()
+    return err_console.status(what)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -21,7 +21,14 @@ from storyteller_daemon.cli.ais_io import (
     register,
     say,
 )
-from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async, state
+from storyteller_daemon.cli.common import (
+    JsonFlag,
+    open_store,
+    print_json,
+    run_async,
+    state,
+    working,
+)
 from storyteller_daemon.cli.runs_view import (
     list_runs,
     parse_when,
@@ -177,16 +184,18 @@ async def replay(
                 "its settings."
             ) from None
         live = _live_model(cfg, base_url) if model is not None else None
+        asking = f", asking {model}" if model is not None else ""
         try:
-            report = await replay_turn(
-                run_id,
-                stored.record,
-                storyteller,
-                cfg.limits,
-                live=live,
-                live_name=model,
-                prices=cfg.model.prices,
-            )
+            with working(f"replaying run #{run_id}{asking}"):
+                report = await replay_turn(
+                    run_id,
+                    stored.record,
+                    storyteller,
+                    cfg.limits,
+                    live=live,
+                    live_name=model,
+                    prices=cfg.model.prices,
+                )
         finally:
             close = getattr(live, "close", None)
             if close is not None:

@@ -15,6 +15,7 @@ from storyteller_daemon.cli.common import (
     print_json,
     print_table,
     run_async,
+    working,
 )
 from storyteller_daemon.errors import ConfigError
 
@@ -106,9 +107,10 @@ async def load(
     """
     from storyteller_daemon.storage.seeding import load_pack, read_pack
 
-    parsed = read_pack(pack, seed_dir)
-    async with open_store(ctx) as store:
-        report = await load_pack(store.db, parsed, dry_run=dry_run)
+    with working(f"reading and loading pack {pack}"):
+        parsed = read_pack(pack, seed_dir)
+        async with open_store(ctx) as store:
+            report = await load_pack(store.db, parsed, dry_run=dry_run)
     if as_json:
         print_json(
             {
