@@ -31,7 +31,7 @@ from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.runtime.approvals import ApprovalRunner
 from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.clock import Clock, SystemClock
-from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
 from storyteller_daemon.runtime.health import HealthServer, check_http_settings
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
@@ -263,7 +263,9 @@ class Runtime:
         await self.daemon.ready.wait()
         try:
             progs = await self.world.progs()
-            await self.store.catalogues.save(self.cfg.world.identity, progs, datetime.now(UTC))
+            # A stop must not cut the write off mid-transaction.
+            save = self.store.catalogues.save(self.cfg.world.identity, progs, datetime.now(UTC))
+            await complete_even_if_cancelled(save)
         except (WorldAdapterError, StorageError) as exc:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
 

@@ -12,8 +12,7 @@ StorytellerError
 ├── InterchangeError       operator: an imported XML document is unsafe or malformed
 ├── ModelError             the language-model boundary
 │   ├── ModelTransientError   429 / 5xx / timeout: retried with backoff
-│   ├── ModelFatalError       auth, unknown model, bad request: alert and stop calling
-│   └── ModelBehaviorError    malformed output: fed back to the model within a budget
+│   └── ModelFatalError       auth, unknown model, bad request: the turn ends, alerted
 ├── BudgetExceeded         a turn or cost budget ran out: the turn ends, the daemon lives
 └── ToolError              raised inside a tool; becomes {"ok": false, "error": ...}
 ```
@@ -104,10 +103,6 @@ class ModelTransientError(ModelError):
 
 class ModelFatalError(ModelError):
     """Authentication failure, unknown model or a rejected request: retrying will not help."""
-
-
-class ModelBehaviorError(ModelError):
-    """The model answered, but not in the shape required (no tool call, bad JSON...)."""
 
 
 class BudgetExceeded(StorytellerError):

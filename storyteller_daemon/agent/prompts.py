@@ -21,7 +21,7 @@ import json
 import logging
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from storyteller_daemon.agent.model import ResponseItem
 from storyteller_daemon.agent.ports import SituationStore, SpeechHistory
@@ -149,10 +149,6 @@ class TurnPrompt:
             # The reason often repeats a player's words: it is quoted like other world text.
             suffix = f"\n\nAttention reason:\n{quoted(self.attention_reason)}"
         return truncate(self.body.rstrip(), self.max_chars, suffix)
-
-    def with_attention_reason(self, reason: str) -> TurnPrompt:
-        """This prompt with the attention gate's reason attached."""
-        return replace(self, attention_reason=reason)
 
 
 def tool_loop_instructions(storyteller: Storyteller, trigger: Trigger) -> str:

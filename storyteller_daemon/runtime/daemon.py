@@ -252,7 +252,7 @@ class Daemon:
         stream = self._world.subscribe(cells, self.cursor)
         async with EventBatches(stream, INBOX_BATCH) as batches:
             while (batch := await batches.next()) is not None:
-                await _complete_even_if_cancelled(self._store_and_dispatch(batch))
+                await complete_even_if_cancelled(self._store_and_dispatch(batch))
 
     async def _restore(self) -> None:
         """Resume from the stored cursor; dispatch what was stored but never dispatched."""
@@ -475,12 +475,12 @@ class Daemon:
             self.ready.clear()
 
 
-async def _complete_even_if_cancelled(work: Awaitable[None]) -> None:
+async def complete_even_if_cancelled(work: Awaitable[None]) -> None:
     """Await `work`; if cancelled meanwhile, let it finish first, then pass the cancellation on.
 
-    A batch is stored and marked in short transactions; finishing it keeps database
-    connections out of half-cancelled states, and its events are then either dispatched or
-    still pending for the next start.
+    A database write cut off mid-transaction leaves its connection in a half-cancelled state
+    that later fails on a closed event loop; finishing it first keeps shutdown clean. A batch of
+    events, for one, is then either dispatched or still pending for the next start.
     """
     task = asyncio.ensure_future(work)
     try:

@@ -10,24 +10,21 @@ A replayed call is matched to the first unused entry with the same service, meth
 arguments; a call the tape does not hold is a *miss*: it is listed, and it raises an error the
 tool turns into a model-visible failure (``replay: not in the recording``).
 
-Values are converted with `encode` and `decode`, which follow the type hints of the service
-protocols: dataclasses become objects, enums their values, datetimes ISO text, sets sorted
-lists. Triggers, whose event may be any of the world's event classes, have their own pair
-(`encode_trigger`, `decode_trigger`), and `Services` bundles a turn's services with the means
-to record them on a tape or to replay them from one.
+Values are converted with the world's codec (`world_adapter.bridge.codec`, the bridge protocol's
+own), which follows the type hints of the service protocols: dataclasses become objects, enums
+their values, datetimes ISO text, durations seconds, sets sorted lists. Triggers, whose event
+may be any of the world's event classes, have their own pair (`encode_trigger`,
+`decode_trigger`), and `Services` bundles a turn's services with the means to record them on a
+tape or to replay them from one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
-import json
-import types
 import typing
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable
 from datetime import datetime
-from enum import Enum
 from typing import Any, TypeVar, cast
 
 from storyteller_daemon.agent.ports import (
@@ -39,6 +36,8 @@ from storyteller_daemon.agent.ports import (
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
+from world_adapter.bridge.codec import decode as world_decode
+from world_adapter.bridge.codec import encode as world_encode
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Crime, EventKind, RoomEcho, Speech, StateChange, WorldEvent
 from world_adapter.protocol import WorldClient
@@ -59,87 +58,26 @@ class RecordedFailure(RuntimeError):
 
 
 # ---------------------------------------------------------------------- codec
+# One codec for world values: the bridge protocol's (world_adapter.bridge.codec). Tapes,
+# bridge frames and stored triggers write the same JSON for the same value.
 
 
 def encode(value: Any) -> Any:
-    """A JSON value for a service argument or result."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
-    if isinstance(value, Mapping):
-        return {str(k): encode(v) for k, v in value.items()}
-    if isinstance(value, set | frozenset):
-        return sorted((encode(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, list | tuple):
-        return [encode(v) for v in value]
-    raise TypeError(f"cannot record a {type(value).__name__} on the tape")
+    """A JSON value for a service argument or result.
+
+    Raises:
+        TypeError: the value has no JSON form (it is then left off the tape).
+    """
+    return world_encode(value)
 
 
 def decode(data: Any, hint: Any) -> Any:
-    """The value of type `hint` that `encode` turned into `data`."""
-    if hint is Any or hint is object or data is None:
-        return data
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        for option in (a for a in args if a is not type(None)):
-            try:
-                return decode(data, option)
-            except (TypeError, ValueError, KeyError):
-                continue
-        raise ValueError(f"{data!r} fits none of {hint}")
-    if origin in (list, Sequence, Collection):
-        return [decode(v, args[0] if args else Any) for v in data]
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(v, args[0]) for v in data)
-        return tuple(decode(v, a) for v, a in zip(data, args, strict=True))
-    if origin in (frozenset, set):
-        return origin(decode(v, args[0] if args else Any) for v in data)
-    if origin in (dict, Mapping):
-        key_type, value_type = args if args else (Any, Any)
-        return {decode_key(k, key_type): decode(v, value_type) for k, v in data.items()}
-    if isinstance(hint, type):
-        return _decode_class(data, hint)
-    return data
+    """The value of type `hint` that `encode` turned into `data`.
 
-
-def decode_key(key: str, hint: Any) -> Any:
-    """A mapping key, which JSON turned into text."""
-    return int(key) if hint is int else key
-
-
-@functools.cache
-def _field_hints(cls: type[Any]) -> dict[str, Any]:
-    """A dataclass's resolved field types (resolving string annotations is slow: once a class)."""
-    return typing.get_type_hints(cls)
-
-
-def _decode_class(data: Any, cls: type[Any]) -> Any:
-    if dataclasses.is_dataclass(cls):
-        if not isinstance(data, dict):
-            raise TypeError(f"expected an object for {cls.__name__}")
-        hints = _field_hints(cls)
-        values = {
-            f.name: decode(data[f.name], hints[f.name])
-            for f in dataclasses.fields(cls)
-            if f.init and f.name in data
-        }
-        return cls(**values)
-    if issubclass(cls, Enum):
-        return cls(data)
-    if cls is datetime:
-        return datetime.fromisoformat(data)
-    if cls is float and isinstance(data, int | float) and not isinstance(data, bool):
-        return float(data)
-    if not isinstance(data, cls):
-        raise TypeError(f"expected {cls.__name__}, got {type(data).__name__}")
-    return data
+    Raises:
+        CodecError: `data` does not fit `hint` (a ValueError).
+    """
+    return world_decode(data, hint)
 
 
 # ---------------------------------------------------------------------- calls

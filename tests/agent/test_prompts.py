@@ -250,8 +250,6 @@ async def test_attention_reason_is_appended(
 ) -> None:
     prompt = await builder.build(storyteller, replace(direct(), attention_reason="A debt is due."))
     assert prompt.text.endswith('\n\nAttention reason:\n"A debt is due."')  # quoted world text
-    later = (await builder.build(storyteller, direct())).with_attention_reason("Theft in view.")
-    assert later.text.endswith('\n\nAttention reason:\n"Theft in view."')
 
 
 async def test_long_prompts_are_cut_with_a_marker_keeping_the_reason(
@@ -261,7 +259,7 @@ async def test_long_prompts_are_cut_with_a_marker_keeping_the_reason(
     prompt = await builder.build(storyteller, direct("word " * 500))
     assert len(prompt.text) <= 600
     assert prompt.text.endswith(TRUNCATION_MARKER)
-    reasoned = prompt.with_attention_reason("It matters.")
+    reasoned = replace(prompt, attention_reason="It matters.")
     assert len(reasoned.text) <= 600
     assert reasoned.text.endswith(TRUNCATION_MARKER + '\n\nAttention reason:\n"It matters."')
     short = await builder.build(storyteller, direct("short"))

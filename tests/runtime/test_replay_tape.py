@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -45,6 +45,24 @@ def through_json(value: Any, hint: Any) -> Any:
 )  # fmt: skip
 def test_service_values_survive_the_tape(value: Any, hint: Any) -> None:
     assert through_json(value, hint) == value
+
+
+async def test_plans_and_times_replay_exactly() -> None:
+    """Durations (a plan's age) and calendar readings go through the world's own codec."""
+    world = SimWorld.harbour_town()
+    world.set_plans(1001, "find the ledger", "leave the harbour")
+    tape = Tape()
+    taped: WorldClient = tape.record("world", WorldClient, world)
+    plans = await taped.recent_plans(timedelta(hours=1))
+    plan = await taped.character_plan(1001)
+    times = await taped.room_times([101])
+    replayed = Tape(json.loads(json.dumps(tape.entries)))
+    stand_in: WorldClient = replayed.replay("world", WorldClient)
+    assert await stand_in.recent_plans(timedelta(hours=1)) == plans
+    assert await stand_in.character_plan(1001) == plan and plan is not None
+    assert plan.updated_ago is not None
+    assert await stand_in.room_times([101]) == times
+    assert replayed.misses == [] and replayed.unused() == []
 
 
 async def test_a_recorded_world_answers_a_replay_and_acts_on_nothing() -> None:
