@@ -18,6 +18,7 @@ from pathlib import Path
 
 from progs.types import ProgSignature
 from storyteller_daemon.agent.attention import AttentionOptions
+from storyteller_daemon.agent.breaker import CircuitBreaker
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy, kill_file_path
 from storyteller_daemon.agent.trigger import Trigger
@@ -365,8 +366,13 @@ async def build_runtime(
     runner = None
     latency: dict[str, LatencyHistogram] = {}
     if choice.model is not None:
-        metered = MeteredModel(
+        breaker = CircuitBreaker(
             choice.model,
+            pause_seconds=cfg.model.refused_pause_seconds,
+            monotonic=clock.monotonic,
+        )
+        metered = MeteredModel(
+            breaker,
             stats,
             cfg.model.prices,
             monotonic=clock.monotonic,

@@ -109,6 +109,9 @@ class ModelConfig(_Section):
     max_retries: NonNegativeInt = 2
     offline_when_no_key: bool = False
     """Use the offline stand-in (not a language model) when the API key is missing."""
+    refused_pause_seconds: NonNegativeFloat = 300.0
+    """After the endpoint refuses the key (401, 403) or a model (404), requests for that model
+    are not sent for this long, then one is tried again (0: always send)."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
 

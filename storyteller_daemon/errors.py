@@ -12,7 +12,8 @@ StorytellerError
 ├── InterchangeError       operator: an imported XML document is unsafe or malformed
 ├── ModelError             the language-model boundary
 │   ├── ModelTransientError   429 / 5xx / timeout: retried with backoff
-│   └── ModelFatalError       auth, unknown model, bad request: the turn ends, alerted
+│   └── ModelFatalError       auth, unknown model, bad request: the turn ends, alerted;
+│                             a refused key or model pauses its requests (agent/breaker.py)
 ├── BudgetExceeded         a turn or cost budget ran out: the turn ends, the daemon lives
 └── ToolError              raised inside a tool; becomes {"ok": false, "error": ...}
 ```
@@ -102,7 +103,15 @@ class ModelTransientError(ModelError):
 
 
 class ModelFatalError(ModelError):
-    """Authentication failure, unknown model or a rejected request: retrying will not help."""
+    """Authentication failure, unknown model or a rejected request: retrying will not help.
+
+    Attributes:
+        status: the HTTP status the endpoint answered, when it answered one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class BudgetExceeded(StorytellerError):

@@ -200,8 +200,10 @@ class OpenAIResponsesModel:
             if isinstance(exc, openai.AuthenticationError):
                 # OpenAI's 401 message quotes part of the key; the status and code suffice.
                 code = f" ({exc.code})" if exc.code else ""
-                return ModelFatalError(f"{where}: HTTP 401{code}: the API key was rejected")
-            return ModelFatalError(f"{where}: HTTP {status}{detail}")
+                return ModelFatalError(
+                    f"{where}: HTTP 401{code}: the API key was rejected", status=401
+                )
+            return ModelFatalError(f"{where}: HTTP {status}{detail}", status=status)
         return ModelFatalError(f"{where}: {type(exc).__name__}: {self._scrub(str(exc))}")
 
     def _status_detail(self, exc: openai.APIStatusError) -> str:

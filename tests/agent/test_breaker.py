@@ -1,0 +1,116 @@
+"""The circuit breaker: a model the endpoint refused is not called again until a pause ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from storyteller_daemon.agent.breaker import CircuitBreaker
+from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.errors import ModelFatalError, ModelTransientError
+
+PAUSE = 300.0
+
+
+class Endpoint:
+    """Answers with what `script` says next: a response, or an error to raise."""
+
+    name = "endpoint"
+
+    def __init__(self, *script: Exception | None) -> None:
+        self.script = list(script)
+        self.sent: list[str] = []
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        self.sent.append(request.model)
+        step = self.script.pop(0) if self.script else None
+        if step is not None:
+            raise step
+        return ModelResponse("r", request.model, "completed", (), "ok", (), Usage())
+
+
+def request(model: str = "gpt-5") -> ModelRequest:
+    return ModelRequest(model=model, input=[])
+
+
+def refused(status: int) -> ModelFatalError:
+    return ModelFatalError(f"endpoint: HTTP {status}: no", status=status)
+
+
+async def test_a_refused_key_pauses_the_model_then_one_request_tries_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    endpoint = Endpoint(refused(401))
+    breaker = CircuitBreaker(endpoint, pause_seconds=PAUSE, monotonic=lambda: now[0])
+    with pytest.raises(ModelFatalError, match="HTTP 401"):
+        await breaker.respond(request())
+    assert breaker.paused("gpt-5") == PAUSE
+    now[0] = 100.0
+    with pytest.raises(ModelFatalError, match="not sent: requests for gpt-5 are paused for 200 s"):
+        await breaker.respond(request())
+    assert endpoint.sent == ["gpt-5"]  # the second request never left
+    assert (await breaker.respond(request("gpt-5-mini"))).output_text == "ok"  # other models go
+    now[0] = PAUSE
+    assert (await breaker.respond(request())).output_text == "ok"  # tried again, and closed
+    assert breaker.paused("gpt-5") == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("paused for 300 s" in m for m in messages) == 1
+    assert any("accepts requests for gpt-5 again" in m for m in messages)
+
+
+async def test_a_refusal_after_the_pause_opens_it_again() -> None:
+    now = [0.0]
+    endpoint = Endpoint(refused(404), refused(404))
+    breaker = CircuitBreaker(endpoint, pause_seconds=PAUSE, monotonic=lambda: now[0])
+    for moment in (0.0, PAUSE):
+        now[0] = moment
+        with pytest.raises(ModelFatalError):
+            await breaker.respond(request())
+    assert breaker.paused("gpt-5") == PAUSE and len(endpoint.sent) == 2
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ModelFatalError("endpoint: HTTP 400: too long", status=400),
+        ModelFatalError("endpoint: not a Responses-API response"),
+        ModelTransientError("endpoint: HTTP 503"),
+    ],
+)
+async def test_refusals_of_one_request_and_outages_do_not_pause(error: Exception) -> None:
+    endpoint = Endpoint(error)
+    breaker = CircuitBreaker(endpoint, pause_seconds=PAUSE, monotonic=lambda: 0.0)
+    with pytest.raises(type(error)):
+        await breaker.respond(request())
+    assert breaker.paused("gpt-5") == 0
+    assert (await breaker.respond(request())).output_text == "ok"
+
+
+async def test_a_zero_pause_never_pauses() -> None:
+    endpoint = Endpoint(refused(401))
+    breaker = CircuitBreaker(endpoint, pause_seconds=0, monotonic=lambda: 0.0)
+    with pytest.raises(ModelFatalError):
+        await breaker.respond(request())
+    assert (await breaker.respond(request())).output_text == "ok"
+    assert len(endpoint.sent) == 2
+
+
+async def test_a_401_over_http_pauses_the_model_and_sends_nothing_more() -> None:
+    """The Responses adapter names the status, so a real refusal opens the breaker."""
+    from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+    from storyteller_daemon.testing.responses_server import Fault, ScriptedResponsesServer
+
+    async with ScriptedResponsesServer() as server:
+        server.enqueue(Fault.status(401))
+        adapter = OpenAIResponsesModel(
+            api_key="sk-test-0123456789", base_url=server.base_url, max_retries=0
+        )
+        try:
+            breaker = CircuitBreaker(adapter, pause_seconds=PAUSE, monotonic=lambda: 0.0)
+            for _ in range(3):
+                with pytest.raises(ModelFatalError) as caught:
+                    await breaker.respond(ModelRequest(model="gpt-5", input=[]))
+                assert caught.value.status == 401
+        finally:
+            await adapter.close()
+        assert len(server.requests) == 1
