@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PY313 ?= $(shell for p in $$HOME/.pyenv/versions/3.13*/bin/python3.13 $$(command -v python3.13); do "$$p" -c "" 2>/dev/null && { echo "$$p"; break; }; done)
 VENV313 := .venv313
 
-.PHONY: demo test test-313 check fmt clean
+.PHONY: demo test test-313 check fmt clean shutdown-loop
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,15 @@ test-313:
 	@test -x $(VENV313)/bin/python || $(PY313) -m venv $(VENV313)
 	$(VENV313)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	$(VENV313)/bin/pytest -q -p no:cacheprovider
+
+# The signal-stop end-to-end tests, RUNS times in a row (a flaky stop is a race to find).
+RUNS ?= 100
+shutdown-loop: $(STAMP)
+	@for i in $$(seq 1 $(RUNS)); do \
+		$(BIN)/pytest -q -p no:cacheprovider tests/e2e/test_daemon_end_to_end.py -k signal \
+			>/tmp/storyteller-shutdown-loop.log 2>&1 \
+			|| { cat /tmp/storyteller-shutdown-loop.log; echo "run $$i of $(RUNS) failed"; exit 1; }; \
+	done; echo "$(RUNS) runs in a row passed"
 
 demo: $(STAMP)
 	$(BIN)/python -m storyteller_daemon demo

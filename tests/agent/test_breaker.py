@@ -5,27 +5,11 @@ from __future__ import annotations
 import pytest
 
 from storyteller_daemon.agent.breaker import CircuitBreaker
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
+from storyteller_daemon.testing.model import ScriptedModel, text
 
 PAUSE = 300.0
-
-
-class Endpoint:
-    """Answers with what `script` says next: a response, or an error to raise."""
-
-    name = "endpoint"
-
-    def __init__(self, *script: Exception | None) -> None:
-        self.script = list(script)
-        self.sent: list[str] = []
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.sent.append(request.model)
-        step = self.script.pop(0) if self.script else None
-        if step is not None:
-            raise step
-        return ModelResponse("r", request.model, "completed", (), "ok", (), Usage())
 
 
 def request(model: str = "gpt-5") -> ModelRequest:
@@ -40,7 +24,7 @@ async def test_a_refused_key_pauses_the_model_then_one_request_tries_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     now = [0.0]
-    endpoint = Endpoint(refused(401))
+    endpoint = ScriptedModel(refused(401), text("ok"), text("ok"))
     breaker = CircuitBreaker(endpoint, pause_seconds=PAUSE, monotonic=lambda: now[0])
     with pytest.raises(ModelFatalError, match="HTTP 401"):
         await breaker.respond(request())
@@ -48,7 +32,7 @@ async def test_a_refused_key_pauses_the_model_then_one_request_tries_again(
     now[0] = 100.0
     with pytest.raises(ModelFatalError, match="not sent: requests for gpt-5 are paused for 200 s"):
         await breaker.respond(request())
-    assert endpoint.sent == ["gpt-5"]  # the second request never left
+    assert [r.model for r in endpoint.requests] == ["gpt-5"]  # the second one never left
     assert (await breaker.respond(request("gpt-5-mini"))).output_text == "ok"  # other models go
     now[0] = PAUSE
     assert (await breaker.respond(request())).output_text == "ok"  # tried again, and closed
@@ -60,13 +44,13 @@ async def test_a_refused_key_pauses_the_model_then_one_request_tries_again(
 
 async def test_a_refusal_after_the_pause_opens_it_again() -> None:
     now = [0.0]
-    endpoint = Endpoint(refused(404), refused(404))
+    endpoint = ScriptedModel(refused(404), refused(404))
     breaker = CircuitBreaker(endpoint, pause_seconds=PAUSE, monotonic=lambda: now[0])
     for moment in (0.0, PAUSE):
         now[0] = moment
         with pytest.raises(ModelFatalError):
             await breaker.respond(request())
-    assert breaker.paused("gpt-5") == PAUSE and len(endpoint.sent) == 2
+    assert breaker.paused("gpt-5") == PAUSE and len(endpoint.requests) == 2
 
 
 @pytest.mark.parametrize(
@@ -78,7 +62,7 @@ async def test_a_refusal_after_the_pause_opens_it_again() -> None:
     ],
 )
 async def test_refusals_of_one_request_and_outages_do_not_pause(error: Exception) -> None:
-    endpoint = Endpoint(error)
+    endpoint = ScriptedModel(error, text("ok"))
     breaker = CircuitBreaker(endpoint, pause_seconds=PAUSE, monotonic=lambda: 0.0)
     with pytest.raises(type(error)):
         await breaker.respond(request())
@@ -87,12 +71,12 @@ async def test_refusals_of_one_request_and_outages_do_not_pause(error: Exception
 
 
 async def test_a_zero_pause_never_pauses() -> None:
-    endpoint = Endpoint(refused(401))
+    endpoint = ScriptedModel(refused(401), text("ok"))
     breaker = CircuitBreaker(endpoint, pause_seconds=0, monotonic=lambda: 0.0)
     with pytest.raises(ModelFatalError):
         await breaker.respond(request())
     assert (await breaker.respond(request())).output_text == "ok"
-    assert len(endpoint.sent) == 2
+    assert len(endpoint.requests) == 2
 
 
 async def test_a_401_over_http_pauses_the_model_and_sends_nothing_more() -> None:
