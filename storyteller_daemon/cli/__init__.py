@@ -6,6 +6,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from typer._click.core import Context
 from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
@@ -14,10 +15,31 @@ from storyteller_daemon.cli.common import CliState
 from storyteller_daemon.errors import EX_USAGE
 
 
+def _tidy_metavars(command: Any) -> None:
+    """Help without type noise: a flag shows no value, a text option shows TEXT (typer would
+    print ``<bool>`` and ``<str>``); numbers, choices and paths keep their typed hints."""
+    for param in command.params:
+        if param.metavar is not None or not param.opts or not param.opts[0].startswith("-"):
+            continue
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+        elif getattr(getattr(param, "type_descriptor", None), "annotation", None) is str:
+            param.metavar = "TEXT"
+    help_option = command.get_help_option(Context(command))  # made once, then cached
+    if help_option is not None:
+        help_option.metavar = ""
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _tidy_metavars(sub)
+
+
 class _Root(TyperGroup):
-    """The root command: a usage mistake anywhere below it exits 64 (EX_USAGE), not click's 2."""
+    """The root command: a usage mistake anywhere below it exits 64 (EX_USAGE), not click's 2;
+    its help and its commands' show no bare type names."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        if not getattr(self, "_tidied", False):
+            _tidy_metavars(self)
+            self._tidied = True
         try:
             return super().make_context(*args, **kwargs)
         except UsageError as exc:

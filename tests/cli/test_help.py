@@ -148,3 +148,23 @@ def _usage_and_summary(text: str) -> tuple[str, str]:
     """The usage line and the first paragraph after it, each joined onto one line."""
     paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
     return paragraphs[0], paragraphs[1]
+
+
+HELP_LINES = [
+    ["--help"],
+    ["costs", "--help"],
+    ["ais", "show", "--help"],
+    ["bench", "stream", "--help"],
+    ["seed", "load", "--help"],
+]
+
+
+@pytest.mark.parametrize("line", HELP_LINES)
+def test_help_shows_no_bare_type_names_for_options(line: list[str]) -> None:
+    result = CliRunner().invoke(app, line, env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    options = result.output.split("Options", 1)[1]
+    assert "<str>" not in options
+    if line[0] == "costs":
+        assert re.search(r"--since\s+TEXT", result.output)
