@@ -398,6 +398,7 @@ async def build_runtime(
                 max_retries=cfg.attention.max_retries,
                 debug_reasons=cfg.attention.debug_reasons,
                 reference=cfg.attention.one_call_per_event,
+                remit_max_chars=cfg.attention.remit_max_chars,
             ),
             lookups=lookups,
             policy=policy,

@@ -162,6 +162,9 @@ class AttentionConfig(_Section):
     """Retries of one attention request before its events wait for the next pass."""
     debug_reasons: bool = False
     """Ask for a reason on ignore verdicts too (more output tokens; for tuning prompts)."""
+    remit_max_chars: NonNegativeInt = 12_000
+    """How much of a storyteller's system prompt its attention requests carry as its remit, in
+    their cached prefix (0: none)."""
     one_call_per_event: bool = False
     """The reference design, for comparison: no window, no batching, no repeats, one turn each."""
     retention_hours: PositiveFloat = 24.0

@@ -35,7 +35,7 @@ from typing import Any
 
 from storyteller_daemon.agent.model import Model, ModelRequest
 from storyteller_daemon.agent.ports import BeforeRequest
-from storyteller_daemon.agent.prompts import Fence, user_message
+from storyteller_daemon.agent.prompts import Fence, truncate, user_message
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import DEFAULT_ATTENTION_PROMPT, Scope, Storyteller
 
@@ -292,16 +292,26 @@ def parse_decision(text: str, item_id: str) -> BatchReply:
     return reply
 
 
+REMIT_MAX_CHARS = 12_000
+"""Of the system prompt, what the attention instructions carry at most (about 3,000 tokens):
+cached, that costs about as much per batch as a short attention prompt does uncached."""
+
+
 def attention_instructions(
-    storyteller: Storyteller, *, debug_reasons: bool = False, remit: bool = True
+    storyteller: Storyteller,
+    *,
+    debug_reasons: bool = False,
+    remit: bool = True,
+    remit_max_chars: int = REMIT_MAX_CHARS,
 ) -> str:
-    """The storyteller's remit (its system prompt, unless `remit` is false or it is blank), its
-    attention prompt (a default if blank) and the batch contract: the same for every batch."""
+    """The storyteller's remit (its system prompt, cut to `remit_max_chars`; none when `remit`
+    is false, the limit 0 or the prompt blank), its attention prompt (a default if blank) and
+    the batch contract: the same for every batch."""
     prompt = storyteller.attention_prompt.strip() or DEFAULT_ATTENTION_PROMPT
     contract = DEBUG_CONTRACT if debug_reasons else CONTRACT
     parts = [prompt, contract]
-    system = storyteller.system_prompt.strip()
-    if remit and system:
+    system = truncate(storyteller.system_prompt.strip(), remit_max_chars)
+    if remit and remit_max_chars > 0 and system:
         head = REMIT_HEAD.format(name=json.dumps(storyteller.name, ensure_ascii=False))
         parts.insert(0, f"{head}\n\n{system}\n\nHow to judge events for it:")
     return "\n\n".join(parts)
@@ -324,6 +334,7 @@ class AttentionOptions:
         timeout_seconds: one HTTP attempt of an attention request (None: the endpoint's).
         max_retries: retries of one attention request (None: the endpoint's).
         debug_reasons: ask for a reason on ignore verdicts too (costs output tokens).
+        remit_max_chars: how much of the system prompt the instructions carry (0: none).
         reference: send what the one-call-per-event reference design sends, for the
             benchmark's comparison: the attention prompt and a short contract, then the event
             line alone (no remit, no context, no fence).
@@ -333,6 +344,7 @@ class AttentionOptions:
     max_retries: int | None = None
     debug_reasons: bool = False
     reference: bool = False
+    remit_max_chars: int = REMIT_MAX_CHARS
 
 
 class AttentionGate:
@@ -379,7 +391,9 @@ class AttentionGate:
             text = entries[0].line
             text_format = {"type": "json_object"}
         else:
-            instructions = attention_instructions(storyteller, debug_reasons=debug)
+            instructions = attention_instructions(
+                storyteller, debug_reasons=debug, remit_max_chars=self.options.remit_max_chars
+            )
             text = attention_input(context, entries, fence)
         return ModelRequest(
             model=storyteller.model_for(Scope.ATTENTION),

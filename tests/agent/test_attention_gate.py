@@ -28,6 +28,7 @@ from storyteller_daemon.agent.attention import (
     verdict_format,
 )
 from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import ReasoningEffort, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelTransientError
@@ -178,6 +179,16 @@ async def test_the_reference_design_sends_one_event_alone() -> None:
     assert request.text_format == {"type": "json_object"}
     with pytest.raises(ValueError, match="one event per request"):
         await gate.judge(TELLER, "", ENTRIES)
+
+
+def test_a_long_remit_is_cut_and_a_zero_limit_leaves_it_out() -> None:
+    long = replace(TELLER, system_prompt="You watch the harbour. " * 1000)
+    cut = attention_instructions(long, remit_max_chars=500)
+    assert TRUNCATION_MARKER.strip() in cut
+    assert len(cut) < 500 + len(attention_instructions(long, remit=False)) + 300
+    assert attention_instructions(long, remit_max_chars=0) == attention_instructions(
+        long, remit=False
+    )
 
 
 def test_without_a_system_prompt_the_instructions_have_no_remit() -> None:
