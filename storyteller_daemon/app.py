@@ -403,15 +403,17 @@ async def build_runtime(
             lookups=lookups,
             policy=policy,
         )
-    summaries = LoggingObserver(
-        debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic, stats=stats
-    )
+    summaries = None  # the log's minute summaries, unless the caller observes the pipeline
+    if observer is None:
+        observer = summaries = LoggingObserver(
+            debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic, stats=stats
+        )
     pipeline = Pipeline(
         router=router,
         runner=runner or _NoModel(),
         clock=clock,
         stats=stats,
-        observer=observer or summaries,
+        observer=observer,
         backlog=BacklogRepository(store.db, clock.now),
         attention=cfg.attention,
         queue_size=cfg.limits.queue_size,
@@ -451,8 +453,7 @@ async def build_runtime(
             token=token,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
-    if observer is None:
-        runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep
+    runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep
     # Parked calls are looked at every few seconds only where approvals are in use: tools are
     # marked for approval, or calls parked under an earlier configuration are still open.
     in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))

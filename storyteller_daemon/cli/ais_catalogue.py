@@ -6,23 +6,16 @@ but nothing is checked against progs, and validity is reported as unknown rather
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import typer
 
 from progs.types import ProgSignature
 from storyteller_daemon.cli.common import open_store, state
 from storyteller_daemon.domain.settings import CustomTool
-from storyteller_daemon.errors import ConfigError, NotFoundError, StorageError
+from storyteller_daemon.errors import ConfigError, NotFoundError
 from world_adapter.errors import WorldAdapterError
-
-if TYPE_CHECKING:
-    from storyteller_daemon.storage.catalogue import StoredCatalogue
-
-log = logging.getLogger(__name__)
 
 Catalogue = list[ProgSignature] | None
 """The world's progs, or None when the world cannot be asked."""
@@ -31,50 +24,35 @@ UNKNOWN = "unknown (world unreachable)"
 
 
 async def load_catalogue(ctx: typer.Context) -> Catalogue:
-    """Ask the configured world for its progs, and keep the answer in the database; None if
-    the world cannot answer."""
+    """Ask the configured world for its progs; None if it cannot answer."""
     # Looked up on the module at call time so the composition root stays the one place that
     # chooses the world (and tests can substitute it).
     from storyteller_daemon import app as composition
 
     cfg = state(ctx).config()
     try:
-        live = await composition.prog_catalogue(cfg)
+        return await composition.prog_catalogue(cfg)
     except (WorldAdapterError, ConfigError):
         # The world is down, or cannot be reached from this shell (no token here): what the
         # database holds is still shown, with world-derived fields marked unknown.
         return None
-    if live is not None:
-        await _keep(ctx, cfg.world.identity, live)
-    return live
 
 
 async def load_checkable(ctx: typer.Context) -> tuple[Catalogue, str]:
-    """The world's progs, or while it cannot answer the catalogue kept when it last did; and
-    the note a confirmation ends with ("" for the live catalogue)."""
+    """For commands that check a prog name: the world's progs (kept in the database for when
+    it is down), else the ones kept when it last answered; and the note their confirmation
+    ends with ("" for the live catalogue)."""
+    world = state(ctx).config().world.identity
     live = await load_catalogue(ctx)
-    if live is not None:
-        return live, ""
-    kept = await _kept(ctx, state(ctx).config().world.identity)
+    async with open_store(ctx) as store:
+        if live is not None:
+            await store.catalogues.save(world, live, datetime.now(UTC))
+            return live, ""
+        kept = await store.catalogues.load(world)
     if kept is None:
         return None, ""
     when = kept.fetched_at.strftime("%Y-%m-%d %H:%M UTC")
     return kept.progs, f" (world unreachable: checked against its progs as of {when})"
-
-
-async def _keep(ctx: typer.Context, world: str, progs: list[ProgSignature]) -> None:
-    """Store the catalogue for later checks; a database that cannot take it is no error here."""
-    try:
-        async with open_store(ctx) as store:
-            await store.catalogues.save(world, progs, datetime.now(UTC))
-    except StorageError as exc:
-        log.debug("prog catalogue not kept: %s", exc)
-
-
-async def _kept(ctx: typer.Context, world: str) -> StoredCatalogue | None:
-    async with open_store(ctx) as store:
-        found: StoredCatalogue | None = await store.catalogues.load(world)
-        return found
 
 
 def find_prog(catalogue: Catalogue, ref: str) -> ProgSignature | None:

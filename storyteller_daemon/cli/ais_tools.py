@@ -64,8 +64,8 @@ async def _progs_for(ctx: typer.Context, prog: str, unchecked: bool) -> tuple[Ca
     if catalogue is None:
         raise ServiceUnavailable(
             f"The world is unreachable and no catalogue of its progs is stored, so '{prog}' "
-            "cannot be checked: start the game (or run any ais command while it is up), or pass "
-            "--unchecked to take it as typed."
+            "cannot be checked: start the game (the daemon, or a tool command run while it is up, "
+            "stores its progs), or pass --unchecked to take it as typed."
         )
     return catalogue, note
 

@@ -26,6 +26,9 @@ _SYSLOG_PRIORITY = {
 }
 
 
+PLAIN_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
 class JournalFormatter(logging.Formatter):
     """Log lines for journald: each line starts with its syslog priority (``<3>`` for errors),
     so ``journalctl -p err`` finds them; journald adds the time itself.
@@ -36,7 +39,7 @@ class JournalFormatter(logging.Formatter):
 
     def __init__(self, inner: logging.Formatter | None = None) -> None:
         super().__init__()
-        self._inner = inner or logging.Formatter("%(levelname)s %(name)s: %(message)s")
+        self._inner = inner or logging.Formatter(PLAIN_FORMAT)
 
     def format(self, record: logging.LogRecord) -> str:
         priority = next(
@@ -66,10 +69,8 @@ def configure_logging(cfg: LoggingConfig, environ: Mapping[str, str] = os.enviro
     formatter: logging.Formatter
     if cfg.format == "json":
         formatter = json_formatter(timestamp=not journald)
-    elif journald:
-        formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
     else:
-        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        formatter = logging.Formatter(PLAIN_FORMAT if journald else f"%(asctime)s {PLAIN_FORMAT}")
     handler.setFormatter(JournalFormatter(formatter) if journald else formatter)
     logging.basicConfig(level=cfg.level, handlers=[handler], force=True)
     # Third-party chatter (HTTP request lines) stays out unless debugging.

@@ -36,8 +36,10 @@ from storyteller_daemon.agent.ports import (
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
-from world_adapter.bridge.codec import decode as world_decode
-from world_adapter.bridge.codec import encode as world_encode
+
+# One codec for world values, the bridge protocol's: tapes, bridge frames and stored triggers
+# write the same JSON for the same value (re-exported for the tape's tests).
+from world_adapter.bridge.codec import decode, encode
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Crime, EventKind, RoomEcho, Speech, StateChange, WorldEvent
 from world_adapter.protocol import WorldClient
@@ -55,29 +57,6 @@ _REPLAYABLE_ERRORS: dict[str, type[Exception]] = {
 
 class RecordedFailure(RuntimeError):
     """Stands in, on replay, for an exception type the tape cannot rebuild."""
-
-
-# ---------------------------------------------------------------------- codec
-# One codec for world values: the bridge protocol's (world_adapter.bridge.codec). Tapes,
-# bridge frames and stored triggers write the same JSON for the same value.
-
-
-def encode(value: Any) -> Any:
-    """A JSON value for a service argument or result.
-
-    Raises:
-        TypeError: the value has no JSON form (it is then left off the tape).
-    """
-    return world_encode(value)
-
-
-def decode(data: Any, hint: Any) -> Any:
-    """The value of type `hint` that `encode` turned into `data`.
-
-    Raises:
-        CodecError: `data` does not fit `hint` (a ValueError).
-    """
-    return world_decode(data, hint)
 
 
 # ---------------------------------------------------------------------- calls

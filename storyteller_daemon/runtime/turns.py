@@ -100,7 +100,11 @@ class AgentTurnRunner:
         self._policy = policy
         self._recorder = recorder or RunRecorder(None, None, clock)
 
-    async def _reference_input(self, storyteller: Storyteller, trigger: Trigger) -> str:
+    async def _attention_line(self, storyteller: Storyteller, trigger: Trigger) -> str:
+        """One event as the gate shows it; the reference design shows its classifier what its
+        turn would see (an echo's raw text, the whole prompt of speech and crimes)."""
+        if not self.gate.options.reference:
+            return await self._prompts.attention_line(trigger)
         prompt = await self._prompts.build(storyteller, trigger)
         return prompt.attention_input or await self._prompts.attention_line(trigger)
 
@@ -114,20 +118,12 @@ class AgentTurnRunner:
         """
         if not triggers:
             return []
-        if self.gate.options.reference:
-            # The reference design shows its classifier what its turn would see: the raw text
-            # of a room echo, the whole prompt of speech and crimes.
-            context = ""
-            entries = [
-                BatchEntry(str(index), await self._reference_input(storyteller, trigger))
-                for index, trigger in enumerate(triggers, start=1)
-            ]
-        else:
-            context = await self._prompts.attention_context(storyteller, triggers)
-            entries = [
-                BatchEntry(str(index), await self._prompts.attention_line(trigger))
-                for index, trigger in enumerate(triggers, start=1)
-            ]
+        reference = self.gate.options.reference
+        context = "" if reference else await self._prompts.attention_context(storyteller, triggers)
+        entries = [
+            BatchEntry(str(index), await self._attention_line(storyteller, trigger))
+            for index, trigger in enumerate(triggers, start=1)
+        ]
         fence = Fence.new()
         item = attention_input(context, entries, fence)
         # Named like the turn of the same events, so a burst's turn shows its attention call.

@@ -184,17 +184,16 @@ async def test_the_reference_design_sends_one_event_alone() -> None:
 def test_a_long_remit_is_cut_and_a_zero_limit_leaves_it_out() -> None:
     long = replace(TELLER, system_prompt="You watch the harbour. " * 1000)
     cut = attention_instructions(long, remit_max_chars=500)
+    without = attention_instructions(long, remit_max_chars=0)
     assert TRUNCATION_MARKER.strip() in cut
-    assert len(cut) < 500 + len(attention_instructions(long, remit=False)) + 300
-    assert attention_instructions(long, remit_max_chars=0) == attention_instructions(
-        long, remit=False
-    )
+    assert len(cut) < 500 + len(without) + 300
+    assert without == f"Only thefts and fights matter.\n\n{CONTRACT}"
 
 
 def test_without_a_system_prompt_the_instructions_have_no_remit() -> None:
     blank = replace(TELLER, system_prompt="  ")
     assert attention_instructions(blank) == f"Only thefts and fights matter.\n\n{CONTRACT}"
-    assert attention_instructions(TELLER, remit=False) == attention_instructions(blank)
+    assert attention_instructions(TELLER, remit_max_chars=0) == attention_instructions(blank)
 
 
 async def test_one_request_judges_the_whole_batch() -> None:

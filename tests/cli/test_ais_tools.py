@@ -93,8 +93,8 @@ def test_with_the_world_unreachable_and_nothing_stored_a_prog_is_refused_unless_
     use_catalogue(monkeypatch, None)
     assert cli.fails("ais", "set", "Watcher", "tool", "add", "Later", "FutureProg", code=69) == (
         "The world is unreachable and no catalogue of its progs is stored, so 'FutureProg' "
-        "cannot be checked: start the game (or run any ais command while it is up), or pass "
-        "--unchecked to take it as typed."
+        "cannot be checked: start the game (the daemon, or a tool command run while it is up, "
+        "stores its progs), or pass --unchecked to take it as typed."
     )
     assert tool(cli, "add", "Later", "FutureProg", "--unchecked") == (
         "Storyteller Watcher has a new tool Later running FutureProg, offered on every trigger "

@@ -80,6 +80,21 @@ class Rig:
         await settle()
 
 
+def _pipeline(store: Store, clock: FakeClock, runner: BlockingRunner) -> Pipeline:
+    """A pipeline that judges at once (no burst window)."""
+    return Pipeline(
+        router=Router(),
+        runner=runner,
+        clock=clock,
+        stats=RuntimeStats(),
+        observer=LoggingObserver(),
+        backlog=BacklogRepository(store.db, clock.now),
+        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
+        queue_size=25,
+        model_available=True,
+    )
+
+
 @pytest.fixture
 async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
     st = await sqlite_store.storytellers.create("Watcher")
@@ -89,17 +104,7 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
     world = SimWorld.harbour_town()
     clock = FakeClock()
     runner = BlockingRunner()
-    pipeline = Pipeline(
-        router=Router(),
-        runner=runner,
-        clock=clock,
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(sqlite_store.db, clock.now),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-        queue_size=25,
-        model_available=True,
-    )
+    pipeline = _pipeline(sqlite_store, clock, runner)
     daemon = Daemon(
         settings=sqlite_store.storytellers,
         world=world,
@@ -192,17 +197,7 @@ async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
     runner = BlockingRunner()
     runner.release.clear()
     clock = FakeClock()
-    pipeline = Pipeline(
-        router=Router(),
-        runner=runner,
-        clock=clock,
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(sqlite_store.db, clock.now),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-        queue_size=25,
-        model_available=True,
-    )
+    pipeline = _pipeline(sqlite_store, clock, runner)
     daemon = Daemon(
         settings=sqlite_store.storytellers,
         world=SimWorld.harbour_town(),
@@ -219,3 +214,56 @@ async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
     await asyncio.wait_for(task, 5)  # returns although the turn never finished
     assert runner.turns == []
     assert pipeline.stats.turns["crashed"] == 0
+
+
+class Alerts:
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+
+    def alert(self, kind: str, title: str, detail: str = "", **_: object) -> None:
+        self.kinds.append(kind)
+
+
+async def test_the_daemon_goes_red_and_alerts_on_a_stalled_intake_and_recovers(
+    sqlite_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The game sends (its activity grows) while nothing is stored: health goes red once."""
+    stall = 120.0
+    st = await sqlite_store.storytellers.create("Watcher")
+    await sqlite_store.storytellers.save(
+        replace(st, subscriptions=frozenset({EventKind.ROOM}),
+                surveillance=st.surveillance.toggled("include", 101))
+    )  # fmt: skip
+    world, clock, alerts, activity = SimWorld.harbour_town(), FakeClock(), Alerts(), [0]
+    daemon = Daemon(
+        settings=sqlite_store.storytellers,
+        world=world,
+        pipeline=_pipeline(sqlite_store, clock, BlockingRunner()),
+        clock=clock,
+        alerts=alerts,
+        intake_activity=lambda: activity[0],
+        stall_seconds=stall,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    try:
+        await asyncio.wait_for(daemon.ready.wait(), 5)
+        await settle()
+        assert daemon.world_status == "subscribed"
+        await clock.advance(stall * 2)  # quiet: no activity, no stall
+        assert daemon.world_status == "subscribed" and alerts.kinds == []
+
+        activity[0] += 40  # the game sends, nothing gets stored
+        await clock.advance(stall * 2)
+        assert daemon.world_status == "stalled"
+        assert alerts.kinds == ["intake_stalled"]
+        assert any("world intake stalled" in r.getMessage() for r in caplog.records)
+        await clock.advance(stall * 2)
+        assert alerts.kinds == ["intake_stalled"]  # once per stall
+
+        echo = world.emote(1001, "waves.")  # an event is stored: intake moves again
+        await asyncio.wait_for(daemon.wait_cursor(echo.cursor), 5)
+        assert daemon.world_status == "subscribed"
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)

@@ -122,7 +122,10 @@ async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
     await store.db.upgrade()
     await load_pack(store.db, read_pack("harbour-ward"))
     watch = await store.storytellers.get(WATCH)
-    await store.storytellers.save(replace(watch, paused=False))
+    # Every turn here comes from an entry the test plays: no heartbeat turns (they fire on the
+    # wall clock) and no scripted town activity (real-time steps whose events could share a
+    # turn with an entry's, widening its scope to their rooms).
+    await store.storytellers.save(replace(watch, paused=False, heartbeats=frozenset()))
     assert watch.id is not None
     places = {
         "api_key": API_KEY,
@@ -142,6 +145,11 @@ async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
     )
     environ = {"OPENAI_API_KEY": API_KEY, "STORYTELLER_BRIDGE_TOKEN": BRIDGE_TOKEN}
     world = SimWorld.harbour_town()
+
+    async def no_activity(*_: object, **__: object) -> None:
+        await asyncio.Event().wait()
+
+    world.run_activity = no_activity  # type: ignore[method-assign]
     clock = FakeClock()
     async with ScriptedResponsesServer(responder=ObedientResponder(injections)) as server:
         model = OpenAIResponsesModel(api_key=API_KEY, base_url=server.base_url, max_retries=0)
