@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic_core import core_schema
 
 
 class ProgType(StrEnum):
@@ -62,6 +66,17 @@ class ValueType:
     def describe(self) -> str:
         """``Text`` or ``Collection<Character>``."""
         return f"Collection<{self.element.value}>" if self.collection else self.element.value
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        """In JSON a value type is its name (``Collection<Text>``), not an object."""
+        from pydantic_core import core_schema  # only the codec asks; the CLI need not load it
+
+        return core_schema.no_info_after_validator_function(
+            cls.parse,
+            core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(cls.describe),
+        )
 
     @classmethod
     def parse(cls, text: str) -> ValueType:

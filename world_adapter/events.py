@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+MAX_EPOCH_CHARS = 200
+
 
 @dataclass(frozen=True, order=True)
 class Cursor:
@@ -17,6 +19,12 @@ class Cursor:
 
     epoch: str
     seq: int
+
+    def __post_init__(self) -> None:
+        if not self.epoch.strip() or len(self.epoch) > MAX_EPOCH_CHARS:
+            raise ValueError(f"epoch must be 1-{MAX_EPOCH_CHARS} characters")
+        if self.seq < 0:
+            raise ValueError("seq must not be negative")
 
     def __str__(self) -> str:
         return f"{self.epoch}:{self.seq}"
@@ -61,6 +69,10 @@ class WorldEvent:
     (the daemon does not react to its own actions)."""
 
     kind: EventKind = EventKind.ROOM_ECHO
+
+    def __post_init__(self) -> None:
+        if self.occurred_at.tzinfo is None:
+            raise ValueError("occurred_at has no timezone")
 
     @property
     def involved_character_ids(self) -> frozenset[int]:

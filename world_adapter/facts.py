@@ -7,9 +7,10 @@ character id here is the world's one id for that character: the id the tools tak
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 from enum import StrEnum
 from typing import Any
+
+from world_adapter.codec import Seconds
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ class CharacterPlan:
     short_description: str
     short_term: str | None
     long_term: str | None
-    updated_ago: timedelta | None
+    updated_ago: Seconds | None
     is_player: bool = True
 
 

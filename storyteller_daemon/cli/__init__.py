@@ -15,15 +15,26 @@ from storyteller_daemon.cli.common import CliState
 from storyteller_daemon.errors import EX_USAGE
 
 
+def _annotation(param: Any) -> Any:
+    return getattr(getattr(param, "type_descriptor", None), "annotation", None)
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
 def _tidy_metavars(command: Any) -> None:
     """Help without type noise: a flag shows no value, a text option shows TEXT (typer would
     print ``<bool>`` and ``<str>``); numbers, choices and paths keep their typed hints."""
     for param in command.params:
+        if param.param_type_name == "argument" and _annotation(param) is str:
+            param.__dict__["display_type_rich"] = _no_type  # the name says it; <str> is noise
+            continue
         if param.metavar is not None or not param.opts or not param.opts[0].startswith("-"):
             continue
         if getattr(param, "is_flag", False):
             param.metavar = ""
-        elif getattr(getattr(param, "type_descriptor", None), "annotation", None) is str:
+        elif _annotation(param) is str:
             param.metavar = "TEXT"
     help_option = command.get_help_option(Context(command))  # made once, then cached
     if help_option is not None:

@@ -10,7 +10,7 @@ A replayed call is matched to the first unused entry with the same service, meth
 arguments; a call the tape does not hold is a *miss*: it is listed, and it raises an error the
 tool turns into a model-visible failure (``replay: not in the recording``).
 
-Values are converted with the world's codec (`world_adapter.bridge.codec`, the bridge protocol's
+Values are converted with the world's codec (`world_adapter.codec`, the bridge protocol's
 own), which follows the type hints of the service protocols: dataclasses become objects, enums
 their values, datetimes ISO text, durations seconds, sets sorted lists. Triggers, whose event
 may be any of the world's event classes, have their own pair (`encode_trigger`,
@@ -39,9 +39,8 @@ from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, V
 
 # One codec for world values, the bridge protocol's: tapes, bridge frames and stored triggers
 # write the same JSON for the same value (re-exported for the tape's tests).
-from world_adapter.bridge.codec import decode, encode
+from world_adapter.codec import decode, decode_event, encode, encode_event
 from world_adapter.errors import WorldCommandError
-from world_adapter.events import Crime, EventKind, RoomEcho, Speech, StateChange, WorldEvent
 from world_adapter.protocol import WorldClient
 
 T = TypeVar("T")
@@ -66,10 +65,11 @@ def _bound_arguments(
     protocol: type[Any], method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> dict[str, Any]:
     """The call's arguments by name, defaults filled in, as the protocol declares them."""
-    signature = inspect.signature(getattr(protocol, method))
-    bound = signature.bind(None, *args, **kwargs)
+    function = getattr(protocol, method)
+    bound = inspect.signature(function).bind(None, *args, **kwargs)
     bound.apply_defaults()
-    return {k: encode(v) for k, v in list(bound.arguments.items())[1:]}
+    hints = typing.get_type_hints(function)
+    return {k: encode(v, hints.get(k)) for k, v in list(bound.arguments.items())[1:]}
 
 
 def _async_methods(protocol: type[Any]) -> frozenset[str]:
@@ -142,6 +142,9 @@ class _Recording:
             return attribute
         return self._wrap(name, attribute)
 
+    def _returns(self, name: str) -> Any:
+        return typing.get_type_hints(getattr(self._protocol, name)).get("return", Any)
+
     def _wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         async def call(*args: Any, **kwargs: Any) -> Any:
             # Recording must never change what the call does: what cannot be written down is
@@ -158,7 +161,7 @@ class _Recording:
                 self._tape.entries.append(entry)
                 raise
             try:
-                entry["result"] = encode(result)
+                entry["result"] = encode(result, self._returns(name))
             except (TypeError, ValueError):
                 entry["unrecorded"] = type(result).__name__
             self._tape.entries.append(entry)
@@ -206,14 +209,6 @@ def _miss_error(service: str) -> Exception:
     return ToolError(MISS_MESSAGE)
 
 
-_EVENT_CLASSES: dict[str, type[WorldEvent]] = {
-    EventKind.ROOM_ECHO.value: RoomEcho,
-    EventKind.SPEECH.value: Speech,
-    EventKind.CRIME.value: Crime,
-    EventKind.STATE_CHANGE.value: StateChange,
-}
-
-
 # ---------------------------------------------------------------------- triggers
 
 
@@ -223,7 +218,7 @@ def encode_trigger(trigger: Trigger) -> dict[str, Any]:
         "kind": trigger.kind.value,
         "label": trigger.label,
         "occurred_at": trigger.occurred_at.isoformat(),
-        "event": encode(trigger.event),
+        "event": encode_event(trigger.event) if trigger.event is not None else None,
         "heartbeat": trigger.heartbeat.value if trigger.heartbeat is not None else None,
         "text": trigger.text,
         "attention_reason": trigger.attention_reason,
@@ -236,7 +231,7 @@ def decode_trigger(data: dict[str, Any]) -> Trigger:
     """The trigger `encode_trigger` wrote."""
     event = None
     if data.get("event") is not None:
-        event = decode(data["event"], _EVENT_CLASSES[data["event"]["kind"]])
+        event = decode_event(data["event"])
     return Trigger(
         kind=TriggerKind(data["kind"]),
         occurred_at=datetime.fromisoformat(data["occurred_at"]),

@@ -14,7 +14,7 @@ from progs.types import ProgSignature
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import Base, UtcDateTime
 from storyteller_daemon.storage.storytellers import as_utc
-from world_adapter.bridge.codec import CodecError, decode, encode
+from world_adapter.codec import CodecError, decode, encode
 
 
 class CatalogueRow(Base):
@@ -44,7 +44,9 @@ class CatalogueRepository:
 
     async def save(self, world: str, progs: list[ProgSignature], at: datetime) -> None:
         """Store `progs` as `world`'s catalogue, replacing the one stored before."""
-        text = json.dumps(encode(progs), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(
+            encode(progs, list[ProgSignature]), ensure_ascii=False, separators=(",", ":")
+        )
         async with self._db.session() as session:
             row = await session.get(CatalogueRow, world)
             if row is None:

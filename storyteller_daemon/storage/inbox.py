@@ -7,7 +7,7 @@ skipped, which makes a replayed stream harmless (at-least-once delivery, effecti
 intake). Stored events are dispatched afterwards and marked; on a restart, `pending` returns
 the ones stored but never dispatched. `prune` keeps the table small.
 
-Payloads are the events' JSON form from the bridge protocol (`world_adapter.bridge.codec`).
+Payloads are the events' JSON form from the bridge protocol (`world_adapter.codec`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import InboxRow, StreamStateRow
 from storyteller_daemon.storage.storytellers import Clock, utc_now
-from world_adapter.bridge.codec import CodecError, decode_event, encode_event
+from world_adapter.codec import CodecError, decode_event, encode_event
 from world_adapter.events import Cursor, WorldEvent
 
 _CHUNK = 500  # rows per IN (...) list: well under every backend's bound-parameter limit

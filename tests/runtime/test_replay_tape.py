@@ -23,7 +23,7 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def through_json(value: Any, hint: Any) -> Any:
-    return decode(json.loads(json.dumps(encode(value))), hint)
+    return decode(json.loads(json.dumps(encode(value, hint))), hint)
 
 
 @pytest.mark.parametrize(

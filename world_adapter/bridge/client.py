@@ -22,13 +22,13 @@ import aiohttp
 
 from progs.types import ProgSignature
 from world_adapter.bridge.backoff import Backoff
-from world_adapter.bridge.codec import CodecError
 from world_adapter.bridge.connection import BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import RemoteError
 from world_adapter.bridge.messages import FrameTooLarge
 from world_adapter.bridge.methods import world_methods
 from world_adapter.bridge.stream import BridgeSubscription, Sleep
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, SystemBridgeClock
+from world_adapter.codec import CodecError
 from world_adapter.errors import TransientStreamError, WorldCommandError
 from world_adapter.events import Cursor
 from world_adapter.facts import (

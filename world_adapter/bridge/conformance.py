@@ -19,7 +19,6 @@ from typing import Any
 
 import aiohttp
 
-from world_adapter.bridge.codec import CodecError, encode
 from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
@@ -43,6 +42,7 @@ from world_adapter.bridge.probe import (
     looks_up_one_id,
     sample_value,
 )
+from world_adapter.codec import CodecError, encode
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.facts import ProgOutcome
 
@@ -246,7 +246,7 @@ class Checker:
 
     def _sample_params(self, spec: Method) -> dict[str, Any]:
         return {
-            p.name: encode(sample_value(p.hint, p.name, self._sample_ids))
+            p.name: encode(sample_value(p.hint, p.name, self._sample_ids), p.hint)
             for p in spec.params
             if p.required
         }

@@ -8,14 +8,13 @@ use these definitions, and a test parses every example in the protocol document 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from world_adapter.bridge.codec import CodecError, decode, decode_event, encode, encode_event
+from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
 from world_adapter.events import Cursor, WorldEvent
 
 PROTOCOL_VERSION = 1
@@ -297,7 +296,7 @@ def frame_data(frame: Frame) -> dict[str, Any]:
     """The JSON object of a frame, ``type`` first."""
     if isinstance(frame, EventFrame):
         return {"type": "event", **encode_event(frame.event)}
-    body = {f.name: encode(getattr(frame, f.name)) for f in dataclasses.fields(frame)}
+    body = encode(frame)
     return {"type": frame_type(frame), **body}
 
 

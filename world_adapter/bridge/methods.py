@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Any, Union
 
 from progs.types import ValueType
-from world_adapter.bridge.codec import CodecError, decode, encode
+from world_adapter.codec import CodecError, decode, encode
 from world_adapter.protocol import WorldClient
 
 NOT_REQUESTS = frozenset({"subscribe"})
@@ -55,7 +55,8 @@ class Method:
         unknown = set(arguments) - known
         if unknown:
             raise TypeError(f"{self.name} has no parameter(s) {', '.join(sorted(unknown))}")
-        return {name: encode(value) for name, value in arguments.items()}
+        hints = {p.name: p.hint for p in self.params}
+        return {name: encode(value, hints[name]) for name, value in arguments.items()}
 
     def decode_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Keyword arguments for the `WorldClient` method from a request's ``params``.

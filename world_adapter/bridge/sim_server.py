@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
-from world_adapter.bridge.codec import CodecError, encode
 from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
@@ -49,6 +48,7 @@ from world_adapter.bridge.messages import (
 from world_adapter.bridge.methods import method
 from world_adapter.bridge.replay import ReplayBuffer
 from world_adapter.bridge.timing import BridgeClock, SystemBridgeClock, wait_or_timeout
+from world_adapter.codec import CodecError, encode
 from world_adapter.errors import CursorExpired, WorldCommandError
 from world_adapter.events import Cursor
 from world_adapter.protocol import WorldClient
@@ -398,7 +398,7 @@ class _Session:
         answer: Frame
         try:
             value: Any = await getattr(self._server.world, spec.name)(**arguments)
-            answer = Result(request.id, encode(value))
+            answer = Result(request.id, encode(value, spec.result))
             encode_frame(answer)
         except WorldCommandError as exc:
             answer = Error(ErrorCode.COMMAND_FAILED, short_message(str(exc)), request.id)

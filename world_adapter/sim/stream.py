@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from world_adapter.bridge.codec import CodecError, decode_event, encode_event
+from world_adapter.codec import CodecError, decode_event, encode_event
 from world_adapter.events import (
     CharacterState,
     Crime,
