@@ -11,10 +11,19 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from progs.types import ProgSignature
 from storyteller_daemon.agent.attention import AttentionOptions
@@ -226,7 +235,6 @@ class Runtime:
     pipeline: Pipeline
     daemon: Daemon
     runner: AgentTurnRunner | None = None
-    extra_tasks: list[asyncio.Task[None]] = field(default_factory=list)
     alerts: Alerts | None = None
     health: HealthServer | None = None
     budget: BudgetKeeper | None = None
@@ -271,37 +279,50 @@ class Runtime:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
 
     async def _run_daemon(self, stop: asyncio.Event) -> None:
-        """Run the daemon (and the sim world's activity, if any) until `stop` is set."""
-        activity: asyncio.Task[None] | None = None
-        run_activity = getattr(self.world, "run_activity", None)
-        if run_activity is not None:
-            activity = asyncio.create_task(run_activity(self.cfg.world.sim_tick_seconds))
-        pruning: asyncio.Task[None] | None = None
-        if self.recorder is not None:  # at start-up, then daily
-            pruning = asyncio.create_task(
-                self.recorder.prune_daily(
-                    retention_days=self.cfg.runs.retention_days,
-                    ledger_retention_days=self.cfg.runs.ledger_retention_days,
-                )
-            )
-        approved: asyncio.Task[None] | None = None
-        if self.approvals is not None:
-            approved = asyncio.create_task(self.approvals.run())
-        catalogue = asyncio.create_task(self.keep_catalogue())
-        summaries: asyncio.Task[None] | None = None
-        if self.summaries is not None:
-            summaries = asyncio.create_task(self.summaries.run(self.summaries_sleep))
+        """Run the daemon and its side work (the sim world's activity, pruning, approvals, the
+        prog catalogue, the minute summaries) in one TaskGroup until `stop` is set."""
+        failure: Exception | None = None
         try:
-            await self.daemon.run(stop)
-        except FatalStreamError as exc:  # the operator must act: one clear line, no retry
-            raise ConfigError("config", f"the game refused the daemon: {exc}", key="world") from exc
+            async with asyncio.TaskGroup() as group:
+                side = [
+                    group.create_task(_logged(name, work), name=name)
+                    for name, work in self._side_work()
+                ]
+                try:
+                    await self.daemon.run(stop)
+                except Exception as exc:  # raised below as it is, not wrapped by the group
+                    failure = exc
+                finally:
+                    for task in side:
+                        task.cancel()
         finally:
-            for task in (activity, pruning, approved, summaries, catalogue):
-                if task is not None:
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
             if self.summaries is not None:
                 self.summaries.flush()  # the last, partial minute
+        if isinstance(failure, FatalStreamError):  # the operator must act: one line, no retry
+            raise ConfigError(
+                "config", f"the game refused the daemon: {failure}", key="world"
+            ) from failure
+        if failure is not None:
+            raise failure
+
+    def _side_work(self) -> Iterator[tuple[str, Coroutine[Any, Any, None]]]:
+        run_activity = getattr(self.world, "run_activity", None)
+        if run_activity is not None:
+            yield "sim-activity", run_activity(self.cfg.world.sim_tick_seconds)
+        if self.recorder is not None:  # at start-up, then daily
+            runs = self.cfg.runs
+            yield (
+                "run-pruning",
+                self.recorder.prune_daily(
+                    retention_days=runs.retention_days,
+                    ledger_retention_days=runs.ledger_retention_days,
+                ),
+            )
+        if self.approvals is not None:
+            yield "approvals", self.approvals.run()
+        yield "prog-catalogue", self.keep_catalogue()
+        if self.summaries is not None:
+            yield "minute-summaries", self.summaries.run(self.summaries_sleep)
 
     async def close(self) -> None:
         """Release the model client, the world's connections and the database."""
@@ -312,6 +333,14 @@ class Runtime:
         if close_world is not None:
             await close_world()
         await self.store.close()
+
+
+async def _logged(name: str, work: Coroutine[Any, Any, None]) -> None:
+    """Side work that fails is logged; the daemon goes on without it rather than stop."""
+    try:
+        await work
+    except Exception:
+        log.exception("%s stopped on an unexpected error; the daemon goes on without it", name)
 
 
 async def build_runtime(

@@ -75,7 +75,7 @@ def configure_logging(cfg: LoggingConfig, environ: Mapping[str, str] = os.enviro
     logging.basicConfig(level=cfg.level, handlers=[handler], force=True)
     # Third-party chatter (HTTP request lines) stays out unless debugging.
     # SQL logging at DEBUG would write statement parameters (run records hold player text).
-    for noisy in ("httpx", "httpx2", "openai", "apscheduler", "aiosqlite", "sqlalchemy", "alembic"):
+    for noisy in ("httpx", "httpx2", "openai", "aiosqlite", "sqlalchemy", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(cfg.level)))
 
 

@@ -141,7 +141,7 @@ class Daemon:
         self._reload_seconds = reload_seconds
         self._drain_seconds = drain_seconds
         self._retry_seconds = retry_seconds
-        self.heartbeats = HeartbeatScheduler(self._fire_heartbeat)
+        self.heartbeats = HeartbeatScheduler(self._fire_heartbeat, clock)
         self.cursor: Cursor | None = None
         self._revisions: dict[int, int] | None = None
         self._zones: Mapping[int, frozenset[int]] | None = None
@@ -437,13 +437,13 @@ class Daemon:
             raise
         except WorldAdapterError as exc:  # a game that is down: the settings poll retries
             log.warning("the world did not answer at start (%s); retrying while running", exc)
-        self.heartbeats.start()
         try:
             async with asyncio.TaskGroup() as group:
                 pipeline = group.create_task(self.pipeline.run(), name="pipeline")
                 background = [
                     group.create_task(self._pump(), name="world-pump"),
                     group.create_task(self._watch_settings(), name="settings-watch"),
+                    group.create_task(self.heartbeats.run(), name="heartbeats"),
                 ]
                 if self.intake is not None:
                     background.append(group.create_task(self._watch_intake(), name="intake"))
@@ -457,7 +457,6 @@ class Daemon:
                 log.info("stopping: no new events; draining queued turns")
                 self._intake_open = False
                 self.pipeline.stop_intake()
-                self.heartbeats.shutdown()
                 for task in background:
                     task.cancel()
                 try:
@@ -471,7 +470,6 @@ class Daemon:
             if self.failure is not None:
                 raise self.failure
         finally:
-            self.heartbeats.shutdown()
             self.ready.clear()
 
 

@@ -1,31 +1,34 @@
-"""Fuzzy 5m/10m/30m/1h heartbeats on APScheduler, each storyteller at its own stable phase.
+"""Fuzzy 5m/10m/30m/1h heartbeats on the daemon's clock, each storyteller at its own stable phase.
 
 A storyteller's heartbeat fires at ``epoch + phase + k * period``, where the phase is derived
 from the storyteller id and the period. Different storytellers therefore spread over the period
 (FutureMUD's "fuzzy" heartbeats) while each keeps the same phase across restarts and setting
-changes. Late runs inside half a period still fire (coalesced into one); later ones are counted
-and logged as missed, never silently dropped.
+changes. A heartbeat that comes due late by at most half a period still fires (once, however
+many periods it slept through); a later one is counted and logged as missed, never silently
+dropped.
+
+`HeartbeatScheduler.run` is one task of the daemon's TaskGroup and waits on the injected
+`Clock`, so a fake clock drives it in tests and shutdown cancels it with everything else.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.runtime.clock import Clock
 
 log = logging.getLogger(__name__)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 FireHeartbeat = Callable[[int, Heartbeat], Awaitable[None]]
+Job = tuple[int, Heartbeat]
 
 
 def heartbeat_phase(storyteller_id: int, heartbeat: Heartbeat) -> int:
@@ -44,75 +47,93 @@ def next_fire_time(now: datetime, storyteller_id: int, heartbeat: Heartbeat) -> 
 
 
 def job_id(storyteller_id: int, heartbeat: Heartbeat) -> str:
-    """The scheduler job id of one storyteller's heartbeat."""
+    """The name of one storyteller's heartbeat (in logs and the missed counter)."""
     return f"heartbeat:{storyteller_id}:{heartbeat.value}"
 
 
-def make_trigger(storyteller_id: int, heartbeat: Heartbeat) -> IntervalTrigger:
-    """An interval trigger aligned to the storyteller's phase."""
-    start = EPOCH + timedelta(seconds=heartbeat_phase(storyteller_id, heartbeat))
-    return IntervalTrigger(seconds=heartbeat.seconds, start_date=start, timezone=UTC)
-
-
 class HeartbeatScheduler:
-    """Keeps one scheduler job per (storyteller, subscribed heartbeat)."""
+    """Fires every subscribed heartbeat of every storyteller at its fire times.
 
-    def __init__(self, fire: FireHeartbeat, scheduler: AsyncIOScheduler | None = None) -> None:
+    Args:
+        fire: Hands one heartbeat to the pipeline (quick: it only stores the work).
+        clock: The daemon's clock; `run` sleeps on it.
+    """
+
+    def __init__(self, fire: FireHeartbeat, clock: Clock) -> None:
         self._fire = fire
-        self._scheduler = scheduler or AsyncIOScheduler(timezone=UTC)
-        self._scheduler.add_listener(self._on_problem, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+        self._clock = clock
+        self._due: dict[Job, datetime] = {}
+        self._changed = asyncio.Event()
+        self.running = False
+        """Whether `run` is scheduling (shown by /healthz)."""
         self.missed: Counter[str] = Counter()
-
-    @property
-    def running(self) -> bool:
-        """Whether the scheduler is alive."""
-        return bool(self._scheduler.running)
-
-    def start(self) -> None:
-        """Start scheduling (must be called with the event loop running)."""
-        self._scheduler.start()
-
-    def shutdown(self) -> None:
-        """Stop scheduling; a heartbeat already handed to the pipeline is not affected."""
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
-
-    def wanted_jobs(self, storytellers: Iterable[Storyteller]) -> dict[str, tuple[int, Heartbeat]]:
-        """Job id → (storyteller id, heartbeat) for every subscribed heartbeat."""
-        return {
-            job_id(st.id, hb): (st.id, hb)
-            for st in storytellers
-            if st.id is not None
-            for hb in st.heartbeats
-        }
+        """Heartbeats that came due more than half a period late, by `job_id`."""
 
     def sync(self, storytellers: Iterable[Storyteller]) -> None:
-        """Add and remove jobs so they match the storytellers' heartbeat subscriptions."""
-        wanted = self.wanted_jobs(storytellers)
-        for job in self._scheduler.get_jobs():
-            if job.id.startswith("heartbeat:") and job.id not in wanted:
-                job.remove()
-        for jid, (sid, hb) in wanted.items():
-            if self._scheduler.get_job(jid) is None:
-                self._scheduler.add_job(
-                    self._fire,
-                    make_trigger(sid, hb),
-                    args=(sid, hb),
-                    id=jid,
-                    coalesce=True,
-                    max_instances=1,
-                    misfire_grace_time=hb.seconds // 2,
-                )
+        """Add and remove heartbeats so they match the storytellers' subscriptions; a kept one
+        keeps its next fire time."""
+        wanted = {(st.id, hb) for st in storytellers if st.id is not None for hb in st.heartbeats}
+        now = self._clock.now()
+        self._due = {job: self._due.get(job) or next_fire_time(now, *job) for job in sorted(wanted)}
+        self._changed.set()
 
     def job_ids(self) -> list[str]:
-        """Scheduled heartbeat job ids, sorted."""
-        return sorted(j.id for j in self._scheduler.get_jobs() if j.id.startswith("heartbeat:"))
+        """Scheduled heartbeats, sorted."""
+        return sorted(job_id(*job) for job in self._due)
 
-    def _on_problem(self, event: Any) -> None:
-        if isinstance(event, JobEvent):
-            self.missed[event.job_id] += 1
-            log.warning(
-                "heartbeat %s did not run on time (scheduled %s); it will fire at its next period",
-                event.job_id,
-                getattr(event, "scheduled_run_time", "?"),
-            )
+    def next_due(self) -> datetime | None:
+        """When the next heartbeat fires (None with nothing scheduled)."""
+        return min(self._due.values(), default=None)
+
+    async def run(self) -> None:
+        """Fire heartbeats as they come due, until cancelled."""
+        self.running = True
+        try:
+            while True:
+                await self._fire_due(self._clock.now())
+                upcoming = self.next_due()
+                wait = None
+                if upcoming is not None:
+                    wait = max(0.0, (upcoming - self._clock.now()).total_seconds())
+                await self._wait(wait)
+        finally:
+            self.running = False
+
+    async def _fire_due(self, now: datetime) -> None:
+        for job, due in sorted(self._due.items(), key=lambda item: item[1]):
+            if due > now or job not in self._due:
+                continue
+            storyteller_id, heartbeat = job
+            following = next_fire_time(now, storyteller_id, heartbeat)
+            if following <= due:
+                following = due + timedelta(seconds=heartbeat.seconds)
+            self._due[job] = following
+            late = (now - due).total_seconds()
+            if late > heartbeat.seconds / 2:
+                self.missed[job_id(*job)] += 1
+                log.warning(
+                    "heartbeat %s did not run on time (due %s, %.0f s late); it will fire at %s",
+                    job_id(*job),
+                    due.isoformat(),
+                    late,
+                    following.isoformat(),
+                )
+                continue
+            try:
+                await self._fire(storyteller_id, heartbeat)
+            except Exception:
+                log.exception("heartbeat %s could not be handed on", job_id(*job))
+
+    async def _wait(self, seconds: float | None) -> None:
+        """Sleep `seconds` on the clock (None: indefinitely), or until `sync` changes the plan."""
+        self._changed.clear()
+        waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self._changed.wait())]
+        if seconds is not None:
+            waits.append(asyncio.ensure_future(self._clock.sleep(seconds)))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await wait
