@@ -34,20 +34,20 @@ from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
+from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError, StorageError
+from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.approvals import ApprovalRunner
 from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
-from storyteller_daemon.runtime.clock import Clock, SystemClock
 from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
 from storyteller_daemon.runtime.health import HealthServer, check_http_settings
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
-from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner

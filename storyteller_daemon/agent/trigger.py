@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from storyteller_daemon.domain.settings import Heartbeat, Scope
+from storyteller_daemon.domain.settings import Heartbeat, Scope, Storyteller
 from storyteller_daemon.domain.tool_names import ToolProfile
 from world_adapter.events import (
     Crime,
@@ -117,3 +118,18 @@ class Trigger:
         }[event.kind]
         assert isinstance(event, RoomEcho | Speech | Crime | StateChange)
         return cls(kind=kind, occurred_at=event.occurred_at, event=event)
+
+
+def turn_key(storyteller: Storyteller, trigger: Trigger) -> str:
+    """A key that is the same every time the same trigger is handled for the same storyteller.
+
+    Prog calls derive their idempotency keys from it, so re-running a turn after a crash or a
+    redelivered event never acts twice.
+    """
+    if trigger.event is not None:
+        return f"st{storyteller.id}:event:{trigger.event.cursor}"
+    stamp = trigger.occurred_at.isoformat()
+    if trigger.kind is TriggerKind.HEARTBEAT and trigger.heartbeat is not None:
+        return f"st{storyteller.id}:heartbeat:{trigger.heartbeat.value}:{stamp}"
+    digest = hashlib.sha256(trigger.text.encode()).hexdigest()[:16]
+    return f"st{storyteller.id}:{trigger.kind.value}:{stamp}:{digest}"

@@ -78,7 +78,7 @@ class Doctor:
 
     def prices(self, cfg: Config, used: Mapping[str, list[str]]) -> Finding:
         """Every model a storyteller uses has a price, or its spend is invisible to the caps."""
-        from storyteller_daemon.runtime.costs import price_for
+        from storyteller_daemon.runs import price_for
 
         unpriced = sorted(name for name in used if price_for(cfg.model.prices, name) is None)
         if not unpriced:
@@ -246,7 +246,7 @@ class Doctor:
             redact_webhook_url,
             webhook_url_problem,
         )
-        from storyteller_daemon.runtime.clock import SystemClock
+        from storyteller_daemon.clock import SystemClock
 
         name = cfg.alerts.discord_webhook_env
         if not name:

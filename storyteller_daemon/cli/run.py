@@ -105,7 +105,7 @@ async def run(
     """Run the storyteller daemon against the configured world until SIGINT/SIGTERM."""
     from storyteller_daemon.alerts.crash_loop import check_crash_loop
     from storyteller_daemon.app import build_alerts, build_runtime, start_history
-    from storyteller_daemon.runtime.clock import SystemClock
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runtime.daemon import stop_on_signals
     from storyteller_daemon.runtime.systemd import SystemdNotifier, run_under_systemd, status_line
 

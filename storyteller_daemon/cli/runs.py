@@ -165,7 +165,8 @@ async def replay(
     The world's answers and prog results come from the recording, so no prog runs and nothing
     is stored, except the cost of a live model's requests in the cost ledger.
     """
-    from storyteller_daemon.runtime.replay import replay_turn
+    from storyteller_daemon.runs import replay_turn
+    from storyteller_daemon.runtime.turns import replay_runner
     from storyteller_daemon.storage.ledger import LedgerRepository
     from storyteller_daemon.storage.runs import RunRepository
 
@@ -192,6 +193,7 @@ async def replay(
                     stored.record,
                     storyteller,
                     cfg.limits,
+                    runner=replay_runner,
                     live=live,
                     live_name=model,
                     prices=cfg.model.prices,

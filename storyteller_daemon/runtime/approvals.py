@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import NotFoundError
-from storyteller_daemon.runtime.clock import Clock
 from storyteller_daemon.storage.approvals import ApprovalRepository
 
 log = logging.getLogger(__name__)

@@ -36,12 +36,11 @@ from typing import Protocol
 from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.records import api_body
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
-from storyteller_daemon.runtime.attribution import RunContext, current_run
-from storyteller_daemon.runtime.clock import Clock
-from storyteller_daemon.runtime.costs import price_for
+from storyteller_daemon.runs import RunContext, current_run, price_for
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.errors import StorageError
-from storyteller_daemon.runtime.clock import Clock
 from storyteller_daemon.runtime.heartbeats import HeartbeatScheduler
 from storyteller_daemon.runtime.intake_watch import Change, IntakeWatch
 from storyteller_daemon.runtime.pipeline import Pipeline

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
-from storyteller_daemon.runtime.clock import Clock
 
 log = logging.getLogger(__name__)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -40,6 +40,7 @@ from typing import Protocol
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction, RuleBook
 from storyteller_daemon.domain.repeats import (
@@ -58,10 +59,9 @@ from storyteller_daemon.domain.work import (
     WorkState,
 )
 from storyteller_daemon.errors import BudgetExceeded
-from storyteller_daemon.runtime.clock import Clock
+from storyteller_daemon.runs import decode_trigger, encode_trigger
 from storyteller_daemon.runtime.routing import SUBSCRIPTION_FOR, Router
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.tape import decode_trigger, encode_trigger
 from world_adapter.events import Crime, RoomEcho, Speech, WorldEvent
 
 log = logging.getLogger(__name__)

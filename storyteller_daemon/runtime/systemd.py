@@ -22,7 +22,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 
-from storyteller_daemon.runtime.clock import Clock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.runtime.daemon import Daemon
 
 log = logging.getLogger(__name__)

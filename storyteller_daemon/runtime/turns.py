@@ -7,7 +7,6 @@ stores the run record. A replay builds this same runner over services that answe
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 
@@ -31,16 +30,15 @@ from storyteller_daemon.agent.prompts import Fence, PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools.base import Envelope, ToolContext
 from storyteller_daemon.agent.tools.custom import run_approved
-from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runs import RunRecorder, Services
 from storyteller_daemon.runtime.budgets import BudgetKeeper
-from storyteller_daemon.runtime.clock import Clock
-from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.tape import Services
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
 
@@ -48,21 +46,6 @@ log = logging.getLogger(__name__)
 
 VIOLATION_ALERT_STREAK = 5
 """Consecutive attention contract violations before an error is raised to the admins."""
-
-
-def turn_key(storyteller: Storyteller, trigger: Trigger) -> str:
-    """A key that is the same every time the same trigger is handled for the same storyteller.
-
-    Prog calls derive their idempotency keys from it, so re-running a turn after a crash or a
-    redelivered event never acts twice.
-    """
-    if trigger.event is not None:
-        return f"st{storyteller.id}:event:{trigger.event.cursor}"
-    stamp = trigger.occurred_at.isoformat()
-    if trigger.kind is TriggerKind.HEARTBEAT and trigger.heartbeat is not None:
-        return f"st{storyteller.id}:heartbeat:{trigger.heartbeat.value}:{stamp}"
-    digest = hashlib.sha256(trigger.text.encode()).hexdigest()[:16]
-    return f"st{storyteller.id}:{trigger.kind.value}:{stamp}:{digest}"
 
 
 class AgentTurnRunner:
@@ -241,4 +224,19 @@ def _tools(services: Services) -> ToolContext:
         situations=services.situations,
         memories=services.memories,
         references=services.references,
+    )
+
+
+def replay_runner(services: Services, model: Model, limits: LimitsConfig) -> AgentTurnRunner:
+    """The daemon's turn runner over a replay's services and model (`runs.replay_turn`)."""
+    return AgentTurnRunner(
+        world=services.world,
+        situations=services.situations,
+        memories=services.memories,
+        references=services.references,
+        speech=services.speech,
+        model=model,
+        limits=limits,
+        clock=SystemClock(),
+        stats=RuntimeStats(),
     )

@@ -19,9 +19,9 @@ from storyteller_daemon.agent.model import ModelRequest, ModelResponse, ToolSpec
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
+from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.metering import MeteredModel
-from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository

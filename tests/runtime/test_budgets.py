@@ -17,7 +17,7 @@ from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import BudgetExceeded
-from storyteller_daemon.runtime.attribution import RunContext, attributed
+from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper, worst_case
 from storyteller_daemon.runtime.metering import MeteredModel
 from storyteller_daemon.runtime.pipeline import Pipeline

@@ -12,11 +12,10 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelTransientError
+from storyteller_daemon.runs import RunRecorder, Services
 from storyteller_daemon.runtime.budgets import worst_case
 from storyteller_daemon.runtime.metering import MeteredModel
-from storyteller_daemon.runtime.recorder import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.tape import Services
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store

@@ -29,12 +29,10 @@ from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
+from storyteller_daemon.runs import RunRecorder, decode_trigger, encode_trigger, replay_turn
 from storyteller_daemon.runtime.metering import MeteredModel
-from storyteller_daemon.runtime.recorder import RunRecorder
-from storyteller_daemon.runtime.replay import replay_turn
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.tape import decode_trigger, encode_trigger
-from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
@@ -261,7 +259,7 @@ async def test_a_recorded_turn_replays_identically_and_acts_on_nothing(sqlite_st
     heard = world.output_of(MAREN)
     assert WHISTLE in heard
     stored = await RunRepository(sqlite_store.db).get(run_id)
-    report = await replay_turn(run_id, stored.record, st, LimitsConfig())
+    report = await replay_turn(run_id, stored.record, st, LimitsConfig(), runner=replay_runner)
     assert report.identical, report.differences
     assert [c["name"] for c in report.replayed["calls"]] == [
         "CreateSituation",
@@ -279,7 +277,7 @@ async def test_a_changed_prompt_shows_in_the_replay(sqlite_store: Store) -> None
     st, run_id = await record_a_turn(sqlite_store, world)
     changed = await sqlite_store.storytellers.save(replace(st, system_prompt="You are a gull."))
     stored = await RunRepository(sqlite_store.db).get(run_id)
-    report = await replay_turn(run_id, stored.record, changed, LimitsConfig())
+    report = await replay_turn(run_id, stored.record, changed, LimitsConfig(), runner=replay_runner)
     assert not report.identical
     where = [d.where for d in report.differences]
     assert where == ["request 1 instructions", "request 2 instructions"]
@@ -294,7 +292,7 @@ async def test_changed_tool_behaviour_shows_in_the_replay(
     st, run_id = await record_a_turn(sqlite_store, world)
     stored = await RunRepository(sqlite_store.db).get(run_id)
     monkeypatch.setattr("storyteller_daemon.agent.tools.registry.NOOP_MESSAGE", "Nothing to do.")
-    report = await replay_turn(run_id, stored.record, st, LimitsConfig())
+    report = await replay_turn(run_id, stored.record, st, LimitsConfig(), runner=replay_runner)
     [difference] = report.differences
     assert difference.where == "call 3 Noop result"
     assert "No action taken." in difference.recorded and "Nothing to do." in difference.replayed
@@ -305,7 +303,7 @@ async def test_a_removed_tool_is_refused_and_its_prog_is_missed(sqlite_store: St
     st, run_id = await record_a_turn(sqlite_store, world)
     without = await sqlite_store.storytellers.save(replace(st, custom_tools=()))
     stored = await RunRepository(sqlite_store.db).get(run_id)
-    report = await replay_turn(run_id, stored.record, without, LimitsConfig())
+    report = await replay_turn(run_id, stored.record, without, LimitsConfig(), runner=replay_runner)
     where = [d.where for d in report.differences]
     assert "call 2 EchoToRoom result" in where and "call 2 EchoToRoom" in where
     assert "world.execute_prog" in where  # the recorded prog run is no longer asked for
@@ -319,7 +317,13 @@ async def test_replay_refuses_an_attention_record(sqlite_store: Store) -> None:
     runs = RunRepository(sqlite_store.db)
     [attention] = await runs.related((await runs.get(run_id)).summary)
     with pytest.raises(ValidationError, match="only turns can be replayed"):
-        await replay_turn(attention.id, (await runs.get(attention.id)).record, st, LimitsConfig())
+        await replay_turn(
+            attention.id,
+            (await runs.get(attention.id)).record,
+            st,
+            LimitsConfig(),
+            runner=replay_runner,
+        )
 
 
 async def test_a_live_model_is_asked_with_the_recorded_inputs(sqlite_store: Store) -> None:
@@ -337,6 +341,7 @@ async def test_a_live_model_is_asked_with_the_recorded_inputs(sqlite_store: Stor
                 stored.record,
                 st,
                 LimitsConfig(),
+                runner=replay_runner,
                 live=live,
                 live_name="gpt-5-mini",
                 prices=PRICES,

@@ -13,7 +13,7 @@ from storyteller_daemon.agent.ports import MemoryStore, SituationStore
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.situations import Situation
 from storyteller_daemon.errors import NotFoundError, ToolError
-from storyteller_daemon.runtime.tape import MISS_MESSAGE, RecordedFailure, Tape, decode, encode
+from storyteller_daemon.runs.tape import MISS_MESSAGE, RecordedFailure, Tape, decode, encode
 from world_adapter.errors import WorldCommandError
 from world_adapter.facts import CharacterInfo, ProgOutcome, RoomInfo
 from world_adapter.protocol import WorldClient

@@ -10,11 +10,11 @@ import pytest
 
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
-from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind, turn_key
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import EventKind, Heartbeat
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner, turn_key
+from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.events import Cursor, RoomEcho, Speech

@@ -1,8 +1,9 @@
 """Replaying a recorded turn with today's code, and saying what came out differently.
 
-A replay builds the ordinary `AgentTurnRunner` over stand-ins and runs the recorded trigger
-through it: the prompt is rebuilt, the tool loop runs, the tools run. What differs from a live
-turn is only what the runner talks to:
+A replay builds the ordinary turn runner (the runtime's `AgentTurnRunner`, which the caller
+hands in as a `RunnerFactory`) over stand-ins and runs the recorded trigger through it: the
+prompt is rebuilt, the tool loop runs, the tools run. What differs from a live turn is only what
+the runner talks to:
 
 * the model is a `ReplayModel`, which answers the n-th request with the n-th recorded response
   (or, with ``--model``, a live model asked under another name);
@@ -18,11 +19,10 @@ outcome. No differences means the turn is *identical*.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from storyteller_daemon.agent.model import (
     FunctionCall,
@@ -32,19 +32,21 @@ from storyteller_daemon.agent.model import (
     Usage,
 )
 from storyteller_daemon.agent.records import TurnRecord
-from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.trigger import Trigger, turn_key
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError, ValidationError
-from storyteller_daemon.runtime.clock import SystemClock
-from storyteller_daemon.runtime.costs import cost_usd
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.tape import Services, Tape, decode_trigger
-from storyteller_daemon.runtime.turns import AgentTurnRunner, turn_key
+from storyteller_daemon.runs.costs import cost_usd
+from storyteller_daemon.runs.differences import (
+    Difference,
+    call_differences,
+    request_differences,
+    tape_differences,
+)
+from storyteller_daemon.runs.tape import Services, Tape, decode_trigger
 from storyteller_daemon.storage.runs import LedgerEntry
 
-EXCERPT = 160
-SIDE_EFFECTS = frozenset({"execute_prog", "create", "update", "set_scope", "forget"})
 """Tape methods that change something; one the replay no longer causes is a difference."""
 
 
@@ -106,19 +108,6 @@ class RenamedModel:
         return await self._inner.respond(replace(request, model=self._model_name))
 
 
-@dataclass(frozen=True)
-class Difference:
-    """One place where the replay departed from the recording."""
-
-    where: str
-    recorded: str
-    replayed: str
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready form."""
-        return {"where": self.where, "recorded": self.recorded, "replayed": self.replayed}
-
-
 @dataclass
 class ReplayReport:
     """What a replay did and how it compares with the recording.
@@ -157,12 +146,27 @@ class ReplayReport:
         }
 
 
+class TurnRunner(Protocol):
+    """What a replay needs of a turn runner: one turn, run and recorded."""
+
+    async def run_turn(
+        self, storyteller: Storyteller, trigger: Trigger, *, fence: str | None = None
+    ) -> TurnRecord:
+        """Run one turn for `trigger` and return its record."""
+        ...
+
+
+RunnerFactory = Callable[[Services, Model, LimitsConfig], TurnRunner]
+"""Builds a turn runner over the given services and model with today's limits."""
+
+
 async def replay_turn(
     run_id: int,
     record: dict[str, Any],
     storyteller: Storyteller,
     limits: LimitsConfig,
     *,
+    runner: RunnerFactory,
     live: Model | None = None,
     live_name: str | None = None,
     prices: Mapping[str, ModelPrice] | None = None,
@@ -175,6 +179,7 @@ async def replay_turn(
         record: the stored run record of a turn.
         storyteller: the storyteller's current settings.
         limits: today's limits.
+        runner: builds the turn runner (the daemon's own, `runtime.turns.replay_runner`).
         live: a live model to ask instead of the recorded responses; its requests become
             ledger entries (purpose ``replay``) in the report, for the caller to store.
         live_name: the model name `live` is asked under.
@@ -197,20 +202,10 @@ async def replay_turn(
         model = ReplayModel(recorded["requests"])
     else:
         model = live if live_name is None else RenamedModel(live, live_name)
-    runner = AgentTurnRunner(
-        world=services.world,
-        situations=services.situations,
-        memories=services.memories,
-        references=services.references,
-        speech=services.speech,
-        model=model,
-        limits=limits,
-        clock=SystemClock(),
-        stats=RuntimeStats(),
-    )
+    turns = runner(services, model, limits)
     try:
         trigger = decode_trigger(record["trigger"])
-        turn = await runner.run_turn(storyteller, trigger, fence=record.get("fence") or None)
+        turn = await turns.run_turn(storyteller, trigger, fence=record.get("fence") or None)
     except Exception as exc:  # e.g. a recorded value today's code cannot read
         raise ValidationError(
             f"Run #{run_id} cannot be replayed with today's code: {type(exc).__name__}: {exc}"
@@ -224,9 +219,9 @@ async def replay_turn(
             Difference("turn key", str(record.get("turn_key")), turn_key(storyteller, trigger))
         )
     every_request = live is None  # a live model's later requests follow its own answers
-    report.differences += _request_differences(recorded, replayed, every_request, live_name)
-    report.differences += _call_differences(recorded["calls"], replayed["calls"])
-    report.differences += _tape_differences(tape)
+    report.differences += request_differences(recorded, replayed, every_request, live_name)
+    report.differences += call_differences(recorded["calls"], replayed["calls"])
+    report.differences += tape_differences(tape)
     if recorded["outcome"] != replayed["outcome"]:
         report.differences.append(Difference("outcome", recorded["outcome"], replayed["outcome"]))
     return report
@@ -266,137 +261,3 @@ def _charges(
 
 
 # ---------------------------------------------------------------------- comparing
-
-
-def excerpt(value: Any) -> str:
-    """A value as short, one-line text for a report line."""
-    text = excerpt_text(value)
-    return text if len(text) <= EXCERPT else text[: EXCERPT - 1] + "…"
-
-
-def excerpts(before: Any, after: Any) -> tuple[str, str]:
-    """Both values as short text, starting shortly before the first place they differ."""
-    a, b = excerpt_text(before), excerpt_text(after)
-    same = next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
-    cut = max(same - EXCERPT // 4, 0)
-    if cut == 0:
-        return excerpt(a), excerpt(b)
-    return excerpt("…" + a[cut:]), excerpt("…" + b[cut:])
-
-
-def excerpt_text(value: Any) -> str:
-    """A value as one line of text."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return " ".join(text.split())
-
-
-def _without_call_ids(value: Any) -> Any:
-    """Input items with call ids left out: made-up ids differ between runs by design."""
-    if isinstance(value, list):
-        return [_without_call_ids(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _without_call_ids(v) for k, v in value.items() if k != "call_id"}
-    return value
-
-
-def _request_differences(
-    recorded: dict[str, Any], replayed: dict[str, Any], every: bool, live_name: str | None
-) -> list[Difference]:
-    found: list[Difference] = []
-    old, new = recorded["requests"], replayed["requests"]
-    count = max(len(old), len(new)) if every else min(1, len(old), len(new))
-    for index in range(count):
-        where = f"request {index + 1}"
-        if index >= len(new):
-            found.append(Difference(where, "sent", "not sent by today's code"))
-            continue
-        if index >= len(old):
-            found.append(Difference(where, "not in the recording", "sent by today's code"))
-            continue
-        before, after = old[index]["request"], new[index]["request"]
-        for key in sorted(set(before) | set(after)):
-            if key == "model" and live_name is not None:
-                continue
-            a, b = _without_call_ids(before.get(key)), _without_call_ids(after.get(key))
-            if a == b:
-                continue
-            if key == "input" and isinstance(a, list) and isinstance(b, list):
-                found.append(_first_item_difference(where, a, b))
-            else:
-                found.append(Difference(f"{where} {key}", *excerpts(a, b)))
-    return found
-
-
-def _first_item_difference(where: str, before: list[Any], after: list[Any]) -> Difference:
-    for index in range(max(len(before), len(after))):
-        a = before[index] if index < len(before) else None
-        b = after[index] if index < len(after) else None
-        if a != b:
-            return Difference(f"{where} input item {index + 1}", *excerpts(a, b))
-    return Difference(f"{where} input", excerpt(before), excerpt(after))
-
-
-def _canonical(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
-    except ValueError:
-        return arguments
-
-
-def call_line(call: dict[str, Any]) -> str:
-    """``Name {"arg": ...}`` for a recorded call."""
-    return f"{call['name']} {call['arguments']}"
-
-
-def _flags(call: dict[str, Any]) -> str:
-    return (
-        ",".join(
-            k for k in ("skipped", "refused", "malformed", "shadowed", "parked") if call.get(k)
-        )
-        or "run"
-    )
-
-
-def _call_differences(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[Difference]:
-    found: list[Difference] = []
-    for index in range(max(len(old), len(new))):
-        where = f"call {index + 1}"
-        if index >= len(new):
-            found.append(Difference(where, call_line(old[index]), "not made"))
-            continue
-        if index >= len(old):
-            found.append(Difference(where, "not made", call_line(new[index])))
-            continue
-        a, b = old[index], new[index]
-        if a["name"] != b["name"] or _canonical(a["arguments"]) != _canonical(b["arguments"]):
-            found.append(Difference(where, call_line(a), call_line(b)))
-        elif a["envelope"] != b["envelope"]:
-            found.append(
-                Difference(f"{where} {a['name']} result", *excerpts(a["envelope"], b["envelope"]))
-            )
-        if _flags(a) != _flags(b):
-            found.append(Difference(f"{where} {a['name']}", _flags(a), _flags(b)))
-    return found
-
-
-def _tape_differences(tape: Tape) -> list[Difference]:
-    found = [
-        Difference(
-            f"{miss['service']}.{miss['method']}",
-            "not in the recording",
-            excerpt(miss["args"]),
-        )
-        for miss in tape.misses
-    ]
-    for entry in tape.unused():
-        if entry["method"] in SIDE_EFFECTS:
-            found.append(
-                Difference(
-                    f"{entry['service']}.{entry['method']}",
-                    excerpt(entry["args"]),
-                    "not asked by today's code",
-                )
-            )
-    return found

@@ -1,0 +1,52 @@
+"""Runs: what each attention batch and turn did, what it cost, and replaying it.
+
+The one public face of run records:
+
+- `RunRecorder` wraps every attention batch and turn, owns the model requests made inside it
+  (`attribution`), tapes what the world and the repositories answered (`tape`) and stores the
+  record (`records`) with one cost-ledger row per request;
+- `replay_turn` runs a recorded turn again with today's code over its tape and reports the
+  `Difference`s;
+- `cost_usd` prices a request's usage.
+
+The record types the agent produces (`TurnRecord`, its calls and requests) live with the agent
+(`agent.records`) and are re-exported here. Storage of runs is `storage.runs`.
+"""
+
+from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
+from storyteller_daemon.runs.attribution import (
+    Charge,
+    Exchange,
+    RunContext,
+    attributed,
+    current_run,
+)
+from storyteller_daemon.runs.costs import cost_usd, price_for
+from storyteller_daemon.runs.differences import Difference
+from storyteller_daemon.runs.recorder import RunRecorder
+from storyteller_daemon.runs.records import AttentionRun, TurnRun
+from storyteller_daemon.runs.replay import ReplayReport, RunnerFactory, replay_turn
+from storyteller_daemon.runs.tape import Services, Tape, decode_trigger, encode_trigger
+
+__all__ = [
+    "AttentionRun",
+    "Charge",
+    "Difference",
+    "Exchange",
+    "ReplayReport",
+    "RunContext",
+    "RunRecorder",
+    "RunnerFactory",
+    "Services",
+    "Tape",
+    "TurnOutcome",
+    "TurnRecord",
+    "TurnRun",
+    "attributed",
+    "cost_usd",
+    "current_run",
+    "decode_trigger",
+    "encode_trigger",
+    "price_for",
+    "replay_turn",
+]

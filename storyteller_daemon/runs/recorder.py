@@ -1,0 +1,265 @@
+"""Recording runs: every turn and attention call stored with its cost, for audit and replay.
+
+`RunRecorder` wraps each attention call and each turn of the `AgentTurnRunner`:
+
+* it makes the run the owner of the model requests made inside it (`attribution.attributed`),
+  so the budgets and the cost ledger know whose requests they are;
+* for a turn, it tapes what the world and the repositories answered (`tape.Tape`), which is
+  what a replay answers from, and which tells which situation the turn touched;
+* when the run ends (normally or with an error, but not when cancelled at shutdown) it stores
+  the run record and one cost-ledger row per request in one transaction.
+
+Attention calls are stored one record per batch (``kind = attention``), holding every event
+of the batch with its verdict and every request made for it (a re-ask included). With
+``runs.record = false`` only the ledger rows are written.
+
+Records hold prompts and player text: they go to the database only, never to the log. A failed
+write is logged (without payload) and never fails the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
+
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runs.attribution import Charge, RunContext, attributed
+from storyteller_daemon.runs.records import (
+    AttentionRun,
+    TurnRun,
+    attention_run,
+    interrupted_run,
+    ledger_entries,
+    ledger_entry,
+    turn_run,
+)
+from storyteller_daemon.runs.tape import Services, Tape
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import NewRun, RunRepository
+
+log = logging.getLogger(__name__)
+DAY = timedelta(days=1)
+
+
+class RunRecorder:
+    """Stores run records and ledger rows.
+
+    Args:
+        runs: the run repository; None stores no run records.
+        ledger: the ledger repository; None stores no ledger rows either.
+        clock: stamps runs and requests.
+        record: False keeps only the ledger rows (``runs.record``).
+    """
+
+    def __init__(
+        self,
+        runs: RunRepository | None,
+        ledger: LedgerRepository | None,
+        clock: Clock,
+        *,
+        record: bool = True,
+    ) -> None:
+        self._runs = runs
+        self._ledger = ledger
+        self._clock = clock
+        self._record = record and runs is not None
+        self.prunes = 0
+        """Completed daily prunes (tests wait on this instead of sleeping)."""
+        self._pruned = asyncio.Condition()
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is stored (otherwise runs are only attributed)."""
+        return self._ledger is not None or self._record
+
+    @contextlib.asynccontextmanager
+    async def attention(
+        self, storyteller: Storyteller, triggers: Sequence[Trigger], key: str, item: str
+    ) -> AsyncIterator[AttentionRun]:
+        """Attribute the attention requests made inside, and store the batch when it ends."""
+        run = AttentionRun(self._context(storyteller, triggers[0], "attention"))
+
+        async def store(started: datetime, began: float, error: Exception | None) -> None:
+            if self.active:
+                duration = self._clock.monotonic() - began
+                stored = attention_run(
+                    storyteller, triggers, key, item, run, started, duration, error
+                )
+                await self._store(stored, run.context)
+
+        async with self._stored(run.context, store):
+            yield run
+
+    @contextlib.asynccontextmanager
+    async def turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, services: Services
+    ) -> AsyncIterator[TurnRun]:
+        """Attribute and tape the turn run inside, and store it when it ends."""
+        tape = Tape() if self.active else None
+        taped = services.recorded_on(tape) if tape is not None else services
+        run = TurnRun(self._context(storyteller, trigger, "turn"), taped, tape)
+
+        async def store(started: datetime, began: float, error: Exception | None) -> None:
+            if self.active:
+                duration = self._clock.monotonic() - began
+                stored = turn_run(storyteller, trigger, key, run, started, duration, error)
+                await self._store(stored, run.context)
+
+        async with self._stored(run.context, store):
+            yield run
+
+    @contextlib.asynccontextmanager
+    async def _stored(
+        self,
+        context: RunContext,
+        store: Callable[[datetime, float, Exception | None], Awaitable[None]],
+    ) -> AsyncIterator[None]:
+        """Attribute the calls made inside to `context`; hand the outcome to `store` at the end."""
+        started, began = self._clock.now(), self._clock.monotonic()
+        error: Exception | None = None
+        try:
+            with attributed(context):
+                yield
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            # A run cancelled at shutdown is not stored: the database may be closing.
+            if not _cancelled(error):
+                await store(started, began, error)
+
+    def _context(self, storyteller: Storyteller, trigger: Trigger, purpose: str) -> RunContext:
+        return RunContext(
+            storyteller_id=storyteller.id,
+            storyteller_name=storyteller.name,
+            purpose=purpose,
+            trigger_kind=trigger.kind.value,
+            room_id=trigger.room_id,
+            on_charge=self._write_charge if self._ledger is not None else None,
+            on_request=self._write_provisional if self._ledger is not None else None,
+            on_no_answer=self._discard_provisional if self._ledger is not None else None,
+        )
+
+    async def _write_provisional(self, run: RunContext, worst: Charge) -> int | None:
+        """A row for a request about to be sent, at its worst-case cost (its id, or None).
+
+        If the daemon dies while the request is out, the row stays: the spend is counted at most
+        too high, never missed. The answer replaces it with the real bill.
+        """
+        if self._ledger is None:
+            return None
+        try:
+            [row_id] = await self._ledger.add([ledger_entry(run, worst)])
+        except Exception as exc:  # the answer is still written when it comes
+            log.warning("a model request could not be noted before sending: %s", type(exc).__name__)
+            return None
+        return row_id
+
+    async def _discard_provisional(self, row_id: int) -> None:
+        if self._ledger is None:
+            return
+        try:
+            await self._ledger.discard(row_id)
+        except Exception as exc:  # an unbilled request counted at worst case: too high, not lost
+            log.warning("a failed request's cost note could not be removed: %s", type(exc).__name__)
+
+    async def _write_charge(
+        self, run: RunContext, charge: Charge, provisional: int | None
+    ) -> int | None:
+        """The ledger row of a request, written as soon as it is answered (its id, or None).
+
+        A crash later in the run then still leaves every paid request in the ledger, so the
+        budgets reloaded at start-up count it.
+        """
+        if self._ledger is None:
+            return None
+        try:
+            entry = ledger_entry(run, charge)
+            if provisional is not None and await self._ledger.settle(provisional, entry):
+                return provisional
+            [row_id] = await self._ledger.add([entry])
+        except Exception as exc:  # stored with the run at its end instead
+            log.warning("a model request's cost could not be written yet: %s", type(exc).__name__)
+            return None
+        return row_id
+
+    # ------------------------------------------------------------------ storing
+
+    async def _store(self, run: NewRun, context: RunContext) -> None:
+        # Requests were written to the ledger as they were answered; only those that could
+        # not be are written now.
+        situation = run.situation_id
+        entries = [ledger_entry(context, c, situation) for c in context.unrecorded]
+        if context.on_charge is None:
+            entries = ledger_entries(context, situation)
+        try:
+            if self._record and self._runs is not None:
+                await self._runs.add(run, entries, context.ledger_ids)
+            elif self._ledger is not None:
+                await self._ledger.add(entries)
+        except Exception as exc:  # losing a record must never fail the turn
+            log.warning(
+                "the %s run of storyteller %s could not be stored: %s",
+                run.kind,
+                run.storyteller_id,
+                type(exc).__name__,
+            )
+
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Record that a turn was cut off by a stop or crash before it could be stored.
+
+        Its model requests are already in the ledger (each was written when answered); its
+        prog calls, if any, are answered again by the game from their idempotency keys when the
+        turn is run again under the same key.
+        """
+        if not self._record or self._runs is None:
+            return
+        stored = interrupted_run(storyteller, trigger, key, attempt, self._clock.now())
+        await self._store(stored, RunContext(storyteller.id, storyteller.name, "turn"))
+
+    # ------------------------------------------------------------------ retention
+
+    async def prune(self, *, retention_days: int, ledger_retention_days: int) -> tuple[int, int]:
+        """Delete runs and ledger rows past their retention (0 keeps forever); counts deleted."""
+        now = self._clock.now()
+        runs = ledger = 0
+        if retention_days and self._runs is not None:
+            runs = await self._runs.prune(now - retention_days * DAY)
+        if ledger_retention_days and self._ledger is not None:
+            ledger = await self._ledger.prune(now - ledger_retention_days * DAY)
+        return runs, ledger
+
+    async def prune_daily(self, *, retention_days: int, ledger_retention_days: int) -> None:
+        """Prune now and then once a day, until cancelled; a failed prune waits for the next."""
+        while True:
+            try:
+                runs, ledger = await self.prune(
+                    retention_days=retention_days, ledger_retention_days=ledger_retention_days
+                )
+            except Exception as exc:
+                log.warning("run records could not be pruned: %s", exc)
+            else:
+                if runs or ledger:
+                    log.info("pruned %d run records and %d ledger rows", runs, ledger)
+            async with self._pruned:
+                self.prunes += 1
+                self._pruned.notify_all()
+            await self._clock.sleep(DAY.total_seconds())
+
+    async def wait_prunes(self, count: int) -> None:
+        """Return once `prune_daily` has pruned `count` times."""
+        async with self._pruned:
+            await self._pruned.wait_for(lambda: self.prunes >= count)
+
+
+def _cancelled(error: Exception | None) -> bool:
+    """Whether the run is ending because its task is being cancelled."""
+    task = asyncio.current_task()
+    return error is None and task is not None and task.cancelling() > 0
