@@ -1,0 +1,166 @@
+"""The intake stages: triggers into the storytellers' durable backlogs.
+
+World events, heartbeats and direct invocations pass the synchronous stages (shutdown, pause,
+API key, prefilter: own-prog echoes, subscriptions, watched rooms). Each accepted trigger is
+stored as one work item, pending when it needs the attention gate and interested when it goes
+straight to a turn, and the storyteller's lane is woken.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.domain.work import NewWork, WorkState
+from storyteller_daemon.runs import encode_trigger
+from storyteller_daemon.runtime.pipeline.state import PipelineState
+from storyteller_daemon.runtime.routing import SUBSCRIPTION_FOR
+from world_adapter.events import Speech, WorldEvent
+
+
+class IntakeStage(PipelineState):
+    """Runs the synchronous stages and stores what passes them as work items."""
+
+    async def accept(self, events: Sequence[WorldEvent]) -> int:
+        """Offer world events to every storyteller that hears them; return work items stored."""
+        new: list[NewWork] = []
+        for event in events:
+            self.stats.events_in += 1
+            if self._observe is not None:
+                self._observe(event)
+            if isinstance(event, Speech):
+                self._remember_speech(event)
+            for st in self.router.audience(event):
+                trigger = Trigger.from_event(event)
+                if self._refused(st, trigger) is None:
+                    self.stats.heard[st.name] += 1
+                    new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
+        return await self._store(new)
+
+    async def ingest(self, event: WorldEvent) -> int:
+        """`accept` for one event."""
+        return await self.accept([event])
+
+    async def heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> bool:
+        """A heartbeat fired for a storyteller; True when its turn was queued."""
+        st = self.router.storyteller(storyteller_id)
+        if st is None or heartbeat not in st.heartbeats:
+            return False
+        trigger = Trigger(TriggerKind.HEARTBEAT, occurred_at=self._clock.now(), heartbeat=heartbeat)
+        lane = self._lanes.get(storyteller_id)
+        if lane is not None and lane.running_turn:  # must not pile onto work in progress
+            self._drop(st, trigger, "busy", "a turn of this storyteller is running")
+            return False
+        if self._refused(st, trigger) is not None:
+            return False
+        source = f"heartbeat:{heartbeat.value}:{trigger.occurred_at.isoformat()}"
+        return await self._store([self._work(st, trigger, source)]) == 1
+
+    async def direct(self, storyteller: Storyteller, text: str) -> bool:
+        """A direct invocation: True only if the turn was actually queued (FutureMUD §9.15)."""
+        return await self.submit_direct(storyteller, text) is None
+
+    async def submit_direct(self, storyteller: Storyteller, text: str) -> str | None:
+        """A direct invocation: None when its turn is stored, else why it was refused."""
+        if not text.strip():
+            return "blank text"
+        trigger = Trigger(TriggerKind.DIRECT, occurred_at=self._clock.now(), text=text.strip())
+        refusal = self._refused(storyteller, trigger)
+        if refusal is not None:
+            return refusal
+        depth = await self._backlog.depth()
+        waiting = sum(
+            n
+            for (sid, state), n in depth.items()
+            if sid == storyteller.id and state != WorkState.PENDING.value
+        )
+        if waiting >= self._queue_size:
+            reason = f"queue full ({self._queue_size} turns waiting or running)"
+            self.stats.queue_overflow[storyteller.name] += 1
+            self._drop(storyteller, trigger, "queue", reason)
+            return reason
+        await self._store([self._work(storyteller, trigger, f"direct:{uuid.uuid4().hex}")])
+        return None
+
+    def _refused(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        """Run the synchronous stages; None when accepted, else why it was dropped."""
+        for stage, check in (
+            ("intake", self._intake_stage),
+            ("pause", self._pause_stage),
+            ("api_key", self._api_key_stage),
+            ("prefilter", self._prefilter_stage),
+        ):
+            reason = check(storyteller, trigger)
+            if reason is not None:
+                self._drop(storyteller, trigger, stage, reason)
+                return reason
+        return None
+
+    def _work(self, storyteller: Storyteller, trigger: Trigger, source: str) -> NewWork:
+        assert storyteller.id is not None
+        gated = trigger.needs_attention
+        return NewWork(
+            storyteller_id=storyteller.id,
+            source=source,
+            kind=trigger.kind.value,
+            turn_class=self._turn_class(trigger, source),
+            room_id=trigger.room_id,
+            payload=json.dumps(encode_trigger(trigger), ensure_ascii=False),
+            state=WorkState.PENDING if gated else WorkState.INTERESTED,
+        )
+
+    def _turn_class(self, trigger: Trigger, source: str) -> str:
+        """Triggers of one class may share a turn: they are offered the same tools."""
+        if self._cfg.one_call_per_event or trigger.kind in (
+            TriggerKind.HEARTBEAT,
+            TriggerKind.DIRECT,
+        ):
+            return source  # a turn of its own
+        if trigger.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH):
+            return "echo"
+        return trigger.kind.value
+
+    async def _store(self, new: Sequence[NewWork]) -> int:
+        if not new:
+            return 0
+        self._intake_busy += 1
+        try:
+            stored = await self._backlog.add(new)
+        finally:
+            self._intake_busy -= 1
+        now = self._clock.monotonic()
+        for item in stored:
+            st = self.router.storyteller(item.storyteller_id)
+            if st is None:
+                continue
+            lane = self._ensure_lane(st)
+            if item.state is WorkState.PENDING:
+                lane.pending += 1
+                lane.first_at = now if lane.first_at is None else lane.first_at
+                lane.last_at = now
+                lane.urgent |= item.kind in self._cfg.urgent_kinds
+                lane.wake.set()
+            else:
+                lane.turn_wake.set()
+        await self._changed()
+        return len(stored)
+
+    # ------------------------------------------------------------------ synchronous stages
+
+    def _intake_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        return None if self._accepting else "shutting down"
+
+    def _prefilter_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        event = trigger.event
+        if event is None:
+            return None
+        if event.origin != "world":
+            return "caused by a storyteller's own prog"
+        if SUBSCRIPTION_FOR[event.kind] not in storyteller.subscriptions:
+            return f"not subscribed to {event.kind.value} events"
+        if storyteller.id is None or event.cell_id not in self.router.cells_of(storyteller.id):
+            return f"room #{event.cell_id} is not watched"
+        return None

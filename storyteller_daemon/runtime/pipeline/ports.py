@@ -1,0 +1,162 @@
+"""The pipeline's ports: what it needs from the agent, the storage and its observers.
+
+The pipeline sees the attention gate and the tool loop as a `TurnRunner`, the durable work
+items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the last checks before a
+model call as an `Admission`, and whoever follows its steps as an `Observer`; `Verdict` and
+`TurnOutcome` are the parts of the runner's answers it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.work import Decision, NewWork, TurnClaim, WorkItem, WorkState
+from world_adapter.events import Speech
+
+
+class Verdict(Protocol):
+    """What the attention gate says about one trigger."""
+
+    @property
+    def interested(self) -> bool:
+        """True when the trigger matters to the storyteller."""
+        ...
+
+    @property
+    def reason(self) -> str:
+        """Why (shown in the turn's prompt when interested)."""
+        ...
+
+    @property
+    def violation(self) -> str | None:
+        """Set when the model broke the verdict contract."""
+        ...
+
+
+class TurnOutcome(Protocol):
+    """The parts of a finished turn the pipeline reports."""
+
+    @property
+    def outcome(self) -> str:
+        """How the turn ended."""
+        ...
+
+
+class TurnRunner(Protocol):
+    """The agent side of the pipeline, as the runtime sees it."""
+
+    async def judge(
+        self, storyteller: Storyteller, triggers: Sequence[Trigger]
+    ) -> Sequence[Verdict]:
+        """One verdict per trigger, in order, from one batch request (and at most one re-ask)."""
+        ...
+
+    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
+        """Build the prompt, run the tool loop under turn key `key`, persist the result."""
+        ...
+
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Record that attempt ``attempt - 1`` of the turn `key` was cut off by a stop or crash."""
+        ...
+
+
+class Backlog(Protocol):
+    """The durable backlog (the backlog repository)."""
+
+    async def add(self, items: Sequence[NewWork]) -> list[WorkItem]:
+        """Store the new items; return those stored (known sources are skipped)."""
+        ...
+
+    async def pending(
+        self, storyteller_id: int, limit: int, exclude: Collection[int] = ()
+    ) -> list[WorkItem]:
+        """The oldest pending items, except those being judged."""
+        ...
+
+    async def decide(self, decisions: Sequence[Decision]) -> int:
+        """Move pending items to their decided states."""
+        ...
+
+    async def count_attempt(self, ids: Sequence[int]) -> None:
+        """Count a failed attention request against pending items."""
+        ...
+
+    async def claim_turn(
+        self, storyteller_id: int, make_key: Callable[[Sequence[WorkItem]], str], limit: int
+    ) -> TurnClaim | None:
+        """Interrupted work first, else the oldest interested items of one turn class."""
+        ...
+
+    async def finish_turn(
+        self, turn_key: str, state: WorkState, reason: str | None, rule: str | None = None
+    ) -> int:
+        """Record how a turn ended."""
+        ...
+
+    async def expire(
+        self, storyteller_id: int, *, received_before: datetime, reason: str
+    ) -> list[WorkItem]:
+        """Expire pending items received before a time."""
+        ...
+
+    async def depth(self) -> Mapping[tuple[int, str], int]:
+        """(storyteller id, state) → open items."""
+        ...
+
+    async def close_source(self, prefix: str, *, reason: str) -> int:
+        """Expire every open item whose source starts with `prefix`."""
+        ...
+
+    async def prune(self, *, updated_before: datetime) -> int:
+        """Delete finished items last moved before a time."""
+        ...
+
+
+class SpeechRecorder(Protocol):
+    """Where speech heard in watched rooms is kept (the speech history repository)."""
+
+    async def record(self, event: Speech) -> object:
+        """Store one speech."""
+        ...
+
+    async def record_many(self, events: Sequence[Speech]) -> object:
+        """Store several speeches in one go."""
+        ...
+
+
+class Admission(Protocol):
+    """Last checks before a model is called for a trigger (budgets, idle heartbeats)."""
+
+    async def admit(
+        self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
+    ) -> tuple[str, str] | None:
+        """None to go on, or the stage and reason to drop the trigger with."""
+        ...
+
+
+class Observer(Protocol):
+    """Gets told about every step (logging, the demo's live account, tests)."""
+
+    def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
+        """A trigger stopped at `stage`."""
+        ...
+
+    def judged(self, storyteller: Storyteller, trigger: Trigger, verdict: Verdict) -> None:
+        """The attention gate decided."""
+        ...
+
+    def turn_started(self, storyteller: Storyteller, trigger: Trigger) -> None:
+        """A turn begins."""
+        ...
+
+    def turn_finished(
+        self, storyteller: Storyteller, trigger: Trigger, outcome: TurnOutcome | None
+    ) -> None:
+        """A turn ended (outcome None when it crashed; the error is logged)."""
+        ...
