@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from world_adapter.bridges.evennia import gamecalendar
-from world_adapter.bridges.evennia.eventlog import EventLog, Resume
+from world_adapter.bridges.evennia.eventlog import EventLog, gap_frame
 from world_adapter.bridges.evennia.pathing import direction_token, shortest_path
 from world_adapter.bridges.evennia.registry import (
     ProgError,
@@ -18,6 +18,7 @@ from world_adapter.bridges.evennia.registry import (
     prog_id,
     storyteller_prog,
 )
+from world_adapter.bridges.evennia.replaybuffer import Mark, Start
 
 
 def _log(capacity: int = 3) -> EventLog:
@@ -45,15 +46,15 @@ def test_the_buffer_keeps_the_newest_events_and_counts_the_rest() -> None:
     log = _log()
     for text in "abcde":
         log.append({"text": text})
-    assert (log.first_held_seq, log.last_seq, log.evicted) == (3, 5, 2)
-    assert log.event(2) is None and log.event(6) is None
-    event = log.event(4)
-    assert event is not None and event["text"] == "d"
+    assert (log.resume_point, log.last_seq, log.evicted) == (2, 5, 2)
+    held = [(seq, frame["cursor"]["seq"], frame["text"]) for seq, frame in log.held_after(0, 9)]
+    assert held == [(3, 3, "c"), (4, 4, "d"), (5, 5, "e")]
 
 
-def test_resume_positions_and_gaps() -> None:
+def test_start_positions_and_gap_frames() -> None:
     log = _log()
-    assert log.resume({"epoch": "old", "seq": 4}).gap == {
+    epoch = log.start(Mark("old", 4))
+    assert epoch.gap is not None and gap_frame(epoch.gap) == {
         "type": "gap",
         "reason": "epoch",
         "after": {"epoch": "old", "seq": 4},
@@ -61,13 +62,14 @@ def test_resume_positions_and_gaps() -> None:
     }
     for text in "abcde":
         log.append({"text": text})
-    assert log.resume(None).position == 5
-    assert log.resume({"epoch": "e1", "seq": 2}) == Resume(2)
-    expired = log.resume({"epoch": "e1", "seq": 1})
+    assert log.start(None).position == 5
+    assert log.start(Mark("e1", 2)) == Start(2)
+    expired = log.start(Mark("e1", 1))
     assert expired.position == 2 and expired.gap is not None
-    assert (expired.gap["reason"], expired.gap["resume_after"]["seq"]) == ("expired", 2)
-    ahead = log.resume({"epoch": "e1", "seq": 6})
-    assert ahead.position == 5 and ahead.gap is not None and ahead.gap["reason"] == "ahead"
+    frame = gap_frame(expired.gap)
+    assert (frame["reason"], frame["resume_after"]["seq"]) == ("expired", 2)
+    ahead = log.start(Mark("e1", 6))
+    assert ahead.position == 5 and ahead.gap is not None and ahead.gap.reason == "ahead"
     with pytest.raises(ValueError, match="capacity"):
         EventLog(0)
 

@@ -28,7 +28,7 @@ from world_adapter.bridge.messages import (
     encode_frame,
     parse_frame,
 )
-from world_adapter.bridge.replay import ReplayBuffer
+from world_adapter.event_buffer import EventBuffer
 from world_adapter.events import Cursor, RoomEcho
 from world_adapter.sim import SimWorld
 
@@ -43,37 +43,45 @@ def echo(seq: int, epoch: str = "boot-1") -> RoomEcho:
 
 
 def test_resume_rules_follow_the_protocol() -> None:
-    buffer = ReplayBuffer(Cursor("boot-1", 0), capacity=3)
-    for seq in range(1, 8):  # holds at least the newest 3; trims in bulk
+    buffer = EventBuffer(Cursor("boot-1", 0), capacity=3)
+    for seq in range(1, 8):  # holds the newest 3
         buffer.append(echo(seq))
     oldest = buffer.resume_point
     assert 1 <= oldest <= 4 and buffer.head == Cursor("boot-1", 7)
-    assert buffer.start(None) == (7, None)
-    assert buffer.start(Cursor("boot-1", 5)) == (5, None)
-    assert buffer.start(Cursor("boot-0", 5)) == (
+
+    def start(after: Cursor | None) -> tuple[int, Gap | None]:
+        position, gap = buffer.start(after)
+        return position, None if gap is None else Gap.from_buffer(gap)
+
+    assert start(None) == (7, None)
+    assert start(Cursor("boot-1", 5)) == (5, None)
+    assert start(Cursor("boot-0", 5)) == (
         oldest,
         Gap(GapReason.EPOCH, Cursor("boot-0", 5), Cursor("boot-1", oldest)),
     )
-    assert buffer.start(Cursor("boot-1", 9)) == (
+    assert start(Cursor("boot-1", 9)) == (
         7,
         Gap(GapReason.AHEAD, Cursor("boot-1", 9), Cursor("boot-1", 7)),
     )
-    assert buffer.start(Cursor("boot-1", 0)) == (
+    assert start(Cursor("boot-1", 0)) == (
         oldest,
         Gap(GapReason.EXPIRED, Cursor("boot-1", 0), Cursor("boot-1", oldest)),
     )
-    assert [e.cursor.seq for e in buffer.events_after(5, 10) or []] == [6, 7]
-    assert buffer.events_after(oldest - 1, 10) is None
+    assert [event.cursor.seq for _, event in buffer.held_after(5, 10)] == [6, 7]
+    lost = buffer.behind(oldest - 1)
+    assert lost is not None and Gap.from_buffer(lost) == Gap(
+        GapReason.EXPIRED, Cursor("boot-1", oldest - 1), Cursor("boot-1", oldest)
+    )
 
 
 def test_the_buffer_refuses_events_out_of_order_or_from_another_epoch() -> None:
-    buffer = ReplayBuffer(Cursor("boot-1", 4))
+    buffer = EventBuffer(Cursor("boot-1", 4), capacity=10)
     with pytest.raises(ValueError, match="does not follow"):
         buffer.append(echo(4))
     with pytest.raises(ValueError, match="does not follow"):
         buffer.append(echo(5, "boot-2"))
     with pytest.raises(ValueError, match="at least one"):
-        ReplayBuffer(Cursor("boot-1", 0), capacity=0)
+        EventBuffer(Cursor("boot-1", 0), capacity=0)
 
 
 # ---------------------------------------------------------------- the server, frame by frame

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from world_adapter.bridges.evennia import replaybuffer
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
 from world_adapter.events import Cursor, WorldEvent
 
@@ -108,6 +109,11 @@ class Gap:
     reason: GapReason
     after: Cursor
     resume_after: Cursor
+
+    @classmethod
+    def from_buffer(cls, gap: replaybuffer.Gap) -> Gap:
+        """The frame of a gap the replay buffer reports."""
+        return cls(GapReason(gap.reason), Cursor(*gap.after), Cursor(*gap.resume_after))
 
 
 @dataclass(frozen=True)

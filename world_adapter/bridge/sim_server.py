@@ -1,10 +1,10 @@
 """The game side of the bridge for an in-process world: the sim world served over WebSocket.
 
-`BridgeServer` follows a world's event stream into its own `ReplayBuffer` and serves any number
-of daemon connections per docs/bridge-protocol.md: handshake (token compared in constant time),
-subscriptions with replay and gaps, every `WorldClient` query as a request method, pings, error
-frames for bad frames, and the 1 MiB frame limit. It is the reference the conformance checker is
-tested against, and `storyteller sim serve` runs it.
+`BridgeServer` follows a world's event stream into an `EventBuffer` (the one replay buffer) and
+serves any number of daemon connections per docs/bridge-protocol.md: handshake (token compared
+in constant time), subscriptions with replay and gaps, every `WorldClient` query as a request
+method, pings, error frames for bad frames, and the 1 MiB frame limit. It is the reference the
+conformance checker is tested against, and `storyteller sim serve` runs it.
 
 For fault tests it can cut connections on purpose: `cut_every` aborts a connection after that
 many events, and `cut_all()` aborts every open one; `restart(world)` plays a game reboot.
@@ -31,7 +31,6 @@ from world_adapter.bridge.messages import (
     Frame,
     FrameTooLarge,
     Gap,
-    GapReason,
     Hello,
     Ping,
     Pong,
@@ -46,10 +45,10 @@ from world_adapter.bridge.messages import (
     short_message,
 )
 from world_adapter.bridge.methods import method
-from world_adapter.bridge.replay import ReplayBuffer
 from world_adapter.bridge.timing import BridgeClock, SystemBridgeClock, wait_or_timeout
 from world_adapter.codec import CodecError, encode
 from world_adapter.errors import CursorExpired, WorldCommandError
+from world_adapter.event_buffer import EventBuffer
 from world_adapter.events import Cursor
 from world_adapter.protocol import WorldClient
 
@@ -120,7 +119,7 @@ class BridgeServer:
         self._cells = frozenset(cells)
         self.game = game
         self._buffer_size = buffer_size
-        self.buffer = ReplayBuffer(Cursor(world.cursor.epoch, 0), buffer_size)
+        self.buffer = EventBuffer(Cursor(world.cursor.epoch, 0), buffer_size)
         self.handshake_seconds = handshake_seconds
         self.clock = clock or SystemBridgeClock()
         self.cut_every = cut_every
@@ -171,7 +170,7 @@ class BridgeServer:
             self._follower.cancel()
             await asyncio.gather(self._follower, return_exceptions=True)
         self.world = world
-        self.buffer = ReplayBuffer(Cursor(world.cursor.epoch, 0), self._buffer_size)
+        self.buffer = EventBuffer(Cursor(world.cursor.epoch, 0), self._buffer_size)
         self._caught_up = asyncio.Event()
         self._follower = asyncio.create_task(self._follow(world.cursor), name="bridge-follower")
         await self._caught_up.wait()
@@ -217,7 +216,7 @@ class BridgeServer:
                 # newest event is lost, and subscribers behind that point get a gap.
                 log.warning("the world's events outran the bridge buffer; continuing live")
                 head = self.world.cursor
-                self.buffer.restart_at(head)
+                self.buffer.restart_at(head.seq)
                 after = head
                 self._caught_up.set()
 
@@ -353,7 +352,7 @@ class _Session:
         position, gap = buffer.start(frame.after)
         await self.send(Subscribed(frame.cells, buffer.head))
         if gap is not None:
-            await self.send(gap)
+            await self.send(Gap.from_buffer(gap))
         self._stream = asyncio.create_task(
             self._stream_events(frozenset(frame.cells), position), name="bridge-stream"
         )
@@ -362,15 +361,14 @@ class _Session:
     async def _stream_events(self, cells: frozenset[int], position: int) -> None:
         buffer = self._server.buffer
         while True:
-            events = buffer.events_after(position, _CHUNK)
-            if events is None:  # fell behind the buffer while sending
-                resume = buffer.resume_point
-                after, resume_after = Cursor(buffer.epoch, position), Cursor(buffer.epoch, resume)
-                await self.send(Gap(GapReason.EXPIRED, after, resume_after))
-                position = resume
+            lost = buffer.behind(position)
+            if lost is not None:  # fell behind the buffer while sending
+                await self.send(Gap.from_buffer(lost))
+                position = lost.resume_after.seq
                 continue
-            for event in events:
-                position = event.cursor.seq
+            events = buffer.held_after(position, _CHUNK)
+            for seq, event in events:
+                position = seq
                 if event.cell_id in cells:
                     if not await self.send(EventFrame(event)):
                         return

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Literal, NamedTuple
 
 from world_adapter.errors import WorldCommandError
+from world_adapter.event_buffer import EventBuffer
 from world_adapter.events import (
     CharacterState,
     Crime,
@@ -21,7 +22,6 @@ from world_adapter.events import (
     RoomEcho,
     WorldEvent,
 )
-from world_adapter.sim.event_log import EventLog
 from world_adapter.sim.map import Room, TownMap, Zone
 from world_adapter.sim.people import CharacterSheet
 
@@ -96,7 +96,7 @@ class TownState:
             self._status[sheet.id] = CharacterStatus(sheet.start_room_id, sheet.online_at_start)
             self._outputs[sheet.id] = []
         self._clock = clock or utc_now
-        self._log = EventLog(epoch, buffer_size)
+        self._log = EventBuffer(Cursor(epoch, 0), buffer_size)
         self._crimes: deque[Crime] = deque(maxlen=_RECENT_CRIMES)
         self._next_crime_id = 1
 

@@ -18,7 +18,6 @@ from world_adapter.protocol import WorldClient
 from world_adapter.sim.activity import ScriptedActivity
 from world_adapter.sim.arguments import bind_arguments
 from world_adapter.sim.belongings import Belongings
-from world_adapter.sim.event_log import Subscription
 from world_adapter.sim.framework import Framework
 from world_adapter.sim.harbour_framework import HARBOUR_BELONGINGS, HARBOUR_FRAMEWORK
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
@@ -28,6 +27,7 @@ from world_adapter.sim.map import TownMap
 from world_adapter.sim.people import CharacterSheet
 from world_adapter.sim.progs import HARBOUR_TOWN_PROGS, SimProg
 from world_adapter.sim.queries import KnowingTown
+from world_adapter.sim.subscription import Subscription
 from world_adapter.sim.timekeeping import Timekeeping
 
 
@@ -128,12 +128,12 @@ class SimWorld(KnowingTown, WorldClient):
         call. The cursor is checked when iteration starts: one from another epoch, ahead of
         the newest event, or older than the replay buffer raises CursorExpired.
         """
-        return self._log.subscribe(cells, after)
+        return Subscription(self._log, cells, after)
 
     @property
     def waiting_subscriptions(self) -> int:
         """How many subscriptions are currently waiting for a new event."""
-        return self._log.waiting_subscriptions
+        return self._log.waiting
 
     async def zones(self) -> dict[int, frozenset[int]]:
         """Zone id → the rooms currently in it."""

@@ -18,9 +18,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeGuard
 
-from .eventlog import EventLog, Frame
+from .eventlog import EventLog, Frame, gap_frame
 from .executor import ProgExecutor
 from .registry import ProgError
+from .replaybuffer import Mark
 
 log = logging.getLogger(__name__)
 
@@ -333,7 +334,7 @@ class BridgeSession:
             self._bad_frame("subscribe needs 'after', a cursor or null.")
             return
         self._events.remove_listener(self.pump)
-        start = self._events.resume(after)
+        start = self._events.start(None if after is None else Mark(after["epoch"], after["seq"]))
         self._cells = frozenset(cells)
         self._position = start.position
         self._send({"type": "subscribed", "cells": cells, "head": self._events.head})
@@ -343,7 +344,7 @@ class BridgeSession:
             "now" if after is None else f"{after['epoch']}:{after['seq']}",
         )
         if start.gap is not None:
-            self._send(start.gap)
+            self._send(gap_frame(start.gap))
         self._events.add_listener(self.pump)
         self.pump()
 
@@ -355,16 +356,15 @@ class BridgeSession:
         try:
             events = self._events
             while self._can_send():
-                oldest_lost = events.first_held_seq - 1
-                if self._position < oldest_lost:
-                    after = {"epoch": events.epoch, "seq": self._position}
-                    self._send(events.gap("expired", after, oldest_lost))
-                    self._position = oldest_lost
-                if self._position >= events.last_seq:
+                lost = events.behind(self._position)
+                if lost is not None:
+                    self._send(gap_frame(lost))
+                    self._position = lost.resume_after.seq
+                following = events.held_after(self._position, 1)
+                if not following:
                     break
-                self._position += 1
-                event = events.event(self._position)
-                if event is not None and event.get("cell_id") in self._cells:
+                [(self._position, event)] = following
+                if event.get("cell_id") in self._cells:
                     self._send(event)
         finally:
             self._pumping = False
