@@ -29,7 +29,8 @@ from progs.types import ProgSignature
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.breaker import CircuitBreaker
 from storyteller_daemon.agent.model import Model
-from storyteller_daemon.agent.policy import Policy, kill_file_path
+from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.policy_rules import kill_file_path
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory

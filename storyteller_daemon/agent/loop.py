@@ -21,6 +21,8 @@ canonical arguments) is not run again: it gets the error envelope
 ``{"ok": false, "error": "skipped: already done in this turn"}``, an error so the model does not
 read it as a second success. A round in which every call was skipped ends the turn, since the
 model is only repeating itself. Calls to tools not offered in this turn are refused.
+
+How one call is run (repeat check, policy point, approval parking) is `dispatch`.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
+from storyteller_daemon.agent.dispatch import TurnState, run_call
 from storyteller_daemon.agent.model import (
     FunctionCall,
     Model,
@@ -38,14 +40,8 @@ from storyteller_daemon.agent.model import (
     ModelResponse,
     ResponseItem,
 )
-from storyteller_daemon.agent.policy import (
-    APPROVAL,
-    DESTRUCTIVE_RULE,
-    DESTRUCTIVE_TOOLS,
-    NOT_OFFERED,
-    Decision,
-    Policy,
-)
+from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.policy_rules import DESTRUCTIVE_TOOLS
 from storyteller_daemon.agent.ports import BeforeRequest
 from storyteller_daemon.agent.prompts import tool_loop_instructions, user_message
 from storyteller_daemon.agent.records import (
@@ -56,22 +52,10 @@ from storyteller_daemon.agent.records import (
     api_body,
     response_summary,
 )
-from storyteller_daemon.agent.tools.base import (
-    MALFORMED_PREFIX,
-    MalformedArguments,
-    ToolContext,
-    canonical_arguments,
-    dump_envelope,
-    error,
-    idempotency_key,
-    invoke,
-    ok,
-    parse_arguments,
-)
-from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
+from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
+from storyteller_daemon.agent.tools.registry import is_noop, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.approvals import Approval, ApprovalState
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 
@@ -84,49 +68,8 @@ MALFORMED_FEEDBACK = (
     "One or more tool calls used malformed JSON. Retry with valid JSON arguments that exactly "
     "match the declared tool schemas."
 )
-SKIPPED_ERROR = "skipped: already done in this turn"
-SHADOW_RESULT = {
-    "simulated": True,
-    "message": "Shadow mode: the call was recorded but not run; the game did not change.",
-}
 
 Clock = Callable[[], float]
-
-
-def parked_result(approval: Approval) -> dict[str, object]:
-    """What the model sees for a call parked for approval (or found parked before)."""
-    return {
-        "awaiting_approval": approval.state is ApprovalState.PENDING,
-        "approval": approval.id,
-        "state": approval.state.value,
-        "message": (
-            "The call waits for an admin's approval and runs only if approved before "
-            f"{approval.expires_at:%H:%M} UTC; the game has not changed yet. Do not call it again."
-            if approval.state is ApprovalState.PENDING
-            else f"This call was parked for approval before and is now {approval.state.value}."
-        ),
-    }
-
-
-@dataclass
-class _Turn:
-    """The mutable state of one running turn."""
-
-    storyteller: Storyteller
-    trigger: Trigger
-    ctx: ToolContext
-    tools: Toolset
-    instructions: str
-    record: TurnRecord
-    items: list[ResponseItem]
-    seen_call: bool = False
-    missing_retries: int = 0
-    malformed_retries: int = 0
-    dispatched: set[tuple[str, str]] = field(default_factory=set)
-    acted: bool = False
-    """Whether an earlier round ran a tool other than Noop successfully."""
-    prog_calls: int = 0
-    """Prog calls that ran (or were simulated in shadow mode) in this turn."""
 
 
 class ToolLoop:
@@ -181,7 +124,7 @@ class ToolLoop:
         started = self._clock()
         ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key))
         assert storyteller.id is not None  # checked by for_turn
-        turn = _Turn(
+        turn = TurnState(
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
@@ -219,7 +162,7 @@ class ToolLoop:
             return frozenset()
         return DESTRUCTIVE_TOOLS
 
-    async def _drive(self, turn: _Turn, started: float) -> TurnOutcome:
+    async def _drive(self, turn: TurnState, started: float) -> TurnOutcome:
         limits = self._limits
         while True:
             if turn.record.rounds >= limits.max_rounds:
@@ -260,7 +203,7 @@ class ToolLoop:
             if all(c.skipped for c in calls):
                 return TurnOutcome.COMPLETED
 
-    def _request(self, turn: _Turn) -> ModelRequest:
+    def _request(self, turn: TurnState) -> ModelRequest:
         scope = turn.trigger.scope
         return ModelRequest(
             model=turn.storyteller.model_for(scope),
@@ -279,7 +222,7 @@ class ToolLoop:
         )
 
     async def _send(
-        self, turn: _Turn, request: ModelRequest, remaining: float
+        self, turn: TurnState, request: ModelRequest, remaining: float
     ) -> ModelResponse | None:
         """Send one request within the remaining time; None when the time ran out."""
         turn.record.rounds += 1
@@ -305,14 +248,14 @@ class ToolLoop:
         turn.record.usage = turn.record.usage + response.usage
         return response
 
-    async def _run_batch(self, turn: _Turn, response: ModelResponse) -> list[CallRecord]:
+    async def _run_batch(self, turn: TurnState, response: ModelResponse) -> list[CallRecord]:
         """Append the response's items, run its calls in order, append one output per call."""
         turn.items.extend(response.continuation)
         calls = _with_call_ids(response.function_calls)
         turn.items.extend(_missing_call_items(response.continuation, calls))
         records: list[CallRecord] = []
         for call in calls:
-            record = await self._run_call(turn, call)
+            record = await run_call(turn, call, self._policy)
             records.append(record)
             turn.record.calls.append(record)
             turn.items.append(
@@ -323,76 +266,6 @@ class ToolLoop:
                 }
             )
         return records
-
-    async def _run_call(self, turn: _Turn, call: FunctionCall) -> CallRecord:
-        def record(
-            envelope: dict[str, object], rule: str | None = None, **flags: bool
-        ) -> CallRecord:
-            return CallRecord(
-                turn.record.rounds,
-                call.call_id,
-                call.name,
-                call.arguments,
-                envelope,
-                rule=rule,
-                **flags,
-            )
-
-        try:
-            arguments = parse_arguments(call.arguments)
-        except MalformedArguments as exc:
-            return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
-        tool = turn.tools.find(call.name)
-        if tool is None:
-            rule = DESTRUCTIVE_RULE if turn.tools.withholds(call.name) else NOT_OFFERED
-            return record(error(turn.tools.refusal(call.name)), refused=True, rule=rule)
-        key = (tool.name, canonical_arguments(arguments))
-        if key in turn.dispatched:
-            return record(error(SKIPPED_ERROR), skipped=True)
-        turn.dispatched.add(key)
-        effect = tool.effect(arguments) if tool.effect is not None else None
-        if self._policy is not None:
-            decision = await self._policy.check_call(
-                turn.storyteller,
-                turn.trigger,
-                tool.name,
-                arguments,
-                effect=effect,
-                names=tool.names(arguments) if tool.names is not None else None,
-                world=turn.ctx.world,
-                calls_this_turn=turn.prog_calls,
-            )
-            if decision.shadow:
-                turn.prog_calls += 1
-                return record(ok(SHADOW_RESULT), shadowed=True, rule=decision.rule)
-            if not decision.allowed:
-                return record(error(decision.message()), refused=True, rule=decision.rule)
-            if effect is not None and self._policy.needs_approval(turn.storyteller, tool.name):
-                parked = await self._policy.park(
-                    turn.storyteller,
-                    turn.trigger,
-                    tool.name,
-                    canonical_arguments(arguments),
-                    key=idempotency_key(turn.ctx.turn_key, tool.name, arguments),
-                    turn_key=turn.ctx.turn_key,
-                    effect=effect,
-                )
-                if isinstance(parked, Decision):
-                    return record(error(parked.message()), refused=True, rule=parked.rule)
-                turn.prog_calls += 1
-                return record(ok(parked_result(parked)), rule=APPROVAL, parked=True)
-        envelope = await invoke(tool, arguments, turn.ctx)
-        if effect is not None and envelope["ok"]:
-            turn.prog_calls += 1
-            if self._policy is not None:
-                await self._policy.ran(turn.storyteller, tool.name, effect, turn.trigger)
-        log.debug(
-            "storyteller %s called %s: %s",
-            turn.storyteller.id,
-            tool.name,
-            "ok" if envelope["ok"] else "error",
-        )
-        return record(envelope)
 
 
 def _with_call_ids(calls: Sequence[FunctionCall]) -> list[FunctionCall]:

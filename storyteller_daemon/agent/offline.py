@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from storyteller_daemon.agent.attention import format_ids
 from storyteller_daemon.agent.model import (
     FunctionCall,
     ModelRequest,
@@ -31,6 +30,7 @@ from storyteller_daemon.agent.model import (
     ToolSpec,
     Usage,
 )
+from storyteller_daemon.agent.verdicts import format_ids
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ModelFatalError
 

@@ -40,8 +40,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from storyteller_daemon.agent.attention import format_ids
 from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.verdicts import format_ids
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer

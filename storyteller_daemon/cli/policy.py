@@ -46,7 +46,7 @@ app = typer.Typer(
 
 def _kill_file(cfg: Config) -> Path | None:
     """Where the kill switch's file flag is (None: a PostgreSQL database and no setting)."""
-    from storyteller_daemon.agent.policy import kill_file_path
+    from storyteller_daemon.agent.policy_rules import kill_file_path
     from storyteller_daemon.config import database_url
 
     return kill_file_path(cfg.policy, database_url(cfg))
@@ -99,7 +99,7 @@ async def resume(ctx: typer.Context) -> None:
 @run_async
 async def show(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """The limits in force and whether the kill switch is on."""
-    from storyteller_daemon.agent.policy import kill_switch_on
+    from storyteller_daemon.agent.policy_rules import kill_switch_on
 
     cfg = state(ctx).config()
     path = _kill_file(cfg)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from storyteller_daemon.agent.attention import AttentionVerdict
 from storyteller_daemon.agent.records import TurnRecord, api_body, response_summary, usage_dict
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from storyteller_daemon.agent.attention import (
     AttentionGate,
     AttentionOptions,
-    AttentionVerdict,
     BatchEntry,
     attention_input,
 )
+from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy
@@ -26,11 +26,12 @@ from storyteller_daemon.agent.ports import (
     SituationStore,
     SpeechHistory,
 )
-from storyteller_daemon.agent.prompts import Fence, PromptBuilder
+from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools.base import Envelope, ToolContext
 from storyteller_daemon.agent.tools.custom import run_approved
 from storyteller_daemon.agent.trigger import Trigger, turn_key
+from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import LimitsConfig

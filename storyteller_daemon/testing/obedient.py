@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storyteller_daemon.agent.prompts import SPEECH_CONTEXT_HEADER
+from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER
 from storyteller_daemon.domain.text import strip_markup
 from storyteller_daemon.testing.responses_server import Reply
 

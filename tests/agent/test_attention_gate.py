@@ -13,22 +13,24 @@ from agent_doubles import ScriptedModel, text
 from storyteller_daemon.agent.attention import (
     CONTRACT,
     DEBUG_CONTRACT,
-    NO_REASON,
     OUTPUT_TOKENS_PER_EVENT,
     REFERENCE_CONTRACT,
     REMIT_HEAD,
     AttentionGate,
     AttentionOptions,
-    AttentionVerdict,
     BatchEntry,
     attention_instructions,
+)
+from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
+from storyteller_daemon.agent.verdicts import (
+    NO_REASON,
+    AttentionVerdict,
     format_ids,
     parse_batch,
     parse_decision,
     verdict_format,
 )
-from storyteller_daemon.agent.model import ModelRequest
-from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import ReasoningEffort, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelTransientError

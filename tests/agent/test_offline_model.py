@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.attention import verdict_format
 from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
 from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+from storyteller_daemon.agent.verdicts import verdict_format
 from storyteller_daemon.errors import ModelFatalError
 
 

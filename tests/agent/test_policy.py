@@ -17,8 +17,10 @@ import pytest
 from agent_doubles import ManualClock, ScriptedModel, calls
 
 from progs.types import ProgParameter, ProgType, ValueType
+from storyteller_daemon.agent.effects import Effect, prog_effect
 from storyteller_daemon.agent.loop import ToolLoop
-from storyteller_daemon.agent.policy import Effect, Policy, kill_file_path, prog_effect
+from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.policy_rules import kill_file_path
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.tools.base import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind

@@ -7,20 +7,20 @@ from datetime import UTC, datetime
 
 import pytest
 
+from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.prompts import (
     NO_SITUATIONS,
     TRUNCATION_MARKER,
-    Fence,
     PromptBuilder,
     TurnPrompt,
     situation_lines,
-    strip_markup,
     tool_loop_instructions,
 )
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import DEFAULT_SYSTEM_PROMPT, Heartbeat, Storyteller
+from storyteller_daemon.domain.text import strip_markup
 from storyteller_daemon.storage.store import Store
 from world_adapter.events import CharacterState
 from world_adapter.sim import SimWorld

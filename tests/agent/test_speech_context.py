@@ -8,13 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from storyteller_daemon.agent.prompts import (
-    SPEECH_CONTEXT_HEADER,
-    PromptBuilder,
-    TurnPrompt,
-    speech_context_line,
-)
+from storyteller_daemon.agent.prompts import PromptBuilder, TurnPrompt
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER, speech_context_line
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.text import SpeechLine

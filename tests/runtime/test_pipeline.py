@@ -372,7 +372,7 @@ def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
 ) -> None:
     import logging
 
-    from storyteller_daemon.agent.attention import AttentionVerdict as Verdict
+    from storyteller_daemon.agent.verdicts import AttentionVerdict as Verdict
     from storyteller_daemon.runtime.observers import LoggingObserver
 
     caplog.set_level(logging.INFO, logger="storyteller.activity")

@@ -6,7 +6,7 @@ import inspect
 import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
-from storyteller_daemon.agent import prompts
+from storyteller_daemon.agent import fencing, trigger_text
 from storyteller_daemon.agent.ports import SpeechHistory
 from storyteller_daemon.domain import text
 from storyteller_daemon.domain.text import SpeechLine, cap
@@ -151,6 +151,8 @@ def test_cap_counts_the_ellipsis_towards_the_limit() -> None:
 
 def test_prompts_use_the_domain_markup_rules() -> None:
     # One set of expressions: the prompt helpers are the domain's, not copies of them.
-    assert prompts.strip_markup is text.strip_markup
-    assert prompts.one_line is text.one_line
-    assert prompts.split_camel is text.split_camel
+    assert fencing.strip_markup is text.strip_markup
+    assert fencing.one_line is text.one_line
+    assert trigger_text.strip_markup is text.strip_markup
+    assert trigger_text.one_line is text.one_line
+    assert trigger_text.split_camel is text.split_camel

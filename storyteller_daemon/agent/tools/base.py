@@ -22,8 +22,8 @@ from typing import Any
 
 from progs.scalars import ID_KEYS, integer_value
 from progs.types import ProgSignature
+from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.model import ToolSpec
-from storyteller_daemon.agent.policy import Effect
 from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.domain.settings import Storyteller

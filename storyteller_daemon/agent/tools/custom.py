@@ -28,7 +28,7 @@ from progs.convert import ArgumentError, convert_arguments
 from progs.results import custom_tool_result
 from progs.schema import UnsupportedParameterType, tool_parameters_schema
 from progs.types import ProgSignature, ProgType, ValueType
-from storyteller_daemon.agent.policy import Effect, prog_effect
+from storyteller_daemon.agent.effects import Effect, prog_effect
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.tools.base import (
     Envelope,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from storyteller_daemon.agent.policy import named
+from storyteller_daemon.agent.effects import named
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, idempotency_key, required_id
 from storyteller_daemon.agent.tools.custom import catalogue, find_prog
 from storyteller_daemon.agent.tools.memories import memories_about, player_character

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storyteller_daemon.agent.policy import named
+from storyteller_daemon.agent.effects import named
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,

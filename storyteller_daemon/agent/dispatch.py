@@ -1,0 +1,155 @@
+"""One tool call of a turn, from the model's arguments to the envelope the model gets back.
+
+Malformed argument JSON is an error the loop counts; a tool the turn does not offer is refused
+(naming the destructive rule when the policy withholds it); a call identical to one already
+dispatched in the turn is skipped. The call then passes the policy point: a shadowed call gets a
+simulated success, a refused one the rule's error, and one that needs approval is parked. Only
+then does the tool run; a prog call that ran is counted for the turn and reported to the policy.
+Calls are logged under the tool loop's logger.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from storyteller_daemon.agent.model import FunctionCall, ResponseItem
+from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.policy_rules import APPROVAL, DESTRUCTIVE_RULE, NOT_OFFERED, Decision
+from storyteller_daemon.agent.records import CallRecord, TurnRecord
+from storyteller_daemon.agent.tools.base import (
+    MALFORMED_PREFIX,
+    MalformedArguments,
+    ToolContext,
+    canonical_arguments,
+    error,
+    idempotency_key,
+    invoke,
+    ok,
+    parse_arguments,
+)
+from storyteller_daemon.agent.tools.registry import Toolset
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.approvals import Approval, ApprovalState
+from storyteller_daemon.domain.settings import Storyteller
+
+log = logging.getLogger("storyteller_daemon.agent.loop")
+
+SKIPPED_ERROR = "skipped: already done in this turn"
+SHADOW_RESULT = {
+    "simulated": True,
+    "message": "Shadow mode: the call was recorded but not run; the game did not change.",
+}
+
+
+def parked_result(approval: Approval) -> dict[str, object]:
+    """What the model sees for a call parked for approval (or found parked before)."""
+    return {
+        "awaiting_approval": approval.state is ApprovalState.PENDING,
+        "approval": approval.id,
+        "state": approval.state.value,
+        "message": (
+            "The call waits for an admin's approval and runs only if approved before "
+            f"{approval.expires_at:%H:%M} UTC; the game has not changed yet. Do not call it again."
+            if approval.state is ApprovalState.PENDING
+            else f"This call was parked for approval before and is now {approval.state.value}."
+        ),
+    }
+
+
+@dataclass
+class TurnState:
+    """The mutable state of one running turn."""
+
+    storyteller: Storyteller
+    trigger: Trigger
+    ctx: ToolContext
+    tools: Toolset
+    instructions: str
+    record: TurnRecord
+    items: list[ResponseItem]
+    seen_call: bool = False
+    missing_retries: int = 0
+    malformed_retries: int = 0
+    dispatched: set[tuple[str, str]] = field(default_factory=set)
+    acted: bool = False
+    """Whether an earlier round ran a tool other than Noop successfully."""
+    prog_calls: int = 0
+    """Prog calls that ran (or were simulated in shadow mode) in this turn."""
+
+
+async def run_call(turn: TurnState, call: FunctionCall, policy: Policy | None) -> CallRecord:
+    """Run one call of the turn's current round and return its record.
+
+    Args:
+        turn: the running turn; its repeat set and prog-call count are updated.
+        call: the model's call (with a call id).
+        policy: the policy point every call passes (None: no limits beyond the offered tools).
+    """
+
+    def record(envelope: dict[str, object], rule: str | None = None, **flags: bool) -> CallRecord:
+        return CallRecord(
+            turn.record.rounds,
+            call.call_id,
+            call.name,
+            call.arguments,
+            envelope,
+            rule=rule,
+            **flags,
+        )
+
+    try:
+        arguments = parse_arguments(call.arguments)
+    except MalformedArguments as exc:
+        return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
+    tool = turn.tools.find(call.name)
+    if tool is None:
+        rule = DESTRUCTIVE_RULE if turn.tools.withholds(call.name) else NOT_OFFERED
+        return record(error(turn.tools.refusal(call.name)), refused=True, rule=rule)
+    key = (tool.name, canonical_arguments(arguments))
+    if key in turn.dispatched:
+        return record(error(SKIPPED_ERROR), skipped=True)
+    turn.dispatched.add(key)
+    effect = tool.effect(arguments) if tool.effect is not None else None
+    if policy is not None:
+        decision = await policy.check_call(
+            turn.storyteller,
+            turn.trigger,
+            tool.name,
+            arguments,
+            effect=effect,
+            names=tool.names(arguments) if tool.names is not None else None,
+            world=turn.ctx.world,
+            calls_this_turn=turn.prog_calls,
+        )
+        if decision.shadow:
+            turn.prog_calls += 1
+            return record(ok(SHADOW_RESULT), shadowed=True, rule=decision.rule)
+        if not decision.allowed:
+            return record(error(decision.message()), refused=True, rule=decision.rule)
+        if effect is not None and policy.needs_approval(turn.storyteller, tool.name):
+            parked = await policy.park(
+                turn.storyteller,
+                turn.trigger,
+                tool.name,
+                canonical_arguments(arguments),
+                key=idempotency_key(turn.ctx.turn_key, tool.name, arguments),
+                turn_key=turn.ctx.turn_key,
+                effect=effect,
+            )
+            if isinstance(parked, Decision):
+                return record(error(parked.message()), refused=True, rule=parked.rule)
+            turn.prog_calls += 1
+            return record(ok(parked_result(parked)), rule=APPROVAL, parked=True)
+    envelope = await invoke(tool, arguments, turn.ctx)
+    if effect is not None and envelope["ok"]:
+        turn.prog_calls += 1
+        if policy is not None:
+            await policy.ran(turn.storyteller, tool.name, effect, turn.trigger)
+    log.debug(
+        "storyteller %s called %s: %s",
+        turn.storyteller.id,
+        tool.name,
+        "ok" if envelope["ok"] else "error",
+    )
+    return record(envelope)
