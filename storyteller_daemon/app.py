@@ -421,7 +421,6 @@ async def build_runtime(
             stats=stats,
             speech=store.speech,
             alerts=alerts,
-            budget=budget,
             recorder=recorder,
             attention=AttentionOptions(
                 timeout_seconds=cfg.attention.request_timeout_seconds,

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.model import Model, ModelRequest
-from storyteller_daemon.agent.ports import BeforeRequest
 from storyteller_daemon.agent.prompts import truncate, user_message
 from storyteller_daemon.agent.verdicts import (
     AttentionVerdict,
@@ -159,8 +158,6 @@ class AttentionGate:
     Args:
         model: the endpoint.
         limits: ``attention_max_output_tokens`` (the base; each event adds a little).
-        before_request: awaited with every request before it is sent; may raise
-            `BudgetExceeded`, which propagates to the caller.
         options: timeouts, retries and debug reasons.
     """
 
@@ -169,12 +166,10 @@ class AttentionGate:
         model: Model,
         limits: LimitsConfig,
         *,
-        before_request: BeforeRequest | None = None,
         options: AttentionOptions | None = None,
     ) -> None:
         self._model = model
         self._limits = limits
-        self._before_request = before_request
         self.options = options or AttentionOptions()
         self._violations: dict[int, int] = {}
 
@@ -229,7 +224,7 @@ class AttentionGate:
             ValueError: the storyteller has no id, or two entries share an id.
             ModelTransientError: the endpoint failed in a way worth retrying.
             ModelFatalError: the endpoint refused the request.
-            BudgetExceeded: the `before_request` hook refused the request.
+            BudgetExceeded: the budget refused a request (raised by the model seam).
         """
         if storyteller.id is None:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
@@ -245,8 +240,6 @@ class AttentionGate:
             request = self.request_for(
                 storyteller, context, asking, fence if attempt == 1 else None
             )
-            if self._before_request is not None:
-                await self._before_request(request)
             response = await self._model.respond(request)
             requests += 1
             reply = (

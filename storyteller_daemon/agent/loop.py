@@ -42,7 +42,6 @@ from storyteller_daemon.agent.model import (
 )
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import DESTRUCTIVE_TOOLS
-from storyteller_daemon.agent.ports import BeforeRequest
 from storyteller_daemon.agent.prompts import tool_loop_instructions, user_message
 from storyteller_daemon.agent.records import (
     CallRecord,
@@ -79,8 +78,6 @@ class ToolLoop:
         model: the endpoint.
         limits: rounds, time, retries and output-token bounds.
         clock: a monotonic clock in seconds (injected so tests control time).
-        before_request: awaited with every request before it is sent; may raise
-            `BudgetExceeded` to stop the turn (token or cost budgets live outside the loop).
         policy: the policy point every call passes before it runs (None: no limits beyond
             the offered tools).
     """
@@ -91,13 +88,11 @@ class ToolLoop:
         limits: LimitsConfig,
         clock: Clock,
         *,
-        before_request: BeforeRequest | None = None,
         policy: Policy | None = None,
     ) -> None:
         self._model = model
         self._limits = limits
         self._clock = clock
-        self._before_request = before_request
         self._policy = policy
 
     async def run(
@@ -171,8 +166,6 @@ class ToolLoop:
             if remaining <= 0:
                 return TurnOutcome.TIME_BUDGET
             request = self._request(turn)
-            if self._before_request is not None:
-                await self._before_request(request)
             response = await self._send(turn, request, remaining)
             if response is None:
                 return TurnOutcome.TIME_BUDGET
@@ -240,6 +233,11 @@ class ToolLoop:
             return None
         except (ModelTransientError, ModelFatalError) as exc:
             entry.error = f"{type(exc).__name__}: {exc}"
+            raise
+        except BudgetExceeded:
+            # The budget refused it before it was sent: not a round, and nothing was asked.
+            turn.record.rounds -= 1
+            turn.record.requests.remove(entry)
             raise
         finally:
             entry.duration_seconds = self._clock() - began

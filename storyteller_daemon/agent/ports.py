@@ -6,26 +6,19 @@ signatures of `SituationRepository`, `MemoryRepository`, `ReferenceRepository` a
 tests can check they still fit.
 Every method raises `NotFoundError` for an id that names nothing and `ValidationError` for a value
 that breaks a domain rule; the messages are safe to show to a model.
-
-`BeforeRequest` is the hook through which budgets kept elsewhere (tokens, money) can veto a model
-request by raising `BudgetExceeded`.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.text import SpeechLine
-
-BeforeRequest = Callable[[ModelRequest], Awaitable[None]]
-"""Awaited with each model request before it is sent; raises `BudgetExceeded` to refuse it."""
 
 
 @runtime_checkable

@@ -128,7 +128,6 @@ class BudgetKeeper:
         """Storyteller ids whose daily cap is reached; None stands for the global cap."""
         self._alerted: set[tuple[int | None, int]] = set()
         self._names: dict[int | None, str] = {}
-        self._pending: dict[int, Reservation] = {}
         self._freed = asyncio.Event()
         """Set (and replaced) whenever a reservation ends."""
         self.waiting = 0
@@ -179,8 +178,9 @@ class BudgetKeeper:
 
     # ------------------------------------------------------------------ the request path
 
-    async def before_request(self, request: ModelRequest) -> None:
-        """The `BeforeRequest` hook: reserve, wait for room, or refuse.
+    async def admit(self, request: ModelRequest) -> Reservation:
+        """The one door every model request passes: reserve its worst case, wait for room, or
+        refuse. `MeteredModel` calls it for every request, attention and turn alike.
 
         A request that would fit once the requests in flight have settled waits for them
         (each is bounded by the model's timeout); one that cannot fit today is refused.
@@ -190,8 +190,7 @@ class BudgetKeeper:
         """
         while True:
             try:
-                self.reserve(request)
-                return
+                return self.reserve(request)
             except _NoRoomYet:
                 freed = self._freed
                 self.waiting += 1
@@ -232,7 +231,6 @@ class BudgetKeeper:
         reservation = Reservation(request, run, usd)
         self._reserved_total += usd
         self._reserved[sid] = self._reserved.get(sid, 0.0) + usd
-        self._pending[id(request)] = reservation
         return reservation
 
     def _check(self, scope: int | None, cap: float, spent: float, held: float, usd: float) -> None:
@@ -253,20 +251,6 @@ class BudgetKeeper:
                 f"flight (${spent:.4f} spent, ${held:.4f} reserved, this request up to "
                 f"${usd:.4f})"
             )
-
-    def claim(self, request: ModelRequest) -> Reservation:
-        """The reservation `before_request` made for this request, or a new one (the backstop).
-
-        Raises:
-            BudgetExceeded: no reservation was made and the request does not fit.
-        """
-        # A pending reservation keeps its request alive, so no other object can share its id.
-        held = self._pending.pop(id(request), None)
-        if held is not None:
-            return held
-        reservation = self.reserve(request)
-        del self._pending[id(request)]
-        return reservation
 
     def release(self, reservation: Reservation) -> None:
         """Drop a reservation whose request got no answer (and wake requests waiting for room)."""

@@ -1,7 +1,9 @@
 """Counting every model request, its tokens and its cost, at the model seam.
 
-With a `BudgetKeeper`, each request's reservation (made by the ``before_request`` hook, or here
-as a backstop) is settled with the real cost once the answer is in, and released if none comes.
+With a `BudgetKeeper`, this is the one place that decides whether a request may go: each
+request is admitted (its worst case reserved, after waiting for room if requests in flight hold
+it) or refused with `BudgetExceeded` before it is sent; the reservation is settled with the real
+cost once the answer is in, and released if none comes.
 The run the request belongs to (`attribution.current_run`) gets the request, answer and bill.
 """
 
@@ -82,7 +84,7 @@ class MeteredModel:
 
     async def respond(self, request: ModelRequest) -> ModelResponse:
         """Forward the request and account for what it cost."""
-        reservation = self._budget.claim(request) if self._budget is not None else None
+        reservation = await self._budget.admit(request) if self._budget is not None else None
         self._stats.requests += 1
         run = current_run()
         exchange = Exchange(request)

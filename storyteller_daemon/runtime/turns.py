@@ -38,7 +38,6 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder, Services
-from storyteller_daemon.runtime.budgets import BudgetKeeper
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
@@ -64,7 +63,6 @@ class AgentTurnRunner:
         clock: Clock,
         stats: RuntimeStats,
         speech: SpeechHistory | None = None,
-        budget: BudgetKeeper | None = None,
         recorder: RunRecorder | None = None,
         alerts: AlertSink | None = None,
         attention: AttentionOptions | None = None,
@@ -78,9 +76,8 @@ class AgentTurnRunner:
         # Attention lines name rooms and characters for every event: they come from `lookups`
         # (a cache) when given. A turn's own prompt and tools use the taped world.
         self._prompts = PromptBuilder(lookups or world, situations, limits, speech)
-        hook = budget.before_request if budget is not None else None
-        self.gate = AttentionGate(model, limits, before_request=hook, options=attention)
-        self._loop = ToolLoop(model, limits, clock.monotonic, before_request=hook, policy=policy)
+        self.gate = AttentionGate(model, limits, options=attention)
+        self._loop = ToolLoop(model, limits, clock.monotonic, policy=policy)
         self._policy = policy
         self._recorder = recorder or RunRecorder(None, None, clock)
 

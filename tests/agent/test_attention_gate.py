@@ -21,7 +21,6 @@ from storyteller_daemon.agent.attention import (
     BatchEntry,
     attention_instructions,
 )
-from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
 from storyteller_daemon.agent.verdicts import (
     NO_REASON,
@@ -344,13 +343,9 @@ async def test_model_errors_and_budget_refusals_reach_the_caller() -> None:
     with pytest.raises(ModelTransientError):
         await gate.judge(TELLER, "", ENTRIES)
 
-    async def refuse(request: ModelRequest) -> None:
-        raise BudgetExceeded("hourly budget reached")
-
-    model = ScriptedModel()
+    refused = ScriptedModel(BudgetExceeded("hourly budget reached"))  # the model seam's door
     with pytest.raises(BudgetExceeded):
-        await AttentionGate(model, LimitsConfig(), before_request=refuse).judge(TELLER, "", ENTRIES)
-    assert model.requests == []
+        await AttentionGate(refused, LimitsConfig()).judge(TELLER, "", ENTRIES)
     with pytest.raises(ValueError, match="no id"):
         await gate.judge(Storyteller(name="Unsaved"), "", ENTRIES)
     with pytest.raises(ValueError, match="distinct ids"):

@@ -361,20 +361,15 @@ async def test_model_errors_end_the_turn_with_their_outcome(
     assert record.rounds == 2
 
 
-async def test_a_budget_hook_can_refuse_a_request(
+async def test_a_request_the_budget_refuses_ends_the_turn_and_is_not_a_round(
     storyteller: Storyteller, ctx: ToolContext
 ) -> None:
-    seen: list[ModelRequest] = []
-
-    async def budget(request: ModelRequest) -> None:
-        seen.append(request)
-        if len(seen) > 1:
-            raise BudgetExceeded("daily token budget of 1000 reached")
-
-    model = ScriptedModel(calls(situation("A")), calls(("Noop", {})))
-    record = await run(model, storyteller, ctx, before_request=budget)
+    # The budget's door is the model seam (`MeteredModel`): a refused request raises there.
+    refusal = BudgetExceeded("daily token budget of 1000 reached")
+    model = ScriptedModel(calls(situation("A")), refusal)
+    record = await run(model, storyteller, ctx)
     assert record.outcome is TurnOutcome.BUDGET_EXCEEDED
-    assert len(model.requests) == 1 and len(seen) == 2
+    assert record.rounds == 1 and len(record.requests) == 1
     assert record.error == "BudgetExceeded: daily token budget of 1000 reached"
 
 

@@ -20,7 +20,7 @@ from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.budgets import BudgetKeeper, worst_case
+from storyteller_daemon.runtime.budgets import BudgetKeeper, Reservation, worst_case
 from storyteller_daemon.runtime.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
@@ -74,9 +74,9 @@ class StormBudget(BudgetKeeper):
 
     waves: Waves
 
-    async def before_request(self, request: ModelRequest) -> None:
+    async def admit(self, request: ModelRequest) -> Reservation:
         await self.waves.arrive()
-        await super().before_request(request)
+        return await super().admit(request)
 
 
 class InFlight:
@@ -199,7 +199,6 @@ def _runner(
         limits=LimitsConfig(),
         clock=clock,
         stats=RuntimeStats(),
-        budget=budget,
         recorder=recorder,
     )
 

@@ -74,7 +74,7 @@ async def test_a_request_waits_while_requests_in_flight_hold_the_room_it_needs()
         first, second = budget.reserve(request()), budget.reserve(request())
         with pytest.raises(BudgetExceeded, match="no room for this request while others"):
             budget.reserve(request())  # the synchronous check refuses...
-        third = asyncio.create_task(budget.before_request(request()))  # ...the hook waits
+        third = asyncio.create_task(budget.admit(request()))  # ...the hook waits
     await settle()
     assert not third.done() and budget.waiting == 1
     budget.settle(first, Usage(100, 0, 10, 0), cost_of(Usage(100, 0, 10, 0)))
@@ -91,7 +91,7 @@ async def test_a_waiting_request_is_refused_once_the_cap_is_reached() -> None:
     budget = keeper(FakeClock(T0), daily_usd=worst * 1.5)
     with attributed(run_of(WATCH)):
         held = budget.reserve(request())
-        waiting = asyncio.create_task(budget.before_request(request()))
+        waiting = asyncio.create_task(budget.admit(request()))
     await settle()
     budget.settle(held, Usage(), worst)  # billed its worst case: no room for another today
     await settle()
@@ -197,7 +197,7 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
     turn = run_of(WATCH)
     with attributed(turn):
         req = request()
-        await budget.before_request(req)
+        await budget.admit(req)
         await model.respond(req)
     assert budget.spent(1) == pytest.approx(cost_of(Usage(2000, 0, 100, 0)))
     assert [c.cost_usd for c in turn.charges] == [pytest.approx(0.003)]
