@@ -25,7 +25,7 @@ from typing import Any
 
 from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER
 from storyteller_daemon.domain.text import strip_markup
-from storyteller_daemon.testing.responses_server import Reply
+from storyteller_daemon.testing.responses_answers import Reply
 
 _ID_LINE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
 _ESCAPE = re.compile(r"\\[nrt\"\\/]|\\u[0-9a-fA-F]{4}")

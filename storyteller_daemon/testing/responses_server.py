@@ -39,147 +39,17 @@ import base64
 import collections
 import json
 import math
-import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from aiohttp import web
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.testing.responses_answers import Fault, Item, Reply, Responder
+from storyteller_daemon.testing.responses_checks import check_request
 
-Item = dict[str, Any]
-Responder = Callable[[dict[str, Any]], "Reply | Fault"]
-
-_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _ENCRYPTED_REASONING = "reasoning.encrypted_content"
-_ZERO_USAGE = Usage()
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One successful answer.
-
-    Attributes:
-        items: output items; ``id`` (and ``call_id`` of function calls) are filled in when absent.
-        reasoning: put a reasoning item first (with encrypted content if the request asked).
-        usage: token counts to report; None sends ``usage: null`` (the field is optional).
-        status: the response status, e.g. ``completed`` or ``incomplete``.
-        incomplete_reason: ``incomplete_details.reason`` when the status is ``incomplete``.
-        delay_seconds: how long the server takes to answer (a model's latency).
-    """
-
-    items: tuple[Item, ...] = ()
-    reasoning: bool = False
-    usage: Usage | None = _ZERO_USAGE
-    status: str = "completed"
-    incomplete_reason: str | None = None
-    delay_seconds: float = 0.0
-
-    @classmethod
-    def calls(
-        cls,
-        *calls: tuple[str, Mapping[str, Any]],
-        usage: Usage | None = _ZERO_USAGE,
-        reasoning: bool = False,
-    ) -> Reply:
-        """Function calls, given as ``(tool name, arguments)`` pairs."""
-        items = tuple(
-            _function_call(name, json.dumps(dict(arguments))) for name, arguments in calls
-        )
-        return cls(items=items, reasoning=reasoning, usage=usage)
-
-    @classmethod
-    def text(
-        cls, text: str, *, usage: Usage | None = _ZERO_USAGE, reasoning: bool = False
-    ) -> Reply:
-        """An assistant message holding ``text``."""
-        item: Item = {
-            "type": "message",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
-        }
-        return cls(items=(item,), reasoning=reasoning, usage=usage)
-
-    @classmethod
-    def raw_arguments(
-        cls,
-        name: str,
-        arguments: str,
-        *,
-        usage: Usage | None = _ZERO_USAGE,
-        reasoning: bool = False,
-    ) -> Reply:
-        """A function call whose ``arguments`` text is sent exactly as given (e.g. broken JSON)."""
-        return cls(items=(_function_call(name, arguments),), reasoning=reasoning, usage=usage)
-
-    @classmethod
-    def empty(cls, *, usage: Usage | None = _ZERO_USAGE) -> Reply:
-        """A completed response with no output items."""
-        return cls(usage=usage)
-
-    def incomplete(self, reason: str = "max_output_tokens") -> Reply:
-        """This reply, marked incomplete for ``reason``."""
-        return replace(self, status="incomplete", incomplete_reason=reason)
-
-
-def _function_call(name: str, arguments: str) -> Item:
-    return {"type": "function_call", "status": "completed", "name": name, "arguments": arguments}
-
-
-@dataclass(frozen=True)
-class Fault:
-    """An answer that is not a response: an HTTP error, or no answer at all.
-
-    Attributes:
-        kind: ``status`` (an error response) or ``hang`` (no answer until the server stops).
-        status_code: the HTTP status of a ``status`` fault.
-        code: the ``error.code`` in the body.
-        message: the ``error.message``; a realistic default depends on the status.
-        retry_after: seconds announced in ``retry-after-ms`` and ``retry-after``.
-    """
-
-    kind: Literal["status", "hang"]
-    status_code: int = 500
-    code: str | None = None
-    message: str | None = None
-    retry_after: float | None = None
-
-    @classmethod
-    def status(
-        cls,
-        status_code: int,
-        *,
-        code: str | None = None,
-        message: str | None = None,
-        retry_after: float | None = None,
-    ) -> Fault:
-        """An HTTP error with an OpenAI-style ``{"error": {...}}`` body.
-
-        Raises:
-            ValueError: the status is not a 4xx/5xx code, or ``retry_after`` is negative.
-        """
-        if not 400 <= status_code <= 599:
-            raise ValueError(f"a fault needs a 4xx or 5xx status, got {status_code}")
-        if retry_after is not None and not retry_after >= 0:
-            raise ValueError(f"retry_after must be >= 0 seconds, got {retry_after!r}")
-        return cls("status", status_code, code, message, retry_after)
-
-    @classmethod
-    def hang(cls) -> Fault:
-        """Accept the request and never answer (until the server stops); for timeout tests."""
-        return cls("hang")
-
-
-@dataclass(frozen=True)
-class _Rejection:
-    status: int
-    message: str
-    param: str | None
-    code: str | None
 
 
 class ScriptedResponsesServer:
@@ -313,7 +183,7 @@ class ScriptedResponsesServer:
         if isinstance(head, Fault):
             self._script.popleft()
             return await self._answer_fault(head, body, request)
-        rejection = _check_request(body)
+        rejection = check_request(body)
         if rejection is not None:
             return _error(rejection.status, rejection.message, rejection.param, rejection.code)
         answer: object
@@ -484,130 +354,3 @@ def _default_message(
     if status >= 500:
         return "The server had an error while processing your request. Sorry about that!"
     return f"Scripted HTTP {status} error."
-
-
-# ---------------------------------------------------------------------- request checks
-
-
-def _check_request(body: Mapping[str, Any]) -> _Rejection | None:
-    """The error the real API would give for ``body``, or None if it would accept it."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        return _Rejection(
-            400, "Missing required parameter: 'model'.", "model", "missing_required_parameter"
-        )
-    if body.get("stream"):
-        return _Rejection(
-            400, "The scripted server does not stream; send stream=false.", "stream", None
-        )
-    if body.get("previous_response_id") is not None:
-        message = (
-            "The scripted server keeps no responses; "
-            "send the whole input instead of previous_response_id."
-        )
-        return _Rejection(400, message, "previous_response_id", None)
-    for index, tool in enumerate(body.get("tools") or []):
-        rejection = _check_tool(index, tool)
-        if rejection is not None:
-            return rejection
-    text_format = (body.get("text") or {}).get("format") or {}
-    if text_format.get("type") == "json_schema" and text_format.get("strict"):
-        problem = _strict_schema_problem(text_format.get("schema"), ())
-        if problem is not None:
-            message = f"Invalid schema for response_format '{text_format.get('name')}': {problem}"
-            return _Rejection(400, message, "text.format.schema", "invalid_json_schema")
-    items = body.get("input")
-    if isinstance(items, list):
-        return _check_items(items, store=body.get("store", True) is not False)
-    return None
-
-
-def _check_tool(index: int, tool: Any) -> _Rejection | None:
-    if not isinstance(tool, dict) or tool.get("type") != "function":
-        return None
-    name = tool.get("name")
-    if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        message = (
-            f"Invalid 'tools[{index}].name': string does not match pattern. "
-            "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
-        )
-        return _Rejection(400, message, f"tools[{index}].name", "invalid_value")
-    if tool.get("strict"):
-        problem = _strict_schema_problem(tool.get("parameters"), ())
-        if problem is not None:
-            message = f"Invalid schema for function '{name}': {problem}"
-            return _Rejection(
-                400, message, f"tools[{index}].parameters", "invalid_function_parameters"
-            )
-    return None
-
-
-def _strict_schema_problem(schema: Any, context: tuple[str, ...]) -> str | None:
-    """The first rule of strict structured outputs that ``schema`` breaks, if any."""
-    if not isinstance(schema, dict):
-        return None
-    types = schema.get("type")
-    is_object = types == "object" or (isinstance(types, list) and "object" in types)
-    properties = schema.get("properties")
-    if is_object or isinstance(properties, dict):
-        if schema.get("additionalProperties") is not False:
-            return (
-                f"In context={context!r}, 'additionalProperties' is required to be supplied "
-                "and to be false."
-            )
-        properties = properties if isinstance(properties, dict) else {}
-        required = schema.get("required")
-        required = required if isinstance(required, list) else []
-        for key in properties:
-            if key not in required:
-                return (
-                    f"In context={context!r}, 'required' is required to be supplied and to be "
-                    f"an array including every key in properties. Missing '{key}'."
-                )
-        for key, sub in properties.items():
-            problem = _strict_schema_problem(sub, (*context, "properties", key))
-            if problem is not None:
-                return problem
-    children: list[tuple[tuple[str, ...], Any]] = [((*context, "items"), schema.get("items"))]
-    for index, sub in enumerate(schema.get("anyOf") or []):
-        children.append(((*context, "anyOf", str(index)), sub))
-    for defs_key in ("$defs", "definitions"):
-        for name, sub in (schema.get(defs_key) or {}).items():
-            children.append(((*context, defs_key, name), sub))
-    for sub_context, sub in children:
-        problem = _strict_schema_problem(sub, sub_context)
-        if problem is not None:
-            return problem
-    return None
-
-
-def _check_items(items: list[Any], *, store: bool) -> _Rejection | None:
-    call_ids: set[str] = set()
-    output_ids: set[str] = set()
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        unresolvable = kind == "item_reference" or (
-            kind == "reasoning" and not item.get("encrypted_content")
-        )
-        if unresolvable and not store:
-            message = (
-                f"Item with id '{item.get('id')}' not found. Items are not persisted when "
-                "`store` is set to false. Try again with `store` set to true, or remove this "
-                "item from your input."
-            )
-            return _Rejection(404, message, "input", None)
-        if kind == "function_call":
-            call_ids.add(str(item.get("call_id")))
-        elif kind == "function_call_output":
-            call_id = str(item.get("call_id"))
-            if call_id not in call_ids:
-                message = f"No tool call found for function call output with call_id {call_id}."
-                return _Rejection(400, message, "input", None)
-            output_ids.add(call_id)
-    unanswered = sorted(call_ids - output_ids)
-    if unanswered:
-        message = f"No tool output found for function call {unanswered[0]}."
-        return _Rejection(400, message, "input", None)
-    return None

@@ -82,7 +82,8 @@ async def test_a_zero_pause_never_pauses() -> None:
 async def test_a_401_over_http_pauses_the_model_and_sends_nothing_more() -> None:
     """The Responses adapter names the status, so a real refusal opens the breaker."""
     from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
-    from storyteller_daemon.testing.responses_server import Fault, ScriptedResponsesServer
+    from storyteller_daemon.testing.responses_answers import Fault
+    from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 
     async with ScriptedResponsesServer() as server:
         server.enqueue(Fault.status(401))

@@ -18,7 +18,8 @@ from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import LimitsConfig, parse_config
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

@@ -10,7 +10,8 @@ import pytest
 from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
-from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Fault, Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 
 API_KEY = "sk-test-not-real"
 

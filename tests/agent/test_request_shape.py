@@ -27,7 +27,8 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, ReasoningEffort, Storyteller
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
 
 MAREN = 1001

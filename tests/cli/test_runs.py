@@ -31,7 +31,8 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
 
 T0 = (datetime.now(UTC) - timedelta(days=60)).replace(hour=12, minute=0, second=0, microsecond=0)

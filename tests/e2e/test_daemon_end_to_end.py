@@ -29,7 +29,8 @@ from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
 
 WATCH = "Harbour Ward Watch"

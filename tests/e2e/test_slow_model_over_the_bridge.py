@@ -23,7 +23,8 @@ from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Fault, Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.bridge.sim_server import BridgeServer
 from world_adapter.sim import SimWorld
 

@@ -33,7 +33,8 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import settle
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 
 pytestmark = pytest.mark.evennia
 

@@ -28,7 +28,8 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
-from storyteller_daemon.testing.responses_server import Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

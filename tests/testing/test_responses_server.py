@@ -20,7 +20,8 @@ from openai.types.responses import (
 )
 
 from storyteller_daemon.agent.model import Usage
-from storyteller_daemon.testing.responses_server import Fault, Reply, ScriptedResponsesServer
+from storyteller_daemon.testing.responses_answers import Fault, Reply
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 
 KEY = "sk-test-not-real"
 STRICT_TOOL: dict[str, Any] = {

@@ -1,0 +1,191 @@
+"""The concrete adapters the configuration and the environment choose.
+
+The database store, the model endpoint (OpenAI or a compatible server, the offline stand-in, or
+none), the world (the embedded sim world or a game over the bridge protocol) and its prog
+catalogue, alert delivery, the start history for crash-loop detection, the listener's bearer
+token, and the secrets no tool argument may carry out. Secrets are read from the environment
+variables the configuration names.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from progs.types import ProgSignature
+from storyteller_daemon.agent.model import Model
+from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
+from storyteller_daemon.alerts.crash_loop import StartHistory
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.config import Config, database_url
+from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.runtime.health import check_http_settings
+from storyteller_daemon.storage.store import Store
+from world_adapter.errors import WorldAdapterError
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__package__)
+
+OFFLINE_BANNER = (
+    "No API key: using the OFFLINE STAND-IN, a rule-based responder. It is not a language "
+    "model; it only shows the machinery working."
+)
+
+
+def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The values of every secret the configuration names (API key, tokens, webhook, database
+    URL): no tool argument may carry one out (see `agent.policy`)."""
+    names = [
+        cfg.model.api_key_env,
+        cfg.world.token_env,
+        cfg.alerts.discord_webhook_env,
+        cfg.http.token_env,
+        cfg.database.url_env,
+    ]
+    return [environ[n] for n in names if n and environ.get(n, "").strip()]
+
+
+def open_store(cfg: Config, environ: Mapping[str, str] = os.environ) -> Store:
+    """A store over the configured database."""
+    return Store.open(database_url(cfg, environ), busy_timeout_ms=cfg.database.busy_timeout_ms)
+
+
+@dataclass
+class ModelChoice:
+    """The endpoint the daemon will use, and how to describe it to the admin."""
+
+    model: Model | None
+    description: str
+    offline: bool = False
+
+
+def choose_model(cfg: Config, environ: Mapping[str, str] = os.environ) -> ModelChoice:
+    """OpenAI (or a compatible server) with a key; the offline stand-in if allowed; else none."""
+    key = environ.get(cfg.model.api_key_env, "").strip()
+    if key:
+        from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+
+        model = OpenAIResponsesModel(
+            api_key=key,
+            base_url=cfg.model.base_url or None,
+            timeout_seconds=cfg.model.request_timeout_seconds,
+            max_retries=cfg.model.max_retries,
+        )
+        return ModelChoice(model, model.name)
+    if cfg.model.offline_when_no_key:
+        from storyteller_daemon.agent.offline import OfflineStandInModel
+
+        offline = OfflineStandInModel()
+        return ModelChoice(offline, offline.name, offline=True)
+    return ModelChoice(
+        None,
+        f"none: {cfg.model.api_key_env} is not set, so storytellers will not call a model",
+    )
+
+
+def build_world(
+    cfg: Config, environ: Mapping[str, str] = os.environ, *, request_seconds: float = 10.0
+) -> WorldClient:
+    """The configured world: the embedded sim world, or a game over the bridge protocol.
+
+    A bridged game is not contacted here; it is first reached by the first query or
+    subscription (each request gets `request_seconds`, reconnects included).
+    """
+    if cfg.world.kind == "sim":
+        from world_adapter.sim import SimWorld
+
+        return SimWorld.harbour_town(seed=cfg.world.sim_seed)
+    from world_adapter.bridge.client import BridgeWorldClient, check_bridge_url
+    from world_adapter.bridge.timing import BridgeTimings
+
+    try:
+        url = check_bridge_url(cfg.world.url)
+    except ValueError as exc:
+        raise ConfigError("config", str(exc), key="world.url") from None
+    if not cfg.world.token_env:
+        raise ConfigError("config", "a bridged world needs token_env", key="world.token_env")
+    token = environ.get(cfg.world.token_env, "").strip()
+    if not token:
+        raise ConfigError(
+            "config",
+            f"environment variable {cfg.world.token_env} is not set",
+            key="world.token_env",
+        )
+    timings = BridgeTimings(request_seconds=request_seconds)
+    return BridgeWorldClient(url, token, timings=timings, client_name="storyteller")
+
+
+async def prog_catalogue(cfg: Config) -> list[ProgSignature] | None:
+    """The configured world's prog catalogue, or None when the world cannot be reached.
+
+    The embedded sim world is always reachable; a bridged game may not be running, so it gets
+    a short time budget.
+    """
+    if cfg.world.kind == "sim":
+        return await build_world(cfg).progs()
+    world = build_world(cfg, request_seconds=3.0)
+    try:
+        return await world.progs()
+    except WorldAdapterError:
+        return None
+    finally:
+        close = getattr(world, "close", None)
+        if close is not None:
+            await close()
+
+
+def build_alerts(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.environ) -> Alerts:
+    """Alerts to the log, and to Discord when `alerts.discord_webhook_env` names a webhook.
+
+    An unset variable leaves Discord out with a warning (storytelling matters more than its
+    alerts; `storyteller doctor` reports it).
+
+    Raises:
+        ConfigError: the variable holds something that is not a Discord webhook URL.
+    """
+    name = cfg.alerts.discord_webhook_env
+    discord = None
+    url = environ.get(name, "").strip() if name else ""
+    if name and not url:
+        log.warning("%s is not set: alerts go to the log only", name)
+    if url:
+        problem = webhook_url_problem(url)
+        if problem is not None:
+            raise ConfigError(
+                "config",
+                f"environment variable {name}: {problem}",
+                key="alerts.discord_webhook_env",
+            )
+        discord = DiscordWebhookSink(
+            url,
+            clock=clock,
+            source=f"storyteller@{socket.gethostname()}",
+            period_seconds=cfg.alerts.repeat_window_seconds,
+        )
+    return Alerts(clock=clock, discord=discord)
+
+
+def start_history(cfg: Config, environ: Mapping[str, str] = os.environ) -> StartHistory | None:
+    """Where starts are recorded for crash-loop detection, or None for no detection.
+
+    The configured file, else ``$STATE_DIRECTORY/start-history.json`` when systemd runs us.
+    """
+    if cfg.alerts.start_history_file:
+        return StartHistory(Path(cfg.alerts.start_history_file))
+    state = environ.get("STATE_DIRECTORY", "").split(":")[0]
+    return StartHistory(Path(state) / "start-history.json") if state else None
+
+
+def http_token(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
+    """The listener's bearer token ("" for none), checked against the listen address.
+
+    Raises:
+        ConfigError: the listener would be reachable from other machines without a token.
+    """
+    token = environ.get(cfg.http.token_env, "").strip() if cfg.http.token_env else ""
+    check_http_settings(cfg.http, token)
+    return token

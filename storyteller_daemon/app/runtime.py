@@ -1,0 +1,156 @@
+"""`Runtime`: a fully wired daemon, run with its side work and closed.
+
+It runs the daemon inside alert delivery and the HTTP listener (when enabled), with side work
+beside it in one task group: the sim world's activity, run pruning, parked approvals, storing the
+world's prog catalogue and the log's minute summaries. Side work that fails is logged and the
+daemon goes on without it; a game that refuses the daemon ends the run as a configuration error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from storyteller_daemon.alerts import Alerts
+from storyteller_daemon.app.adapters import ModelChoice
+from storyteller_daemon.config import Config
+from storyteller_daemon.errors import ConfigError, StorageError
+from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.approvals import ApprovalRunner
+from storyteller_daemon.runtime.budgets import BudgetKeeper
+from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
+from storyteller_daemon.runtime.health import HealthServer
+from storyteller_daemon.runtime.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.store import Store
+from world_adapter.errors import FatalStreamError, WorldAdapterError
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__package__)
+
+
+@dataclass
+class Runtime:
+    """A fully wired daemon and the parts a caller may want to look at."""
+
+    cfg: Config
+    store: Store
+    world: WorldClient
+    choice: ModelChoice
+    stats: RuntimeStats
+    pipeline: Pipeline
+    daemon: Daemon
+    runner: AgentTurnRunner | None = None
+    alerts: Alerts | None = None
+    health: HealthServer | None = None
+    budget: BudgetKeeper | None = None
+    recorder: RunRecorder | None = None
+    approvals: ApprovalRunner | None = None
+    summaries: LoggingObserver | None = None
+    """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
+    summaries_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """How the summaries wait for the next minute (the runtime clock's sleep)."""
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
+        async with self._services():
+            try:
+                await self._run_daemon(stop)
+            except Exception as exc:
+                # Logged while alert delivery still runs, so the admins hear of it; the
+                # traceback follows from the caller.
+                first = exc.exceptions[0] if isinstance(exc, ExceptionGroup) else exc
+                log.error("the daemon stopped on an unexpected %s", type(first).__name__)
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _services(self) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if self.alerts is not None:
+                await stack.enter_async_context(self.alerts.running())
+            if self.health is not None:
+                await stack.enter_async_context(self.health)
+            yield
+
+    async def keep_catalogue(self) -> None:
+        """Once running, store the world's progs, so admin commands can check prog names
+        against them while the world cannot be asked from their shell."""
+        await self.daemon.ready.wait()
+        try:
+            progs = await self.world.progs()
+            # A stop must not cut the write off mid-transaction.
+            save = self.store.catalogues.save(self.cfg.world.identity, progs, datetime.now(UTC))
+            await complete_even_if_cancelled(save)
+        except (WorldAdapterError, StorageError) as exc:
+            log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
+
+    async def _run_daemon(self, stop: asyncio.Event) -> None:
+        """Run the daemon and its side work (the sim world's activity, pruning, approvals, the
+        prog catalogue, the minute summaries) in one TaskGroup until `stop` is set."""
+        failure: Exception | None = None
+        try:
+            async with asyncio.TaskGroup() as group:
+                side = [
+                    group.create_task(_logged(name, work), name=name)
+                    for name, work in self._side_work()
+                ]
+                try:
+                    await self.daemon.run(stop)
+                except Exception as exc:  # raised below as it is, not wrapped by the group
+                    failure = exc
+                finally:
+                    for task in side:
+                        task.cancel()
+        finally:
+            if self.summaries is not None:
+                self.summaries.flush()  # the last, partial minute
+        if isinstance(failure, FatalStreamError):  # the operator must act: one line, no retry
+            raise ConfigError(
+                "config", f"the game refused the daemon: {failure}", key="world"
+            ) from failure
+        if failure is not None:
+            raise failure
+
+    def _side_work(self) -> Iterator[tuple[str, Coroutine[Any, Any, None]]]:
+        run_activity = getattr(self.world, "run_activity", None)
+        if run_activity is not None:
+            yield "sim-activity", run_activity(self.cfg.world.sim_tick_seconds)
+        if self.recorder is not None:  # at start-up, then daily
+            runs = self.cfg.runs
+            yield (
+                "run-pruning",
+                self.recorder.prune_daily(
+                    retention_days=runs.retention_days,
+                    ledger_retention_days=runs.ledger_retention_days,
+                ),
+            )
+        if self.approvals is not None:
+            yield "approvals", self.approvals.run()
+        yield "prog-catalogue", self.keep_catalogue()
+        if self.summaries is not None:
+            yield "minute-summaries", self.summaries.run(self.summaries_sleep)
+
+    async def close(self) -> None:
+        """Release the model client, the world's connections and the database."""
+        close = getattr(self.choice.model, "close", None)
+        if close is not None:
+            await close()
+        close_world = getattr(self.world, "close", None)
+        if close_world is not None:
+            await close_world()
+        await self.store.close()
+
+
+async def _logged(name: str, work: Coroutine[Any, Any, None]) -> None:
+    """Side work that fails is logged; the daemon goes on without it rather than stop."""
+    try:
+        await work
+    except Exception:
+        log.exception("%s stopped on an unexpected error; the daemon goes on without it", name)

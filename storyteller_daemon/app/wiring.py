@@ -1,0 +1,235 @@
+"""`build_runtime`: the daemon wired from the configuration.
+
+It opens what the configuration chooses (see `adapters`) unless the caller passes its own, checks
+the database schema is current, and puts the parts together: the budget keeper and run recorder,
+the world look-up cache, the policy with the prog calls of the last day restored, the metered
+model behind its circuit breaker and the turn runner (only with a model), the pipeline, the
+daemon, the alert counters, the HTTP listener and the approval runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+
+from storyteller_daemon.agent.attention import AttentionOptions
+from storyteller_daemon.agent.breaker import CircuitBreaker
+from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.policy_rules import kill_file_path
+from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.alerts import Alerts
+from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
+from storyteller_daemon.app.adapters import (
+    OFFLINE_BANNER,
+    ModelChoice,
+    build_alerts,
+    build_world,
+    choose_model,
+    daemon_secrets,
+    http_token,
+    open_store,
+)
+from storyteller_daemon.app.runtime import Runtime
+from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.config import Config, database_url
+from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.approvals import ApprovalRunner
+from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
+from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.health import HealthServer
+from storyteller_daemon.runtime.lookup_cache import CachedWorld
+from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.runtime.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
+from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
+from storyteller_daemon.storage.backlog import BacklogRepository
+from storyteller_daemon.storage.inbox import InboxRepository
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import RunRepository
+from storyteller_daemon.storage.store import Store
+from world_adapter.protocol import WorldClient
+
+log = logging.getLogger(__package__)
+
+
+async def build_runtime(
+    cfg: Config,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    world: WorldClient | None = None,
+    choice: ModelChoice | None = None,
+    observer: Observer | None = None,
+    clock: Clock | None = None,
+    store: Store | None = None,
+    reload_seconds: float = 5.0,
+    drain_seconds: float | None = None,
+    alerts: Alerts | None = None,
+) -> Runtime:
+    """Wire the daemon. Checks the schema is current; warns once when there is no model.
+
+    `drain_seconds` defaults to ``[daemon] drain_seconds``; `alerts` to `build_alerts`.
+    """
+    token = http_token(cfg, environ)
+    clock = clock or SystemClock()
+    alerts = alerts or build_alerts(cfg, clock, environ)
+    store = store or open_store(cfg, environ)
+    await store.db.require_current()
+    world = world or build_world(cfg, environ)
+    choice = choice or choose_model(cfg, environ)
+    stats = RuntimeStats()
+    budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
+    ledger = LedgerRepository(store.db)
+    await budget.load(ledger)  # today's spend survives a restart
+    recorder = RunRecorder(RunRepository(store.db), ledger, clock, record=cfg.runs.record)
+    if choice.model is None:
+        log.warning("model: %s", choice.description)
+    elif choice.offline:
+        log.warning(OFFLINE_BANNER)
+    lookups = CachedWorld(world, clock.monotonic)
+    router = Router()
+    actions = PolicyActionRepository(store.db)
+    approvals = ApprovalRepository(store.db)
+    policy = Policy(
+        cfg.policy,
+        clock.monotonic,
+        secrets=daemon_secrets(cfg, environ),
+        cells_of=router.cells_of,
+        kill_file=kill_file_path(cfg.policy, database_url(cfg, environ)),
+        now=clock.now,
+        journal=actions.add,
+        approvals=approvals,
+    )
+    # The caps and cooldowns count the prog calls of the last day, across restarts.
+    policy.restore(await actions.since(clock.now() - timedelta(days=1)), clock.now())
+    runner = None
+    latency: dict[str, LatencyHistogram] = {}
+    if choice.model is not None:
+        breaker = CircuitBreaker(
+            choice.model,
+            pause_seconds=cfg.model.refused_pause_seconds,
+            monotonic=clock.monotonic,
+        )
+        metered = MeteredModel(
+            breaker,
+            stats,
+            cfg.model.prices,
+            monotonic=clock.monotonic,
+            budget=budget,
+            now=clock.now,
+        )
+        latency = metered.latency
+        runner = AgentTurnRunner(
+            world=world,
+            situations=store.situations,
+            memories=store.memories,
+            references=store.references,
+            model=metered,
+            limits=cfg.limits,
+            clock=clock,
+            stats=stats,
+            speech=store.speech,
+            alerts=alerts,
+            recorder=recorder,
+            attention=AttentionOptions(
+                timeout_seconds=cfg.attention.request_timeout_seconds,
+                max_retries=cfg.attention.max_retries,
+                debug_reasons=cfg.attention.debug_reasons,
+                reference=cfg.attention.one_call_per_event,
+                remit_max_chars=cfg.attention.remit_max_chars,
+            ),
+            lookups=lookups,
+            policy=policy,
+        )
+    summaries = None  # the log's minute summaries, unless the caller observes the pipeline
+    if observer is None:
+        observer = summaries = LoggingObserver(
+            debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic, stats=stats
+        )
+    pipeline = Pipeline(
+        router=router,
+        runner=runner or _NoModel(),
+        clock=clock,
+        stats=stats,
+        observer=observer,
+        backlog=BacklogRepository(store.db, clock.now),
+        attention=cfg.attention,
+        queue_size=cfg.limits.queue_size,
+        model_available=runner is not None,
+        speech=store.speech,
+        admission=Admission(budget, lookups, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
+        alerts=alerts,
+        source=cfg.world.kind,
+        observe=lookups.observe,
+    )
+    daemon = Daemon(
+        settings=store.storytellers,
+        world=lookups,
+        pipeline=pipeline,
+        clock=clock,
+        reload_seconds=reload_seconds,
+        drain_seconds=cfg.daemon.drain_seconds if drain_seconds is None else drain_seconds,
+        alerts=alerts,
+        # A bridged game's epochs are unique per boot, so its events are stored durably and
+        # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
+        inbox=InboxRepository(store.db) if cfg.world.kind == "bridge" else None,
+        world_key=cfg.world.kind,
+        intake_activity=_stream_activity(world),
+        stall_seconds=cfg.daemon.intake_stall_seconds,
+    )
+    alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
+    alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
+    health = None
+    if cfg.http.enabled:
+        health = HealthServer(
+            daemon=daemon,
+            db_check=store.db.current_revision,
+            latency=latency,
+            alerts=alerts,
+            host=cfg.http.host,
+            port=cfg.http.port,
+            token=token,
+        )
+    runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
+    runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep
+    # Parked calls are looked at every few seconds only where approvals are in use: tools are
+    # marked for approval, or calls parked under an earlier configuration are still open.
+    in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))
+    if runner is not None and in_use:
+        runtime.approvals = ApprovalRunner(
+            approvals, store.storytellers.get, runner.run_approved, policy, clock
+        )
+    runtime.alerts, runtime.health = alerts, health
+    runtime.budget, runtime.recorder = budget, recorder
+    return runtime
+
+
+def _stream_activity(world: WorldClient) -> Callable[[], int] | None:
+    """The bridge's frame and reconnect count, for the intake watchdog (None for other worlds)."""
+    from world_adapter.bridge.connection import BridgeStats
+
+    stats = getattr(world, "stats", None)
+    if not isinstance(stats, BridgeStats):
+        return None
+    return lambda: stats.activity
+
+
+class _NoModel:
+    """Stands in for the runner when no model is configured; the api_key stage stops first."""
+
+    async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
+        raise RuntimeError("no model configured")
+
+    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
+        raise RuntimeError("no model configured")
+
+    async def interrupted(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+    ) -> None:
+        """Nothing ran without a model, so nothing was cut off."""

@@ -1,0 +1,63 @@
+"""Configuration: one TOML file, validated once into frozen objects.
+
+Secrets never live in the file: keys that end in ``_env`` hold the *name* of an environment
+variable, and the value is read from the environment by the composition root. Every problem is
+reported as a `ConfigError` naming the file, the dotted key and what is wrong.
+
+The package's modules: `fields` (the value types and the base of every section), `sections`
+(every section but one), `policy` (the ``[policy]`` section) and `loading` (the whole file,
+reading and validating it, the database URL).
+"""
+
+from storyteller_daemon.config.fields import (
+    ENV_NAME_PATTERN,
+    EnvVarName,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    normalise_database_url,
+)
+from storyteller_daemon.config.loading import Config, database_url, load_config, parse_config
+from storyteller_daemon.config.policy import PolicyConfig
+from storyteller_daemon.config.sections import (
+    AlertsConfig,
+    AttentionConfig,
+    BudgetsConfig,
+    DaemonConfig,
+    DatabaseConfig,
+    HttpConfig,
+    LimitsConfig,
+    LoggingConfig,
+    ModelConfig,
+    ModelPrice,
+    RunsConfig,
+    WorldConfig,
+)
+
+__all__ = [
+    "ENV_NAME_PATTERN",
+    "AlertsConfig",
+    "AttentionConfig",
+    "BudgetsConfig",
+    "Config",
+    "DaemonConfig",
+    "DatabaseConfig",
+    "EnvVarName",
+    "HttpConfig",
+    "LimitsConfig",
+    "LoggingConfig",
+    "ModelConfig",
+    "ModelPrice",
+    "NonNegativeFloat",
+    "NonNegativeInt",
+    "PolicyConfig",
+    "PositiveFloat",
+    "PositiveInt",
+    "RunsConfig",
+    "WorldConfig",
+    "database_url",
+    "load_config",
+    "normalise_database_url",
+    "parse_config",
+]

@@ -1,0 +1,199 @@
+"""The sections of the configuration file other than ``[policy]``.
+
+Each section is one frozen model of `fields._Section` whose attributes are its keys with their
+defaults: ``[database]``, ``[model]`` (with its price table), ``[limits]``, ``[attention]``,
+``[world]``, ``[alerts]``, ``[daemon]``, ``[http]``, ``[logging]``, ``[runs]`` and
+``[budgets]``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from storyteller_daemon.config.fields import (
+    EnvVarName,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    _Section,
+    normalise_database_url,
+)
+
+
+class DatabaseConfig(_Section):
+    """Where everything is persisted."""
+
+    url: Annotated[str, AfterValidator(normalise_database_url)] = Field(
+        default="sqlite+aiosqlite:///storyteller.db", min_length=1
+    )
+    """SQLAlchemy async URL (sqlite+aiosqlite:///path.db, postgresql+asyncpg://...) or a path."""
+    url_env: EnvVarName = ""
+    """If set, the URL is read from this environment variable instead (for passwords)."""
+    busy_timeout_ms: NonNegativeInt = 15_000
+
+
+class ModelPrice(_Section):
+    """USD per million tokens for one model name."""
+
+    input: NonNegativeFloat
+    cached_input: NonNegativeFloat = 0.0
+    output: NonNegativeFloat
+
+
+class ModelConfig(_Section):
+    """The Responses-API endpoint."""
+
+    api_key_env: EnvVarName = "OPENAI_API_KEY"
+    base_url: str = ""
+    """Empty means OpenAI; any Responses-API-compatible server otherwise."""
+    request_timeout_seconds: PositiveFloat = 60.0
+    max_retries: NonNegativeInt = 2
+    offline_when_no_key: bool = False
+    """Use the offline stand-in (not a language model) when the API key is missing."""
+    refused_pause_seconds: NonNegativeFloat = 300.0
+    """After the endpoint refuses the key (401, 403) or a model (404), requests for that model
+    are not sent for this long, then one is tried again (0: always send)."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
+class LimitsConfig(_Section):
+    """Hard bounds on one storyteller turn and its queue."""
+
+    queue_size: PositiveInt = 25
+    max_rounds: PositiveInt = 16
+    turn_seconds: PositiveFloat = 30.0
+    malformed_json_retries: NonNegativeInt = 3
+    missing_call_retries: NonNegativeInt = 2
+    max_output_tokens: PositiveInt = 1200
+    attention_max_output_tokens: PositiveInt = 400
+    prompt_max_chars: PositiveInt = 24_000
+    max_situation_titles: PositiveInt = 25
+
+
+class AttentionConfig(_Section):
+    """How events are judged: burst windows, batches, repeats, expiry, request limits."""
+
+    quiet_seconds: NonNegativeFloat = 8.0
+    """A storyteller's batch is judged once no new event has come for this long..."""
+    max_wait_seconds: NonNegativeFloat = 12.0
+    """...or once its oldest event has waited this long, whichever is first."""
+    urgent_kinds: Annotated[
+        tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
+    ] = ("crime",)
+    """Event kinds judged at once, without waiting for the window."""
+    max_batch_events: Annotated[int, Field(gt=0, le=500)] = 60
+    """Events judged in one attention request at most (a bigger backlog is judged in turns)."""
+    parallel_requests: Annotated[int, Field(ge=1, le=16)] = 4
+    """Attention requests one storyteller may have in flight at once. While the backlog holds
+    more than a full batch, further batches are sent without waiting for the first answer, so
+    a storyteller keeps up with `parallel_requests × max_batch_events` events per latency."""
+    max_turn_events: PositiveInt = 20
+    """Interested events handled together in one turn at most."""
+    repeat_seconds: NonNegativeFloat = 30.0
+    """The same text heard in several rooms within this window is judged once (0: off)."""
+    room_repeat_seconds: NonNegativeFloat = 300.0
+    """The same text repeated in one room within this window is judged once (0: off)."""
+    max_age_seconds: NonNegativeFloat = 3600.0
+    """Events not judged this long after arrival are expired, counted and alerted (0: never)."""
+    retry_seconds: PositiveFloat = 2.0
+    """First wait after a failed attention request; it doubles per failure up to a minute."""
+    request_timeout_seconds: PositiveFloat = 20.0
+    """Limit of one HTTP attempt of an attention request."""
+    max_retries: NonNegativeInt = 1
+    """Retries of one attention request before its events wait for the next pass."""
+    debug_reasons: bool = False
+    """Ask for a reason on ignore verdicts too (more output tokens; for tuning prompts)."""
+    remit_max_chars: NonNegativeInt = 12_000
+    """How much of a storyteller's system prompt its attention requests carry as its remit, in
+    their cached prefix (0: none)."""
+    one_call_per_event: bool = False
+    """The reference design, for comparison: no window, no batching, no repeats, one turn each."""
+    retention_hours: PositiveFloat = 24.0
+    """Finished work items are kept this long for `storyteller` inspection, then pruned."""
+
+
+class WorldConfig(_Section):
+    """Which world the daemon watches."""
+
+    kind: Literal["sim", "bridge"] = "sim"
+    url: str = ""
+    token_env: EnvVarName = ""
+    sim_seed: int = 7
+    """Random seed of the embedded sim world's scripted activity."""
+    sim_tick_seconds: PositiveFloat = 2.0
+
+    @property
+    def identity(self) -> str:
+        """Names this world among others a database has seen (``sim`` or ``bridge URL``)."""
+        return self.kind if self.kind == "sim" else f"{self.kind} {self.url.strip()}"
+
+
+class AlertsConfig(_Section):
+    """Where admins hear about problems."""
+
+    discord_webhook_env: EnvVarName = ""
+    repeat_window_seconds: PositiveFloat = 600.0
+    """Quiet period per alert key: repeats inside it are counted and sent as one summary."""
+    start_history_file: str = ""
+    """Start times for crash-loop detection; empty: $STATE_DIRECTORY/start-history.json."""
+
+
+class DaemonConfig(_Section):
+    """The running daemon."""
+
+    drain_seconds: NonNegativeFloat = 8.0
+    """After SIGTERM, how long a judging pass or turn in flight gets to finish; the rest of the
+    work stays in the durable backlog for the next start."""
+    intake_stall_seconds: PositiveFloat = 120.0
+    """A bridged game that keeps sending while no event is stored for this long has stalled
+    the intake: health goes red and an alert says so."""
+
+
+class HttpConfig(_Section):
+    """The optional health and metrics listener (``/healthz``, ``/metrics``)."""
+
+    enabled: bool = False
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: Annotated[int, Field(ge=0, le=65535)] = 9464
+    """0 picks a free port."""
+    token_env: EnvVarName = ""
+    """Bearer token required on every request; mandatory when `host` is not a loopback address."""
+
+
+class LoggingConfig(_Section):
+    """Log output."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line (level, logger, message, time) for log collectors."""
+    debug_payloads: bool = False
+    """Write prompts and player text to the log. Off by default: they stay in the database."""
+
+
+class RunsConfig(_Section):
+    """Run records: what each turn and attention call did, kept in the database for audit."""
+
+    record: bool = True
+    """Store a run record (trigger, prompts, requests, tool calls, cost) for every model call."""
+    retention_days: NonNegativeInt = 30
+    """Run records older than this are deleted at start-up and daily; 0 keeps them forever."""
+    ledger_retention_days: NonNegativeInt = 400
+    """Cost-ledger rows (tokens and USD, no text) are kept this long; 0 keeps them forever."""
+
+
+class BudgetsConfig(_Section):
+    """Hard spending caps, checked before every model request. 0 turns a cap off."""
+
+    daily_usd: NonNegativeFloat = 20.0
+    """All storytellers together, per UTC day."""
+    storyteller_daily_usd: NonNegativeFloat = 0.0
+    """Each storyteller, per UTC day, unless `storyteller_overrides` names it."""
+    storyteller_overrides: dict[str, NonNegativeFloat] = Field(default_factory=dict)
+    """Storyteller name (any case) → its own daily USD cap."""
+    turn_tokens: NonNegativeInt = 200_000
+    """Input plus output tokens of all requests of one turn."""
+    skip_idle_heartbeats: bool = True
+    """Heartbeats call no model while no player is online in the storyteller's watched rooms."""

@@ -1,0 +1,42 @@
+"""The daemon's lifecycle: load settings, follow the world, run heartbeats, shut down cleanly.
+
+Changes made with the CLI while the daemon runs take effect without a restart: every storyteller
+row carries a revision that grows on each change, and the daemon compares revisions (and the
+world's zone membership) every ``reload_seconds``; on a difference it reloads the settings,
+re-routes, re-syncs heartbeats and, if the set of watched rooms changed, resubscribes to the
+world from its last cursor.
+
+Direct invocation (`Daemon.invoke`, FutureMUD's ``InvokeStorytellerAttention``) names a
+storyteller by id or case-insensitive name in the current routing table and answers whether the
+turn was queued, and if not, why.
+
+With an event inbox (a bridged game), every batch of events is stored and the stream cursor
+advanced in one transaction before the events are dispatched, and marked afterwards; on start the
+daemon resumes from the stored cursor and first dispatches what was stored but never dispatched.
+A game that refuses the daemon (bad token, protocol version) stops it with that error.
+
+Every event a storyteller hears becomes work in its durable backlog (see `pipeline`).
+Shutdown (SIGINT/SIGTERM): intake stops, heartbeats stop, a judging pass or turn in flight gets
+``drain_seconds`` to finish, then is cancelled; everything else stays in the backlog for the next
+start. No task outlives `run()`.
+
+The package's modules: `ports` (what the daemon needs from outside), `state` (the state its
+parts share), `settings_watch` (settings reloads and direct invocation), `world_pump` (the
+world's events into the pipeline, durably) and `core` (the `Daemon` that puts them together,
+with its lifecycle).
+"""
+
+from storyteller_daemon.runtime.daemon.core import Daemon, stop_on_signals
+from storyteller_daemon.runtime.daemon.ports import EventInbox, SettingsSource
+from storyteller_daemon.runtime.daemon.settings_watch import InvocationResult
+from storyteller_daemon.runtime.daemon.world_pump import INBOX_BATCH, complete_even_if_cancelled
+
+__all__ = [
+    "INBOX_BATCH",
+    "Daemon",
+    "EventInbox",
+    "InvocationResult",
+    "SettingsSource",
+    "complete_even_if_cancelled",
+    "stop_on_signals",
+]

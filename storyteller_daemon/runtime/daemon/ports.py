@@ -1,0 +1,52 @@
+"""What the daemon needs from outside: its settings and, for a bridged game, an event inbox.
+
+`SettingsSource` is the storyteller repository as the daemon polls it; `EventInbox` is the
+durable intake of world events (the inbox repository), through which a world that can replay
+resumes from its stored cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from storyteller_daemon.domain.settings import Storyteller
+from world_adapter.events import Cursor, WorldEvent
+
+
+class SettingsSource(Protocol):
+    """Where storyteller settings come from (the storyteller repository)."""
+
+    async def list(self) -> list[Storyteller]:
+        """Every storyteller."""
+        ...
+
+    async def revisions(self) -> dict[int, int]:
+        """Id → revision, cheap to poll."""
+        ...
+
+
+class EventInbox(Protocol):
+    """Durable intake of world events (the inbox repository)."""
+
+    async def store_events(
+        self, world: str, events: Sequence[WorldEvent]
+    ) -> Sequence[tuple[int, WorldEvent]]:
+        """Store new events and advance the cursor in one transaction; return the new ones."""
+        ...
+
+    async def cursor(self, world: str) -> Cursor | None:
+        """The stored cursor."""
+        ...
+
+    async def pending(self, world: str) -> Sequence[tuple[int, WorldEvent]]:
+        """Stored events not yet dispatched, oldest first."""
+        ...
+
+    async def mark_dispatched(self, ids: Sequence[int]) -> None:
+        """Mark stored events as dispatched."""
+        ...
+
+    async def prune(self, world: str, *, keep: int) -> int:
+        """Delete dispatched events except the newest `keep`."""
+        ...

@@ -1,0 +1,195 @@
+"""The world pump: the world's event stream into the pipeline, durably.
+
+`WorldPump` subscribes to the watched rooms from the daemon's cursor and resubscribes when they
+change. With an event inbox each batch is stored with the cursor in one transaction before it is
+dispatched, and what was stored but never dispatched goes first after a restart. A world that
+cannot replay from the cursor is a gap (counted and alerted), a failed stream or store is retried,
+and a refusal stops the daemon. The intake watchdog turns health red when a bridged game keeps
+sending while nothing is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+
+from storyteller_daemon.errors import StorageError
+from storyteller_daemon.runtime.daemon.state import DaemonState, log
+from storyteller_daemon.runtime.intake_watch import Change
+from world_adapter.bridge.batches import EventBatches
+from world_adapter.bridge.errors import StreamGap
+from world_adapter.errors import CursorExpired, FatalStreamError, WorldAdapterError
+from world_adapter.events import Cursor, WorldEvent
+
+INBOX_BATCH = 500
+"""Events stored per transaction at most."""
+
+
+class WorldPump(DaemonState):
+    """Follows the world's events into the pipeline and watches that intake moves."""
+
+    async def _consume(self, cells: frozenset[int]) -> None:
+        if not self._restored:
+            await self._restore()
+        self.world_status = "stalled" if self.intake and self.intake.stalled else "subscribed"
+        self._progressed()
+        stream = self._world.subscribe(cells, self.cursor)
+        async with EventBatches(stream, INBOX_BATCH) as batches:
+            while (batch := await batches.next()) is not None:
+                await complete_even_if_cancelled(self._store_and_dispatch(batch))
+
+    async def _restore(self) -> None:
+        """Resume from the stored cursor; dispatch what was stored but never dispatched."""
+        assert self._inbox is not None
+        self.cursor = await self._inbox.cursor(self._world_key)
+        pending = await self._inbox.pending(self._world_key)
+        if pending:
+            log.info("dispatching %d stored world events from before the restart", len(pending))
+        await self._dispatch(pending)
+        self._restored = True
+
+    async def _store_and_dispatch(self, events: Sequence[WorldEvent]) -> None:
+        if self._inbox is None:  # a world that cannot replay: its events go straight in
+            self.cursor = events[-1].cursor
+            if self._intake_open:
+                await self.pipeline.accept(events)
+        else:
+            stored = await self._inbox.store_events(self._world_key, events)
+            self.cursor = events[-1].cursor
+            await self._dispatch(stored)
+        self._progressed()
+        async with self._took:
+            self._took.notify_all()
+
+    def _progressed(self) -> None:
+        """Tell the watchdog where intake stands; a stall it had seen is over once events move."""
+        if self.intake is None:
+            return
+        if self.intake.progress(self.cursor, self._clock.monotonic()) is Change.RESUMED:
+            if self.world_status == "stalled":
+                self.world_status = "subscribed"
+            log.warning("world intake moves again: events are stored from %s on", self.cursor)
+
+    async def _watch_intake(self) -> None:
+        """Look for a stalled intake four times per `stall_seconds`, while running."""
+        assert self.intake is not None
+        while True:
+            await self._clock.sleep(self.intake.stall_seconds / 4)
+            if self.world_status != "subscribed":
+                continue  # reconnecting, refused: said elsewhere
+            if self.intake.look(self._clock.monotonic()) is Change.STALLED:
+                self._report_stall()
+
+    def _report_stall(self) -> None:
+        assert self.intake is not None and self.intake.stalled is not None
+        stall = self.intake.stalled
+        self.world_status = "stalled"
+        after = f"after {stall.cursor}" if stall.cursor else "since the daemon started"
+        detail = (
+            f"The game sent {stall.activity} frame(s) or reconnect(s) in {stall.seconds:.0f} s, "
+            f"but no event was stored {after}: the stream is stuck, most likely on one frame "
+            "the daemon cannot take that the game sends again after every reconnect. Look at the "
+            "daemon's warnings about bad or oversize frames and at the game's bridge log; the "
+            "game must cut or skip that event (docs/bridge-protocol.md, frame limits)."
+        )
+        log.error("world intake stalled: %s", detail, extra={"alert": False})
+        if self._alerts is not None:
+            self._alerts.alert(
+                "intake_stalled",
+                "World events are not being stored although the game is sending",
+                detail,
+                severity="error",
+                key="intake_stalled",
+            )
+
+    async def wait_cursor(self, cursor: Cursor) -> None:
+        """Return once the events up to `cursor` (of its epoch) are stored (benchmarks, tests)."""
+
+        def reached() -> bool:
+            mine = self.cursor
+            return mine is not None and mine.epoch == cursor.epoch and mine.seq >= cursor.seq
+
+        async with self._took:
+            await self._took.wait_for(reached)
+
+    async def _dispatch(self, stored: Sequence[tuple[int, WorldEvent]]) -> None:
+        # Once intake has closed, stored events stay pending: the next start dispatches them.
+        if not stored or not self._intake_open or self._inbox is None:
+            return
+        # The backlog stores the storytellers' work before the inbox marks the events, so a crash
+        # in between dispatches them again, and the backlog skips what it already holds.
+        await self.pipeline.accept([event for _, event in stored])
+        await self._inbox.mark_dispatched([row_id for row_id, _ in stored])
+        self._stored_since_prune += len(stored)
+        if self._stored_since_prune >= self._inbox_keep // 10:
+            self._stored_since_prune = 0
+            await self._inbox.prune(self._world_key, keep=self._inbox_keep)
+
+    async def _pump(self) -> None:
+        """Follow the world's events, resubscribing when the watched rooms change."""
+        while True:
+            self._resubscribe.clear()
+            consumer = asyncio.create_task(self._consume(self._cells))
+            changed = asyncio.create_task(self._resubscribe.wait())
+            try:
+                await asyncio.wait({consumer, changed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (consumer, changed):
+                    task.cancel()
+                await asyncio.gather(consumer, changed, return_exceptions=True)
+            if consumer.cancelled() or not consumer.done():
+                continue  # resubscribe with the new cells from the same cursor
+            error = consumer.exception()
+            if isinstance(error, CursorExpired):
+                # A bridged game says where its stream goes on; the sim world only has "now".
+                resume = error.resume_after if isinstance(error, StreamGap) else None
+                log.warning(
+                    "world cannot replay from %s; continuing from %s",
+                    self.cursor,
+                    resume or "live events",
+                )
+                self._report_gap()
+                self.cursor = resume
+            elif isinstance(error, FatalStreamError):
+                self._refused(error)
+                return
+            elif isinstance(error, StorageError):
+                self.world_status = "reconnecting"
+                log.error(
+                    "could not store world events (%s); retrying in %ss", error, self._retry_seconds
+                )
+                await self._clock.sleep(self._retry_seconds)
+            elif isinstance(error, WorldAdapterError):
+                self.world_status = "reconnecting"
+                log.warning("world stream failed (%s); retrying in %ss", error, self._retry_seconds)
+                await self._clock.sleep(self._retry_seconds)
+            elif error is not None:
+                raise error
+
+    def _report_gap(self) -> None:
+        self.stream_gaps += 1
+        if self._alerts is not None:
+            self._alerts.alert(
+                "stream_gap",
+                "World events were lost: the game could not replay from the daemon's cursor",
+                f"The game no longer holds events after {self.cursor}, so the daemon carried on "
+                "from live events; storytellers never saw what happened in between. Frequent "
+                "gaps mean the game keeps too little history or the daemon was down too long.",
+                severity="warning",
+                key="stream_gap",
+            )
+
+
+async def complete_even_if_cancelled(work: Awaitable[None]) -> None:
+    """Await `work`; if cancelled meanwhile, let it finish first, then pass the cancellation on.
+
+    A database write cut off mid-transaction leaves its connection in a half-cancelled state
+    that later fails on a closed event loop; finishing it first keeps shutdown clean. A batch of
+    events, for one, is then either dispatched or still pending for the next start.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.gather(task, return_exceptions=True)
+        raise

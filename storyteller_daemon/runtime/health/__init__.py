@@ -1,0 +1,32 @@
+"""The optional HTTP listener: ``/healthz`` for liveness checks, ``/metrics`` for Prometheus.
+
+``/healthz`` answers 200 when the daemon is ready, the world stream is subscribed, the heartbeat
+scheduler runs and the database answers, and 503 otherwise; the JSON body says which check
+failed. ``/metrics`` is written by ``prometheus_client`` from the daemon's own counters at each
+scrape (a custom collector), with the library's process metrics beside them.
+
+The listener binds to loopback by default. On any other address a bearer token is mandatory
+(`check_http_settings` refuses to start without one), because the metrics name storytellers and
+show spending.
+
+The package's modules: `server` (the listener, its token check and ``/healthz``) and `metrics`
+(the ``/metrics`` exposition).
+"""
+
+from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, Exposition, Histogram
+from storyteller_daemon.runtime.health.server import (
+    DB_CHECK_SECONDS,
+    HealthServer,
+    check_http_settings,
+    is_loopback,
+)
+
+__all__ = [
+    "CONTENT_TYPE",
+    "DB_CHECK_SECONDS",
+    "Exposition",
+    "HealthServer",
+    "Histogram",
+    "check_http_settings",
+    "is_loopback",
+]

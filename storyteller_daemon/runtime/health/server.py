@@ -1,0 +1,201 @@
+"""The HTTP listener: ``/healthz`` for liveness checks, and the ``/metrics`` endpoint.
+
+`HealthServer` binds the configured address, checks the bearer token on every request (in
+constant time), answers ``/healthz`` from the daemon's readiness, world stream, heartbeat
+scheduler and a timed database round trip, and serves ``/metrics`` as `metrics` writes it.
+`check_http_settings` refuses a listener on a non-loopback address without a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from storyteller_daemon.alerts import Alerts
+from storyteller_daemon.config import HttpConfig
+from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, daemon_metrics
+from storyteller_daemon.runtime.metering import LatencyHistogram
+
+DB_CHECK_SECONDS = 3.0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names only this machine (a hostname other than localhost does not)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_http_settings(http: HttpConfig, token: str) -> None:
+    """Refuse a listener on a non-loopback address without a bearer token.
+
+    Raises:
+        ConfigError: `http.token_env` is empty or its variable unset for a non-loopback host.
+    """
+    if not http.enabled or token or is_loopback(http.host):
+        return
+    if http.token_env:
+        problem = f"environment variable {http.token_env} is not set"
+    else:
+        problem = "a bearer token is required when host is not a loopback address"
+    raise ConfigError("config", f"{problem} (http.host = {http.host!r})", key="http.token_env")
+
+
+class HealthServer:
+    """Serves ``/healthz`` and ``/metrics`` about one running daemon.
+
+    Args:
+        daemon: the daemon to describe.
+        db_check: awaits a round trip to the database (raises when it cannot).
+        latency: model name → request latency histogram (from `MeteredModel.latency`).
+        alerts: the alert service, for alert counters; None leaves them out.
+        host: address to listen on.
+        port: TCP port; 0 picks a free one (see `port` after `start`).
+        token: bearer token every request must present; empty for none.
+    """
+
+    def __init__(
+        self,
+        *,
+        daemon: Daemon,
+        db_check: Callable[[], Awaitable[object]],
+        latency: Mapping[str, LatencyHistogram],
+        alerts: Alerts | None = None,
+        host: str = "127.0.0.1",
+        port: int = 9464,
+        token: str = "",
+    ) -> None:
+        self._daemon = daemon
+        self._db_check = db_check
+        self._latency = latency
+        self._alerts = alerts
+        self._host = host
+        self._port = port
+        self._token = token
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (the chosen one when 0 was asked for)."""
+        return self._port
+
+    async def start(self) -> None:
+        """Start listening.
+
+        Raises:
+            ConfigError: the address cannot be bound (in use, not local, no permission).
+        """
+        app = web.Application(middlewares=[self._authenticate])
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self._port).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ConfigError(
+                "config",
+                f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
+                "http.port",
+            ) from None
+        self._port = int(runner.addresses[0][1])
+        self._runner = runner
+
+    async def stop(self) -> None:
+        """Stop listening; safe to call twice."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> HealthServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @web.middleware
+    async def _authenticate(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if self._token:
+            given = request.headers.get("Authorization", "")
+            expected = f"Bearer {self._token}"
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                return web.json_response(
+                    {"error": "a bearer token is required"},
+                    status=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        return await handler(request)
+
+    # ------------------------------------------------------------------ health
+
+    async def checks(self) -> dict[str, dict[str, Any]]:
+        """Each health check: ``{"ok": bool, "detail": str}``."""
+        daemon = self._daemon
+        world_ok = daemon.world_status == "subscribed"
+        return {
+            "daemon": {
+                "ok": daemon.ready.is_set(),
+                "detail": "ready" if daemon.ready.is_set() else "starting or stopping",
+            },
+            "world": {"ok": world_ok, "detail": daemon.world_status},
+            "scheduler": {
+                "ok": daemon.heartbeats.running,
+                "detail": "running" if daemon.heartbeats.running else "stopped",
+            },
+            "database": await self._database(),
+        }
+
+    async def _database(self) -> dict[str, Any]:
+        try:
+            async with asyncio.timeout(DB_CHECK_SECONDS):
+                await self._db_check()
+        except TimeoutError:
+            return {"ok": False, "detail": f"no answer within {DB_CHECK_SECONDS:g} s"}
+        except Exception as exc:  # any failure means unreachable; the type says enough here
+            return {"ok": False, "detail": f"unreachable ({type(exc).__name__})"}
+        return {"ok": True, "detail": "reachable"}
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        checks = await self.checks()
+        healthy = all(check["ok"] for check in checks.values())
+        body = {"status": "ok" if healthy else "unhealthy", "checks": checks}
+        return web.json_response(body, status=200 if healthy else 503)
+
+    # ------------------------------------------------------------------ metrics
+
+    def metrics_text(self, backlog: Mapping[tuple[int, str], int] | None = None) -> str:
+        """`daemon_metrics` of this server's daemon, model latency and alerts.
+
+        Args:
+            backlog: (storyteller id, state) → open work items, when known.
+        """
+        return daemon_metrics(self._daemon, self._latency, self._alerts, backlog)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        try:
+            backlog = await self._daemon.pipeline.backlog_depth()
+        except Exception:  # the database being down must not hide every other metric
+            backlog = None
+        return web.Response(
+            body=self.metrics_text(backlog).encode(), headers={"Content-Type": CONTENT_TYPE}
+        )
