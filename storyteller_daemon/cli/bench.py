@@ -302,6 +302,7 @@ async def stream(
     as_json: JsonFlag = False,
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
+    from storyteller_daemon.cli.bench_stand_ins import LogLineCounter
     from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
     from storyteller_daemon.errors import ValidationError
     from world_adapter.sim.stream import read_stream
@@ -332,7 +333,11 @@ async def stream(
         quiet_seconds=quiet,
         max_wait_seconds=max_wait,
     )
-    report = await _with_progress(run_stream_bench, options, quiet=as_json)
+    with LogLineCounter() as log_lines:
+        report = await _with_progress(run_stream_bench, options, quiet=as_json)
+    stream_hours = report["stream hours"]
+    assert isinstance(stream_hours, float | int)
+    report["log lines at INFO and above, per stream hour"] = round(log_lines.lines / stream_hours)
     _report(
         "stream benchmark (daemon over the bridge, stand-in model answering from labels)",
         report,

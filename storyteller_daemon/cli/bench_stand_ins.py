@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 import re
 import time
@@ -271,3 +272,42 @@ def cost_usd(usage: Usage, price: ModelPrice) -> float:
         + usage.cached_tokens * price.cached_input
         + usage.output_tokens * price.output
     ) / 1_000_000
+
+
+class LogLineCounter(logging.Handler):
+    """Counts the daemon's log lines at INFO and above, as a journal would receive them.
+
+    While entered, the daemon's loggers (``storyteller_daemon``, ``world_adapter``) log at
+    INFO into this counter only; warnings and errors still reach stderr.
+    """
+
+    LOGGERS = ("storyteller_daemon", "world_adapter")
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines = 0
+        self._stderr = logging.StreamHandler()
+        self._stderr.setLevel(logging.WARNING)
+        self._saved: list[tuple[logging.Logger, int, bool]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Count one line."""
+        self.lines += 1
+
+    def __enter__(self) -> LogLineCounter:
+        for name in self.LOGGERS:
+            logger = logging.getLogger(name)
+            self._saved.append((logger, logger.level, logger.propagate))
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+            logger.addHandler(self)
+            logger.addHandler(self._stderr)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for logger, level, propagate in self._saved:
+            logger.removeHandler(self)
+            logger.removeHandler(self._stderr)
+            logger.setLevel(level)
+            logger.propagate = propagate
+        self._saved.clear()

@@ -4,6 +4,7 @@ and batching needs far fewer model calls than the one-call-per-event design."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -56,6 +57,10 @@ def test_the_command_reports_json_and_refuses_a_bad_stream(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["design"] == "batched" and report["events"] == 100
+    # The daemon's journal lines are counted (start-up lines, minute summaries...).
+    assert report["log lines at INFO and above, per stream hour"] > 0
+    root = logging.getLogger("storyteller_daemon")
+    assert root.propagate and not any(type(h).__name__ == "LogLineCounter" for h in root.handlers)
 
 
 async def test_a_daemon_killed_mid_stream_loses_nothing(tmp_path: Path) -> None:
