@@ -21,12 +21,12 @@ from storyteller_daemon.app.adapters import ModelChoice
 from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.approvals import ApprovalRunner
-from storyteller_daemon.runtime.budgets import BudgetKeeper
 from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
 from storyteller_daemon.runtime.health import HealthServer
-from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
@@ -120,7 +120,7 @@ class Runtime:
 
     def _side_work(self) -> Iterator[tuple[str, Coroutine[Any, Any, None]]]:
         run_activity = getattr(self.world, "run_activity", None)
-        if run_activity is not None:
+        if run_activity is not None and self.cfg.world.sim_activity:
             yield "sim-activity", run_activity(self.cfg.world.sim_tick_seconds)
         if self.recorder is not None:  # at start-up, then daily
             runs = self.cfg.runs

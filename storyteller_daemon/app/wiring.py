@@ -37,15 +37,15 @@ from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.approvals import ApprovalRunner
-from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
-from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
-from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
-from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
+from storyteller_daemon.runtime.spending.budgets import Admission, BudgetKeeper
+from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository

@@ -107,7 +107,11 @@ async def run(
     from storyteller_daemon.app import build_alerts, build_runtime, start_history
     from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runtime.daemon import stop_on_signals
-    from storyteller_daemon.runtime.systemd import SystemdNotifier, run_under_systemd, status_line
+    from storyteller_daemon.runtime.health.systemd import (
+        SystemdNotifier,
+        run_under_systemd,
+        status_line,
+    )
 
     cfg = state(ctx).config()
     configure_logging(cfg.logging)

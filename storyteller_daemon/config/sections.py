@@ -124,6 +124,9 @@ class WorldConfig(_Section):
     sim_seed: int = 7
     """Random seed of the embedded sim world's scripted activity."""
     sim_tick_seconds: PositiveFloat = 2.0
+    sim_activity: bool = True
+    """Whether the embedded sim world's town goes about its day on its own; false leaves it
+    still, so only what a test or an admin does happens."""
 
     @property
     def identity(self) -> str:

@@ -22,7 +22,7 @@ from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.approvals import ApprovalState
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.errors import ConflictError, NotFoundError
-from storyteller_daemon.runtime.approvals import ApprovalRunner
+from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository

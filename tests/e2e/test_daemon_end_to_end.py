@@ -68,11 +68,12 @@ def responder(body: dict[str, Any]) -> Reply:
     return Reply.calls(("Noop", {}))
 
 
-async def prepare(store: Store) -> int:
+async def prepare(store: Store, *, heartbeats: bool = True) -> int:
     await store.db.upgrade()
     await load_pack(store.db, read_pack("harbour-ward"))
     watch = await store.storytellers.get(WATCH)
-    await store.storytellers.save(replace(watch, paused=False))
+    kept = watch.heartbeats if heartbeats else frozenset()
+    await store.storytellers.save(replace(watch, paused=False, heartbeats=kept))
     assert watch.id is not None
     return watch.id
 
@@ -194,11 +195,14 @@ async def test_a_call_marked_for_approval_runs_once_after_an_admin_approves_it(
 ) -> None:
     at_once = {"quiet_seconds": 0, "max_wait_seconds": 0}
     policy = {"approve": ["*/EchoToRoom"]}
+    still = {"sim_activity": False}  # the theft is the only event: one turn, one parked call
     cfg = parse_config(
-        {"database": {"url": db_url}, "attention": at_once, "policy": policy}, "test"
+        {"database": {"url": db_url}, "attention": at_once, "policy": policy, "world": still},
+        "test",
     )
     store = Store.open(db_url)
-    await prepare(store)
+    # Heartbeats run on the fake clock too: none here either.
+    await prepare(store, heartbeats=False)
     world = SimWorld.harbour_town()
     whistle = "A watch whistle shrills along the quay."
     async with ScriptedResponsesServer(responder=responder) as server:
@@ -232,6 +236,8 @@ async def test_a_call_marked_for_approval_runs_once_after_an_admin_approves_it(
         await runtime.close()
     assert world.output_of(1001).count(whistle) == 1
     listed = await policy_command(db_url, "approvals", "--all", "--json")
-    [done] = json.loads(listed.stdout)
+    everything = json.loads(listed.stdout)
+    assert len(everything) == 1, everything
+    [done] = everything
     assert done["state"] == "done", done["result"]
     assert json.loads(done["result"])["ok"] is True

@@ -13,8 +13,8 @@ from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runs import RunRecorder, Services
-from storyteller_daemon.runtime.budgets import worst_case
-from storyteller_daemon.runtime.metering import MeteredModel
+from storyteller_daemon.runtime.spending.budgets import worst_case
+from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository

@@ -30,7 +30,7 @@ from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat,
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs import RunRecorder, decode_trigger, encode_trigger, replay_turn
-from storyteller_daemon.runtime.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
 from storyteller_daemon.storage.ledger import LedgerRepository

@@ -20,8 +20,8 @@ from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.budgets import BudgetKeeper, Reservation, worst_case
-from storyteller_daemon.runtime.metering import MeteredModel
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
+from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository

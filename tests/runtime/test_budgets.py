@@ -18,10 +18,10 @@ from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, attributed
-from storyteller_daemon.runtime.budgets import Admission, BudgetKeeper, worst_case
-from storyteller_daemon.runtime.metering import MeteredModel
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.spending.budgets import Admission, BudgetKeeper, worst_case
+from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
@@ -123,7 +123,7 @@ async def test_a_cap_that_cannot_fit_another_request_is_reached_until_the_utc_da
 def test_each_threshold_alerts_once_per_scope_and_day(caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock(T0)
     budget = keeper(clock, storyteller_daily_usd=1.0, daily_usd=0)
-    caplog.set_level(logging.WARNING, "storyteller_daemon.runtime.budgets")
+    caplog.set_level(logging.WARNING, "storyteller_daemon.runtime.spending.budgets")
     with attributed(run_of(WATCH)):
         for billed in (0.3, 0.25, 0.1, 0.2, 0.05):  # 30, 55, 65, 85, 90 %
             budget.settle(budget.reserve(request(max_output=1)), Usage(), billed)

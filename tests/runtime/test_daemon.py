@@ -12,9 +12,9 @@ from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import EventKind, Storyteller
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store

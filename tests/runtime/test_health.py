@@ -22,10 +22,10 @@ from storyteller_daemon.runtime.health import (
     check_http_settings,
     is_loopback,
 )
-from storyteller_daemon.runtime.metering import LatencyHistogram, MeteredModel
-from storyteller_daemon.runtime.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
-from storyteller_daemon.runtime.heartbeats import (
+from storyteller_daemon.runtime.scheduling.heartbeats import (
     HeartbeatScheduler,
     heartbeat_phase,
     job_id,

@@ -4,7 +4,7 @@ The daemon wiring (health, alert, recovery) is tested in test_daemon.py."""
 
 from __future__ import annotations
 
-from storyteller_daemon.runtime.intake_watch import Change, IntakeWatch
+from storyteller_daemon.runtime.daemon.intake_watch import Change, IntakeWatch
 from world_adapter.events import Cursor
 
 STALL = 120.0

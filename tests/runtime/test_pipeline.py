@@ -17,7 +17,7 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
@@ -373,7 +373,7 @@ def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
     import logging
 
     from storyteller_daemon.agent.verdicts import AttentionVerdict as Verdict
-    from storyteller_daemon.runtime.observers import LoggingObserver
+    from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 
     caplog.set_level(logging.INFO, logger="storyteller.activity")
     now = [0.0]
@@ -408,7 +408,7 @@ async def test_summaries_come_every_minute_quiet_or_not_and_at_the_end(
     quiet minute logs nothing; the partial minute at the end is flushed."""
     import logging
 
-    from storyteller_daemon.runtime.observers import LoggingObserver
+    from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 
     caplog.set_level(logging.INFO, logger="storyteller.activity")
     clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))

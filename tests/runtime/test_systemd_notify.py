@@ -15,7 +15,7 @@ import pytest
 
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.runtime.systemd import (
+from storyteller_daemon.runtime.health.systemd import (
     SystemdNotifier,
     run_under_systemd,
     status_line,

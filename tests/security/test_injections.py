@@ -122,9 +122,9 @@ async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
     await store.db.upgrade()
     await load_pack(store.db, read_pack("harbour-ward"))
     watch = await store.storytellers.get(WATCH)
-    # Every turn here comes from an entry the test plays: no heartbeat turns (they fire on the
-    # wall clock) and no scripted town activity (real-time steps whose events could share a
-    # turn with an entry's, widening its scope to their rooms).
+    # Every turn here comes from an entry the test plays: no heartbeat turns and no scripted
+    # town activity (real-time steps whose events could share a turn with an entry's,
+    # widening its scope to their rooms).
     await store.storytellers.save(replace(watch, paused=False, heartbeats=frozenset()))
     assert watch.id is not None
     places = {
@@ -139,17 +139,12 @@ async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
         {
             "database": {"url": url},
             "attention": {"quiet_seconds": 0, "max_wait_seconds": 0},
-            "world": {"token_env": "STORYTELLER_BRIDGE_TOKEN"},
+            "world": {"token_env": "STORYTELLER_BRIDGE_TOKEN", "sim_activity": False},
         },
         "test",
     )
     environ = {"OPENAI_API_KEY": API_KEY, "STORYTELLER_BRIDGE_TOKEN": BRIDGE_TOKEN}
     world = SimWorld.harbour_town()
-
-    async def no_activity(*_: object, **__: object) -> None:
-        await asyncio.Event().wait()
-
-    world.run_activity = no_activity  # type: ignore[method-assign]
     clock = FakeClock()
     async with ScriptedResponsesServer(responder=ObedientResponder(injections)) as server:
         model = OpenAIResponsesModel(api_key=API_KEY, base_url=server.base_url, max_retries=0)

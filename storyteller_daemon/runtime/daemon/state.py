@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.runtime.daemon.intake_watch import IntakeWatch
 from storyteller_daemon.runtime.daemon.ports import EventInbox, SettingsSource
-from storyteller_daemon.runtime.heartbeats import HeartbeatScheduler
-from storyteller_daemon.runtime.intake_watch import IntakeWatch
 from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError, WorldAdapterError
 from world_adapter.events import Cursor
 from world_adapter.protocol import WorldClient

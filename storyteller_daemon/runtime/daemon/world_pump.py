@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 
 from storyteller_daemon.errors import StorageError
+from storyteller_daemon.runtime.daemon.intake_watch import Change
 from storyteller_daemon.runtime.daemon.state import DaemonState, log
-from storyteller_daemon.runtime.intake_watch import Change
 from world_adapter.bridge.batches import EventBatches
 from world_adapter.bridge.errors import StreamGap
 from world_adapter.errors import CursorExpired, FatalStreamError, WorldAdapterError

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.metering import LatencyHistogram
+from storyteller_daemon.runtime.spending.metering import LatencyHistogram
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 """The classic text format, which every Prometheus version reads."""

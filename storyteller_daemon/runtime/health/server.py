@@ -22,7 +22,7 @@ from storyteller_daemon.config import HttpConfig
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, daemon_metrics
-from storyteller_daemon.runtime.metering import LatencyHistogram
+from storyteller_daemon.runtime.spending.metering import LatencyHistogram
 
 DB_CHECK_SECONDS = 3.0
 

@@ -16,8 +16,8 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runs import encode_trigger
+from storyteller_daemon.runtime.pipeline.routing import SUBSCRIPTION_FOR
 from storyteller_daemon.runtime.pipeline.state import PipelineState
-from storyteller_daemon.runtime.routing import SUBSCRIPTION_FOR
 from world_adapter.events import Speech, WorldEvent
 
 

@@ -30,7 +30,7 @@ from storyteller_daemon.runtime.pipeline.ports import (
     SpeechRecorder,
     TurnRunner,
 )
-from storyteller_daemon.runtime.routing import Router
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.events import Speech, WorldEvent
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.runs import Charge, Exchange, cost_usd, current_run
-from storyteller_daemon.runtime.budgets import BudgetKeeper, worst_case
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.stats import RuntimeStats
 
 

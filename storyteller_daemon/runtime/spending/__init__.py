@@ -1,0 +1,1 @@
+"""What model requests may spend and what they did: the budget's one door and the metering."""
