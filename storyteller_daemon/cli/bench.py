@@ -304,7 +304,7 @@ async def stream(
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
     from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
     from storyteller_daemon.errors import ValidationError
-    from world_adapter.sim.stream import read_stream
+    from world_adapter.sim.stream_files import read_stream
 
     if path is not None:
         try:
