@@ -305,7 +305,7 @@ async def stream(
     from storyteller_daemon.cli.bench_stand_ins import LogLineCounter
     from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
     from storyteller_daemon.errors import ValidationError
-    from world_adapter.sim.stream import read_stream
+    from world_adapter.sim.stream_files import read_stream
 
     if path is not None:
         try:

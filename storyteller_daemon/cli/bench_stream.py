@@ -111,7 +111,8 @@ async def run_stream_bench(
     from storyteller_daemon.storage.store import Store
     from world_adapter.bridge.sim_server import BridgeServer
     from world_adapter.sim import SimWorld
-    from world_adapter.sim.stream import labelled_stream, read_stream
+    from world_adapter.sim.stream import labelled_stream
+    from world_adapter.sim.stream_files import read_stream
 
     items = (
         read_stream(options.stream)

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from storyteller_daemon.cli import app
 from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
 from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
-from world_adapter.sim.stream import labelled_stream, write_stream
+from world_adapter.sim.stream import labelled_stream
+from world_adapter.sim.stream_files import write_stream
 
 SETTLE = 36_000.0
 """Stream seconds a run may take to settle: five minutes of wall clock at 120×, a guard that a

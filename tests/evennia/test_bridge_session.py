@@ -11,11 +11,8 @@ import pytest
 
 from world_adapter.bridges.evennia.eventlog import EventLog
 from world_adapter.bridges.evennia.executor import ProgExecutor
-from world_adapter.bridges.evennia.registry import ProgError, ProgRegistry, ResultStore
-from world_adapter.bridges.evennia.session import (
-    MAX_FRAME_BYTES,
+from world_adapter.bridges.evennia.params import (
     BadParams,
-    BridgeSession,
     CommandFailed,
     int_list_param,
     int_param,
@@ -24,6 +21,8 @@ from world_adapter.bridges.evennia.session import (
     seconds_param,
     str_param,
 )
+from world_adapter.bridges.evennia.registry import ProgError, ProgRegistry, ResultStore
+from world_adapter.bridges.evennia.session import MAX_FRAME_BYTES, BridgeSession
 
 TOKEN = "s3cret-token"
 

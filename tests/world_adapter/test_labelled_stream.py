@@ -9,7 +9,8 @@ import pytest
 
 from world_adapter.events import RoomEcho
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
-from world_adapter.sim.stream import labelled_stream, read_stream, stream_summary, write_stream
+from world_adapter.sim.stream import labelled_stream, stream_summary
+from world_adapter.sim.stream_files import read_stream, write_stream
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ Daemon side: `client.BridgeWorldClient` (a `WorldClient`), built from `stream.Br
 (the supervisor that owns the cursor) and `connection.BridgeConnection` (one disposable socket).
 Game side: `sim_server.BridgeServer` serves an in-process world from an `EventBuffer`.
 Both speak `messages` (frames, codes, limits) and `codec`/`methods` (values and requests, read
-from the `WorldClient` protocol). `conformance` (with `probe`) checks any game-side
-implementation.
+from the `WorldClient` protocol). `conformance` (with `probe` and the groups of checks in
+`checks`) checks any game-side implementation.
 
 Importing this package imports nothing else: the storage layer reads `codec` without aiohttp.
 """

@@ -4,7 +4,8 @@ A `BridgeConnection` never retries. When anything goes wrong it records one type
 `TransientStreamError` (`StreamTimeout` for silence) or `FatalStreamError` for close codes 4001
 and 4002 — and every later call raises it; whoever holds the connection closes it, throws it
 away and opens another (`BridgeSubscription`, `BridgeWorldClient`). It owns two tasks, a reader
-and a pinger, and `close()` ends both. aiohttp's exceptions stop here.
+and a pinger, and `close()` ends both. aiohttp's exceptions stop here. The hello and welcome
+exchange and the classification of close codes are in `handshake`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from typing import Any, Final
 import aiohttp
 
 from world_adapter.bridge.errors import RemoteError
+from world_adapter.bridge.handshake import close_quietly, closed_error, handshake
 from world_adapter.bridge.messages import (
-    FATAL_CLOSE_CODES,
     MAX_FRAME_BYTES,
     MAX_IN_FLIGHT_REQUESTS,
-    PROTOCOL_VERSION,
     BadFrame,
     CloseCode,
     Error,
@@ -31,7 +31,6 @@ from world_adapter.bridge.messages import (
     EventFrame,
     Frame,
     Gap,
-    Hello,
     Ping,
     Pong,
     Request,
@@ -39,14 +38,13 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    close_code_name,
     encode_frame,
     frame_bytes,
     frame_type,
     parse_frame,
 )
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
-from world_adapter.errors import FatalStreamError, StreamError, StreamTimeout, TransientStreamError
+from world_adapter.errors import StreamError, StreamTimeout, TransientStreamError
 from world_adapter.events import Cursor, WorldEvent
 
 log = logging.getLogger(__name__)
@@ -100,16 +98,6 @@ def cut_texts(event: WorldEvent) -> WorldEvent:
         if isinstance(value := getattr(event, f.name), str) and len(value) > CUT_TEXT_CHARS
     }
     return dataclasses.replace(event, **changes) if changes else event
-
-
-def closed_error(code: int | None, reason: str) -> StreamError:
-    """The error for a connection the game closed with `code`: fatal or worth retrying."""
-    detail = f"close code {close_code_name(code)}" + (f": {reason}" if reason else "")
-    if code == CloseCode.AUTH_FAILED:
-        return FatalStreamError(f"the game refused the bridge token ({detail})")
-    if code in FATAL_CLOSE_CODES:
-        return FatalStreamError(f"the game does not speak protocol {PROTOCOL_VERSION} ({detail})")
-    return TransientStreamError(f"the game closed the connection ({detail})")
 
 
 class BridgeConnection:
@@ -176,9 +164,9 @@ class BridgeConnection:
             detail = str(exc) or type(exc).__name__
             raise TransientStreamError(f"cannot connect to {url}: {detail}") from exc
         try:
-            welcome = await _handshake(ws, token, client_name, clock, timings)
+            welcome = await handshake(ws, token, client_name, clock, timings)
         except BaseException:
-            await _close_quietly(ws, CloseCode.NORMAL, timings.close_seconds)
+            await close_quietly(ws, CloseCode.NORMAL, timings.close_seconds)
             raise
         stats.connections += 1
         return cls(ws, welcome, clock=clock, timings=timings, stats=stats)
@@ -253,7 +241,7 @@ class BridgeConnection:
             self._pinger.cancel()
         # Closing the socket first ends a pending receive cleanly; cancelling the reader while
         # it waits would make aiohttp drop the connection without sending our close code.
-        await _close_quietly(self._ws, code, self._timings.close_seconds, reason)
+        await close_quietly(self._ws, code, self._timings.close_seconds, reason)
         for task in others:
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
@@ -380,54 +368,3 @@ class BridgeConnection:
                 await self._send(Ping(f"p-{pings}"))
             except TransientStreamError:
                 return  # recorded by _send; the holder sees it on its next call
-
-
-async def _handshake(
-    ws: aiohttp.ClientWebSocketResponse,
-    token: str,
-    client_name: str,
-    clock: BridgeClock,
-    timings: BridgeTimings,
-) -> Welcome:
-    try:
-        await ws.send_str(encode_frame(Hello(PROTOCOL_VERSION, token, client_name)))
-    except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
-        raise TransientStreamError(f"cannot send hello: {exc}") from exc
-    receive = asyncio.ensure_future(ws.receive())
-    try:
-        message = await wait_or_timeout(receive, clock, timings.handshake_seconds)
-    except TimeoutError:
-        await _close_quietly(ws, CloseCode.SILENT, timings.close_seconds, "no welcome")
-        raise TransientStreamError(
-            f"no welcome from the game within {timings.handshake_seconds:g} seconds"
-        ) from None
-    finally:
-        receive.cancel()
-        await asyncio.gather(receive, return_exceptions=True)
-    if message.type is aiohttp.WSMsgType.TEXT:
-        try:
-            frame = parse_frame(message.data)
-        except BadFrame as exc:
-            raise TransientStreamError(f"the game answered hello with a bad frame: {exc}") from None
-        if not isinstance(frame, Welcome):
-            raise TransientStreamError(f"the game answered hello with {frame_type(frame)}")
-        if frame.protocol != PROTOCOL_VERSION:
-            raise FatalStreamError(
-                f"the game welcomed protocol {frame.protocol}, not {PROTOCOL_VERSION}"
-            )
-        return frame
-    if message.type is aiohttp.WSMsgType.CLOSE:
-        raise closed_error(ws.close_code, message.extra or "")
-    if ws.close_code is not None:
-        raise closed_error(ws.close_code, "")
-    raise TransientStreamError(f"the connection failed during the handshake: {ws.exception()}")
-
-
-async def _close_quietly(
-    ws: aiohttp.ClientWebSocketResponse, code: int, seconds: float, reason: str = ""
-) -> None:
-    try:
-        async with asyncio.timeout(seconds):
-            await ws.close(code=code, message=reason.encode())
-    except (TimeoutError, aiohttp.ClientError, OSError):
-        pass  # the socket is being dropped either way

@@ -17,21 +17,18 @@ each event labelled relevant or not to a harbour watch's remit (crime, smuggling
 * **state** — a drunk passing out in the tavern; irrelevant.
 
 The rate varies over the stream in ten-minute stretches (quiet, normal, busy). Everything
-follows from the seed. `write_stream` and `read_stream` keep a stream as JSON lines
-(``{"event": …, "relevant": …, "tag": …, "group": …}``).
+follows from the seed. The rooms, people and lines the stream is made of are in `stream_texts`;
+`stream_files` keeps a stream as JSON lines.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-from world_adapter.codec import CodecError, decode_event, encode_event
 from world_adapter.events import (
     CharacterState,
     Crime,
@@ -41,118 +38,24 @@ from world_adapter.events import (
     StateChange,
     WorldEvent,
 )
-from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
-
-ROOMS = {room.id: room.zone_id for room in HARBOUR_TOWN_MAP.rooms}
-BUSY_ROOMS = (101, 102, 103, 106)
-"""The quay, the fish market, the tavern, the warehouse lane."""
-QUIET_ROOMS = tuple(room for room in ROOMS if room not in BUSY_ROOMS)
-NAMES = {
-    1001: "Maren Tidewell",
-    1002: "Osric Vell",
-    1003: "Ilsa Brand",
-    2001: "Watch Sergeant Holt",
-    2002: "Fishwife Agna",
-    2003: "Dockhand Per",
-    2004: "Wren the cutpurse",
-    2005: "Harbourmaster Coyle",
-}
-CROWD = tuple(range(3001, 3041))
-"""Townsfolk without a sheet of their own."""
-CROWD_NAMES = ("a sailor", "a fishwife", "a porter", "a net-mender", "a drunk", "a merchant")
-
-CHATTER = (
-    "{n} for a copper, the freshest {item} on the quay!",
-    "Did you see the {ship} come in? Riding low in the water, she was.",
-    "My back aches from hauling {item} all day.",
-    "I'll kill you if you cheat at dice again! {who} laughs and slaps the table.",
-    "Another round of {drink} for the table by the fire.",
-    "The tide turns at the {nth} bell, mind the moorings.",
-    "That's robbery, {n} coppers for {item}! Fine, fine, I'll take two.",
-    "They say the harbourmaster's {kin} is to be married.",
-    "Watch where you're stepping with those {item}!",
-    "Rain by evening, my {limb} says so.",
-    "Have you tried the {drink} at the Drowned Lantern? Tastes of {item}.",
-    "The {ship} sails for the south isles at the {nth} bell.",
+from world_adapter.sim.stream_texts import (
+    AMBIENCE,
+    BROADCASTS,
+    BUSY_ROOMS,
+    CHATTER,
+    CRIMES,
+    CROWD,
+    CROWD_NAMES,
+    FIGHT,
+    FILL,
+    GESTURES,
+    MOVES,
+    NAMES,
+    QUIET_ROOMS,
+    ROOMS,
+    SMUGGLING,
+    WAYS,
 )
-GESTURES = (
-    "{who} haggles loudly over a basket of {item}.",
-    "{who} coils a rope and whistles tunelessly.",
-    "{who} raises a mug of {drink} and sings a verse of a sea shanty.",
-    "{who} leans on a barrel and yawns.",
-    "{who} counts {n} coins into a leather purse.",
-    "{who} scrubs the deck of the {ship}.",
-    "{who} rubs a sore {limb} and grumbles.",
-)
-FILL = {
-    "item": (
-        "cod",
-        "mussels",
-        "herring",
-        "rope",
-        "nets",
-        "eels",
-        "crabs",
-        "salt",
-        "oysters",
-        "tar",
-        "sailcloth",
-        "lamp oil",
-        "turnips",
-        "apples",
-        "mackerel",
-        "squid",
-    ),
-    "ship": (
-        "coaster",
-        "Grey Heron",
-        "Sea Wren",
-        "salt barge",
-        "Merry Anne",
-        "whaler",
-        "Tern",
-        "ferry",
-    ),
-    "drink": ("ale", "cider", "rum", "grog", "mulled wine", "small beer"),
-    "nth": ("sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"),
-    "kin": ("daughter", "son", "nephew", "niece", "sister"),
-    "limb": ("knee", "elbow", "shoulder", "hip", "back"),
-}
-MOVES = ("{who} arrives from the {way}.", "{who} leaves to the {way}.")
-WAYS = ("north", "south", "quay", "lane", "market", "tavern door")
-AMBIENCE = {
-    101: ("Gulls wheel and cry over the quay.", "Waves slap against the pilings."),
-    102: ("Flies buzz over the fish stalls.", "A cart rattles over the cobbles."),
-    103: ("The fire crackles in the hearth.", "Dice clatter on a table in the corner."),
-    105: ("Nets sway gently on their drying poles.",),
-    106: ("A loose shutter bangs in the wind.",),
-    107: ("The lighthouse lamp turns slowly overhead.",),
-}
-BROADCASTS = (
-    "The harbour bell tolls the hour.",
-    "A foghorn moans somewhere out at sea.",
-    "Thunder rolls in from the sea.",
-)
-FIGHT = (
-    "{a} swings a fist at {b}.",
-    "{b} staggers back and crashes into a table.",
-    "{a} grabs {b} by the collar and shoves hard.",
-    "{b} kicks out at {a}'s knee.",
-    "{a} smashes a mug against {b}'s head.",
-    "A bench goes over as {a} and {b} grapple.",
-    "{b} draws a knife and slashes at {a}.",
-    "{a} drives a knee into {b}'s stomach.",
-    "Onlookers shout and scatter as {a} and {b} brawl.",
-    "{b} lands a heavy blow on {a}'s jaw.",
-)
-SMUGGLING = (
-    "The crates go under the nets tonight; the customs man has been paid.",
-    "Leave the package in the third bollard, the hollow one, after dark.",
-    "If the watch sergeant asks, we were never here. A silver each keeps him blind.",
-    "Brandy and silk, no stamps. We move it before the tide.",
-    "Tell the captain the lantern signal is two long, one short.",
-)
-CRIMES = ("Theft", "Assault", "Bribery", "Smuggling")
 
 
 @dataclass(frozen=True)
@@ -449,46 +352,6 @@ def _build(draft: _Draft, cursor: Cursor, start: datetime) -> WorldEvent:
 
 def _int(value: object) -> int | None:
     return None if value is None else int(str(value))
-
-
-def write_stream(path: Path, items: Sequence[LabelledEvent]) -> None:
-    """Write a stream as JSON lines."""
-    with path.open("w", encoding="utf-8") as out:
-        for item in items:
-            record = {
-                "event": encode_event(item.event),
-                "relevant": item.relevant,
-                "tag": item.tag,
-                "group": item.group,
-            }
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
-def read_stream(path: Path) -> list[LabelledEvent]:
-    """Read a stream written by `write_stream` (blank lines are skipped).
-
-    Raises:
-        ValueError: a line that is not a labelled event, naming the file and line.
-    """
-    items = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                event = decode_event(record["event"])
-                relevant = record["relevant"]
-                if not isinstance(relevant, bool):
-                    raise ValueError("relevant must be true or false")
-                items.append(
-                    LabelledEvent(
-                        event, relevant, str(record.get("tag", "")), str(record.get("group", ""))
-                    )
-                )
-            except (ValueError, KeyError, TypeError, CodecError) as exc:
-                raise ValueError(f"{path}:{number}: not a labelled event ({exc})") from None
-    return items
 
 
 def stream_summary(items: Sequence[LabelledEvent]) -> dict[str, object]:

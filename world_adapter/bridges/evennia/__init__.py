@@ -2,7 +2,7 @@
 
 Copy this folder into a game directory (see README.md). `service`, `tap`, `worldview` and `state`
 import Evennia, Django or Twisted and so load only inside the Evennia Server process; the protocol
-logic (`session`, `eventlog`, `replaybuffer`, `executor`, `registry`, `pathing`, `gamecalendar`)
-is pure Python. `replaybuffer` is the project's one replay buffer: the sim world and its bridge
-server import it from here, since this folder may import nothing outside itself.
+logic (`session`, `params`, `eventlog`, `replaybuffer`, `executor`, `registry`, `pathing`,
+`gamecalendar`) is pure Python. `replaybuffer` is the project's one replay buffer: the sim world
+and its bridge server import it from here, since this folder may import nothing outside itself.
 """

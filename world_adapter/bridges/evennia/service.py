@@ -38,11 +38,7 @@ from twisted.internet import defer, reactor
 
 from . import state, worldview
 from .executor import ProgExecutor
-from .pathing import MAX_STEPS
-from .registry import REGISTRY, ResultStore
-from .session import (
-    MAX_FRAME_BYTES,
-    BridgeSession,
+from .params import (
     int_list_param,
     int_param,
     optional_int_param,
@@ -50,6 +46,9 @@ from .session import (
     seconds_param,
     str_param,
 )
+from .pathing import MAX_STEPS
+from .registry import REGISTRY, ResultStore
+from .session import MAX_FRAME_BYTES, BridgeSession
 from .tap import prog_origin
 
 DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - a variable name, not a secret

@@ -29,8 +29,8 @@ from evennia.utils import gametime
 from evennia.utils.ansi import strip_ansi
 
 from . import gamecalendar
+from .params import CommandFailed
 from .pathing import MAX_STEPS, direction_token, shortest_path
-from .session import CommandFailed
 
 
 def _zone_category() -> str:
