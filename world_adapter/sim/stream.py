@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from world_adapter.events import (
@@ -369,11 +369,3 @@ def stream_summary(items: Sequence[LabelledEvent]) -> dict[str, object]:
         "by kind": dict(Counter(item.event.kind.value for item in items)),
         "rooms": len({item.event.cell_id for item in items}),
     }
-
-
-def restamp(items: Sequence[LabelledEvent], epoch: str) -> list[LabelledEvent]:
-    """The stream with its cursors renumbered from 1 in another epoch."""
-    return [
-        replace(item, event=replace(item.event, cursor=Cursor(epoch, seq)))
-        for seq, item in enumerate(items, start=1)
-    ]
