@@ -38,3 +38,17 @@ class SystemClock:
     async def sleep(self, seconds: float) -> None:
         """`asyncio.sleep`."""
         await asyncio.sleep(seconds)
+
+
+async def sleep_or_wake(clock: Clock, wake: asyncio.Event, seconds: float | None) -> None:
+    """Sleep `seconds` on `clock` (None: indefinitely), or until `wake` is set, whichever comes
+    first; both waits are cancelled and collected before returning."""
+    waits: list[asyncio.Future[object]] = [asyncio.ensure_future(wake.wait())]
+    if seconds is not None:
+        waits.append(asyncio.ensure_future(clock.sleep(seconds)))
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)

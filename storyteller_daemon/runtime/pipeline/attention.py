@@ -11,13 +11,13 @@ still unjudged after ``max_age_seconds`` are expired, counted and alerted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import sleep_or_wake
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.repeats import (
     HEARD_ELSEWHERE,
@@ -76,7 +76,7 @@ class AttentionStage(PipelineState):
             now = self._clock.monotonic()
             if lane.retry_at is not None and now < lane.retry_at:
                 lane.wake.clear()
-                await self._wait_or_wake(lane.wake, lane.retry_at - now)
+                await sleep_or_wake(self._clock, lane.wake, lane.retry_at - now)
                 continue
             if lane.pending <= 0 and not lane.more:
                 lane.wake.clear()
@@ -92,17 +92,7 @@ class AttentionStage(PipelineState):
             if now >= due:
                 return
             lane.wake.clear()
-            await self._wait_or_wake(lane.wake, due - now)
-
-    async def _wait_or_wake(self, wake: asyncio.Event, seconds: float) -> None:
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        waker = asyncio.ensure_future(wake.wait())
-        try:
-            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, waker):
-                task.cancel()
-            await asyncio.gather(sleeper, waker, return_exceptions=True)
+            await sleep_or_wake(self._clock, lane.wake, due - now)
 
     async def _start_pass(self, storyteller_id: int, lane: _Lane) -> bool:
         """Claim the oldest pending events not already being judged, up to a batch, and judge

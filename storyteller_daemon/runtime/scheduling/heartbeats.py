@@ -14,14 +14,13 @@ dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 
 log = logging.getLogger(__name__)
@@ -127,13 +126,4 @@ class HeartbeatScheduler:
     async def _wait(self, seconds: float | None) -> None:
         """Sleep `seconds` on the clock (None: indefinitely), or until `sync` changes the plan."""
         self._changed.clear()
-        waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self._changed.wait())]
-        if seconds is not None:
-            waits.append(asyncio.ensure_future(self._clock.sleep(seconds)))
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await wait
+        await sleep_or_wake(self._clock, self._changed, seconds)
