@@ -4,7 +4,14 @@ Production code never imports this package (an import-linter contract keeps it s
 """
 
 from storyteller_daemon.testing.clock import FakeClock, settle
-from storyteller_daemon.testing.model import ScriptedModel, Step, calls, respond_with, text
+from storyteller_daemon.testing.model import (
+    ScriptedModel,
+    Step,
+    StepFunction,
+    calls,
+    respond_with,
+    text,
+)
 from storyteller_daemon.testing.model_responder import (
     ModelResponder,
     reply_from_response,
@@ -34,6 +41,7 @@ __all__ = [
     "ScriptedModel",
     "ScriptedResponsesServer",
     "Step",
+    "StepFunction",
     "WorldCall",
     "attend_all",
     "by_kind",

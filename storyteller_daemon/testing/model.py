@@ -37,7 +37,9 @@ from storyteller_daemon.agent.model import (
     Usage,
 )
 
-Step = ModelResponse | Exception | Callable[[ModelRequest], Awaitable[ModelResponse]]
+StepFunction = Callable[[ModelRequest], Awaitable[ModelResponse]]
+"""A step that answers from the request (`testing.steps` builds such steps)."""
+Step = ModelResponse | Exception | StepFunction
 """One scripted answer: a response, an exception to raise, or a function of the request."""
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.verdicts import ATTEND_KEY, IGNORE_KEY, format_ids
-from storyteller_daemon.testing.model import Step, respond_with, text
+from storyteller_daemon.testing.model import Step, StepFunction, respond_with, text
 
 _EVENT_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 IGNORED_WHY = "not picked"
@@ -64,7 +64,7 @@ def attend_all(
     *,
     only: Callable[[str], bool] | None = None,
     usage: Usage | None = None,
-) -> Step:
+) -> StepFunction:
     """Answers an attention batch request by attending to every event id in it, each for `why`.
 
     Args:
@@ -83,7 +83,7 @@ def attend_all(
     return step
 
 
-def by_kind(*, attention: Step, turn: Step, follow_up: Step | None = None) -> Step:
+def by_kind(*, attention: Step, turn: Step, follow_up: Step | None = None) -> StepFunction:
     """Answers a request by its kind.
 
     Args:
@@ -105,7 +105,7 @@ def by_kind(*, attention: Step, turn: Step, follow_up: Step | None = None) -> St
     return step
 
 
-def cycle(*steps: Step) -> Step:
+def cycle(*steps: Step) -> StepFunction:
     """Answers with `steps` in turn, one per request, starting over after the last.
 
     Raises:
@@ -121,7 +121,7 @@ def cycle(*steps: Step) -> Step:
     return step
 
 
-def hang() -> Step:
+def hang() -> StepFunction:
     """Never answers: the request waits until it is cancelled (a model that stopped
     responding, or a process that died while waiting)."""
 

@@ -92,11 +92,20 @@ class InstrumentedWorld(Generic[W]):
     # ------------------------------------------------------------------ inspection
 
     def calls_to(self, method: str) -> list[WorldCall]:
-        """The calls of one method, in order."""
-        return [call for call in self.calls if call.method == _checked(method)]
+        """The calls of one method, in order.
+
+        Raises:
+            ValueError: `method` is not a `WorldClient` method.
+        """
+        method = _checked(method)
+        return [call for call in self.calls if call.method == method]
 
     def count(self, method: str) -> int:
-        """How many times `method` was called."""
+        """How many times `method` was called.
+
+        Raises:
+            ValueError: `method` is not a `WorldClient` method.
+        """
         return len(self.calls_to(method))
 
     # ------------------------------------------------------------------ faults and answers
@@ -130,11 +139,19 @@ class InstrumentedWorld(Generic[W]):
         return self._override(method, _Override(value, False, times))
 
     def hold(self, method: str) -> None:
-        """Keep calls of `method` waiting (already recorded) until `release`."""
+        """Keep calls of `method` waiting (already recorded) until `release`.
+
+        Raises:
+            ValueError: `method` is not a `WorldClient` method.
+        """
         self._open.setdefault(_checked(method), asyncio.Event()).clear()
 
     def release(self, method: str) -> None:
-        """Let the held calls of `method`, and later ones, go on."""
+        """Let the held calls of `method`, and later ones, go on.
+
+        Raises:
+            ValueError: `method` is not a `WorldClient` method.
+        """
         self._open.setdefault(_checked(method), asyncio.Event()).set()
 
     def _override(self, method: str, override: _Override) -> InstrumentedWorld[W]:
