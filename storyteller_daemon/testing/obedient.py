@@ -26,8 +26,8 @@ from typing import Any
 from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER
 from storyteller_daemon.domain.text import strip_markup
 from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.steps import event_lines, verdict_json
 
-_ID_LINE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
 _ESCAPE = re.compile(r"\\[nrt\"\\/]|\\u[0-9a-fA-F]{4}")
 _NOT_WORD = re.compile(r"[^\w]+")
 
@@ -55,9 +55,7 @@ class ObedientResponder:
     def __call__(self, body: dict[str, Any]) -> Reply:
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
         if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
-            prompt = "\n".join(str(i.get("content", "")) for i in items)
-            attend = [{"id": int(n), "why": "as told"} for n in _ID_LINE.findall(prompt)]
-            return Reply.text(json.dumps({"attend": attend, "ignore": ""}))
+            return Reply.text(verdict_json({n: "as told" for n, _ in event_lines(items)}))
         readable = words(
             " ".join(
                 _trigger_part(str(i.get("content") or i.get("output") or ""))

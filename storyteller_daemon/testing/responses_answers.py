@@ -3,20 +3,20 @@
 A `Reply` is a successful response (function calls, an assistant message, arguments sent as
 given, an empty or incomplete response, with usage, reasoning and latency); a `Fault` is an HTTP
 error with an OpenAI-style body, or no answer at all until the server stops. A `Responder`
-chooses one of them for a request when the script is empty.
+chooses one of them for a request when the script is empty (directly, or as an awaitable).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from storyteller_daemon.agent.model import Usage
 
 Item = dict[str, Any]
-Responder = Callable[[dict[str, Any]], "Reply | Fault"]
+Responder = Callable[[dict[str, Any]], "Reply | Fault | Awaitable[Reply | Fault]"]
 
 _ZERO_USAGE = Usage()
 

@@ -12,8 +12,10 @@ It answers ``POST /v1/responses`` on 127.0.0.1 with bodies shaped like the real 
         model = OpenAIResponsesModel(api_key="test", base_url=server.base_url)
 
 Each request takes the next scripted answer; when the queue is empty ``responder`` (if set) is
-asked, otherwise the server answers 500 "no scripted reply". Every request body is logged in
-``requests``.
+asked, otherwise the server answers 500 "no scripted reply". A responder may answer with an
+awaitable (an async function: `ModelResponder` puts a `ScriptedModel` behind the server). Every
+request body is logged in ``requests``; ``in_flight`` and ``most_in_flight`` count the requests
+being answered at once.
 
 Like the real API, the server rejects requests a stateless client gets wrong, so those mistakes
 fail in tests rather than in production:
@@ -37,10 +39,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import inspect
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import TracebackType
 from typing import Any, cast
 
@@ -62,7 +65,10 @@ class ScriptedResponsesServer:
     Attributes:
         requests: every request body that parsed as a JSON object, in order, including those
             answered with a fault or rejected.
-        responder: ``(request body) -> Reply | Fault``, consulted when the queue is empty.
+        responder: ``(request body) -> Reply | Fault`` (or an awaitable of one), consulted when
+            the queue is empty.
+        in_flight: requests received and not answered yet.
+        most_in_flight: the most requests that were being answered at the same time.
         models: model ids listed by ``GET /v1/models``; None answers 404, like a compatible
             server without that endpoint.
         api_key: when set, ``GET /v1/models`` answers 401 to any other bearer token.
@@ -74,6 +80,8 @@ class ScriptedResponsesServer:
         self._port = port
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
         self.models: list[str] | None = None
         self.api_key: str | None = None
         self._script: collections.deque[Reply | Fault] = collections.deque()
@@ -178,6 +186,14 @@ class ScriptedResponsesServer:
         self.requests.append(body)
         async with self._received:
             self._received.notify_all()
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await self._answer(body, request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, body: dict[str, Any], request: web.Request) -> web.StreamResponse:
         # Transport faults (rate limits, outages) happen before the request is looked at.
         head = self._script[0] if self._script else None
         if isinstance(head, Fault):
@@ -193,6 +209,8 @@ class ScriptedResponsesServer:
             try:
                 # Checked below: a responder written in a test may return anything.
                 answer = cast(object, self.responder(body))
+                if inspect.isawaitable(answer):
+                    answer = await self._unless_stopping(answer)
             except Exception as exc:
                 # A broken responder is a test bug: say so in the answer the client sees.
                 message = f"The scripted responder raised {type(exc).__name__}: {exc}"
@@ -217,6 +235,18 @@ class ScriptedResponsesServer:
             finally:
                 stopping.cancel()
         return web.json_response(self._render(answer, body))
+
+    async def _unless_stopping(self, answer: Awaitable[object]) -> object:
+        """What `answer` comes to, or (when the server stops first) a hang, which the stopping
+        server ends."""
+        answering = asyncio.ensure_future(answer)
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            done, _ = await asyncio.wait({answering, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            answering.cancel()  # nothing to cancel once it has answered
+        return answering.result() if answering in done else Fault.hang()
 
     async def _list_models(self, request: web.Request) -> web.StreamResponse:
         given = request.headers.get("Authorization", "")

@@ -13,6 +13,7 @@ from storyteller_daemon.agent.tools.registry import Toolset, builtin_tools, tool
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.tool_names import ToolProfile
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import CharacterState
 from world_adapter.sim import SimWorld
@@ -181,15 +182,10 @@ async def test_argument_and_world_errors_become_error_envelopes(
 
 
 async def test_a_world_without_a_catalogue_offers_built_ins_only(
-    services: ToolContext,
-    storyteller: Storyteller,
-    world: SimWorld,
-    monkeypatch: pytest.MonkeyPatch,
+    services: ToolContext, storyteller: Storyteller, world: SimWorld
 ) -> None:
-    async def unavailable() -> list[object]:
-        raise WorldCommandError("bridge down")
-
-    monkeypatch.setattr(world, "progs", unavailable)
+    unavailable = InstrumentedWorld(world).fail("progs", WorldCommandError("bridge down"))
+    services = replace(services, world=unavailable)
     ctx = await with_catalogue(services.for_turn(replace(storyteller, custom_tools=ALL), "t"))
     assert ctx.progs == ()
     tools = toolset(ctx.current, _trigger(world, TriggerKind.ROOM_ECHO), ctx)

@@ -20,6 +20,7 @@ from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -103,15 +104,7 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
             status_progs=((Heartbeat.FIVE_MINUTES, "AIStorytellerStatusFiveMinute"),),
         )
     )
-    world = SimWorld.harbour_town()
-    ran: list[str] = []
-    real = world.execute_prog
-
-    async def counting(prog: str, arguments: Any, idempotency_key: str) -> Any:
-        ran.append(prog)
-        return await real(prog, arguments, idempotency_key)
-
-    world.execute_prog = counting  # type: ignore[method-assign]
+    world = InstrumentedWorld(SimWorld.harbour_town())
     runtime = await build_runtime(
         cfg, environ={}, world=world, choice=ModelChoice(None, "none"), store=store
     )
@@ -119,7 +112,7 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
         await runtime.daemon.reload(force=True)
         assert await runtime.pipeline.heartbeat(st.id or 0, Heartbeat.FIVE_MINUTES) is False
         assert await runtime.pipeline.direct(st, "the bells") is False
-        assert ran == []
+        assert world.count("execute_prog") == 0
         assert runtime.stats.dropped["api_key"] == 2
     finally:
         await runtime.close()

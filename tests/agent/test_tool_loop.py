@@ -22,6 +22,7 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, ReasoningEffort, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
 MAREN = 1001
@@ -326,16 +327,15 @@ async def test_a_call_without_id_or_item_gets_both(
 
 
 async def test_handler_bugs_become_error_envelopes(
-    storyteller: Storyteller, ctx: ToolContext, world: SimWorld, monkeypatch: pytest.MonkeyPatch
+    storyteller: Storyteller, ctx: ToolContext, world: SimWorld
 ) -> None:
-    async def broken(character_id: int) -> None:
-        raise RuntimeError("database password is hunter2")
-
-    monkeypatch.setattr(world, "character", broken)
+    broken = InstrumentedWorld(world).fail(
+        "character", RuntimeError("database password is hunter2")
+    )
     model = ScriptedModel(
         calls(("CreateMemory", {"Id": MAREN, "Title": "t", "Details": "d"})), text("")
     )
-    record = await run(model, storyteller, ctx)
+    record = await run(model, storyteller, replace(ctx, world=broken))
     assert record.outcome is TurnOutcome.COMPLETED
     assert record.calls[0].envelope == {"ok": False, "error": "Tool handler error: RuntimeError."}
 

@@ -12,11 +12,10 @@ import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import AttentionConfig, LimitsConfig
@@ -37,7 +36,11 @@ from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.steps import attend_all, by_kind
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.events import CharacterState, Crime, Cursor, WorldEvent
+from world_adapter.protocol import WorldClient
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
@@ -56,32 +59,21 @@ SHOUT_TOOL = CustomTool(
 )
 
 
-class RecordingModel:
+def recording_model() -> ScriptedModel:
     """Keeps every request; says ``interested`` to the gate and calls Noop in turns."""
+    return ScriptedModel(
+        then=by_kind(attention=attend_all(why="It matters."), turn=calls(("Noop", {})))
+    )
 
-    name = "recording"
 
-    def __init__(self) -> None:
-        self.requests: list[ModelRequest] = []
+def gate_requests(model: ScriptedModel) -> list[ModelRequest]:
+    """The gate's requests (they offer no tool)."""
+    return [r for r in model.requests if not r.tools]
 
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        if request.tools:
-            calls: tuple[FunctionCall, ...] = (
-                FunctionCall(f"c{len(self.requests)}", "Noop", "{}"),
-            )
-            return ModelResponse("r", request.model, "completed", calls, "", (), Usage())
-        ids = re.findall(r"^\[(\d+)\]", user_text(request), re.MULTILINE)
-        verdict = json.dumps(
-            {"attend": [{"id": i, "why": "It matters."} for i in ids], "ignore": []}
-        )
-        return ModelResponse("r", request.model, "completed", (), verdict, (), Usage())
 
-    def attention(self) -> list[ModelRequest]:
-        return [r for r in self.requests if not r.tools]
-
-    def turns(self) -> list[ModelRequest]:
-        return [r for r in self.requests if r.tools]
+def turn_requests(model: ScriptedModel) -> list[ModelRequest]:
+    """The turns' requests."""
+    return [r for r in model.requests if r.tools]
 
 
 def body(request: ModelRequest) -> str:
@@ -99,7 +91,7 @@ def user_text(request: ModelRequest) -> str:
 class Rig:
     world: SimWorld
     store: Store
-    model: RecordingModel
+    model: ScriptedModel
     pipeline: Pipeline
     storyteller: Storyteller
 
@@ -110,7 +102,11 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def make_rig(sqlite_store: Store, world: SimWorld) -> AsyncIterator[Rig]:
+async def make_rig(
+    sqlite_store: Store, world: SimWorld, client: WorldClient | None = None
+) -> AsyncIterator[Rig]:
+    """A pipeline and agent on `world`, which the daemon reaches through `client` (default:
+    directly)."""
     st = await sqlite_store.storytellers.create("Harbour Watch")
     st = await sqlite_store.storytellers.save(
         replace(
@@ -122,10 +118,10 @@ async def make_rig(sqlite_store: Store, world: SimWorld) -> AsyncIterator[Rig]:
             speech_context_count=5,
         )
     )
-    model = RecordingModel()
+    model = recording_model()
     stats = RuntimeStats()
     runner = AgentTurnRunner(
-        world=world,
+        world=client or world,
         situations=sqlite_store.situations,
         memories=sqlite_store.memories,
         references=sqlite_store.references,
@@ -208,10 +204,10 @@ def test_trigger_rules_follow_futuremud(
 async def test_crimes_pass_attention_event_focused_without_echo_only_tools(rig: Rig) -> None:
     crime = rig.world.commit_crime(WREN, "Theft", victim_id=MAREN, witnesses=2)
     await rig.handle(crime)
-    [gate] = rig.model.attention()
+    [gate] = gate_requests(rig.model)
     # The gate sees the crime on one line; the turn gets the whole prompt and the reason.
     assert 'crime: Theft by "Wren the cutpurse" against "Maren Tidewell"' in (user_text(gate))
-    turns = rig.model.turns()
+    turns = turn_requests(rig.model)
     assert turns
     turn_text = turns[0].input[0]["content"]
     assert "A character has committed a crime in a room you watch." in turn_text
@@ -224,8 +220,8 @@ async def test_crimes_pass_attention_event_focused_without_echo_only_tools(rig: 
 
 async def test_state_changes_skip_attention_with_the_full_profile(rig: Rig) -> None:
     await rig.handle(rig.world.change_state(OSRIC, CharacterState.UNCONSCIOUS))
-    assert rig.model.attention() == []
-    [turn] = rig.model.turns()
+    assert gate_requests(rig.model) == []
+    [turn] = turn_requests(rig.model)
     assert names(turn) == profile_names(ToolProfile.FULL) + ["EchoToRoom"]
     assert "State Change: Unconscious" in user_text(turn)
     assert "prefer Noop" not in (turn.instructions or "")
@@ -233,8 +229,8 @@ async def test_state_changes_skip_attention_with_the_full_profile(rig: Rig) -> N
 
 async def test_speech_passes_attention_with_echo_only_tools(rig: Rig) -> None:
     await rig.handle(rig.world.say(MAREN, "Meet me at dusk."))
-    [gate] = rig.model.attention()
-    [turn] = rig.model.turns()
+    [gate] = gate_requests(rig.model)
+    [turn] = turn_requests(rig.model)
     assert '"Maren Tidewell" says: "Meet me at dusk."' in user_text(gate)
     assert re.search(
         r"Spoken Text:\n<<world-text (\w{12}) from speech>>\n"
@@ -247,29 +243,12 @@ async def test_speech_passes_attention_with_echo_only_tools(rig: Rig) -> None:
     ]
 
 
-class CountingWorld(SimWorld):
-    """The sim world, counting the prog runs and room look-ups the daemon asks for."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.prog_runs: list[str] = []
-        self.room_lookups = 0
-
-    async def execute_prog(self, prog: str | int, arguments: Any, key: str) -> Any:
-        self.prog_runs.append(str(prog))
-        return await super().execute_prog(prog, arguments, key)
-
-    async def room(self, room_id: int) -> Any:
-        self.room_lookups += 1
-        return await super().room(room_id)
-
-
 @pytest.mark.parametrize("model_available", [False, True])
 async def test_pass_heartbeat_missing_api_key_does_not_execute_status_prog(
     sqlite_store: Store, model_available: bool
 ) -> None:
-    world = CountingWorld.harbour_town(clock=lambda: T0)
-    async with make_rig(sqlite_store, world) as rig:
+    world = InstrumentedWorld(SimWorld.harbour_town(clock=lambda: T0))
+    async with make_rig(sqlite_store, world.inner, world) as rig:
         beating = replace(
             rig.storyteller,
             heartbeats=frozenset({Heartbeat.FIVE_MINUTES}),
@@ -280,7 +259,8 @@ async def test_pass_heartbeat_missing_api_key_does_not_execute_status_prog(
         queued = await rig.pipeline.heartbeat(beating.id or 0, Heartbeat.FIVE_MINUTES)
         assert queued is model_available
         await rig.pipeline.wait_idle()
-    assert world.prog_runs == (["AIStorytellerStatusFiveMinute"] if model_available else [])
+    prog_runs = [call.args[0] for call in world.calls_to("execute_prog")]
+    assert prog_runs == (["AIStorytellerStatusFiveMinute"] if model_available else [])
     assert bool(rig.model.requests) is model_available
 
 
@@ -288,12 +268,12 @@ async def test_pass_heartbeat_missing_api_key_does_not_execute_status_prog(
 async def test_cell_on_room_echo_missing_api_key_does_not_parse_echo(
     sqlite_store: Store, model_available: bool
 ) -> None:
-    world = CountingWorld.harbour_town(clock=lambda: T0)
-    async with make_rig(sqlite_store, world) as rig:
+    world = InstrumentedWorld(SimWorld.harbour_town(clock=lambda: T0))
+    async with make_rig(sqlite_store, world.inner, world) as rig:
         rig.pipeline.model_available = model_available
-        await rig.handle(world.emote(MAREN, "waves."))
+        await rig.handle(world.inner.emote(MAREN, "waves."))
     # Without a key the echo never becomes a prompt: no room look-up, no request.
-    assert (world.room_lookups > 0) is model_available
+    assert (world.count("room") > 0) is model_available
     assert bool(rig.model.requests) is model_available
 
 
@@ -302,8 +282,10 @@ async def test_cell_on_room_echo_missing_api_key_does_not_parse_echo(
 
 async def test_speech_prompt_fields_without_a_target(rig: Rig) -> None:
     await rig.handle(rig.world.say(PER, "Ropes are cheap today.", volume="Shout"))
-    assert '"Dockhand Per" shout: "Ropes are cheap today."' in user_text(rig.model.attention()[0])
-    lines = user_text(rig.model.turns()[0]).split("\n")
+    assert '"Dockhand Per" shout: "Ropes are cheap today."' in user_text(
+        gate_requests(rig.model)[0]
+    )
+    lines = user_text(turn_requests(rig.model)[0]).split("\n")
     start = lines.index("A character has spoken in a room you watch.")
     assert lines[start : start + 8] == [
         "A character has spoken in a room you watch.",
@@ -334,7 +316,7 @@ async def test_crime_prompt_fields_with_a_third_party_and_no_victim(rig: Rig) ->
         witness_count=12345,
     )
     await rig.handle(crime)
-    text = user_text(rig.model.turns()[0])
+    text = user_text(turn_requests(rig.model)[0])
     event = text[text.index("A character has committed") : text.index("\n\nAttention reason")]
     event = event.split("\n")
     assert event == [

@@ -12,66 +12,36 @@ from typing import Any
 import pytest
 from discord_doubles import FLUSH_TICK, FakeDiscord, WatchedClock
 
-from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelFatalError
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import settle
+from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.errors import CursorExpired
-from world_adapter.events import Cursor, WorldEvent
+from world_adapter.protocol import WorldClient
 from world_adapter.sim import SimWorld
 
 REFUSAL = "openai:test: HTTP 401 (invalid_api_key): the API key was rejected"
 
 
-class GatedModel:
-    """Answers Noop, or refuses, once `gate` is open."""
-
-    name = "gated"
-
-    def __init__(self, *, refuse: bool = False) -> None:
-        self.refuse = refuse
-        self.gate = asyncio.Event()
-        self.gate.set()
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        await self.gate.wait()
-        if self.refuse:
-            raise ModelFatalError(REFUSAL)
-        calls = (FunctionCall("c1", "Noop", "{}"),)
-        return ModelResponse("r", request.model, "completed", calls, "", (), Usage())
+def noop_model() -> ScriptedModel:
+    """Answers every request with Noop."""
+    return ScriptedModel(then=calls(("Noop", {})))
 
 
-class GappyWorld:
+def gappy_world() -> InstrumentedWorld[SimWorld]:
     """The sim world, except that the first subscription finds our cursor expired."""
-
-    def __init__(self) -> None:
-        self.sim = SimWorld.harbour_town()
-        self.expired = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sim, name)
-
-    async def subscribe(
-        self, cells: frozenset[int], after: Cursor | None
-    ) -> AsyncIterator[WorldEvent]:
-        if not self.expired:
-            self.expired = True
-            raise CursorExpired("the game keeps 1000 events")
-        async for event in self.sim.subscribe(cells, after):
-            yield event
+    world = InstrumentedWorld(SimWorld.harbour_town())
+    return world.fail("subscribe", CursorExpired("the game keeps 1000 events"), times=1)
 
 
-class BrokenWorld(GappyWorld):
+def broken_world() -> InstrumentedWorld[SimWorld]:
     """A world whose stream fails with an error the daemon does not expect (a bug)."""
-
-    async def subscribe(
-        self, cells: frozenset[int], after: Cursor | None
-    ) -> AsyncIterator[WorldEvent]:
-        raise RuntimeError("a bug in the world client")
-        yield  # an async generator, like the real one
+    world = InstrumentedWorld(SimWorld.harbour_town())
+    return world.fail("subscribe", RuntimeError("a bug in the world client"))
 
 
 @dataclass
@@ -92,7 +62,9 @@ class Rig:
 async def rigs(sqlite_store: Store, discord: FakeDiscord) -> AsyncIterator[Any]:
     running: list[Rig] = []
 
-    async def make(model: GatedModel, world: Any = None, queue_size: int = 25) -> Rig:
+    async def make(
+        model: ScriptedModel, world: WorldClient | None = None, queue_size: int = 25
+    ) -> Rig:
         st = await sqlite_store.storytellers.create("Harbour Watch")
         st = await sqlite_store.storytellers.save(replace(st, paused=False))
         cfg = parse_config(
@@ -137,7 +109,7 @@ async def stop(rig: Rig) -> None:
 async def test_a_refused_model_is_reported_once_an_hour_per_storyteller(
     rigs: Any, discord: FakeDiscord
 ) -> None:
-    rig = await rigs(GatedModel(refuse=True))
+    rig = await rigs(ScriptedModel(then=ModelFatalError(REFUSAL)))
     await rig.turns(3)
     await discord.wait_for_posts(1)
     (embed,) = discord.posts[0]["embeds"]
@@ -155,7 +127,7 @@ async def test_a_refused_model_is_reported_once_an_hour_per_storyteller(
 async def test_a_stream_gap_and_logged_errors_are_alerted(
     rigs: Any, discord: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:
-    rig = await rigs(GatedModel(), world=GappyWorld())
+    rig = await rigs(noop_model(), world=gappy_world())
     await discord.wait_for_posts(1)
     try:
         raise KeyError("player text must not leave the log")
@@ -184,14 +156,14 @@ async def test_a_stream_gap_and_logged_errors_are_alerted(
 async def test_queue_overflow_is_alerted_with_the_number_dropped(
     rigs: Any, discord: FakeDiscord
 ) -> None:
-    model = GatedModel()
-    model.gate.clear()  # turns hang until released, so the queue fills
+    model = noop_model()
+    model.hold()  # turns hang until released, so the queue fills
     rig = await rigs(model, queue_size=3)
     accepted = [await rig.runtime.pipeline.direct(rig.storyteller, f"call {n}") for n in range(8)]
     assert accepted.count(False) == 5
     await rig.clock.advance(30)
     await discord.wait_for_posts(1)
-    model.gate.set()
+    model.release()
     await asyncio.wait_for(rig.runtime.pipeline.wait_idle(), 5)
     await stop(rig)
     assert discord.titles() == [
@@ -202,7 +174,7 @@ async def test_queue_overflow_is_alerted_with_the_number_dropped(
 async def test_a_daemon_that_dies_on_a_bug_says_so_before_it_exits(
     rigs: Any, discord: FakeDiscord
 ) -> None:
-    rig = await rigs(GatedModel(), world=BrokenWorld())
+    rig = await rigs(noop_model(), world=broken_world())
     with pytest.raises(ExceptionGroup):
         await asyncio.wait_for(rig.task, 5)
     assert discord.titles() == ["the daemon stopped on an unexpected RuntimeError"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
-from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool
@@ -31,8 +30,10 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.steps import attend_all
 from world_adapter.sim import SimWorld
 
 T0 = (datetime.now(UTC) - timedelta(days=60)).replace(hour=12, minute=0, second=0, microsecond=0)
@@ -47,37 +48,29 @@ ECHO = CustomTool(
 cli = cli_fixture("Harbour Watch")
 
 
-class Script:
-    """Interested in a theft; a theft's turn opens a situation and echoes; otherwise Noop."""
+GATE_USAGE = Usage(300, 0, 20, 0)
+TURN_USAGE = Usage(2000, 500, 150, 40)
 
-    name = "script"
 
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        if not request.tools:
-            verdict = json.dumps(
-                {"attend": [{"id": "1", "why": "a theft on the quay"}], "ignore": []}
-            )
-            return ModelResponse(
-                "a", request.model, "completed", (), verdict, (), Usage(300, 0, 20, 0)
-            )
-        done = any(i.get("type") == "function_call_output" for i in request.input)
-        theft = "slips a hand" in request.input[0]["content"]
-        if done or not theft:
-            calls: tuple[FunctionCall, ...] = (FunctionCall("c9", "Noop", "{}"),)
-        else:
-            situation = {
-                "Title": "Cutpurse on the quay",
-                "Description": "Wren robbed Maren.",
-                "CharacterId": None,
-                "RoomId": 101,
-            }
-            calls = (
-                FunctionCall("c1", "CreateSituation", json.dumps(situation)),
-                FunctionCall("c2", "EchoToRoom", json.dumps({"Room": 101, "Text": WHISTLE})),
-            )
-        return ModelResponse(
-            "r", request.model, "completed", calls, "", (), Usage(2000, 500, 150, 40)
-        )
+def script() -> ScriptedModel:
+    """Interested in the theft; its turn opens a situation and echoes, then Noop; the direct
+    invocation's turn calls Noop."""
+    situation = {
+        "Title": "Cutpurse on the quay",
+        "Description": "Wren robbed Maren.",
+        "CharacterId": None,
+        "RoomId": 101,
+    }
+    return ScriptedModel(
+        attend_all(why="a theft on the quay", usage=GATE_USAGE),
+        calls(
+            ("CreateSituation", situation),
+            ("EchoToRoom", {"Room": 101, "Text": WHISTLE}),
+            usage=TURN_USAGE,
+        ),
+        calls(("Noop", {}), usage=TURN_USAGE),
+        calls(("Noop", {}), usage=TURN_USAGE),
+    )
 
 
 def record_runs(cli: Cli) -> None:
@@ -93,7 +86,7 @@ def record_runs(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(Script(), RuntimeStats(), PRICES, now=clock.now),
+            model=MeteredModel(script(), RuntimeStats(), PRICES, now=clock.now),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),
@@ -286,18 +279,11 @@ def test_prune_deletes_runs_past_retention_and_keeps_their_costs(cli: Cli) -> No
 
 
 def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
-    class Batch:
-        name = "batch"
-
-        def __init__(self) -> None:
-            self.replies = [
-                '{"attend": [{"id": "1", "why": "a theft"}], "ignore": []}',  # e2 missing
-                '{"attend": [], "ignore": ["2"]}',
-            ]
-
-        async def respond(self, request: ModelRequest) -> ModelResponse:
-            text = self.replies.pop(0)
-            return ModelResponse("a", request.model, "completed", (), text, (), Usage(300, 0, 9))
+    usage = Usage(300, 0, 9)
+    batch = ScriptedModel(
+        text('{"attend": [{"id": "1", "why": "a theft"}], "ignore": []}', usage),  # e2 missing
+        text('{"attend": [], "ignore": ["2"]}', usage),
+    )
 
     async def work(store: Store) -> None:
         st = await store.storytellers.save(replace(await store.storytellers.get(1), paused=False))
@@ -308,7 +294,7 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(Batch(), RuntimeStats(), PRICES, now=clock.now),
+            model=MeteredModel(batch, RuntimeStats(), PRICES, now=clock.now),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),
@@ -319,8 +305,8 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
         await runner.judge(st, [theft, gulls])
 
     cli.with_store(work)
-    text = cli.ok("runs", "show", "1")
-    assert "Verdicts:  2 events, interested overall" in text
-    assert "  e1 Room Echo in room #106: interested: a theft" in text
-    assert "  e2 Room Echo in room #101: ignore" in text
-    assert "Answer 1:" in text and "Answer 2:" in text
+    shown = cli.ok("runs", "show", "1")
+    assert "Verdicts:  2 events, interested overall" in shown
+    assert "  e1 Room Echo in room #106: interested: a theft" in shown
+    assert "  e2 Room Echo in room #101: ignore" in shown
+    assert "Answer 1:" in shown and "Answer 2:" in shown

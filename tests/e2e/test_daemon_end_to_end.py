@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -29,8 +28,10 @@ from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
-from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.steps import attend_all, by_kind
 from world_adapter.sim import SimWorld
 
 WATCH = "Harbour Ward Watch"
@@ -40,32 +41,23 @@ def wants_verdict(body: dict[str, Any]) -> bool:
     return "text" in body and body["text"].get("format", {}).get("type") == "json_schema"
 
 
-def has_outputs(body: dict[str, Any]) -> bool:
-    return any(item.get("type") == "function_call_output" for item in body["input"])
-
-
-def responder(body: dict[str, Any]) -> Reply:
+def storyteller_model() -> ModelResponder:
     """Interested in anything; first round creates a situation and echoes; then Noop."""
-    if wants_verdict(body):
-        text = body["input"][0]["content"]
-        ids = [int(m) for m in re.findall(r"^\[(\d+)\] ", text, re.MULTILINE)]
-        attend = [{"id": i, "why": "a theft on the quay"} for i in ids]
-        return Reply.text(json.dumps({"attend": attend, "ignore": []}))
-    if not has_outputs(body):
-        return Reply.calls(
-            (
-                "CreateSituation",
-                {
-                    "Title": "Cutpurse on the quay",
-                    "Description": "Wren robbed Maren.",
-                    "CharacterId": None,
-                    "RoomId": 101,
-                },
-            ),
-            ("EchoToRoom", {"Room": 101, "Text": "A watch whistle shrills along the quay."}),
-            reasoning=True,
+    situation = {
+        "Title": "Cutpurse on the quay",
+        "Description": "Wren robbed Maren.",
+        "CharacterId": None,
+        "RoomId": 101,
+    }
+    echo = {"Room": 101, "Text": "A watch whistle shrills along the quay."}
+    model = ScriptedModel(
+        then=by_kind(
+            attention=attend_all(why="a theft on the quay"),
+            turn=calls(("CreateSituation", situation), ("EchoToRoom", echo), reasoning=True),
+            follow_up=calls(("Noop", {})),
         )
-    return Reply.calls(("Noop", {}))
+    )
+    return ModelResponder(model)
 
 
 async def prepare(store: Store, *, heartbeats: bool = True) -> int:
@@ -109,7 +101,7 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
     store = Store.open(db_url)
     watch_id = await prepare(store)
     world = SimWorld.harbour_town()
-    async with ScriptedResponsesServer(responder=responder) as server:
+    async with ScriptedResponsesServer(responder=storyteller_model()) as server:
         runtime, stop, task = await start(cfg, store, world, server)
         # someone on the quay (room 101), where the storyteller then acts: the policy lets a
         # turn act only in the rooms of its events
@@ -205,7 +197,7 @@ async def test_a_call_marked_for_approval_runs_once_after_an_admin_approves_it(
     await prepare(store, heartbeats=False)
     world = SimWorld.harbour_town()
     whistle = "A watch whistle shrills along the quay."
-    async with ScriptedResponsesServer(responder=responder) as server:
+    async with ScriptedResponsesServer(responder=storyteller_model()) as server:
         clock = FakeClock(datetime.now(UTC))  # the command line decides in real time
         runtime, stop, task = await start_with(cfg, store, world, server, clock)
         world.emote(2003, "slips a hand into Maren Tidewell's purse and runs!")

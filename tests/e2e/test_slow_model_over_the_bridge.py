@@ -10,8 +10,6 @@ a turn, and no prog call may repeat.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import secrets
 from dataclasses import replace
 from pathlib import Path
@@ -20,48 +18,30 @@ from typing import Any
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.work import WorkState
+from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.testing.responses_answers import Fault, Reply
+from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.steps import attend_all, by_kind, cycle
 from world_adapter.bridge.sim_server import BridgeServer
 from world_adapter.sim import SimWorld
 
 WATCH = "Harbour Ward Watch"
-LINE = re.compile(r"^\[(\d+)\] ")
 
 
-class SlowModel:
-    """Attends to thefts; answers after a delay; every fifth attention request fails once."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.attention = 0
-        self.failed = 0
-        self.rounds = 0
-
-    def __call__(self, body: dict[str, Any]) -> Reply | Fault:
-        if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
-            self.attention += 1
-            if self.attention % 5 == 0:
-                self.failed += 1
-                return Fault.status(503)
-            text = "\n".join(str(i.get("content", "")) for i in body["input"])
-            attend, ignore = [], []
-            for line in text.splitlines():
-                match = LINE.match(line)
-                if match is None:
-                    continue
-                item_id = int(match.group(1))
-                if "thief" in line:
-                    attend.append({"id": item_id, "why": "a theft"})
-                else:
-                    ignore.append(item_id)
-            answer = json.dumps({"attend": attend, "ignore": ignore})
-            return replace(Reply.text(answer), delay_seconds=self.delay)
-        self.rounds += 1
-        return replace(Reply.calls(("Noop", {"Reason": "noted"})), delay_seconds=self.delay)
+def slow_model(delay: float) -> ScriptedModel:
+    """Attends to thefts; answers after a delay; every fifth attention request fails."""
+    thefts = attend_all(why="a theft", only=lambda line: "thief" in line)
+    return ScriptedModel(
+        then=by_kind(
+            attention=cycle(thefts, thefts, thefts, thefts, ModelTransientError("HTTP 503")),
+            turn=calls(("Noop", {"Reason": "noted"})),
+        ),
+        latency=delay,
+    )
 
 
 async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path) -> None:
@@ -76,8 +56,8 @@ async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path
     token = secrets.token_hex(8)
     world = SimWorld.harbour_town(epoch=f"slow-{token}")
     bridge = BridgeServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
-    model = SlowModel(delay=0.15)
-    server = ScriptedResponsesServer(responder=model)
+    model = slow_model(delay=0.15)
+    server = ScriptedResponsesServer(responder=ModelResponder(model))
     await server.start()
     bridge_url = await bridge.start()
     cfg = parse_config(
@@ -122,7 +102,8 @@ async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path
     assert states <= {WorkState.IGNORED, WorkState.DONE}, states  # all judged, none expired
     thefts = [i for i in heard if "thief" in i.payload]
     assert len(thefts) == 5 and all(i.state is WorkState.DONE for i in thefts)
-    assert model.failed >= 1  # failed requests were retried, not their events dropped
+    attention_requests = [r for r in model.requests if not r.tools]
+    assert len(attention_requests) >= 5  # so one failed: retried, not its events dropped
     assert runtime.stats.dropped.get("expired", 0) == 0
     assert runtime.stats.attention_calls < len(heard) / 3  # batches, not one call per event
 

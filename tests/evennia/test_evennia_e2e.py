@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -33,8 +32,10 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import settle
-from storyteller_daemon.testing.responses_answers import Reply
+from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.steps import attend_all, by_kind
 
 pytestmark = pytest.mark.evennia
 
@@ -81,31 +82,24 @@ def wants_verdict(body: dict[str, Any]) -> bool:
     return "text" in body and body["text"].get("format", {}).get("type") == "json_schema"
 
 
-def has_outputs(body: dict[str, Any]) -> bool:
-    return any(item.get("type") == "function_call_output" for item in body["input"])
-
-
-def responder(body: dict[str, Any]) -> Reply:
+def storyteller_model() -> ModelResponder:
     """Interested; then a situation and the echo prog; then Noop."""
-    if wants_verdict(body):
-        text = body["input"][0]["content"]
-        ids = [int(m) for m in re.findall(r"^\[(\d+)\] ", text, re.MULTILINE)]
-        attend = [{"id": i, "why": "someone speaks"} for i in ids]
-        return Reply.text(json.dumps({"attend": attend, "ignore": []}))
-    if not has_outputs(body):
-        return Reply.calls(
-            (
-                "CreateSituation",
-                {
-                    "Title": "A voice in Limbo",
-                    "Description": "The admin spoke into the void.",
-                    "CharacterId": None,
-                    "RoomId": LIMBO,
-                },
+    situation = {
+        "Title": "A voice in Limbo",
+        "Description": "The admin spoke into the void.",
+        "CharacterId": None,
+        "RoomId": LIMBO,
+    }
+    model = ScriptedModel(
+        then=by_kind(
+            attention=attend_all(why="someone speaks"),
+            turn=calls(
+                ("CreateSituation", situation), ("EchoToRoom", {"Room": LIMBO, "Text": ECHO})
             ),
-            ("EchoToRoom", {"Room": LIMBO, "Text": ECHO}),
+            follow_up=calls(("Noop", {})),
         )
-    return Reply.calls(("Noop", {}))
+    )
+    return ModelResponder(model)
 
 
 async def watch_limbo(store: Store) -> int:
@@ -158,7 +152,7 @@ async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
         },
         "test",
     )
-    async with ScriptedResponsesServer(responder=responder) as server:
+    async with ScriptedResponsesServer(responder=storyteller_model()) as server:
         model = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
         runtime = await build_runtime(
             cfg,

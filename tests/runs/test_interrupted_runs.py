@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
@@ -20,6 +20,8 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel, text
+from storyteller_daemon.testing.steps import hang
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -28,27 +30,15 @@ DIRECT = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="ring the bell")
 PRICES = {"gpt-x": ModelPrice(input=1.0, cached_input=0.1, output=10.0)}
 
 
-class Answering:
-    name = "answering"
-
-    def __init__(self) -> None:
-        self.hold = asyncio.Event()
-        self.second = asyncio.Event()
-        self.calls = 0
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.calls += 1
-        if self.calls > 1:
-            self.second.set()
-            await self.hold.wait()  # the second request never comes back: the process dies
-        return ModelResponse("r", "gpt-x", "completed", (), "", (), Usage(1000, 0, 100))
+USAGE = Usage(1000, 0, 100)
 
 
 async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store: Store) -> None:
     clock = FakeClock(T0)
     ledger = LedgerRepository(sqlite_store.db)
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
-    inner = Answering()
+    # The second request never comes back: the process dies while it waits.
+    inner = ScriptedModel(text("", USAGE), hang())
     model = MeteredModel(inner, RuntimeStats(), PRICES, now=clock.now)
     request = ModelRequest(model="gpt-x", input=[])
     services = Services(
@@ -64,7 +54,7 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
             await model.respond(request)  # hangs
 
     task = asyncio.create_task(turn())
-    await asyncio.wait_for(inner.second.wait(), 5)
+    await asyncio.wait_for(inner.wait_for_requests(2), 5)
     spend = await ledger.spend_on(T0.date())
     answered = (1000 * 1.0 + 100 * 10.0) / 1e6
     in_flight = worst_case(PRICES, request)[2]  # the second request, out when the process dies
@@ -76,16 +66,11 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
 
 
 async def test_a_request_that_fails_without_an_answer_leaves_no_cost(sqlite_store: Store) -> None:
-    class Failing:
-        name = "failing"
-
-        async def respond(self, request: ModelRequest) -> ModelResponse:
-            raise ModelTransientError("HTTP 503")
-
     clock = FakeClock(T0)
     ledger = LedgerRepository(sqlite_store.db)
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
-    model = MeteredModel(Failing(), RuntimeStats(), PRICES, now=clock.now)
+    failing = ScriptedModel(ModelTransientError("HTTP 503"))
+    model = MeteredModel(failing, RuntimeStats(), PRICES, now=clock.now)
     services = Services(
         SimWorld.harbour_town(),
         sqlite_store.situations,
@@ -103,7 +88,7 @@ async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_st
     ledger = LedgerRepository(sqlite_store.db)
     runs = RunRepository(sqlite_store.db)
     recorder = RunRecorder(runs, ledger, clock)
-    model = MeteredModel(Answering(), RuntimeStats(), PRICES, now=clock.now)
+    model = MeteredModel(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, now=clock.now)
     services = Services(
         SimWorld.harbour_town(),
         sqlite_store.situations,

@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import (
-    FunctionCall,
-    ModelRequest,
-    ModelResponse,
-    Usage,
-)
+from storyteller_daemon.agent.model import Model, Usage
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, ModelPrice
@@ -37,8 +31,10 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel, Step, calls, text
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.steps import attend_all
 from world_adapter.events import CharacterState, Crime, Cursor, Speech, StateChange
 from world_adapter.sim import SimWorld
 
@@ -53,56 +49,23 @@ WHISTLE = "A watch whistle shrills along the quay."
 SITUATION = {"Title": "Cutpurse on the quay", "Description": "Wren robbed Maren."}
 
 
-class Script:
-    """Interested in everything; first round opens a situation and echoes, then Noop."""
+WHY = "a theft on the quay"
+GATE_USAGE = Usage(300, 0, 20, 0)
+TURN_USAGE = Usage(2000, 500, 150, 40)
 
-    name = "script"
 
-    def __init__(self, decision: str = "interested") -> None:
-        self.decision = decision
-        self.requests: list[ModelRequest] = []
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        if not request.tools:
-            why = "a theft on the quay"
-            if self.decision == "interested":
-                verdict = json.dumps({"attend": [{"id": "1", "why": why}], "ignore": []})
-            else:
-                verdict = json.dumps({"attend": [], "ignore": ["1"]})
-            return ModelResponse(
-                "att", request.model, "completed", (), verdict, (), Usage(300, 0, 20, 0)
-            )
-        outputs = [i for i in request.input if i.get("type") == "function_call_output"]
-        if outputs:
-            calls: Sequence[FunctionCall] = (FunctionCall("c3", "Noop", "{}"),)
-        else:
-            calls = (
-                FunctionCall(
-                    "c1",
-                    "CreateSituation",
-                    json.dumps({**SITUATION, "CharacterId": None, "RoomId": QUAY}),
-                ),
-                FunctionCall("c2", "EchoToRoom", json.dumps({"Room": QUAY, "Text": WHISTLE})),
-            )
-        items = tuple(
-            {
-                "type": "function_call",
-                "call_id": c.call_id,
-                "name": c.name,
-                "arguments": c.arguments,
-            }
-            for c in calls
-        )
-        return ModelResponse(
-            "r",
-            request.model,
-            "completed",
-            tuple(calls),
-            "thinking aloud",
-            items,
-            Usage(2000, 500, 150, 40),
-        )
+def acting() -> tuple[Step, Step]:
+    """A turn's answers: a situation opened and an echo, then Noop."""
+    situation = {**SITUATION, "CharacterId": None, "RoomId": QUAY}
+    return (
+        calls(
+            ("CreateSituation", situation),
+            ("EchoToRoom", {"Room": QUAY, "Text": WHISTLE}),
+            text="thinking aloud",
+            usage=TURN_USAGE,
+        ),
+        calls(("Noop", {}), text="thinking aloud", usage=TURN_USAGE),
+    )
 
 
 async def watcher(store: Store) -> Storyteller:
@@ -121,7 +84,7 @@ async def watcher(store: Store) -> Storyteller:
 def runner(
     store: Store,
     world: SimWorld,
-    model: Any,
+    model: Model,
     *,
     record: bool = True,
     into: Store | None = None,
@@ -146,7 +109,7 @@ async def record_a_turn(store: Store, world: SimWorld) -> tuple[Storyteller, int
     """Judge a theft, run its turn; the turn's run id."""
     st = await watcher(store)
     echo = world.emote(WREN, "slips a hand into Maren Tidewell's purse and runs!")
-    agent = runner(store, world, Script())
+    agent = runner(store, world, ScriptedModel(attend_all(WHY, usage=GATE_USAGE), *acting()))
     [verdict] = await agent.judge(st, [Trigger.from_event(echo)])
     turn = await agent.run_turn(
         st, replace(Trigger.from_event(echo), attention_reason=verdict.reason)
@@ -205,7 +168,8 @@ async def test_an_ignored_event_leaves_a_small_attention_record(sqlite_store: St
     world = SimWorld.harbour_town()
     st = await watcher(sqlite_store)
     echo = world.emote(MAREN, "yawns.")
-    [verdict] = await runner(sqlite_store, world, Script("ignore")).judge(
+    ignore = text(json.dumps({"attend": [], "ignore": ["1"]}), usage=GATE_USAGE)
+    [verdict] = await runner(sqlite_store, world, ScriptedModel(ignore)).judge(
         st, [Trigger.from_event(echo)]
     )
     assert not verdict.interested
@@ -222,7 +186,7 @@ async def test_an_ignored_event_leaves_a_small_attention_record(sqlite_store: St
 async def test_without_run_records_only_the_ledger_is_written(sqlite_store: Store) -> None:
     world = SimWorld.harbour_town()
     st = await watcher(sqlite_store)
-    agent = runner(sqlite_store, world, Script(), record=False)
+    agent = runner(sqlite_store, world, ScriptedModel(*acting()), record=False)
     await agent.run_turn(st, Trigger(TriggerKind.DIRECT, occurred_at=T0, text="the bells"))
     assert await RunRepository(sqlite_store.db).list() == []
     [line] = await LedgerRepository(sqlite_store.db).totals("storyteller")
@@ -235,7 +199,9 @@ async def test_a_run_that_cannot_be_stored_does_not_fail_the_turn(
     unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
     try:
         st = await watcher(sqlite_store)
-        agent = runner(sqlite_store, SimWorld.harbour_town(), Script(), into=unmigrated)
+        agent = runner(
+            sqlite_store, SimWorld.harbour_town(), ScriptedModel(*acting()), into=unmigrated
+        )
         turn = await agent.run_turn(st, Trigger(TriggerKind.DIRECT, occurred_at=T0, text="bells"))
         assert turn.outcome == "completed"
         assert "the turn run of storyteller 1 could not be stored: StorageError" in caplog.text

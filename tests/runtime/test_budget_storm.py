@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, ToolSpec, Usage
+from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
@@ -28,6 +28,7 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model_responder import request_from_body
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
@@ -80,26 +81,6 @@ class StormBudget(BudgetKeeper):
         return await super().admit(request)
 
 
-class InFlight:
-    """Counts requests waiting for an answer at the same time."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.now, self.most = inner, 0, 0
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.now += 1
-        self.most = max(self.most, self.now)
-        try:
-            response: ModelResponse = await self.inner.respond(request)
-            return response
-        finally:
-            self.now -= 1
-
-
 def billed(body: dict[str, Any]) -> Reply:
     """Noop, with usage in proportion to the request's size (a token per 1.25 bytes)."""
     size = len(json.dumps(body).encode())
@@ -129,7 +110,7 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
             await _runner(sqlite_store, sdk, None, probe, clock).run_turn(
                 storytellers[0], Trigger(TriggerKind.DIRECT, occurred_at=T0, text="probe")
             )
-            worst = worst_case(PRICES, _a_turn_request(server))[2]
+            worst = worst_case(PRICES, request_from_body(server.requests[0]))[2]
             server.requests.clear()
             # Room for about three requests at once, and for about nine in all.
             cap = 3.2 * worst
@@ -141,11 +122,10 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
                 )
             budget = StormBudget(caps, PRICES, clock, alert=lambda *alert: alerts.append(alert))
             budget.waves = Waves(STORYTELLERS)
-            counted = InFlight(sdk)
             recorder = RunRecorder(
                 RunRepository(sqlite_store.db), LedgerRepository(sqlite_store.db), clock
             )
-            runner = _runner(sqlite_store, counted, budget, recorder, clock)
+            runner = _runner(sqlite_store, sdk, budget, recorder, clock)
 
             async def storm(st: Any) -> list[str]:
                 outcomes = []
@@ -164,7 +144,7 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
             await sdk.close()
 
     spend = await LedgerRepository(sqlite_store.db).spend_on(T0.date())
-    assert counted.most >= 2  # requests really were in flight together
+    assert server.most_in_flight >= 2  # requests really were in flight together
     capped = spend.total if cap_on == "global" else spend.by_storyteller[storytellers[0].id or 0]
     assert capped <= cap
     assert capped > cap - 1.2 * worst  # and the budget was used, not refused early
@@ -201,22 +181,4 @@ def _runner(
         clock=clock,
         stats=RuntimeStats(),
         recorder=recorder,
-    )
-
-
-def _a_turn_request(server: ScriptedResponsesServer) -> ModelRequest:
-    """The first request the server saw, as a `ModelRequest`, to price its worst case."""
-    body = server.requests[0]
-    tools = tuple(
-        ToolSpec(t["name"], t["description"], t["parameters"], t["strict"]) for t in body["tools"]
-    )
-    return ModelRequest(
-        model=body["model"],
-        input=body["input"],
-        instructions=body.get("instructions"),
-        tools=tools,
-        tool_choice=body.get("tool_choice"),
-        parallel_tool_calls=body.get("parallel_tool_calls"),
-        reasoning_effort=(body.get("reasoning") or {}).get("effort"),
-        max_output_tokens=body.get("max_output_tokens"),
     )

@@ -6,26 +6,17 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel, calls
 from world_adapter.sim import SimWorld
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-class Noop:
-    name = "noop"
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        calls = (FunctionCall("c1", "Noop", "{}"),)
-        return ModelResponse(
-            "r", request.model, "completed", calls, "", (), Usage(40_000, 0, 1000, 0)
-        )
 
 
 def old_run(started: datetime) -> NewRun:
@@ -62,7 +53,9 @@ async def test_the_daemon_records_runs_enforces_budgets_and_prunes_at_start_up(
         cfg,
         environ={},
         world=SimWorld.harbour_town(),
-        choice=ModelChoice(Noop(), "noop"),
+        choice=ModelChoice(
+            ScriptedModel(then=calls(("Noop", {}), usage=Usage(40_000, 0, 1000, 0))), "noop"
+        ),
         store=sqlite_store,
         clock=FakeClock(NOW),
     )

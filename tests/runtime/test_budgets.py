@@ -7,11 +7,11 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
@@ -26,8 +26,8 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
-from world_adapter.facts import CharacterSummary
-from world_adapter.protocol import WorldClient
+from storyteller_daemon.testing.model import ScriptedModel, text
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
@@ -175,25 +175,11 @@ async def test_todays_spend_is_reloaded_at_start_up() -> None:
         budget.reserve(request())
 
 
-class CountingModel:
-    name = "counting"
-
-    def __init__(self, usage: Usage, fail: bool = False) -> None:
-        self.usage, self.fail, self.calls = usage, fail, 0
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.calls += 1
-        if self.fail:
-            raise ConnectionError("down")
-        return ModelResponse("r", request.model, "completed", (), "", (), self.usage)
-
-
 async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
     clock = FakeClock(T0)
     budget = keeper(clock, daily_usd=10.0)
-    model = MeteredModel(
-        CountingModel(Usage(2000, 0, 100, 0)), RuntimeStats(), PRICES, budget=budget, now=clock.now
-    )
+    answering = ScriptedModel(then=text("", Usage(2000, 0, 100, 0)))
+    model = MeteredModel(answering, RuntimeStats(), PRICES, budget=budget, now=clock.now)
     turn = run_of(WATCH)
     with attributed(turn):
         req = request()
@@ -201,7 +187,8 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
         await model.respond(req)
     assert budget.spent(1) == pytest.approx(cost_of(Usage(2000, 0, 100, 0)))
     assert [c.cost_usd for c in turn.charges] == [pytest.approx(0.003)]
-    broken = MeteredModel(CountingModel(Usage(), fail=True), RuntimeStats(), PRICES, budget=budget)
+    down = ScriptedModel(then=ConnectionError("down"))
+    broken = MeteredModel(down, RuntimeStats(), PRICES, budget=budget)
     with attributed(turn), pytest.raises(ConnectionError):
         await broken.respond(request())  # no hook: the meter reserves itself, then releases
     assert turn.exchanges[-1].error == "ConnectionError: down"
@@ -212,18 +199,13 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
 
 async def test_the_meter_refuses_a_request_no_hook_checked() -> None:
     budget = keeper(FakeClock(T0), daily_usd=0.000001)
-    inner = CountingModel(Usage())
+    inner = ScriptedModel(then=text(""))
     with pytest.raises(BudgetExceeded):
         await MeteredModel(inner, RuntimeStats(), PRICES, budget=budget).respond(request())
-    assert inner.calls == 0
+    assert inner.requests == []
 
 
 # ---------------------------------------------------------------------- admission
-
-
-class EmptyWorld:
-    async def online_players(self) -> list[CharacterSummary]:
-        return []
 
 
 def heartbeat() -> Trigger:
@@ -240,7 +222,8 @@ async def test_heartbeats_are_skipped_while_nobody_is_in_the_watched_rooms() -> 
         "no player is online in its watched rooms",
     )
     assert await admission.admit(WATCH, heartbeat(), frozenset()) is None  # watches no room
-    empty = Admission(None, cast(WorldClient, EmptyWorld()))
+    nobody_online = InstrumentedWorld(world).answer("online_players", [])
+    empty = Admission(None, nobody_online)
     assert await empty.admit(WATCH, heartbeat(), frozenset())
     direct = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="the bells")
     assert await empty.admit(WATCH, direct, frozenset()) is None  # only heartbeats idle

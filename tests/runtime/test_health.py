@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.app import Runtime, build_runtime
 from storyteller_daemon.config import HttpConfig, parse_config
 from storyteller_daemon.errors import ConfigError, StorageError
@@ -29,6 +29,7 @@ from storyteller_daemon.runtime.spending.metering import LatencyHistogram, Meter
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel, text
 from world_adapter.sim import SimWorld
 
 TOKEN = "s3cret-metrics-token"
@@ -211,23 +212,13 @@ async def test_the_daemon_refuses_to_start_a_public_listener_without_a_token(
         await build_runtime(cfg, environ={}, world=SimWorld.harbour_town(), store=sqlite_store)
 
 
-class _SlowModel:
-    name = "slow"
-
-    def __init__(self, clock: FakeClock, seconds: float) -> None:
-        self.clock, self.seconds = clock, seconds
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        await self.clock.advance(self.seconds)
-        return ModelResponse("r", request.model, "completed", (), "", (), Usage(1, 0, 1, 0))
-
-
 async def test_model_latency_is_measured_per_model_and_exported_as_a_histogram() -> None:
     clock = FakeClock()
-    slow = _SlowModel(clock, 1.5)
+    # Each answer moves the clock on by the model's latency.
+    slow = ScriptedModel(then=text("", Usage(1, 0, 1, 0)), sleep=clock.advance)
     metered = MeteredModel(slow, RuntimeStats(), {}, monotonic=clock.monotonic)
     for model, seconds in [("gpt-5", 1.5), ("gpt-5", 0.1), ("gpt-5", 90.0), ("gpt-5-nano", 0.3)]:
-        slow.seconds = seconds
+        slow.latency = seconds
         await metered.respond(ModelRequest(model=model, input=[]))
     assert metered.latency["gpt-5"].count == 3
     out = Exposition()

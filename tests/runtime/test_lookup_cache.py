@@ -10,6 +10,7 @@ import pytest
 
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.world import InstrumentedWorld, WorldCall
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import CharacterState, Cursor, RoomEcho, StateChange
 from world_adapter.sim import SimWorld
@@ -21,35 +22,17 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 QUAY, MAREN = 101, 1001
 
 
-class Counting(SimWorld):
-    """The sim world, counting look-ups; `hold` makes them wait; `broken` makes them fail."""
+Counting = InstrumentedWorld[SimWorld]
 
-    def __init__(self) -> None:
-        super().__init__(HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, HARBOUR_TOWN_PROGS)
-        self.asked: list[tuple[str, int]] = []
-        self.hold: asyncio.Event | None = None
-        self.broken = False
 
-    async def room(self, room_id: int) -> Any:
-        self.asked.append(("room", room_id))
-        if self.hold is not None:
-            await self.hold.wait()
-        if self.broken:
-            raise WorldCommandError("the game did not answer")
-        return await super().room(room_id)
-
-    async def character(self, character_id: int) -> Any:
-        self.asked.append(("character", character_id))
-        return await super().character(character_id)
-
-    async def zones(self) -> dict[int, frozenset[int]]:
-        self.asked.append(("zones", 0))
-        return await super().zones()
+def counting() -> Counting:
+    """The sim world, counting look-ups; `hold` makes them wait; `fail` makes them fail."""
+    return InstrumentedWorld(SimWorld(HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, HARBOUR_TOWN_PROGS))
 
 
 @pytest.fixture
 def world() -> Counting:
-    return Counting()
+    return counting()
 
 
 def cached(world: Counting, clock: FakeClock, **options: Any) -> CachedWorld:
@@ -61,10 +44,10 @@ async def test_a_room_is_asked_for_once_within_its_time_to_live(world: Counting)
     lookups = cached(world, clock, ttl_seconds=60)
     first = await lookups.room(QUAY)
     assert first is not None and await lookups.room(QUAY) == first
-    assert world.asked == [("room", QUAY)]
+    assert world.calls == [WorldCall("room", (QUAY,))]
     await clock.advance(61)
     await lookups.room(QUAY)
-    assert world.asked == [("room", QUAY)] * 2
+    assert world.calls == [WorldCall("room", (QUAY,))] * 2
     assert (lookups.stats.hits, lookups.stats.misses) == (1, 2)
 
 
@@ -75,7 +58,7 @@ async def test_a_missing_room_is_remembered_for_less_time(world: Counting) -> No
     assert await lookups.room(999) is None
     await clock.advance(11)
     await lookups.room(999)
-    assert world.asked == [("room", 999)] * 2
+    assert world.calls == [WorldCall("room", (999,))] * 2
 
 
 async def test_the_least_recently_used_entry_goes_first(world: Counting) -> None:
@@ -84,10 +67,10 @@ async def test_the_least_recently_used_entry_goes_first(world: Counting) -> None
     await lookups.room(102)
     await lookups.room(101)  # 102 is now the least recently used
     await lookups.room(103)
-    world.asked.clear()
+    world.calls.clear()
     await lookups.room(101)
     await lookups.room(102)
-    assert world.asked == [("room", 102)]
+    assert world.calls == [WorldCall("room", (102,))]
     assert lookups.stats.evictions == 2
 
 
@@ -104,7 +87,7 @@ async def test_a_state_change_forgets_that_character(world: Counting) -> None:
     )
     lookups.observe(fell)
     await lookups.character(MAREN)
-    assert world.asked == [("character", MAREN)] * 2
+    assert world.calls == [WorldCall("character", (MAREN,))] * 2
 
 
 async def test_an_event_from_a_room_that_moved_zones_refreshes_the_zones(world: Counting) -> None:
@@ -114,19 +97,18 @@ async def test_an_event_from_a_room_that_moved_zones_refreshes_the_zones(world: 
     same = RoomEcho(cursor=Cursor("e", 1), cell_id=QUAY, zone_id=1, occurred_at=T0, text="x")
     lookups.observe(same)
     await lookups.zones()
-    assert world.asked.count(("zones", 0)) == 1  # nothing moved: still cached
+    assert world.count("zones") == 1  # nothing moved: still cached
     moved = RoomEcho(cursor=Cursor("e", 2), cell_id=QUAY, zone_id=2, occurred_at=T0, text="x")
     lookups.observe(moved)
     await lookups.zones()
-    assert world.asked.count(("zones", 0)) == 2
+    assert world.count("zones") == 2
 
 
 async def test_errors_are_not_cached(world: Counting) -> None:
     lookups = cached(world, FakeClock(T0))
-    world.broken = True
+    world.fail("room", WorldCommandError("the game did not answer"), times=1)
     with pytest.raises(WorldCommandError):
         await lookups.room(QUAY)
-    world.broken = False
     assert await lookups.room(QUAY) is not None
 
 
@@ -134,15 +116,15 @@ async def test_concurrent_look_ups_share_one_request_and_survive_a_cancelled_cal
     world: Counting,
 ) -> None:
     lookups = cached(world, FakeClock(T0))
-    world.hold = asyncio.Event()
+    world.hold("room")
     first = asyncio.create_task(lookups.room(QUAY))
     second = asyncio.create_task(lookups.room(QUAY))
     await asyncio.sleep(0)
     first.cancel()
     await asyncio.sleep(0)
-    world.hold.set()
+    world.release("room")
     assert (await second) is not None
-    assert world.asked == [("room", QUAY)]
+    assert world.calls == [WorldCall("room", (QUAY,))]
     await asyncio.gather(first, return_exceptions=True)
 
 
@@ -168,56 +150,47 @@ async def test_a_change_during_a_look_up_is_not_undone_by_its_older_answer(
     world: Counting,
 ) -> None:
     lookups = cached(world, FakeClock(T0))
-    world.hold = asyncio.Event()
+    world.hold("room")
     asking = asyncio.create_task(lookups.room(QUAY))
     await asyncio.sleep(0)
     lookups.invalidate_all()  # the answer on its way predates this
-    world.hold.set()
+    world.release("room")
     assert await asking is not None  # the caller still gets it...
-    world.hold = None
     await lookups.room(QUAY)
-    assert world.asked == [("room", QUAY)] * 2  # ...but it was not kept
+    assert world.calls == [WorldCall("room", (QUAY,))] * 2  # ...but it was not kept
 
 
 async def test_a_state_change_during_a_character_look_up_wins() -> None:
-    world = Counting()
+    world = counting()
     lookups = cached(world, FakeClock(T0))
-    original = world.character
-    hold = asyncio.Event()
-
-    async def slow(character_id: int) -> Any:
-        await hold.wait()
-        return await original(character_id)
-
-    world.character = slow  # type: ignore[method-assign]
+    world.hold("character")
     asking = asyncio.create_task(lookups.character(MAREN))
     await asyncio.sleep(0)
     lookups.observe(fell())
-    hold.set()
+    world.release("character")
     await asking
     await lookups.character(MAREN)
-    assert world.asked == [("character", MAREN)] * 2
+    assert world.calls == [WorldCall("character", (MAREN,))] * 2
 
 
 async def test_an_answer_is_kept_even_when_the_caller_that_asked_was_cancelled(
     world: Counting,
 ) -> None:
     lookups = cached(world, FakeClock(T0))
-    world.hold = asyncio.Event()
+    world.hold("room")
     first = asyncio.create_task(lookups.room(QUAY))
     second = asyncio.create_task(lookups.room(QUAY))
     await asyncio.sleep(0)
     first.cancel()
     await asyncio.sleep(0)
-    world.hold.set()
+    world.release("room")
     assert await second is not None
     await asyncio.gather(first, return_exceptions=True)
-    world.hold = None
     await lookups.room(QUAY)
-    assert world.asked == [("room", QUAY)]
+    assert world.calls == [WorldCall("room", (QUAY,))]
 
 
 async def test_concurrent_zone_polls_share_one_request(world: Counting) -> None:
     lookups = cached(world, FakeClock(T0))
     first, second = await asyncio.gather(lookups.zones(), lookups.zones())
-    assert first == second and world.asked == [("zones", 0)]
+    assert first == second and world.calls == [WorldCall("zones")]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from storyteller_daemon.agent.attention import AttentionOptions
-from storyteller_daemon.agent.model import FunctionCall, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind, turn_key
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import EventKind, Heartbeat
@@ -17,31 +17,23 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from world_adapter.events import Cursor, RoomEcho, Speech
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-class ScriptModel:
-    name = "script"
+USAGE = Usage(10, 0, 2, 0)
 
-    def __init__(self, text: str = "") -> None:
-        self.text = text
-        self.requests: list[ModelRequest] = []
 
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        calls: tuple[FunctionCall, ...] = ()
-        if request.tools:
-            calls = (FunctionCall("c1", "Noop", "{}"),)
-        return ModelResponse(
-            "r", request.model, "completed", calls, self.text, (), Usage(10, 0, 2, 0)
-        )
+def answering(answer: str) -> ScriptedModel:
+    """Answers every request with `answer`, as text."""
+    return ScriptedModel(then=text(answer, USAGE))
 
 
 def runner(
-    store: Store, model: ScriptModel, attention: AttentionOptions | None = None
+    store: Store, model: ScriptedModel, attention: AttentionOptions | None = None
 ) -> AgentTurnRunner:
     return AgentTurnRunner(
         world=SimWorld.harbour_town(),
@@ -66,7 +58,7 @@ async def test_heartbeat_prompt_carries_the_status_prog_output(sqlite_store: Sto
             time_model="gpt-5-mini",
         )
     )
-    model = ScriptModel()
+    model = ScriptedModel(then=calls(("Noop", {}), usage=USAGE))
     record = await runner(sqlite_store, model).run_turn(
         st, Trigger(TriggerKind.HEARTBEAT, occurred_at=T0, heartbeat=Heartbeat.TEN_MINUTES)
     )
@@ -81,7 +73,7 @@ async def test_persistent_contract_violations_raise_one_error(
 ) -> None:
     st = await sqlite_store.storytellers.create("Gate")
     st = replace(st, paused=False, subscriptions=frozenset({EventKind.ROOM}))
-    gate_runner = runner(sqlite_store, ScriptModel("interested, obviously"))
+    gate_runner = runner(sqlite_store, answering("interested, obviously"))
     echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
     caplog.set_level(logging.ERROR)
     for _ in range(VIOLATION_ALERT_STREAK * 2):
@@ -109,7 +101,7 @@ async def test_the_reference_design_shows_the_classifier_what_its_turn_would_see
 ) -> None:
     """Echoes alone, speech and crimes with their whole prompt, as one-call-per-event does."""
     st = await sqlite_store.storytellers.create("Reference")
-    model = ScriptModel('{"Decision": "ignore"}')
+    model = answering('{"Decision": "ignore"}')
     reference = runner(sqlite_store, model, AttentionOptions(reference=True))
     echo = RoomEcho(
         cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="Gulls cry."
