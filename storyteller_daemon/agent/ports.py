@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
-from storyteller_daemon.domain.references import ReferenceDocument
+from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.text import SpeechLine
 
@@ -123,10 +123,13 @@ class ReferenceStore(Protocol):
         """A document by id or name (visibility is the caller's concern)."""
         ...
 
-    async def search(
+    async def search_hits(
         self, query: str | None, *, visible_to: int | None = None
-    ) -> builtins.list[ReferenceDocument]:
-        """Documents matching every term of `query`, best first; blank lists all."""
+    ) -> builtins.list[ReferenceHit]:
+        """Documents matching every term of `query`, best first; blank lists all.
+
+        Each comes with a snippet of its contents around the first match.
+        """
         ...
 
 
