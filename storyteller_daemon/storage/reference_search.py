@@ -46,7 +46,7 @@ from sqlalchemy.orm import aliased
 
 from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRestrictionRow
 
-TRIGRAM = 3
+_TRIGRAM = 3
 """Shortest term the trigram index can find."""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -193,9 +193,9 @@ def found(
     per restriction, and twice over when it is both ranked and a candidate.
     """
     words = _words_query(dialect, terms)
-    indexed = [t for t in terms if t.isascii() and len(t) >= TRIGRAM]
+    indexed = [t for t in terms if t.isascii() and len(t) >= _TRIGRAM]
     # SQL lower() folds ASCII only; the other terms are left to the exact check.
-    patterns = [_like_pattern(t.lower()) for t in indexed or terms if t.isascii()]
+    patterns = [_like_pattern(t.lower()) for t in (indexed or terms) if t.isascii()]
     params: dict[str, object] = {"words": words, "viewer": visible_to}
     if indexed and dialect == "sqlite":
         params["trigrams"] = " ".join(map(_quoted, indexed))

@@ -105,6 +105,7 @@ def _key_of(name: str) -> str:
 
 
 def _taken(name: str) -> ConflictError:
+    """The error for a name another document has."""
     return ConflictError(f"A reference document named '{name.strip()}' already exists.")
 
 
