@@ -109,8 +109,8 @@ def _taken(name: str) -> ConflictError:
     return ConflictError(f"A reference document named '{name.strip()}' already exists.")
 
 
-def _batch_keys(docs: Sequence[ReferenceDocument]) -> list[str]:
-    """The docs' name keys; raise on a blank name or a name used twice in the batch."""
+def _batch_names(docs: Sequence[ReferenceDocument]) -> dict[str, str]:
+    """Name key → name of each doc, in order; raise on a blank name or a name used twice."""
     seen: dict[str, str] = {}
     for doc in docs:
         key = _key_of(doc.name)
@@ -119,7 +119,7 @@ def _batch_keys(docs: Sequence[ReferenceDocument]) -> list[str]:
                 f"Two reference documents are named '{seen[key]}' and '{doc.name.strip()}'."
             )
         seen[key] = doc.name.strip()
-    return list(seen)
+    return seen
 
 
 async def insert_documents(
@@ -137,17 +137,18 @@ async def insert_documents(
         ConflictError: a name is taken or used twice; nothing is inserted.
         ValidationError: a name is blank.
     """
-    keys = _batch_keys(docs)
+    names = _batch_names(docs)
+    keys = list(names)
     for at in range(0, len(keys), _PER_STATEMENT):
         taken = (
             await session.execute(
-                select(ReferenceDocumentRow.name)
+                select(ReferenceDocumentRow.name_key)
                 .where(ReferenceDocumentRow.name_key.in_(keys[at : at + _PER_STATEMENT]))
                 .limit(1)
             )
         ).scalar_one_or_none()
         if taken is not None:
-            raise _taken(taken)
+            raise _taken(names[taken])
     if not docs:
         return []
     inserted = await session.execute(
