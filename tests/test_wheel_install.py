@@ -113,7 +113,8 @@ token_env = "STORYTELLER_BRIDGE_TOKEN"
         share = installed.parent / "share" / "storyteller"
         assert (share / "config.example.toml").is_file()
         assert (share / "deploy" / "storyteller.service").is_file()
-        assert "0008" in _run([storyteller, "db", "upgrade"], tmp_path, env)
+        newest = max(m.name[:4] for m in (ROOT / "migrations" / "versions").glob("[0-9]*.py"))
+        assert f"-> {newest}" in _run([storyteller, "db", "upgrade"], tmp_path, env)
         assert "harbour-ward" in _run([storyteller, "seed", "list"], tmp_path, env)
         _run([storyteller, "seed", "load", "harbour-ward"], tmp_path, env)
         _run([storyteller, "ais", "unpause", "Harbour Ward Watch"], tmp_path, env)

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
-from storyteller_daemon.domain.references import ReferenceDocument
+from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.text import SpeechLine
 
@@ -116,10 +116,13 @@ class ReferenceStore(Protocol):
         """A document by id or name (visibility is the caller's concern)."""
         ...
 
-    async def search(
+    async def search_hits(
         self, query: str | None, *, visible_to: int | None = None
-    ) -> builtins.list[ReferenceDocument]:
-        """Documents matching every term of `query`, best first; blank lists all."""
+    ) -> builtins.list[ReferenceHit]:
+        """Documents matching every term of `query`, best first; blank lists all.
+
+        Each comes with a snippet of its contents around the first match.
+        """
         ...
 
 

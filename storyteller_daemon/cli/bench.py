@@ -159,47 +159,22 @@ def cli(
 async def search(
     documents: Annotated[int, typer.Option(help="Reference documents to index.", min=1)] = 2000,
     queries: Annotated[int, typer.Option(help="Searches to time.", min=1)] = 200,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Run against this database (its benchmark documents are removed afterwards); "
+            "default: a throw-away SQLite file."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Index synthetic reference documents in SQLite and time ranked searches."""
-    from storyteller_daemon.domain.references import ReferenceDocument
-    from storyteller_daemon.runtime.stats import percentile
-    from storyteller_daemon.storage.store import Store
+    """Index synthetic reference documents and time searches against a plain linear scan."""
+    from storyteller_daemon.cli.bench_search import run_search_bench
 
-    syllables = "ka lo mi nu re sa ti vo ha de quay tide salt rope gate oath".split()
-    # A vocabulary of ~4,000 pseudo-words: each query matches a handful of documents.
-    words = [a + b + c for a in syllables for b in syllables for c in syllables][:4000]
-    with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
-        store = Store.open(f"sqlite+aiosqlite:///{Path(tmp) / 'search.db'}")
-        await store.db.upgrade()
-        began = time.perf_counter()
-        for i in range(documents):
-            body = " ".join(words[(i * 61 + k * 13) % len(words)] for k in range(60))
-            await store.references.create(
-                ReferenceDocument(
-                    name=f"Document {i}", keywords=words[i % len(words)], contents=body
-                )
-            )
-        indexing = time.perf_counter() - began
-        timings: list[float] = []
-        hits = 0
-        for q in range(queries):
-            query = words[(q * 37) % len(words)]
-            t0 = time.perf_counter()
-            hits += len(await store.references.search(query))
-            timings.append((time.perf_counter() - t0) * 1000)
-        await store.close()
+    report = await run_search_bench(documents, queries, database_url)
     _report(
-        "reference search benchmark (SQLite FTS5 + substring floor)",
-        {
-            "documents": documents,
-            "indexing documents per second": round(documents / indexing),
-            "queries": queries,
-            "mean hits per query": round(hits / queries, 1),
-            "p50 ms": round(statistics.median(timings), 2),
-            "p95 ms": round(percentile(timings, 0.95), 2),
-            "max ms": round(max(timings), 2),
-        },
+        "reference search benchmark (word index + trigram substring candidates)",
+        report,
         as_json,
     )
 

@@ -187,7 +187,7 @@ class MemoryRow(Base):
 
 
 class ReferenceDocumentRow(Base):
-    """A searchable document. Full-text indexes are created by the migration per dialect."""
+    """A searchable document. Word and trigram indexes are created by migrations per dialect."""
 
     __tablename__ = "reference_documents"
     __table_args__ = ({"sqlite_autoincrement": True},)
@@ -307,6 +307,7 @@ class WorkRow(Base):
 # Objects the migrations create per dialect with raw SQL (full-text search) are not modelled;
 # autogenerate must not propose dropping them.
 _FTS_TABLE_PREFIX = "reference_documents_fts"
+_SEARCH_INDEXES = frozenset({"ix_reference_documents_search", "ix_reference_documents_trigram"})
 
 
 def autogenerate_include_name(name: str | None, type_: str, parent_names: object) -> bool:
@@ -319,5 +320,5 @@ def autogenerate_include_name(name: str | None, type_: str, parent_names: object
 def autogenerate_include_object(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
-    """Hide the PostgreSQL GIN index over the search column from autogenerate."""
-    return not (type_ == "index" and name == "ix_reference_documents_search")
+    """Hide the PostgreSQL GIN indexes of reference search from autogenerate."""
+    return not (type_ == "index" and name in _SEARCH_INDEXES)

@@ -1,41 +1,43 @@
-"""Reference documents and their full-text search.
+"""Reference documents: storage, bulk loading and search.
 
 Search guarantees FutureMUD's semantics as a floor: every term must appear (case-insensitively)
 in one of the six text fields, and a blank query lists everything. On top of that the
 database's own engine adds stemming and ranking: SQLite FTS5 (bm25) or PostgreSQL tsvector
 (ts_rank_cd). Documents found by the engine come first, by rank; documents that only match by
-substring follow, by name.
+substring follow, by name. A trigram index supplies the substring candidates, and each one is
+checked with `ReferenceDocument.matches`, so the index never changes what matches
+(`reference_search` has the queries). Visibility is applied in the queries.
 """
 
 from __future__ import annotations
 
 import builtins
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func, or_, select, text
+from sqlalchemy import Row, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storyteller_daemon.domain.references import ReferenceDocument, search_terms
+from storyteller_daemon.domain.references import (
+    ReferenceDocument,
+    ReferenceHit,
+    search_terms,
+    snippet,
+)
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
+from storyteller_daemon.storage import reference_search
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRestrictionRow
 from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-_FIELDS = (
-    ReferenceDocumentRow.name,
-    ReferenceDocumentRow.description,
-    ReferenceDocumentRow.folder,
-    ReferenceDocumentRow.doc_type,
-    ReferenceDocumentRow.keywords,
-    ReferenceDocumentRow.contents,
-)
+_PER_STATEMENT = 500
+"""Names or ids a batch puts in one statement (SQLite bounds the bound parameters)."""
 
 
-def to_domain(row: ReferenceDocumentRow) -> ReferenceDocument:
-    """Row → `ReferenceDocument`."""
+def _document(row: Any, restricted_to: Iterable[int]) -> ReferenceDocument:
+    """A document from anything with its columns as attributes (a model row, a result row)."""
     return ReferenceDocument(
         id=row.id,
         name=row.name,
@@ -44,34 +46,128 @@ def to_domain(row: ReferenceDocumentRow) -> ReferenceDocument:
         doc_type=row.doc_type,
         keywords=row.keywords,
         contents=row.contents,
-        restricted_to=frozenset(r.storyteller_id for r in row.restrictions),
+        restricted_to=frozenset(restricted_to),
     )
 
 
+def to_domain(row: ReferenceDocumentRow) -> ReferenceDocument:
+    """Row → `ReferenceDocument`."""
+    return _document(row, (r.storyteller_id for r in row.restrictions))
+
+
+def _read_found(
+    rows: Iterable[Row[Any]],
+) -> tuple[builtins.list[ReferenceDocument], builtins.list[ReferenceDocument]]:
+    """The rows of `reference_search.found` as (ranked documents, best first; candidates)."""
+    first: dict[int, Row[Any]] = {}
+    scores: dict[int, float] = {}
+    allowed: dict[int, set[int]] = {}
+    for row in rows:
+        first.setdefault(row.id, row)
+        allowed.setdefault(row.id, set())
+        if row.score is not None:
+            scores[row.id] = row.score
+        if row.storyteller_id is not None:
+            allowed[row.id].add(row.storyteller_id)
+    docs = {i: _document(row, allowed[i]) for i, row in first.items()}
+    ranked = [docs[i] for i in sorted(scores, key=lambda i: (-scores[i], i))]
+    return ranked, [d for i, d in docs.items() if i not in scores]
+
+
+def _columns(doc: ReferenceDocument) -> dict[str, str]:
+    """The stored text columns of a document."""
+    return {
+        "name": doc.name.strip(),
+        "name_key": name_key(doc.name),
+        "description": doc.description,
+        "folder": doc.folder,
+        "doc_type": doc.doc_type,
+        "keywords": doc.keywords,
+        "contents": doc.contents,
+    }
+
+
 def apply_to_row(row: ReferenceDocumentRow, doc: ReferenceDocument) -> None:
-    row.name, row.name_key = doc.name.strip(), name_key(doc.name)
-    row.description, row.folder, row.doc_type = doc.description, doc.folder, doc.doc_type
-    row.keywords, row.contents = doc.keywords, doc.contents
+    """Write a document's fields and restrictions onto an existing row."""
+    for column, value in _columns(doc).items():
+        setattr(row, column, value)
     keep = [r for r in row.restrictions if r.storyteller_id in doc.restricted_to]
     have = {r.storyteller_id for r in keep}
     keep.extend(ReferenceRestrictionRow(storyteller_id=i) for i in sorted(doc.restricted_to - have))
     row.restrictions = keep
 
 
-def _fts5_query(terms: Iterable[str]) -> str | None:
-    """AND of prefix terms, each quoted so FTS5 syntax in user text is inert."""
-    words = [w for t in terms for w in _WORD.findall(t)]
-    if not words:
-        return None
-    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+def _key_of(name: str) -> str:
+    """The name's key; raise on a blank name."""
+    if not name.strip():
+        raise ValidationError("A reference document needs a non-blank name.")
+    return name_key(name)
 
 
-def _tsquery(terms: Iterable[str]) -> str | None:
-    """AND of prefix lexemes for to_tsquery; only word characters survive."""
-    words = [w.lower() for t in terms for w in _WORD.findall(t)]
-    if not words:
-        return None
-    return " & ".join(f"'{w}':*" for w in words)
+def _taken(name: str) -> ConflictError:
+    """The error for a name another document has."""
+    return ConflictError(f"A reference document named '{name.strip()}' already exists.")
+
+
+def _batch_names(docs: Sequence[ReferenceDocument]) -> dict[str, str]:
+    """Name key → name of each doc, in order; raise on a blank name or a name used twice."""
+    seen: dict[str, str] = {}
+    for doc in docs:
+        key = _key_of(doc.name)
+        if key in seen:
+            raise ConflictError(
+                f"Two reference documents are named '{seen[key]}' and '{doc.name.strip()}'."
+            )
+        seen[key] = doc.name.strip()
+    return seen
+
+
+async def insert_documents(
+    session: AsyncSession, docs: Sequence[ReferenceDocument], now: datetime
+) -> builtins.list[ReferenceDocument]:
+    """Insert new documents with their restrictions in the session's transaction.
+
+    Multi-row statements keep the index triggers cheap. Names must be unique
+    (case-insensitively) within `docs` and against the database.
+
+    Returns:
+        The documents as stored, with their ids, in the order given.
+
+    Raises:
+        ConflictError: a name is taken or used twice; nothing is inserted.
+        ValidationError: a name is blank.
+    """
+    names = _batch_names(docs)
+    keys = list(names)
+    for at in range(0, len(keys), _PER_STATEMENT):
+        taken = (
+            await session.execute(
+                select(ReferenceDocumentRow.name_key)
+                .where(ReferenceDocumentRow.name_key.in_(keys[at : at + _PER_STATEMENT]))
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+        if taken is not None:
+            raise _taken(names[taken])
+    if not docs:
+        return []
+    inserted = await session.execute(
+        insert(ReferenceDocumentRow).returning(
+            ReferenceDocumentRow.name_key, ReferenceDocumentRow.id
+        ),
+        [{**_columns(d), "created_on": now, "updated_on": now} for d in docs],
+    )
+    # Keys, not positions: a multi-row INSERT does not promise RETURNING's order.
+    id_by_key: dict[str, int] = dict(inserted.all())
+    ids = [id_by_key[k] for k in keys]
+    allowed = [
+        {"document_id": i, "storyteller_id": s}
+        for i, d in zip(ids, docs, strict=True)
+        for s in sorted(d.restricted_to)
+    ]
+    if allowed:
+        await session.execute(insert(ReferenceRestrictionRow), allowed)
+    return [replace(d, id=i, name=d.name.strip()) for i, d in zip(ids, docs, strict=True)]
 
 
 class ReferenceRepository:
@@ -100,30 +196,36 @@ class ReferenceRepository:
         return row
 
     @staticmethod
-    async def _check_name_free(session: AsyncSession, name: str, own_id: int | None) -> None:
-        if not name.strip():
-            raise ValidationError("A reference document needs a non-blank name.")
+    async def _check_name_free(session: AsyncSession, name: str, own_id: int) -> None:
         clash = (
             await session.execute(
                 select(ReferenceDocumentRow.id).where(
-                    ReferenceDocumentRow.name_key == name_key(name)
+                    ReferenceDocumentRow.name_key == _key_of(name)
                 )
             )
         ).scalar_one_or_none()
         if clash is not None and clash != own_id:
-            raise ConflictError(f"A reference document named '{name.strip()}' already exists.")
+            raise _taken(name)
 
     async def create(self, doc: ReferenceDocument) -> ReferenceDocument:
         """Insert a document (its name must be unique, case-insensitively)."""
+        [created] = await self.create_many([doc])
+        return created
+
+    async def create_many(
+        self, docs: Sequence[ReferenceDocument]
+    ) -> builtins.list[ReferenceDocument]:
+        """Insert many documents in one transaction: all of them, or none on a clash.
+
+        Returns:
+            The documents as stored, with their ids, in the order given.
+
+        Raises:
+            ConflictError: a name is taken or used twice in `docs` (case-insensitively).
+            ValidationError: a name is blank.
+        """
         async with self._db.session() as session:
-            await self._check_name_free(session, doc.name, None)
-            now = self._clock()
-            row = ReferenceDocumentRow(created_on=now, updated_on=now)
-            row.restrictions = []
-            apply_to_row(row, doc)
-            session.add(row)
-            await session.flush()
-            return to_domain(row)
+            return await insert_documents(session, docs, self._clock())
 
     async def get(self, ref: str | int) -> ReferenceDocument:
         """A document by id or name."""
@@ -152,51 +254,28 @@ class ReferenceRepository:
             )
             return gone
 
+    async def delete_many(self, ids: Iterable[int]) -> None:
+        """Delete documents by id in one transaction; ids that name nothing are skipped."""
+        wanted = sorted(set(ids))
+        async with self._db.session() as session:
+            for at in range(0, len(wanted), _PER_STATEMENT):
+                chunk = wanted[at : at + _PER_STATEMENT]
+                await session.execute(
+                    delete(ReferenceDocumentRow).where(ReferenceDocumentRow.id.in_(chunk))
+                )
+
     async def clone(self, ref: str | int, new_name: str) -> ReferenceDocument:
         """A copy under a new name, with the same visibility."""
         source = await self.get(ref)
         return await self.create(replace(source, id=None, name=new_name))
 
-    async def list(self, visible_to: int | None = None) -> list[ReferenceDocument]:
+    async def list(self, visible_to: int | None = None) -> builtins.list[ReferenceDocument]:
         """Every document by id, or those a storyteller may see."""
         async with self._db.session() as session:
-            rows = (
-                await session.execute(
-                    select(ReferenceDocumentRow).order_by(ReferenceDocumentRow.id)
-                )
-            ).scalars()
-            docs = [to_domain(r) for r in rows]
-        if visible_to is not None:
-            docs = [d for d in docs if d.is_visible_to(visible_to)]
-        return docs
-
-    async def _engine_ranked_ids(
-        self, session: AsyncSession, terms: builtins.list[str]
-    ) -> builtins.list[int]:
-        if self._db.dialect == "sqlite":
-            query = _fts5_query(terms)
-            if query is None:
-                return []
-            result = await session.execute(
-                text(
-                    "SELECT rowid FROM reference_documents_fts WHERE reference_documents_fts "
-                    "MATCH :q ORDER BY bm25(reference_documents_fts, 10.0, 4.0, 1.0, 1.0, 8.0, 1.0)"
-                ),
-                {"q": query},
+            rows = await session.scalars(
+                reference_search.documents(visible_to).order_by(ReferenceDocumentRow.id)
             )
-        else:
-            tsq = _tsquery(terms)
-            if tsq is None:
-                return []
-            result = await session.execute(
-                text(
-                    "SELECT id FROM reference_documents "
-                    "WHERE search_vector @@ to_tsquery('english', :q) "
-                    "ORDER BY ts_rank_cd(search_vector, to_tsquery('english', :q)) DESC, id"
-                ),
-                {"q": tsq},
-            )
-        return [int(r[0]) for r in result]
+            return [to_domain(r) for r in rows]
 
     async def search(
         self, query: str | None, *, visible_to: int | None = None
@@ -205,31 +284,19 @@ class ReferenceRepository:
         terms = search_terms(query)
         if not terms:
             return await self.list(visible_to=visible_to)
+        statement, params = reference_search.found(self._db.dialect, terms, visible_to)
         async with self._db.session() as session:
-            ranked = await self._engine_ranked_ids(session, terms)
-            candidates = select(ReferenceDocumentRow)
-            if all(t.isascii() for t in terms):
-                # SQL lower() folds ASCII only; other terms are checked in Python below.
-                candidates = candidates.where(
-                    *(
-                        or_(*(func.lower(c).contains(t.lower(), autoescape=True) for c in _FIELDS))
-                        for t in terms
-                    )
-                )
-            floor_rows = (await session.execute(candidates)).scalars().all()
-            ranked_rows = (
-                await session.execute(
-                    select(ReferenceDocumentRow).where(ReferenceDocumentRow.id.in_(ranked))
-                )
-            ).scalars()
-            by_id = {r.id: to_domain(r) for r in [*floor_rows, *ranked_rows]}
-        visible = {
-            i: d for i, d in by_id.items() if visible_to is None or d.is_visible_to(visible_to)
-        }
-        ordered = [visible[i] for i in ranked if i in visible]
-        seen = {d.id for d in ordered}
-        floor = sorted(
-            (d for d in visible.values() if d.id not in seen and d.matches(query)),
-            key=lambda d: d.name.lower(),
-        )
-        return ordered + floor
+            connection = await session.connection()
+            ranked, candidates = _read_found(await connection.execute(statement, params))
+        floor = (d for d in candidates if d.matches(query))
+        return ranked + sorted(floor, key=lambda d: d.name.lower())
+
+    async def search_hits(
+        self, query: str | None, *, visible_to: int | None = None
+    ) -> builtins.list[ReferenceHit]:
+        """`search`, each document with a snippet of its contents around the first match."""
+        terms = search_terms(query)
+        return [
+            ReferenceHit(d, snippet(d.contents, terms))
+            for d in await self.search(query, visible_to=visible_to)
+        ]

@@ -28,6 +28,7 @@ from storyteller_daemon.storage.pack_files import (
     read_pack,
 )
 from storyteller_daemon.storage.references import apply_to_row as apply_document_row
+from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.references import to_domain as document_to_domain
 from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
 from storyteller_daemon.storage.storytellers import apply_to_row as apply_storyteller_row
@@ -138,14 +139,6 @@ def _new_storyteller_row(st: Storyteller, clock: Clock) -> StorytellerRow:
     return row
 
 
-def _new_document_row(doc: ReferenceDocument, clock: Clock) -> ReferenceDocumentRow:
-    now = clock()
-    row = ReferenceDocumentRow(created_on=now, updated_on=now)
-    row.restrictions = []
-    apply_document_row(row, doc)
-    return row
-
-
 async def load_pack(
     db: Database, pack: Pack, *, dry_run: bool = False, clock: Clock = utc_now
 ) -> LoadReport:
@@ -209,13 +202,15 @@ async def load_pack(
                 st_row.revision += 1
                 st_row.updated_on = clock()
 
+        new_documents: list[ReferenceDocument] = []
         for doc, doc_row, changed in doc_plan:
             allowed = frozenset(ids[name_key(n)] for n in doc.restricted_to)
             wanted = replace(doc.document, restricted_to=allowed)
             if doc_row is None:
-                session.add(_new_document_row(wanted, clock))
+                new_documents.append(wanted)
             elif changed:
                 apply_document_row(doc_row, wanted)
                 doc_row.updated_on = clock()
         await session.flush()
+        await insert_documents(session, new_documents, clock())
     return report

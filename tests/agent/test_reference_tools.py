@@ -54,7 +54,7 @@ async def test_blank_search_lists_visible_documents_only(
         assert sorted(ids) == sorted([documents["global"], documents["mine"]])
 
 
-async def test_search_returns_metadata_without_contents(
+async def test_search_returns_metadata_and_a_snippet_without_contents(
     ctx: ToolContext, documents: dict[str, int]
 ) -> None:
     envelope = await execute(ctx, "SearchReferenceDocuments", {"Query": "harbour politics"})
@@ -67,6 +67,7 @@ async def test_search_returns_metadata_without_contents(
         "Type": "Setting",
         "Keywords": "harbour,politics",
         "Description": "Who runs the docks",
+        "Snippet": "The «Harbour»master and the Fishers' Guild feud over berths.",
     }
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
+from storyteller_daemon.storage.store import Store
 
 
 def test_pipeline_benchmark_reports_every_turn() -> None:
@@ -23,15 +26,37 @@ def test_pipeline_benchmark_reports_every_turn() -> None:
     assert data["dropped"]["attention"] == 10
 
 
-def test_search_benchmark_finds_documents() -> None:
+def _search_report(*options: str) -> dict[str, Any]:
     result = CliRunner().invoke(
-        app, ["bench", "search", "--documents", "40", "--queries", "5", "--json"]
+        app, ["bench", "search", "--documents", "60", "--queries", "8", *options, "--json"]
     )
     assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    assert data["documents"] == 40 and data["queries"] == 5
-    assert data["mean hits per query"] > 0
-    assert data["p50 ms"] <= data["p95 ms"] <= data["max ms"]
+    report: dict[str, Any] = json.loads(result.stdout)
+    assert report["documents"] == 60 and report["queries"] == 8
+    assert report["mean hits per query"] > 0
+    assert report["p50 ms"] <= report["p95 ms"] <= report["max ms"]
+    assert report["linear p95 ms"] > 0 and report["speed-up vs linear"] >= 0
+    assert report["linear matches missed"] == 0
+    assert report["indexing documents per second"] > 0
+    return report
+
+
+def test_search_benchmark_finds_what_a_linear_scan_finds() -> None:
+    assert _search_report()["database"] == "sqlite"
+
+
+@pytest.mark.postgres
+def test_search_benchmark_runs_on_a_given_database_and_cleans_up(pg_url: str) -> None:
+    assert _search_report("--database-url", pg_url)["database"] == "postgresql"
+
+    async def count() -> int:
+        store = Store.open(pg_url)
+        try:
+            return len(await store.references.list())
+        finally:
+            await store.close()
+
+    assert asyncio.run(count()) == 0
 
 
 def test_help_imports_no_heavy_library() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.storage import seeding
 from storyteller_daemon.storage.seeding import (
@@ -197,20 +200,20 @@ async def test_a_failure_part_way_writes_nothing(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written = 0
-    real = seeding._new_document_row
+    real = seeding.insert_documents
 
-    def fail_on_third(*args: object, **kwargs: object) -> object:
+    async def fail_after_two(
+        session: AsyncSession, docs: Sequence[ReferenceDocument], now: datetime
+    ) -> list[ReferenceDocument]:
         nonlocal written
-        written += 1
-        if written == 3:
-            raise RuntimeError("disk full")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        written = len(await real(session, docs[:2], now))
+        raise RuntimeError("disk full")
 
-    monkeypatch.setattr(seeding, "_new_document_row", fail_on_third)
+    monkeypatch.setattr(seeding, "insert_documents", fail_after_two)
 
     with pytest.raises(RuntimeError, match="disk full"):
         await load_pack(store.db, read_pack("narrative-steward"))
 
-    assert written == 3
+    assert written == 2
     assert await store.storytellers.count() == 0
     assert await store.references.list() == []

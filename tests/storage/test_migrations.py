@@ -10,13 +10,16 @@ from sqlalchemy import inspect
 
 import storyteller_daemon.storage.approvals
 import storyteller_daemon.storage.runs  # noqa: F401 - registers the run and ledger tables
+from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import (
     Base,
     autogenerate_include_name,
     autogenerate_include_object,
 )
+from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.storytellers import utc_now
 
 EXPECTED_TABLES = {
     "storytellers",
@@ -58,8 +61,6 @@ async def test_upgrade_downgrade_upgrade(db_url: str) -> None:
         assert await db.current_revision() == db.head_revision()
         # the full-text index works after the round trip
         store = Store(db)
-        from storyteller_daemon.domain.references import ReferenceDocument
-
         await store.references.create(ReferenceDocument(name="Tides", contents="the harbour"))
         assert [d.name for d in await store.references.search("harbour")] == ["Tides"]
     finally:
@@ -98,5 +99,36 @@ async def test_require_current_names_the_fix(sqlite_url: str) -> None:
     try:
         with pytest.raises(NotMigratedError, match="storyteller db upgrade"):
             await db.require_current()
+    finally:
+        await db.close()
+
+
+async def _search_indexes(db: Database) -> set[str]:
+    """The substring index objects of migration 0009 present in the database."""
+
+    def read(sync_conn: Any) -> set[str]:
+        inspector = inspect(sync_conn)
+        tables = set(inspector.get_table_names())
+        indexes = {i["name"] for i in inspector.get_indexes("reference_documents")}
+        return {n for n in tables | indexes if n and "trigram" in n}
+
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(read)
+
+
+async def test_the_substring_index_covers_documents_written_before_it(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        await db.upgrade()
+        assert await _search_indexes(db)
+        await db.downgrade("0008")
+        assert not await _search_indexes(db)
+        async with db.session() as session:
+            await insert_documents(
+                session, [ReferenceDocument(name="Old", contents="harbourmaster")], utc_now()
+            )
+        await db.upgrade()
+        assert await _search_indexes(db)
+        assert [d.name for d in await Store(db).references.search("ourmast")] == ["Old"]
     finally:
         await db.close()

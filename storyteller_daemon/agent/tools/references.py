@@ -26,8 +26,11 @@ def _metadata(doc: ReferenceDocument) -> dict[str, Any]:
 async def search_reference_documents(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """SearchReferenceDocuments."""
     query = (optional_text(arguments, "Query") or "").strip()
-    docs = await ctx.references.search(query or None, visible_to=ctx.storyteller_id)
-    return {"Query": query, "Documents": [_metadata(d) for d in docs]}
+    hits = await ctx.references.search_hits(query or None, visible_to=ctx.storyteller_id)
+    return {
+        "Query": query,
+        "Documents": [{**_metadata(h.document), "Snippet": h.snippet} for h in hits],
+    }
 
 
 async def show_reference_document(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -50,8 +53,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool.define(
         "SearchReferenceDocuments",
         "Searches the reference documents you may read (lore, places, rules, guidance). Every "
-        "word of the query must appear somewhere in a document. Returns names and summaries, "
-        "not contents.",
+        "word of the query must appear somewhere in a document. Returns names, summaries and a "
+        "short snippet of the contents around the first match (marked «like this»), not the "
+        "full contents.",
         search_reference_documents,
         {"Query": {"type": "string", "description": "Words to search for; blank lists all."}},
     ),
