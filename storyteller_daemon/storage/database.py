@@ -22,6 +22,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -47,8 +48,15 @@ def _sqlite_pragmas(busy_timeout_ms: int) -> Any:
     return on_connect
 
 
-def _begin_immediate(conn: Connection) -> None:
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+READING = "storyteller_reading"
+"""Execution option of `Database.reading` connections: their transactions begin deferred."""
+
+
+def _begin(conn: Connection) -> None:
+    # Writers begin IMMEDIATE (one writer, no upgrade deadlocks). Readers begin nothing: each
+    # statement is its own read transaction, a snapshot that in WAL mode waits for no writer.
+    if not conn.get_execution_options().get(READING, False):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def normalise_url(url: str) -> str:
@@ -84,7 +92,7 @@ def create_engine(
                 "connect",
                 lambda dbapi_conn, _record: _remember(opened, dbapi_conn.driver_connection),
             )
-        event.listen(engine.sync_engine, "begin", _begin_immediate)
+        event.listen(engine.sync_engine, "begin", _begin)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
 
@@ -105,6 +113,7 @@ class Database:
         self._opened: set[Any] = set()
         self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms, opened=self._opened)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._readers = self.engine.execution_options(**{READING: True})
         # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this
         # process take turns instead of contending for the file lock until a busy timeout.
         # (Other processes, such as the CLI, still wait on the lock with `busy_timeout_ms`.)
@@ -128,6 +137,20 @@ class Database:
                 session = await stack.enter_async_context(self._sessions())
                 _ = await stack.enter_async_context(session.begin())
                 yield session
+        except (OperationalError, DBAPIError) as exc:
+            raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for queries that write nothing, in a transaction rolled back at the end.
+
+        It takes no turn among this process's sessions. On SQLite each statement reads its own
+        consistent snapshot (WAL mode: never waiting for a writer), so a reading that needs
+        several statements to agree must use a session instead.
+        """
+        try:
+            async with self._readers.connect() as connection:
+                yield connection
         except (OperationalError, DBAPIError) as exc:
             raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
 

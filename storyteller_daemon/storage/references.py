@@ -285,8 +285,7 @@ class ReferenceRepository:
         if not terms:
             return await self.list(visible_to=visible_to)
         statement, params = reference_search.found(self._db.dialect, terms, visible_to)
-        async with self._db.session() as session:
-            connection = await session.connection()
+        async with self._db.reading() as connection:
             ranked, candidates = _read_found(await connection.execute(statement, params))
         floor = (d for d in candidates if d.matches(query))
         return ranked + sorted(floor, key=lambda d: d.name.lower())
