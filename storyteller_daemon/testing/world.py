@@ -89,6 +89,16 @@ class InstrumentedWorld(Generic[W]):
         self._overrides: dict[str, list[_Override]] = {}
         self._open: dict[str, asyncio.Event] = {}
 
+    @property
+    def cursor(self) -> Cursor:
+        """The inner world's newest cursor, so a wrapped `SimWorld` can be served over the bridge.
+
+        Raises:
+            AttributeError: the inner world does not tell its cursor.
+        """
+        cursor: Cursor = getattr(self.inner, "cursor")  # noqa: B009 - not every world has one
+        return cursor
+
     # ------------------------------------------------------------------ inspection
 
     def calls_to(self, method: str) -> list[WorldCall]:

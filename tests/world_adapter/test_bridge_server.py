@@ -12,6 +12,7 @@ import pytest
 from test_bridge_doubles import AT, STEP, TOKEN, all_cells, served, sim_world
 
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.bridge.messages import (
     Error,
     ErrorCode,
@@ -187,19 +188,16 @@ async def test_requests_get_results_or_the_right_error(
     assert server.stats.bad_frames == 1
 
 
-class BrokenWorld(SimWorld):
-    async def zones(self) -> dict[int, frozenset[int]]:
-        raise RuntimeError("bug")
-
-    async def progs(self) -> Any:
-        return ["x" * 1_100_000]
-
-
 async def test_a_failing_world_gets_internal_errors_and_the_connection_lives(
     session: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
 ) -> None:
-    world = BrokenWorld.harbour_town(epoch="boot-1")
-    async with served(world) as server:
+    town = SimWorld.harbour_town(epoch="boot-1")
+    world = (
+        InstrumentedWorld(town)
+        .fail("zones", RuntimeError("bug"))
+        .answer("progs", ["x" * 1_100_000])  # over the frame size limit once encoded
+    )
+    async with served(world, cells=all_cells(town)) as server:
         client = await connect(session, server.url)
         assert await client.ask("zones") == Error(
             ErrorCode.INTERNAL, "The world failed while answering.", "q-1"
