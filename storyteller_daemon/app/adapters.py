@@ -15,6 +15,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from progs.types import ProgSignature
 from storyteller_daemon.agent.model import Model
@@ -133,9 +134,7 @@ async def prog_catalogue(cfg: Config) -> list[ProgSignature] | None:
     except WorldAdapterError:
         return None
     finally:
-        close = getattr(world, "close", None)
-        if close is not None:
-            await close()
+        await close_if_closable(world)
 
 
 def build_alerts(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.environ) -> Alerts:
@@ -189,3 +188,18 @@ def http_token(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
     token = environ.get(cfg.http.token_env, "").strip() if cfg.http.token_env else ""
     check_http_settings(cfg.http, token)
     return token
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A part holding connections (an HTTP model client, a bridge client) to release at exit."""
+
+    async def close(self) -> None:
+        """Release what the part holds."""
+        ...
+
+
+async def close_if_closable(part: object) -> None:
+    """Close `part` if it holds anything (the sim world and the offline model hold nothing)."""
+    if isinstance(part, Closable):
+        await part.close()

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storyteller_daemon.alerts import Alerts
-from storyteller_daemon.app.adapters import ModelChoice
+from storyteller_daemon.app.adapters import ModelChoice, close_if_closable
 from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.runs import RunRecorder
@@ -139,12 +139,8 @@ class Runtime:
 
     async def close(self) -> None:
         """Release the model client, the world's connections and the database."""
-        close = getattr(self.choice.model, "close", None)
-        if close is not None:
-            await close()
-        close_world = getattr(self.world, "close", None)
-        if close_world is not None:
-            await close_world()
+        await close_if_closable(self.choice.model)
+        await close_if_closable(self.world)
         await self.store.close()
 
 

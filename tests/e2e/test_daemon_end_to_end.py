@@ -159,9 +159,11 @@ def test_a_signal_stops_the_daemon_cleanly(tmp_path: Path, signum: signal.Signal
     proc = subprocess.Popen(
         [*base, "run"], env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    started: list[str] = []
     try:
         assert proc.stderr is not None
         for line in proc.stderr:  # wait until it is up and listening for signals
+            started.append(line)
             if "ready:" in line:
                 break
         proc.send_signal(signum)
@@ -169,6 +171,7 @@ def test_a_signal_stops_the_daemon_cleanly(tmp_path: Path, signum: signal.Signal
     finally:
         if proc.poll() is None:
             proc.kill()
+    err = "".join(started) + err  # what it said while starting, too
     assert proc.returncode == 0, err
     assert "stopped cleanly" in err
     assert "Traceback" not in err
