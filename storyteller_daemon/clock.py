@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -52,3 +55,35 @@ async def sleep_or_wake(clock: Clock, wake: asyncio.Event, seconds: float | None
         for wait in waits:
             wait.cancel()
         await asyncio.gather(*waits, return_exceptions=True)
+
+
+class DeadlinePassed(TimeoutError):
+    """`within`'s deadline came before the work finished (the work was cancelled)."""
+
+
+async def within(
+    sleep: Callable[[float], Awaitable[None]], seconds: float, work: Awaitable[T]
+) -> T:
+    """`work`'s result, unless `sleep(seconds)` returns first: then `work` is cancelled and
+    `DeadlinePassed` raised. With a clock's sleep, the deadline is on that clock (a fake one in
+    tests), unlike `asyncio.timeout`, which always uses the event loop's.
+
+    Raises:
+        DeadlinePassed: the deadline came first.
+    """
+    task = asyncio.ensure_future(work)
+    alarm = asyncio.ensure_future(sleep(seconds))
+    try:
+        await asyncio.wait({task, alarm}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # the caller is being cancelled: take both down with it
+        task.cancel()
+        alarm.cancel()
+        await asyncio.gather(task, alarm, return_exceptions=True)
+        raise
+    if task.done():
+        alarm.cancel()
+        await asyncio.gather(alarm, return_exceptions=True)
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    raise DeadlinePassed(f"not done within {seconds:.3g} s")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from storyteller_daemon.agent.dispatch import TurnState, run_call
 from storyteller_daemon.agent.model import (
@@ -54,6 +54,7 @@ from storyteller_daemon.agent.records import (
 from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
 from storyteller_daemon.agent.tools.registry import is_noop, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.clock import DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
@@ -78,6 +79,8 @@ class ToolLoop:
         model: the endpoint.
         limits: rounds, time, retries and output-token bounds.
         clock: a monotonic clock in seconds (injected so tests control time).
+        sleep: waits on the same clock; the turn's time budget cuts a request off through it
+            (default: the event loop's `asyncio.sleep`).
         policy: the policy point every call passes before it runs (None: no limits beyond
             the offered tools).
     """
@@ -88,11 +91,13 @@ class ToolLoop:
         limits: LimitsConfig,
         clock: Clock,
         *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         policy: Policy | None = None,
     ) -> None:
         self._model = model
         self._limits = limits
         self._clock = clock
+        self._sleep = sleep
         self._policy = policy
 
     async def run(
@@ -222,13 +227,9 @@ class ToolLoop:
         entry = RequestRecord(round=turn.record.rounds, request=api_body(request))
         turn.record.requests.append(entry)
         began = self._clock()
-        deadline = asyncio.timeout(remaining)
         try:
-            async with deadline:
-                response = await self._model.respond(request)
-        except TimeoutError:
-            if not deadline.expired():
-                raise
+            response = await within(self._sleep, remaining, self._model.respond(request))
+        except DeadlinePassed:
             entry.error = f"TimeoutError: no answer within the turn's remaining {remaining:.3g} s"
             return None
         except (ModelTransientError, ModelFatalError) as exc:

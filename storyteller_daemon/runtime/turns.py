@@ -77,7 +77,7 @@ class AgentTurnRunner:
         # (a cache) when given. A turn's own prompt and tools use the taped world.
         self._prompts = PromptBuilder(lookups or world, situations, limits, speech)
         self.gate = AttentionGate(model, limits, options=attention)
-        self._loop = ToolLoop(model, limits, clock.monotonic, policy=policy)
+        self._loop = ToolLoop(model, limits, clock.monotonic, sleep=clock.sleep, policy=policy)
         self._policy = policy
         self._recorder = recorder or RunRecorder(None, None, clock)
 

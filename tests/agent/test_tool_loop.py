@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,8 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, ReasoningEffort, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.steps import hang
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
@@ -49,7 +52,7 @@ async def run(
     *,
     trigger: Trigger | None = None,
     limits: LimitsConfig | None = None,
-    clock: ManualClock | None = None,
+    clock: Callable[[], float] | None = None,
     **options: Any,
 ) -> TurnRecord:
     loop = ToolLoop(model, limits or LimitsConfig(), clock or ManualClock(), **options)
@@ -204,26 +207,22 @@ async def test_the_time_budget_is_checked_before_each_round(
 
 
 async def test_each_request_is_bounded_by_the_remaining_time(
-    storyteller: Storyteller, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+    storyteller: Storyteller, ctx: ToolContext
 ) -> None:
-    clock = ManualClock()
-    # The event loop reads the same manual clock, so the request deadline passes without waiting.
-    monkeypatch.setattr(asyncio.get_running_loop(), "time", clock)
-    never = asyncio.Event()
-
-    async def hang(request: ModelRequest) -> ModelResponse:
-        clock.advance(31)
-        await never.wait()
-        raise AssertionError("unreachable")
-
-    model = ScriptedModel(calls(situation("A")), hang)
-    record = await run(model, storyteller, ctx, clock=clock)
+    # The deadline runs on the injected clock: a fake one expires it without real waiting.
+    clock = FakeClock()
+    model = ScriptedModel(calls(situation("A")), hang())
+    turn = asyncio.create_task(
+        run(model, storyteller, ctx, clock=clock.monotonic, sleep=clock.sleep)
+    )
+    await model.wait_for_requests(2)
+    await clock.advance(LimitsConfig().turn_seconds)
+    record = await asyncio.wait_for(turn, 5)
     assert record.outcome is TurnOutcome.TIME_BUDGET
     assert record.rounds == 2
     assert record.requests[1].error is not None and record.requests[1].error.startswith(
         "TimeoutError"
     )
-    assert record.requests[1].response is None
 
 
 async def test_a_repeated_call_is_skipped_and_an_all_skipped_round_ends_the_turn(
