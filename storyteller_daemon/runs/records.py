@@ -87,11 +87,7 @@ def attention_run(
     ]
     first = triggers[0]
     record = {
-        "version": RECORD_VERSION,
-        "kind": "attention",
-        "storyteller": {"id": storyteller.id, "name": storyteller.name},
-        "turn_key": key,
-        "trigger": encode_trigger(first),
+        **_head("attention", storyteller, key, first),
         "events": judged,
         "input": item,
         "requests": [
@@ -149,11 +145,7 @@ def turn_run(
     outcome = turn.outcome.value if turn is not None else error_outcome(error)
     error_note = error_text(error) or (turn.error if turn is not None else None)
     record = {
-        "version": RECORD_VERSION,
-        "kind": "turn",
-        "storyteller": {"id": storyteller.id, "name": storyteller.name},
-        "turn_key": key,
-        "trigger": encode_trigger(trigger),
+        **_head("turn", storyteller, key, trigger),
         "prompt": run.prompt,
         "fence": run.fence,
         "turn": turn.to_dict() if turn is not None else None,
@@ -194,11 +186,7 @@ def interrupted_run(
         "run again under the same key" if attempt <= MAX_TURN_ATTEMPTS else "not run again"
     )
     record = {
-        "version": RECORD_VERSION,
-        "kind": "turn",
-        "storyteller": {"id": storyteller.id, "name": storyteller.name},
-        "turn_key": key,
-        "trigger": encode_trigger(trigger),
+        **_head("turn", storyteller, key, trigger),
         "interrupted": True,
         "error": note,
     }
@@ -218,6 +206,17 @@ def interrupted_run(
 
 
 # ---------------------------------------------------------------------- parts
+
+
+def _head(kind: str, storyteller: Storyteller, key: str, trigger: Trigger) -> dict[str, Any]:
+    """The fields every run record starts with."""
+    return {
+        "version": RECORD_VERSION,
+        "kind": kind,
+        "storyteller": {"id": storyteller.id, "name": storyteller.name},
+        "turn_key": key,
+        "trigger": encode_trigger(trigger),
+    }
 
 
 def charge_json(charge: Charge) -> dict[str, Any]:
