@@ -122,7 +122,7 @@ class ToolLoop:
             ValueError: the storyteller has no id, or the turn key is blank.
         """
         started = self._clock()
-        ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key))
+        ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key, trigger))
         assert storyteller.id is not None  # checked by for_turn
         turn = TurnState(
             storyteller=storyteller,

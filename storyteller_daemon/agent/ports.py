@@ -17,7 +17,12 @@ from typing import Protocol, runtime_checkable
 
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
 from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
-from storyteller_daemon.domain.situations import CharacterMemory, Situation
+from storyteller_daemon.domain.situations import (
+    ADMIN_PROVENANCE,
+    CharacterMemory,
+    Provenance,
+    Situation,
+)
 from storyteller_daemon.domain.text import SpeechLine
 
 
@@ -33,6 +38,7 @@ class SituationStore(Protocol):
         *,
         character_id: int | None = None,
         room_id: int | None = None,
+        provenance: Provenance = ADMIN_PROVENANCE,
     ) -> Situation:
         """Open a situation, optionally scoped to one character or one room."""
         ...
@@ -51,6 +57,7 @@ class SituationStore(Protocol):
         character_id: int | None = None,
         room_id: int | None = None,
         resolve: bool = False,
+        provenance: Provenance = ADMIN_PROVENANCE,
     ) -> Situation:
         """Change title and text; a given scope replaces the old one; optionally resolve."""
         ...
@@ -78,9 +85,16 @@ class MemoryStore(Protocol):
     """A storyteller's notes about characters."""
 
     async def create(
-        self, storyteller_id: int, character_id: int, title: str, text: str
+        self,
+        storyteller_id: int,
+        character_id: int,
+        title: str,
+        text: str,
+        *,
+        importance: int = 5,
+        provenance: Provenance = ADMIN_PROVENANCE,
     ) -> CharacterMemory:
-        """Remember something about a character."""
+        """Remember something about a character (importance 1-10)."""
         ...
 
     async def get(self, storyteller_id: int, memory_id: int) -> CharacterMemory:
@@ -88,12 +102,21 @@ class MemoryStore(Protocol):
         ...
 
     async def update(
-        self, storyteller_id: int, memory_id: int, title: str, text: str
+        self,
+        storyteller_id: int,
+        memory_id: int,
+        title: str,
+        text: str,
+        *,
+        importance: int | None = None,
+        provenance: Provenance = ADMIN_PROVENANCE,
     ) -> CharacterMemory:
-        """Replace a memory's title and text."""
+        """Replace a memory's title and text (and importance, when given)."""
         ...
 
-    async def forget(self, storyteller_id: int, memory_id: int) -> CharacterMemory:
+    async def forget(
+        self, storyteller_id: int, memory_id: int, *, provenance: Provenance = ADMIN_PROVENANCE
+    ) -> CharacterMemory:
         """Delete a memory for good and return what it held."""
         ...
 

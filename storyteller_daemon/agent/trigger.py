@@ -95,6 +95,13 @@ class Trigger:
         return self.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH, TriggerKind.CRIME)
 
     @property
+    def carries_player_text(self) -> bool:
+        """Whether text players write reaches the turn: speech and room echoes (emotes, says,
+        poses) carry it, here or in a coalesced trigger; crimes, state changes, heartbeats and
+        direct invocations carry only the game's own fields and the admins' words."""
+        return any(t.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH) for t in self.all)
+
+    @property
     def room_id(self) -> int | None:
         """The room the trigger happened in, if any."""
         return self.event.cell_id if self.event is not None else None

@@ -21,6 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.sql.expression import false
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -168,6 +169,11 @@ class SituationRow(Base):
     resolved: Mapped[bool] = mapped_column(Boolean, default=False)
     scope_character_id: Mapped[int | None] = mapped_column(BigInteger)
     scope_room_id: Mapped[int | None] = mapped_column(BigInteger)
+    from_player: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    source_run: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    source_events: Mapped[str] = mapped_column(Text, default="", server_default="")
+    updated_on: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    resolved_on: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class MemoryRow(Base):
@@ -184,6 +190,64 @@ class MemoryRow(Base):
     title: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text, default="")
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    importance: Mapped[int] = mapped_column(Integer, default=5, server_default="5")
+    from_player: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    source_run: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    source_events: Mapped[str] = mapped_column(Text, default="", server_default="")
+    updated_on: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class MemoryEditRow(Base):
+    """One change to a memory: who or what made it, when, and the text before and after.
+
+    Kept after the memory is forgotten (the history shows that too); erasing a character
+    deletes its rows.
+    """
+
+    __tablename__ = "memory_edits"
+    __table_args__ = (
+        Index("ix_memory_edits_memory", "storyteller_id", "memory_id"),
+        Index("ix_memory_edits_character", "character_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(BigInteger)
+    memory_id: Mapped[int] = mapped_column(BigInteger)
+    character_id: Mapped[int] = mapped_column(BigInteger)
+    action: Mapped[str] = mapped_column(String(20))
+    actor: Mapped[str] = mapped_column(String(300))
+    at: Mapped[datetime] = mapped_column(UtcDateTime)
+    title_before: Mapped[str | None] = mapped_column(Text)
+    text_before: Mapped[str | None] = mapped_column(Text)
+    title_after: Mapped[str | None] = mapped_column(Text)
+    text_after: Mapped[str | None] = mapped_column(Text)
+    from_player: Mapped[bool] = mapped_column(Boolean)
+
+
+class DigestRow(Base):
+    """A storyteller's rolling digest of what happened, and what it was made from."""
+
+    __tablename__ = "storyteller_digests"
+
+    storyteller_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    text: Mapped[str] = mapped_column(Text)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    """A hash of the digest's inputs: a refresh with the same inputs is skipped."""
+    run_key: Mapped[str] = mapped_column(String(300))
+    refreshed_on: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class AuditRow(Base):
+    """An admin action on players' data (export, erase): who, what, when; never the data."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UtcDateTime)
+    actor: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(40))
+    subject: Mapped[str] = mapped_column(String(200))
+    detail: Mapped[str] = mapped_column(Text)
 
 
 class ReferenceDocumentRow(Base):
@@ -306,13 +370,19 @@ class WorkRow(Base):
 
 # Objects the migrations create per dialect with raw SQL (full-text search) are not modelled;
 # autogenerate must not propose dropping them.
-_FTS_TABLE_PREFIX = "reference_documents_fts"
-_SEARCH_INDEXES = frozenset({"ix_reference_documents_search", "ix_reference_documents_trigram"})
+_FTS_TABLE_PREFIXES = ("reference_documents_fts", "character_memories_fts")
+_SEARCH_INDEXES = frozenset(
+    {
+        "ix_reference_documents_search",
+        "ix_reference_documents_trigram",
+        "ix_character_memories_words",
+    }
+)
 
 
 def autogenerate_include_name(name: str | None, type_: str, parent_names: object) -> bool:
     """Hide the SQLite FTS5 tables and the PostgreSQL search column from autogenerate."""
-    if type_ == "table" and name and name.startswith(_FTS_TABLE_PREFIX):
+    if type_ == "table" and name and name.startswith(_FTS_TABLE_PREFIXES):
         return False
     return not (type_ == "column" and name == "search_vector")
 

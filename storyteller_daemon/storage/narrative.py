@@ -1,18 +1,45 @@
-"""Situations and character memories of a storyteller."""
+"""Situations of a storyteller, and the provenance every situation and memory records.
+
+Every write records a `Provenance` (the run and events behind it, and whether players' text
+reached it); once from a player, always from a player.
+"""
 
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Collection
+from datetime import datetime
 
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storyteller_daemon.domain.situations import CharacterMemory, Situation, check_scope
+from storyteller_daemon.domain.situations import (
+    ADMIN_PROVENANCE,
+    Provenance,
+    Situation,
+    check_scope,
+)
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import MemoryRow, SituationRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+
+
+def when(value: datetime | None) -> datetime | None:
+    return as_utc(value) if value is not None else None
+
+
+def provenance_of(row: MemoryRow | SituationRow) -> Provenance:
+    """The provenance stored on a row."""
+    events = tuple(json.loads(row.source_events)) if row.source_events else ()
+    return Provenance(run=row.source_run, events=events, from_player=row.from_player)
+
+
+def store_provenance(row: MemoryRow | SituationRow, provenance: Provenance) -> None:
+    row.source_run = provenance.run
+    row.source_events = json.dumps(list(provenance.events)) if provenance.events else ""
+    row.from_player = provenance.from_player
 
 
 def situation_to_domain(row: SituationRow) -> Situation:
@@ -26,22 +53,13 @@ def situation_to_domain(row: SituationRow) -> Situation:
         resolved=row.resolved,
         character_id=row.scope_character_id,
         room_id=row.scope_room_id,
+        provenance=provenance_of(row),
+        updated_on=when(row.updated_on),
+        resolved_on=when(row.resolved_on),
     )
 
 
-def memory_to_domain(row: MemoryRow) -> CharacterMemory:
-    """Row → `CharacterMemory`."""
-    return CharacterMemory(
-        id=row.id,
-        storyteller_id=row.storyteller_id,
-        character_id=row.character_id,
-        title=row.title,
-        text=row.text,
-        created_on=as_utc(row.created_on),
-    )
-
-
-def _require_title(title: str) -> str:
+def require_title(title: str) -> str:
     if not title.strip():
         raise ValidationError("Title must not be blank.")
     return title.strip()
@@ -69,19 +87,21 @@ class SituationRepository:
         *,
         character_id: int | None = None,
         room_id: int | None = None,
+        provenance: Provenance = ADMIN_PROVENANCE,
     ) -> Situation:
         """Open a situation, optionally scoped to one character or one room."""
         check_scope(character_id, room_id)
         async with self._db.session() as session:
             row = SituationRow(
                 storyteller_id=storyteller_id,
-                title=_require_title(title),
+                title=require_title(title),
                 text=text,
                 created_on=self._clock(),
                 resolved=False,
                 scope_character_id=character_id,
                 scope_room_id=room_id,
             )
+            store_provenance(row, provenance)
             session.add(row)
             await session.flush()
             return situation_to_domain(row)
@@ -101,21 +121,29 @@ class SituationRepository:
         character_id: int | None = None,
         room_id: int | None = None,
         resolve: bool = False,
+        provenance: Provenance = ADMIN_PROVENANCE,
     ) -> Situation:
-        """Change title/text; a given scope replaces the old one (None leaves it); maybe resolve."""
+        """Change title/text; a given scope replaces the old one (None leaves it); maybe resolve.
+
+        A change of title or text joins `provenance` to the situation's own.
+        """
         check_scope(character_id, room_id)
         async with self._db.session() as session:
             row = await self._row(session, storyteller_id, situation_id)
+            now = self._clock()
+            if title is not None or text is not None:
+                store_provenance(row, provenance_of(row).joined(provenance))
             if title is not None:
-                row.title = _require_title(title)
+                row.title = require_title(title)
             if text is not None:
                 row.text = text
             if character_id is not None:
                 row.scope_character_id, row.scope_room_id = character_id, None
             elif room_id is not None:
                 row.scope_character_id, row.scope_room_id = None, room_id
-            if resolve:
-                row.resolved = True
+            if resolve and not row.resolved:
+                row.resolved, row.resolved_on = True, now
+            row.updated_on = now
             await session.flush()
             return situation_to_domain(row)
 
@@ -170,80 +198,3 @@ class SituationRepository:
         async with self._db.session() as session:
             rows = [situation_to_domain(r) for r in (await session.execute(query)).scalars()]
         return list(reversed(rows))
-
-
-class MemoryRepository:
-    """Per-character memories. Forgetting deletes the row."""
-
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
-        self._db = db
-        self._clock = clock
-
-    @staticmethod
-    async def _row(session: AsyncSession, storyteller_id: int, memory_id: int) -> MemoryRow:
-        row = await session.get(MemoryRow, memory_id)
-        if row is None or row.storyteller_id != storyteller_id:
-            raise NotFoundError(f"No memory with id {memory_id} exists.")
-        return row
-
-    async def create(
-        self, storyteller_id: int, character_id: int, title: str, text: str
-    ) -> CharacterMemory:
-        """Remember something about a character."""
-        if character_id <= 0:
-            raise ValidationError("Character id must be a positive integer.")
-        async with self._db.session() as session:
-            row = MemoryRow(
-                storyteller_id=storyteller_id,
-                character_id=character_id,
-                title=_require_title(title),
-                text=text,
-                created_on=self._clock(),
-            )
-            session.add(row)
-            await session.flush()
-            return memory_to_domain(row)
-
-    async def get(self, storyteller_id: int, memory_id: int) -> CharacterMemory:
-        """One memory of this storyteller."""
-        async with self._db.session() as session:
-            return memory_to_domain(await self._row(session, storyteller_id, memory_id))
-
-    async def update(
-        self, storyteller_id: int, memory_id: int, title: str, text: str
-    ) -> CharacterMemory:
-        """Replace a memory's title and text."""
-        async with self._db.session() as session:
-            row = await self._row(session, storyteller_id, memory_id)
-            row.title, row.text = _require_title(title), text
-            await session.flush()
-            return memory_to_domain(row)
-
-    async def forget(self, storyteller_id: int, memory_id: int) -> CharacterMemory:
-        """Delete a memory for good."""
-        async with self._db.session() as session:
-            row = await self._row(session, storyteller_id, memory_id)
-            gone = memory_to_domain(row)
-            await session.execute(delete(MemoryRow).where(MemoryRow.id == memory_id))
-            return gone
-
-    async def list(
-        self, storyteller_id: int, character_id: int | None = None
-    ) -> list[CharacterMemory]:
-        """This storyteller's memories, optionally about one character, oldest first."""
-        query = select(MemoryRow).where(MemoryRow.storyteller_id == storyteller_id)
-        if character_id is not None:
-            query = query.where(MemoryRow.character_id == character_id)
-        query = query.order_by(MemoryRow.created_on, MemoryRow.id)
-        async with self._db.session() as session:
-            return [memory_to_domain(r) for r in (await session.execute(query)).scalars()]
-
-    async def counts_by_character(self, storyteller_id: int) -> dict[int, int]:
-        """Character id → number of memories, for player summaries."""
-        query = (
-            select(MemoryRow.character_id, func.count(MemoryRow.id))
-            .where(MemoryRow.storyteller_id == storyteller_id)
-            .group_by(MemoryRow.character_id)
-        )
-        async with self._db.session() as session:
-            return dict((await session.execute(query)).all())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from storyteller_daemon.storage.catalogue import CatalogueRepository
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.narrative import MemoryRepository, SituationRepository
+from storyteller_daemon.storage.memories import MemoryRepository
+from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
 from storyteller_daemon.storage.speech import SpeechHistoryRepository
 from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now

@@ -11,7 +11,8 @@ import inspect
 import pytest
 
 from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
-from storyteller_daemon.storage.narrative import MemoryRepository, SituationRepository
+from storyteller_daemon.storage.memories import MemoryRepository
+from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
 from storyteller_daemon.storage.store import Store
 

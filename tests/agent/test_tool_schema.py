@@ -160,7 +160,11 @@ def test_built_in_parameter_names_match_futuremud() -> None:
 
     assert params("CreateSituation") == ["Title", "Description", "CharacterId", "RoomId"]
     assert params("UpdateSituation")[:5] == ["Id", "Title", "Description", "CharacterId", "RoomId"]
-    assert params("CreateMemory") == ["Id", "Title", "Details"]
+    # FutureMUD's parameters first; Importance (optional, nullable) is ours.
+    assert params("CreateMemory") == ["Id", "Title", "Details", "Importance"]
+    assert params("UpdateMemory") == ["Id", "Title", "Details", "Importance"]
+    importance = BUILTIN_TOOLS["CreateMemory"].parameters["properties"]["Importance"]
+    assert importance["type"] == ["integer", "null"]
     assert params("SearchReferenceDocuments") == ["Query"]
     assert params("Noop") == [] and params("OnlinePlayers") == []
     query = BUILTIN_TOOLS["SearchReferenceDocuments"].parameters["properties"]["Query"]

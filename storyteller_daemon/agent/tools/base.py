@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,9 @@ from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.model import ToolSpec
 from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
 from storyteller_daemon.agent.schema import strict_schema
+from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
 from world_adapter.errors import WorldCommandError
 from world_adapter.protocol import WorldClient
@@ -47,6 +49,19 @@ _MODEL_VISIBLE_ERRORS = (
 )
 
 
+class Taint:
+    """Whether players' text has reached a turn: through its trigger (their speech or echoes),
+    its prompt (stored text that came from players) or what its tools read. Whatever the turn
+    then writes is marked as coming from players (`Provenance.from_player`)."""
+
+    def __init__(self, seen: bool = False) -> None:
+        self.seen = seen
+
+    def saw(self, from_player: bool) -> None:
+        """Note that the turn read text; `from_player` says whether players' text was in it."""
+        self.seen = self.seen or from_player
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a tool handler may use.
@@ -62,6 +77,9 @@ class ToolContext:
         progs: the world's prog catalogue for this turn; None means "ask the world once".
         storyteller: whose turn it is (set by `for_turn`).
         turn_key: the turn's stable key; prog calls derive their idempotency keys from it.
+        events: the cursors of the turn's trigger events (set by `for_turn`).
+        taint: whether players' text has reached the turn (`for_turn` makes one per turn,
+            seeded from the trigger and from this context's own).
     """
 
     world: WorldClient
@@ -71,9 +89,13 @@ class ToolContext:
     progs: tuple[ProgSignature, ...] | None = None
     storyteller: Storyteller | None = None
     turn_key: str = ""
+    events: tuple[str, ...] = ()
+    taint: Taint = field(default_factory=Taint)
 
-    def for_turn(self, storyteller: Storyteller, turn_key: str) -> ToolContext:
-        """This context bound to one storyteller's turn.
+    def for_turn(
+        self, storyteller: Storyteller, turn_key: str, trigger: Trigger | None = None
+    ) -> ToolContext:
+        """This context bound to one storyteller's turn (and its trigger, for provenance).
 
         Raises:
             ValueError: the storyteller was never saved (it has no id) or the key is blank.
@@ -82,7 +104,23 @@ class ToolContext:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
         if not turn_key.strip():
             raise ValueError("turn_key must not be blank")
-        return replace(self, storyteller=storyteller, turn_key=turn_key)
+        events: tuple[str, ...] = ()
+        from_player = self.taint.seen
+        if trigger is not None:
+            events = tuple(str(t.event.cursor) for t in trigger.all if t.event is not None)
+            from_player = from_player or trigger.carries_player_text
+        return replace(
+            self,
+            storyteller=storyteller,
+            turn_key=turn_key,
+            events=events,
+            taint=Taint(from_player),
+        )
+
+    @property
+    def provenance(self) -> Provenance:
+        """The provenance of what this turn writes now."""
+        return Provenance(run=self.turn_key, events=self.events, from_player=self.taint.seen)
 
     @property
     def current(self) -> Storyteller:
@@ -264,6 +302,21 @@ def required_id(arguments: Mapping[str, Any], key: str) -> int:
     return parsed
 
 
+def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
+    """An optional integer argument (null or absent gives None).
+
+    Raises:
+        ToolError: the value is present but not an integer.
+    """
+    value = arguments.get(key)
+    if value is None:
+        return None
+    parsed = integer_value(value)
+    if parsed is None:
+        raise ToolError(f"Property '{key}' must be an integer.")
+    return parsed
+
+
 def optional_text(arguments: Mapping[str, Any], key: str) -> str | None:
     """An optional text argument; non-string JSON values are used as their JSON text."""
     value = arguments.get(key)
@@ -282,6 +335,11 @@ def required_text(arguments: Mapping[str, Any], key: str) -> str:
     if text is None:
         raise ToolError(f"Missing required property '{key}'.")
     return text
+
+
+def from_players(entry: dict[str, Any], from_player: bool) -> dict[str, Any]:
+    """`entry`, marked ``FromPlayers: true`` when its text was written from players' words."""
+    return {**entry, "FromPlayers": True} if from_player else entry
 
 
 def iso(moment: datetime) -> str:

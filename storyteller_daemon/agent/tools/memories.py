@@ -2,6 +2,10 @@
 
 Result keys are FutureMUD's, including its one inconsistency that prompts and packs rely on:
 list payloads call a memory's text ``Details`` while `ShowMemory` calls it ``Description``.
+Beyond FutureMUD, a memory written from players' words says so (``FromPlayers: true``), and a
+turn that reads one counts as reached by players' text (`Taint`); writes record the turn's
+provenance; `CreateMemory` and `UpdateMemory` take an optional importance (1-10) that ranks
+memories for prompts.
 """
 
 from __future__ import annotations
@@ -12,23 +16,33 @@ from storyteller_daemon.agent.effects import named
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
+    from_players,
     iso,
+    optional_int,
     required_id,
     required_text,
 )
-from storyteller_daemon.domain.situations import CharacterMemory
+from storyteller_daemon.domain.situations import DEFAULT_IMPORTANCE, CharacterMemory
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CharacterInfo
 
 
 def memory_entry(memory: CharacterMemory) -> dict[str, Any]:
     """One memory as list payloads show it."""
-    return {
+    entry = {
         "Id": memory.id,
         "Title": memory.title,
         "Details": memory.text,
         "CreatedOn": iso(memory.created_on),
     }
+    return from_players(entry, memory.provenance.from_player)
+
+
+def _importance(arguments: dict[str, Any]) -> int | None:
+    value = optional_int(arguments, "Importance")
+    if value is not None and not 1 <= value <= 10:
+        raise ToolError("Importance must be between 1 and 10.")
+    return value
 
 
 async def player_character(ctx: ToolContext, character_id: int) -> CharacterInfo:
@@ -46,6 +60,8 @@ async def player_character(ctx: ToolContext, character_id: int) -> CharacterInfo
 async def memories_about(ctx: ToolContext, character_id: int) -> list[dict[str, Any]]:
     """This storyteller's memories about one character, oldest first."""
     memories = await ctx.memories.list(ctx.storyteller_id, character_id)
+    for memory in memories:
+        ctx.taint.saw(memory.provenance.from_player)
     return [memory_entry(m) for m in memories]
 
 
@@ -58,12 +74,14 @@ async def list_memories_for_player(arguments: dict[str, Any], ctx: ToolContext) 
 async def show_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ShowMemory."""
     memory = await ctx.memories.get(ctx.storyteller_id, required_id(arguments, "Id"))
-    return {
+    ctx.taint.saw(memory.provenance.from_player)
+    entry = {
         "Id": memory.id,
         "Title": memory.title,
         "Description": memory.text,
         "CreatedOn": iso(memory.created_on),
     }
+    return from_players(entry, memory.provenance.from_player)
 
 
 async def create_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -71,10 +89,18 @@ async def create_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
     character_id = required_id(arguments, "Id")
     title = required_text(arguments, "Title")
     details = required_text(arguments, "Details")
+    importance = _importance(arguments) or DEFAULT_IMPORTANCE
     character = await ctx.world.character(character_id)
     if character is None:
         raise ToolError(f"No character with id {character_id} exists.")
-    memory = await ctx.memories.create(ctx.storyteller_id, character.id, title, details)
+    memory = await ctx.memories.create(
+        ctx.storyteller_id,
+        character.id,
+        title,
+        details,
+        importance=importance,
+        provenance=ctx.provenance,
+    )
     return {"Id": memory.id, "CharacterId": memory.character_id, "Title": memory.title}
 
 
@@ -83,19 +109,33 @@ async def update_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
     memory_id = required_id(arguments, "Id")
     title = required_text(arguments, "Title")
     details = required_text(arguments, "Details")
-    memory = await ctx.memories.update(ctx.storyteller_id, memory_id, title, details)
+    memory = await ctx.memories.update(
+        ctx.storyteller_id,
+        memory_id,
+        title,
+        details,
+        importance=_importance(arguments),
+        provenance=ctx.provenance,
+    )
     return {"Id": memory.id, "Title": memory.title}
 
 
 async def forget_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ForgetMemory."""
-    memory = await ctx.memories.forget(ctx.storyteller_id, required_id(arguments, "Id"))
+    memory = await ctx.memories.forget(
+        ctx.storyteller_id, required_id(arguments, "Id"), provenance=ctx.provenance
+    )
     return {"Id": memory.id, "Forgot": True}
 
 
 _MEMORY_ID = {"type": "integer", "description": "The memory's id, as listed by the memory tools."}
 _TITLE = {"type": "string", "description": "A short title for the memory."}
 _DETAILS = {"type": "string", "description": "What to remember."}
+_IMPORTANCE = {
+    "type": "integer",
+    "description": "How much this matters to your remit, 1 (trivia) to 10 (pivotal); "
+    "important memories are shown to you first. Default 5.",
+}
 
 TOOLS: tuple[Tool, ...] = (
     Tool.define(
@@ -122,6 +162,7 @@ TOOLS: tuple[Tool, ...] = (
             "Id": {"type": "integer", "description": "The character the memory is about."},
             "Title": _TITLE,
             "Details": _DETAILS,
+            "Importance": _IMPORTANCE,
         },
         required=("Id", "Title", "Details"),
         names=named(characters=("Id",)),
@@ -130,7 +171,7 @@ TOOLS: tuple[Tool, ...] = (
         "UpdateMemory",
         "Rewrites the title and details of one memory.",
         update_memory,
-        {"Id": _MEMORY_ID, "Title": _TITLE, "Details": _DETAILS},
+        {"Id": _MEMORY_ID, "Title": _TITLE, "Details": _DETAILS, "Importance": _IMPORTANCE},
         required=("Id", "Title", "Details"),
     ),
     Tool.define(

@@ -15,6 +15,7 @@ from storyteller_daemon.agent.effects import named
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
+    from_players,
     iso,
     optional_id,
     required_id,
@@ -90,7 +91,12 @@ async def create_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict[
     text = required_text(arguments, "Description")
     character_id, room_id = await resolve_scope(arguments, ctx)
     created = await ctx.situations.create(
-        ctx.storyteller_id, title, text, character_id=character_id, room_id=room_id
+        ctx.storyteller_id,
+        title,
+        text,
+        character_id=character_id,
+        room_id=room_id,
+        provenance=ctx.provenance,
     )
     return summary(created)
 
@@ -104,6 +110,7 @@ async def _change(arguments: dict[str, Any], ctx: ToolContext, *, resolve: bool)
     if clear and (character_id is not None or room_id is not None):
         raise ToolError("Use either ClearScope or a new CharacterId/RoomId, not both.")
     current = await ctx.situations.get(ctx.storyteller_id, situation_id)
+    ctx.taint.saw(current.provenance.from_player)
     if current.resolved:
         if resolve:
             raise ToolError(f"Situation {situation_id} is already resolved.")
@@ -121,6 +128,7 @@ async def _change(arguments: dict[str, Any], ctx: ToolContext, *, resolve: bool)
         character_id=character_id,
         room_id=room_id,
         resolve=resolve,
+        provenance=ctx.provenance,
     )
 
 
@@ -137,7 +145,8 @@ async def resolve_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict
 async def show_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ShowSituation."""
     situation = await ctx.situations.get(ctx.storyteller_id, required_id(arguments, "Id"))
-    return {
+    ctx.taint.saw(situation.provenance.from_player)
+    entry = {
         "Id": situation.id,
         "Title": situation.title,
         "Description": situation.text,
@@ -146,6 +155,7 @@ async def show_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict[st
         "CharacterId": situation.character_id,
         "RoomId": situation.room_id,
     }
+    return from_players(entry, situation.provenance.from_player)
 
 
 _CHANGE_PROPERTIES = {
