@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
+from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
@@ -166,4 +167,17 @@ class ApprovalQueue(Protocol):
 
     async def park(self, call: ParkedCall) -> Approval:
         """Park `call`; one with the same key parked before is returned as it stands."""
+        ...
+
+
+@runtime_checkable
+class DigestStore(Protocol):
+    """Each storyteller's rolling digest."""
+
+    async def latest(self, storyteller_id: int) -> Digest | None:
+        """The storyteller's digest, or None before the first refresh."""
+        ...
+
+    async def save(self, digest: Digest) -> Digest:
+        """Store a refreshed digest in place of the old one."""
         ...
