@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from storyteller_daemon.storage.catalogue import CatalogueRepository
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
@@ -22,6 +23,7 @@ class Store:
         self.references = ReferenceRepository(db, clock)
         self.speech = SpeechHistoryRepository(db)
         self.catalogues = CatalogueRepository(db)
+        self.digests = DigestRepository(db)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:

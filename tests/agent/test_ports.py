@@ -10,7 +10,8 @@ import inspect
 
 import pytest
 
-from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.agent.ports import DigestStore, MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
@@ -19,6 +20,7 @@ from storyteller_daemon.storage.store import Store
 PAIRS: list[tuple[type, type]] = [
     (SituationStore, SituationRepository),
     (MemoryStore, MemoryRepository),
+    (DigestStore, DigestRepository),
     (ReferenceStore, ReferenceRepository),
 ]
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
 
+from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import (
     CustomTool,
@@ -263,3 +264,14 @@ async def test_a_stale_save_is_refused(store: Store) -> None:
         await store.storytellers.save(replace(st, description="admin two"))
     assert (await store.storytellers.get(st.id)).description == "admin one"  # type: ignore[arg-type]
     assert first.revision == 2
+
+
+async def test_digest_is_replaced_on_each_save(store: Store) -> None:
+    st = await store.storytellers.create("Digester")
+    assert st.id is not None
+    assert await store.digests.latest(st.id) is None
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    await store.digests.save(Digest(st.id, "First.", "f1", "run-1", at))
+    saved = await store.digests.save(Digest(st.id, "Second.", "f2", "run-2", at))
+    assert await store.digests.latest(st.id) == saved
+    assert (saved.text, saved.fingerprint, saved.run_key) == ("Second.", "f2", "run-2")
