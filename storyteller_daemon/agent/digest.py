@@ -118,14 +118,25 @@ def _from_players(from_player: bool) -> str:
     return " (from players)" if from_player else ""
 
 
+def _line(text: str) -> str:
+    """Stored text on one line, markup and invisible characters stripped. Engine colour codes
+    are not looked for: this text was written by a model or an admin, and its ``#12`` is an
+    id, not a colour."""
+    return one_line(text, colour_codes=False)
+
+
+def _quoted(text: str) -> str:
+    return quoted(text, colour_codes=False)
+
+
 def _text(text: str) -> str:
-    return cap(one_line(text), ITEM_TEXT_CHARS)
+    return cap(_line(text), ITEM_TEXT_CHARS)
 
 
 def situation_line(situation: Situation) -> str:
     """``#12 "Title" (Room #5) (from players): text``."""
     marker = _from_players(situation.provenance.from_player)
-    head = f"#{situation.id} {quoted(situation.title)} ({situation.scope_label}){marker}"
+    head = f"#{situation.id} {_quoted(situation.title)} ({situation.scope_label}){marker}"
     text = _text(situation.text)
     return f"{head}: {text}" if text else head
 
@@ -137,25 +148,32 @@ def memory_line(edit: MemoryEdit) -> str:
     gone = edit.action is MemoryAction.FORGOTTEN
     title = edit.title_before if gone else edit.title_after
     text = edit.text_before if gone else edit.text_after
-    return f"{head}{marker}: {quoted(title or '')}: {_text(text or '')}"
+    return f"{head}{marker}: {_quoted(title or '')}: {_text(text or '')}"
 
 
 def turn_line(turn: ActedTurn) -> str:
     """``2026-03-01 12:00 Room Echo: CreateSituation {...}; ...``."""
     when = turn.at.strftime("%Y-%m-%d %H:%M")
-    actions = "; ".join(cap(one_line(a), ACTION_CHARS) for a in turn.actions)
+    actions = "; ".join(cap(_line(a), ACTION_CHARS) for a in turn.actions)
     return f"{when} {turn.label}: {actions}"
 
 
 def digest_input(previous: str | None, changes: DigestChanges, fence: Fence) -> str:
-    """The user message: the fence's note, the previous digest, then each kind of change."""
+    """The user message: the fence's note, the previous digest, then each kind of change.
+
+    Every line is cleaned already (`situation_line`...; the digest by `clean_digest`), so the
+    blocks only lose the fence's token."""
     since = changes.since.strftime("%Y-%m-%d %H:%M UTC") if changes.since else "the beginning"
     parts = [fence.note, "", "The previous digest:"]
-    parts.append(fence.block(previous, "the previous digest") if previous else "(none yet)")
+    if previous:
+        parts.append(fence.block(previous, "the previous digest", strip=False))
+    else:
+        parts.append("(none yet)")
     parts += ["", f"What changed since {since}:"]
     for title, lines in changes.sections():
         shown = f" (the newest {changes.limit})" if len(lines) >= changes.limit else ""
-        parts += [f"{title.capitalize()}{shown}:", fence.block("\n".join(lines), title), ""]
+        block = fence.block("\n".join(lines), title, strip=False)
+        parts += [f"{title.capitalize()}{shown}:", block, ""]
     return "\n".join(parts).rstrip()
 
 
@@ -199,8 +217,9 @@ def digest_request(
 
 
 def clean_digest(text: str, max_chars: int) -> str:
-    """The model's answer as a digest: trimmed, markup stripped, cut to `max_chars`."""
-    lines = [one_line(line) for line in text.strip().splitlines()]
+    """The model's answer as a digest: trimmed, markup stripped, blank lines dropped, cut to
+    `max_chars`."""
+    lines = [_line(line) for line in text.strip().splitlines()]
     kept = "\n".join(line for line in lines if line)
     return cap(kept, max_chars)
 

@@ -1,7 +1,8 @@
 """Finding duplicate memories about one character, and merging their text, without a model.
 
 Two memories are near-duplicates when the smaller one's word shingles (runs of `SHINGLE_WORDS`
-words of its normalised title and text) are mostly contained in the other's: the *containment*
+words of its normalised text; titles are labels, often worded differently for the same fact,
+and are not compared) are mostly contained in the other's: the *containment*
 ``|A ∩ B| / min(|A|, |B|)`` reaches the configured threshold. Containment rather than Jaccard,
 because the common duplicate is one note restating another with a detail more ("Wren stole a
 purse." beside "Wren stole a purse. The guard saw her."), which Jaccard scores low. Text is
@@ -59,8 +60,8 @@ def containment(a: frozenset[Shingle], b: frozenset[Shingle]) -> float:
 
 
 def memory_shingles(memory: CharacterMemory) -> frozenset[Shingle]:
-    """The shingles a memory is compared by: its title and text together."""
-    return shingles(f"{memory.title}. {memory.text}")
+    """The shingles a memory is compared by (those of its text)."""
+    return shingles(memory.text)
 
 
 @dataclass(frozen=True)

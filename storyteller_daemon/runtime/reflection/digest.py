@@ -16,7 +16,7 @@ reasoning effort ``[reflection] reasoning_effort`` or else the attention effort.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from storyteller_daemon.agent.digest import DigestOptions, clean_digest, digest_request
 from storyteller_daemon.agent.fencing import Fence
@@ -110,10 +110,13 @@ class DigestRefresher:
         changes = await gather_changes(self._store, self._runs, sid, since, self._cfg.max_changes)
         counts = changes.counts
         fingerprint = changes.fingerprint
-        nothing_new = changes.empty or (
-            previous is not None and previous.fingerprint == fingerprint
-        )
-        if (nothing_new and not force) or (previous is None and changes.empty):
+        seen = previous is not None and previous.fingerprint == fingerprint
+        if ((changes.empty or seen) and not force) or (previous is None and changes.empty):
+            if seen and not changes.empty and previous is not None:
+                # Changes made in the instant the last refresh read them are read again, and
+                # the fingerprint shows it; from now on they are behind `since`.
+                previous = replace(previous, refreshed_on=read_at)
+                await complete_even_if_cancelled(self._save(previous))
             return DigestResult("unchanged", previous, counts)
         if self._model is None:
             return DigestResult("no_model", previous, counts, detail="no model is configured")
