@@ -14,6 +14,7 @@ import typer
 
 from storyteller_daemon.cli.ais_io import command_group, format_time, register, say
 from storyteller_daemon.cli.common import JsonFlag, fail, open_store, print_json, run_async, state
+from storyteller_daemon.cli.runs_view import describe_changes
 from storyteller_daemon.errors import EX_UNAVAILABLE
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def _report_lines(st: Storyteller, report: ReflectionReport) -> list[str]:
         for m in report.merges
     ]
     result = report.digest
-    changes = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in result.changes.items() if n)
+    changes = describe_changes(result.changes)
     if result.outcome == "refreshed":
         lines.append(
             f"Refreshed the digest of {st.name} from {changes or 'no new changes'} "

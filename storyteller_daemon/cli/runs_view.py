@@ -245,9 +245,22 @@ def _attention_lines(
     return lines
 
 
+CHANGE_NAMES = {
+    "resolved_situations": "resolved situation(s)",
+    "open_situations": "open situation(s)",
+    "turns": "turn(s) that acted",
+    "memory_changes": "memory change(s)",
+}
+
+
+def describe_changes(changes: dict[str, int]) -> str:
+    """A digest's changes as ``1 open situation(s) and 2 memory change(s)`` ("" for none)."""
+    parts = [f"{n} {CHANGE_NAMES.get(kind, kind)}" for kind, n in changes.items() if n]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else "".join(parts)
+
+
 def _digest_lines(run: RunSummary, record: dict[str, Any]) -> list[str]:
-    changes = record.get("changes") or {}
-    read = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in changes.items()) or "none"
+    read = describe_changes(record.get("changes") or {}) or "none"
     request = record.get("request") or {}
     lines = [
         f"Outcome:   {run.outcome}",

@@ -12,7 +12,7 @@ import pytest
 from reflection_rig import USAGE, Rig, reflection_rig, storyteller
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import AttentionConfig, ReflectionConfig
+from storyteller_daemon.config import AttentionConfig, Config, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runtime.daemon import Daemon
@@ -201,3 +201,28 @@ async def test_the_daemons_reflection_task_runs_on_its_clock_and_stops_with_it(
     assert was_running and not scheduler.running
     assert await rig.store.digests.latest(st.id) is None  # cut off: nothing written
     assert await rig.runs.list(kind="digest") == []  # a run cut off at shutdown is not stored
+
+
+async def test_the_composition_root_gives_the_daemon_its_reflection_task(
+    sqlite_store: Store, sqlite_url: str
+) -> None:
+    from storyteller_daemon.app import ModelChoice, build_runtime
+    from storyteller_daemon.config import parse_config
+
+    def config(**reflection: object) -> Config:
+        return parse_config({"database": {"url": sqlite_url}, "reflection": reflection}, "test")
+
+    choice = ModelChoice(ScriptedModel(then=text("A quiet day.", USAGE)), "scripted")
+    on = await build_runtime(
+        config(), environ={}, world=SimWorld.harbour_town(), choice=choice, store=sqlite_store
+    )
+    assert isinstance(on.daemon.idle_work, ReflectionScheduler)
+    assert on.reflection is not None and on.reflection.stats is on.stats
+    off = await build_runtime(
+        config(enabled=False),
+        environ={},
+        world=SimWorld.harbour_town(),
+        choice=choice,
+        store=sqlite_store,
+    )
+    assert off.daemon.idle_work is None and off.reflection is None
