@@ -15,7 +15,7 @@ from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_
 from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import Config
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.reflection import Reflection
+from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -58,15 +58,15 @@ async def one_shot_reflection(
         )
     runs = RunRepository(store.db)
     try:
-        yield Reflection(
+        refresher = DigestRefresher(
             store=store,
             runs=runs if cfg.runs.record else None,
             model=model,
             recorder=RunRecorder(runs, ledger, clock, record=cfg.runs.record),
             clock=clock,
             cfg=cfg.reflection,
-            stats=stats,
         )
+        yield Reflection(refresher, store.memories, cfg.reflection, stats)
     finally:
         if owned:
             await close_if_closable(choice.model)

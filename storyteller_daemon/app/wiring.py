@@ -44,7 +44,11 @@ from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.reflection import Reflection, ReflectionScheduler
+from storyteller_daemon.runtime.reflection import (
+    DigestRefresher,
+    Reflection,
+    ReflectionScheduler,
+)
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
@@ -173,15 +177,15 @@ async def build_runtime(
     )
     reflection = None
     if cfg.reflection.enabled:
-        reflection = Reflection(
+        refresher = DigestRefresher(
             store=store,
             runs=RunRepository(store.db) if cfg.runs.record else None,
             model=metered,
             recorder=recorder,
             clock=clock,
             cfg=cfg.reflection,
-            stats=stats,
         )
+        reflection = Reflection(refresher, store.memories, cfg.reflection, stats)
     daemon = Daemon(
         settings=store.storytellers,
         world=lookups,

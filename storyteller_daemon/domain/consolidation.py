@@ -6,9 +6,9 @@ and are not compared) are mostly contained in the other's: the *containment*
 ``|A ∩ B| / min(|A|, |B|)`` reaches the configured threshold. Containment rather than Jaccard,
 because the common duplicate is one note restating another with a detail more ("Wren stole a
 purse." beside "Wren stole a purse. The guard saw her."), which Jaccard scores low. Text is
-normalised first (markup stripped, case folded, punctuation dropped), so spelling of case and
-punctuation does not matter; a text shorter than a shingle counts as one shingle of all its
-words, so very short notes only match the same words.
+normalised first (markup stripped, case folded, punctuation dropped), so case and punctuation
+do not matter; a text shorter than a shingle counts as one shingle of all its words, so very
+short notes only match the same words.
 
 Clustering is greedy and deterministic: memories are taken oldest first; each joins the first
 cluster whose oldest memory it is similar to, else starts one. Every member is therefore

@@ -18,7 +18,7 @@ from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
-from storyteller_daemon.runs.attribution import Charge, RunContext
+from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
 from storyteller_daemon.runs.tape import Services, Tape, encode_trigger
 from storyteller_daemon.storage.runs import LedgerEntry, NewRun
 
@@ -124,13 +124,9 @@ def attention_run(
             }
             for x in context.exchanges
         ],
-        "request": api_body(exchange.request) if exchange else None,
-        "response": (
-            response_summary(exchange.response) if exchange and exchange.response else None
-        ),
+        **_last_exchange(exchange),
         "verdict": judged[0]["verdict"] if len(judged) == 1 else None,
-        "charges": [charge_json(c) for c in context.charges],
-        "cost_usd": context.cost_usd,
+        **_costs(context),
         "error": error_note,
     }
     label = first.label if len(triggers) == 1 else f"{len(triggers)} events"
@@ -175,8 +171,7 @@ def turn_run(
         "prompt": run.prompt,
         "fence": run.fence,
         "turn": turn.to_dict() if turn is not None else None,
-        "charges": [charge_json(c) for c in context.charges],
-        "cost_usd": context.cost_usd,
+        **_costs(context),
         "situations": touched,
         "tape": run.tape.entries if run.tape is not None else [],
         "speech_history": run.services.speech is not None,
@@ -250,13 +245,9 @@ def digest_run(
         "changes": run.changes or {},
         "fingerprint": run.fingerprint,
         "input": run.input,
-        "request": api_body(exchange.request) if exchange else None,
-        "response": (
-            response_summary(exchange.response) if exchange and exchange.response else None
-        ),
+        **_last_exchange(exchange),
         "digest": run.digest,
-        "charges": [charge_json(c) for c in context.charges],
-        "cost_usd": context.cost_usd,
+        **_costs(context),
         "error": error_note,
     }
     return NewRun(
@@ -295,6 +286,21 @@ def _head(kind: str, storyteller: Storyteller, key: str, trigger: Trigger | None
             else {"kind": DIGEST_TRIGGER, "label": DIGEST_LABEL}
         ),
     }
+
+
+def _last_exchange(exchange: Exchange | None) -> dict[str, Any]:
+    """A run's last request and its answer, as its record keeps them."""
+    return {
+        "request": api_body(exchange.request) if exchange else None,
+        "response": (
+            response_summary(exchange.response) if exchange and exchange.response else None
+        ),
+    }
+
+
+def _costs(context: RunContext) -> dict[str, Any]:
+    """What each answered request of a run cost, and the total, as its record keeps them."""
+    return {"charges": [charge_json(c) for c in context.charges], "cost_usd": context.cost_usd}
 
 
 def charge_json(charge: Charge) -> dict[str, Any]:

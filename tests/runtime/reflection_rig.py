@@ -12,7 +12,7 @@ from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.config import BudgetsConfig, ModelPrice, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.reflection import Reflection
+from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -53,6 +53,7 @@ def reflection_rig(
 ) -> Rig:
     """Reflection over `db` whose repositories stamp times on the fake clock."""
     clock = clock or FakeClock(T0)
+    cfg = cfg or ReflectionConfig()
     store = Store(db, clock.now)
     stats = RuntimeStats()
     budget = BudgetKeeper(budgets or BudgetsConfig(daily_usd=0), PRICES, clock)
@@ -60,15 +61,15 @@ def reflection_rig(
         model, stats, PRICES, budget=budget, now=clock.now, monotonic=clock.monotonic
     )
     runs, ledger = RunRepository(db), LedgerRepository(db)
-    reflection = Reflection(
+    refresher = DigestRefresher(
         store=store,
         runs=runs,
         model=metered if with_model else None,
         recorder=RunRecorder(runs, ledger, clock),
         clock=clock,
-        cfg=cfg or ReflectionConfig(),
-        stats=stats,
+        cfg=cfg,
     )
+    reflection = Reflection(refresher, store.memories, cfg, stats)
     return Rig(store, clock, model, budget, runs, ledger, stats, reflection)
 
 

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storyteller_daemon.agent.model import Model
-from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection.consolidation import Merge, consolidate_memories
 from storyteller_daemon.runtime.reflection.digest import DigestRefresher, DigestResult
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.runs import RunRepository
-from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.memories import MemoryRepository
 
 
 @dataclass(frozen=True)
@@ -30,25 +26,26 @@ class ReflectionReport:
 
 
 class Reflection:
-    """Runs reflection passes (see `DigestRefresher` for the arguments)."""
+    """Runs reflection passes.
+
+    Args:
+        digests: refreshes digests (with the model, the run recorder and the stores it holds).
+        memories: the memories consolidation merges.
+        cfg: the ``[reflection]`` section.
+        stats: counts passes by outcome (``reflections``).
+    """
 
     def __init__(
         self,
-        *,
-        store: Store,
-        runs: RunRepository | None,
-        model: Model | None,
-        recorder: RunRecorder,
-        clock: Clock,
+        digests: DigestRefresher,
+        memories: MemoryRepository,
         cfg: ReflectionConfig,
         stats: RuntimeStats | None = None,
     ) -> None:
-        self._store = store
+        self.digests = digests
+        self._memories = memories
         self._cfg = cfg
         self.stats = stats or RuntimeStats()
-        self.digests = DigestRefresher(
-            store=store, runs=runs, model=model, recorder=recorder, clock=clock, cfg=cfg
-        )
 
     async def reflect(self, storyteller: Storyteller, *, force: bool = False) -> ReflectionReport:
         """Consolidate the storyteller's memories (when configured), then refresh its digest
@@ -57,7 +54,7 @@ class Reflection:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
         merges: list[Merge] = []
         if self._cfg.consolidate:
-            merges = await consolidate_memories(self._store.memories, storyteller.id, self._cfg)
+            merges = await consolidate_memories(self._memories, storyteller.id, self._cfg)
         digest = await self.digests.refresh(storyteller, force=force)
         self.stats.reflections[f"digest_{digest.outcome}"] += 1
         self.stats.reflections["memories_merged"] += sum(len(m.merged) for m in merges)
