@@ -4,8 +4,9 @@ Everything below receives its collaborators; this package decides which ones to 
 configuration and the environment.
 
 The package's modules: `adapters` (the store, model, world, alerts and secrets the
-configuration chooses), `runtime` (`Runtime`, the wired daemon that runs with its side work)
-and `wiring` (`build_runtime`, which puts the parts together).
+configuration chooses), `runtime` (`Runtime`, the wired daemon that runs with its side work),
+`wiring` (`build_runtime`, which puts the parts together) and `reflection` (one reflection
+pass from the shell).
 """
 
 from storyteller_daemon.app.adapters import (
@@ -20,6 +21,7 @@ from storyteller_daemon.app.adapters import (
     prog_catalogue,
     start_history,
 )
+from storyteller_daemon.app.reflection import one_shot_reflection
 from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.app.wiring import build_runtime
 
@@ -33,6 +35,7 @@ __all__ = [
     "choose_model",
     "daemon_secrets",
     "http_token",
+    "one_shot_reflection",
     "open_store",
     "prog_catalogue",
     "start_history",

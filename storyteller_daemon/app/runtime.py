@@ -25,6 +25,7 @@ from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.reflection import Reflection
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -53,6 +54,8 @@ class Runtime:
     budget: BudgetKeeper | None = None
     recorder: RunRecorder | None = None
     approvals: ApprovalRunner | None = None
+    reflection: Reflection | None = None
+    """Reflection while idle (its daemon task is `daemon.idle_work`); None when disabled."""
     summaries: LoggingObserver | None = None
     """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
     summaries_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep

@@ -3,8 +3,9 @@
 It opens what the configuration chooses (see `adapters`) unless the caller passes its own, checks
 the database schema is current, and puts the parts together: the budget keeper and run recorder,
 the world look-up cache, the policy with the prog calls of the last day restored, the metered
-model behind its circuit breaker and the turn runner (only with a model), the pipeline, the
-daemon, the alert counters, the HTTP listener and the approval runner.
+model behind its circuit breaker and the turn runner (only with a model), the pipeline,
+reflection while idle, the daemon, the alert counters, the HTTP listener and the approval
+runner.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.reflection import (
+    DigestRefresher,
+    Reflection,
+    ReflectionScheduler,
+)
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.budgets import Admission, BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
@@ -109,6 +115,7 @@ async def build_runtime(
     # The caps and cooldowns count the prog calls of the last day, across restarts.
     policy.restore(await actions.since(clock.now() - timedelta(days=1)), clock.now())
     runner = None
+    metered: MeteredModel | None = None
     latency: dict[str, LatencyHistogram] = {}
     if choice.model is not None:
         breaker = CircuitBreaker(
@@ -168,6 +175,17 @@ async def build_runtime(
         source=cfg.world.kind,
         observe=lookups.observe,
     )
+    reflection = None
+    if cfg.reflection.enabled:
+        refresher = DigestRefresher(
+            store=store,
+            runs=RunRepository(store.db) if cfg.runs.record else None,
+            model=metered,
+            recorder=recorder,
+            clock=clock,
+            cfg=cfg.reflection,
+        )
+        reflection = Reflection(refresher, store.memories, cfg.reflection, stats)
     daemon = Daemon(
         settings=store.storytellers,
         world=lookups,
@@ -182,6 +200,11 @@ async def build_runtime(
         world_key=cfg.world.kind,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
+        idle_work=(
+            ReflectionScheduler(reflection, pipeline, clock, cfg.reflection)
+            if reflection is not None
+            else None
+        ),
     )
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
@@ -207,6 +230,7 @@ async def build_runtime(
         )
     runtime.alerts, runtime.health = alerts, health
     runtime.budget, runtime.recorder = budget, recorder
+    runtime.reflection = reflection
     return runtime
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli import (
+    ais_digest,
     ais_narrative,
     ais_rules,
     ais_set,
@@ -192,4 +193,5 @@ app.add_typer(ais_narrative.situations, name="situation")
 app.add_typer(ais_narrative.memories, name="memory")
 alias(app, "situation", "situations")
 alias(app, "memory", "memories")
+app.add_typer(ais_digest.digests, name="digest")
 ais_xml.register_commands(app)

@@ -1,6 +1,6 @@
 """``storyteller costs``: what the model requests cost, from the cost ledger.
 
-Every model request (attention, turn, replay) is one ledger row with its tokens and USD,
+Every model request (attention, turn, digest, replay) is one ledger row with its tokens and USD,
 attributed to a storyteller, a trigger kind, a room and, when a tool of the turn touched one, a
 situation. This command sums them by one of those, over a time window.
 """

@@ -1,9 +1,9 @@
 """``storyteller runs``: what the storytellers did and why, replays, and pruning.
 
-Every turn and attention call is stored as a run (see `storyteller_daemon.storage.runs`).
-``list`` filters them, ``show`` prints one as a transcript, ``replay`` re-runs a turn with
-today's code against its recorded model answers (or a live model with ``--model``) and reports
-what differs, and ``prune`` deletes runs past the retention period.
+Every turn, attention call and digest refresh is stored as a run (see
+`storyteller_daemon.storage.runs`). ``list`` filters them, ``show`` prints one as a transcript,
+``replay`` re-runs a turn with today's code against its recorded model answers (or a live model
+with ``--model``) and reports what differs, and ``prune`` deletes runs past the retention period.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from storyteller_daemon.config import Config
 
 app = command_group("Run records: list and show what storytellers did, replay a turn, prune.")
+
+RUN_KINDS = ("turn", "attention", "digest")
 
 RunId = Annotated[int, typer.Argument(metavar="ID", help="Run id (see `runs list`).", min=1)]
 StorytellerOption = Annotated[
@@ -87,7 +89,11 @@ async def list_command(
         typer.Option(help="Only this outcome (completed, noop, budget_exceeded, ignore...)."),
     ] = None,
     kind: Annotated[
-        str | None, typer.Option(help="Only turns ('turn') or attention calls ('attention').")
+        str | None,
+        typer.Option(
+            help="Only turns ('turn'), attention calls ('attention') or digest refreshes "
+            "('digest')."
+        ),
     ] = None,
     since: Since = None,
     until: Until = None,
@@ -95,8 +101,8 @@ async def list_command(
     json_out: JsonFlag = False,
 ) -> None:
     """List runs, newest first."""
-    if kind is not None and kind not in ("turn", "attention"):
-        raise ValidationError("--kind must be 'turn' or 'attention'.")
+    if kind is not None and kind not in RUN_KINDS:
+        raise ValidationError("--kind must be 'turn', 'attention' or 'digest'.")
     start, end = time_window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:

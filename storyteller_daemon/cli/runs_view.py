@@ -126,14 +126,19 @@ def _trigger_line(run: RunSummary) -> str:
     return f"Trigger:   {run.trigger_label}{where} at {format_time(run.started_at)}"
 
 
+RUN_NAMES = {"turn": "turn", "attention": "attention call", "digest": "digest refresh"}
+
+
 def show_run(run: RunSummary, record: dict[str, Any], related: list[RunSummary]) -> None:
     """A readable transcript of one run."""
-    what = "turn" if run.kind == "turn" else "attention call"
+    what = RUN_NAMES.get(run.kind, run.kind)
     lines = [f"Run #{run.id}: {what} of {run.storyteller_name} (#{run.storyteller_id})"]
     lines.append(_trigger_line(run))
     lines.append(f"Turn key:  {run.turn_key}")
     if run.kind == "turn":
         lines += _turn_lines(run, record, related)
+    elif run.kind == "digest":
+        lines += _digest_lines(run, record)
     else:
         lines += _attention_lines(run, record, related)
     for line in lines:
@@ -237,6 +242,42 @@ def _attention_lines(
     response = record.get("response")
     if response is not None:
         lines += ["", "Answer:", *_block(response.get("output_text", ""))]
+    return lines
+
+
+CHANGE_NAMES = {
+    "resolved_situations": "resolved situation(s)",
+    "open_situations": "open situation(s)",
+    "turns": "turn(s) that acted",
+    "memory_changes": "memory change(s)",
+}
+
+
+def describe_changes(changes: dict[str, int]) -> str:
+    """A digest's changes as ``1 open situation(s) and 2 memory change(s)`` ("" for none)."""
+    parts = [f"{n} {CHANGE_NAMES.get(kind, kind)}" for kind, n in changes.items() if n]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else "".join(parts)
+
+
+def _digest_lines(run: RunSummary, record: dict[str, Any]) -> list[str]:
+    read = describe_changes(record.get("changes") or {}) or "none"
+    request = record.get("request") or {}
+    lines = [
+        f"Outcome:   {run.outcome}",
+        f"Changes:   {read}",
+        f"Model:     {request.get('model', 'none')}",
+        _header_usage(run),
+    ]
+    if run.error:
+        lines.append(f"Error:     {run.error}")
+    previous = record.get("previous")
+    lines += ["", "Previous digest:", *_block(previous if previous is not None else "(none)")]
+    lines += ["", "Input:", *_block(record.get("input", ""))]
+    response = record.get("response")
+    if response is not None:
+        lines += ["", "Answer:", *_block(response.get("output_text", ""))]
+    digest = record.get("digest")
+    lines += ["", "Digest:", *_block(digest if digest is not None else "(not written)")]
     return lines
 
 

@@ -31,6 +31,7 @@ from storyteller_daemon.config.sections import (
     LoggingConfig,
     ModelConfig,
     ModelPrice,
+    ReflectionConfig,
     RunsConfig,
     WorldConfig,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "PolicyConfig",
     "PositiveFloat",
     "PositiveInt",
+    "ReflectionConfig",
     "RunsConfig",
     "WorldConfig",
     "database_url",

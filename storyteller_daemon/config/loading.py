@@ -28,6 +28,7 @@ from storyteller_daemon.config.sections import (
     LimitsConfig,
     LoggingConfig,
     ModelConfig,
+    ReflectionConfig,
     RunsConfig,
     WorldConfig,
 )
@@ -48,6 +49,7 @@ class Config(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    reflection: ReflectionConfig = Field(default_factory=ReflectionConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
 
 

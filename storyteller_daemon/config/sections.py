@@ -2,8 +2,8 @@
 
 Each section is one frozen model of `fields._Section` whose attributes are its keys with their
 defaults: ``[database]``, ``[model]`` (with its price table), ``[limits]``, ``[attention]``,
-``[world]``, ``[alerts]``, ``[daemon]``, ``[http]``, ``[logging]``, ``[runs]`` and
-``[budgets]``.
+``[world]``, ``[alerts]``, ``[daemon]``, ``[http]``, ``[logging]``, ``[runs]``, ``[budgets]``
+and ``[reflection]``.
 """
 
 from __future__ import annotations
@@ -200,3 +200,34 @@ class BudgetsConfig(_Section):
     """Input plus output tokens of all requests of one turn."""
     skip_idle_heartbeats: bool = True
     """Heartbeats call no model while no player is online in the storyteller's watched rooms."""
+
+
+class ReflectionConfig(_Section):
+    """Reflection while idle: the rolling digest and the consolidation of duplicate memories."""
+
+    enabled: bool = True
+    """Run reflection passes in the daemon (``storyteller ais digest refresh`` works anyway)."""
+    check_seconds: PositiveFloat = 30.0
+    """How often the daemon looks for quiet storytellers."""
+    quiet_seconds: NonNegativeFloat = 120.0
+    """A storyteller is quiet once it has had no open work (no event waiting or being judged,
+    no turn waiting or running) for this long."""
+    interval_seconds: NonNegativeFloat = 3600.0
+    """At most one reflection pass per storyteller in this many seconds."""
+    model: str = ""
+    """The digest model; empty: each storyteller's attention model."""
+    reasoning_effort: Literal["", "none", "minimal", "low", "medium", "high"] = ""
+    """Empty: the storyteller's attention effort; ``none`` sends none (non-reasoning models)."""
+    digest_max_chars: Annotated[int, Field(ge=200, le=20_000)] = 2400
+    """The digest's length bound: asked of the model, and a longer answer is cut."""
+    max_output_tokens: PositiveInt = 2000
+    """max_output_tokens of a digest request (reasoning tokens included)."""
+    max_changes: PositiveInt = 30
+    """Of each kind of change (resolved situations, open ones, turns, memory changes), the
+    newest this many go into a digest request; the rest are counted."""
+    consolidate: bool = True
+    """Merge near-duplicate memories about one character on each pass."""
+    similarity: Annotated[float, Field(gt=0, le=1)] = 0.8
+    """Shingle containment at or above which two memories about one character are merged."""
+    merged_max_chars: PositiveInt = 2000
+    """A merge whose text would be longer than this is not made (the memories stay apart)."""

@@ -54,6 +54,21 @@ EVENT_FOCUSED_TOOLS: tuple[str, ...] = tuple(
 
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(FULL_PROFILE_TOOLS)
 
+WRITING_TOOLS: frozenset[str] = frozenset(
+    {
+        "CreateSituation",
+        "UpdateSituation",
+        "ResolveSituation",
+        "CreateMemory",
+        "UpdateMemory",
+        "ForgetMemory",
+    }
+)
+"""The built-ins that change what the storyteller keeps; custom tools change the game."""
+
+READ_ONLY_TOOLS: frozenset[str] = BUILTIN_TOOL_NAMES - WRITING_TOOLS
+"""The built-ins that change nothing (look-ups, and Noop)."""
+
 
 class ToolProfile(StrEnum):
     """Which built-ins a turn offers."""

@@ -1,10 +1,10 @@
-"""Runs: what each attention batch and turn did, what it cost, and replaying it.
+"""Runs: what each attention batch, turn and digest refresh did, what it cost, and replaying it.
 
 The one public face of run records:
 
-- `RunRecorder` wraps every attention batch and turn, owns the model requests made inside it
-  (`attribution`), tapes what the world and the repositories answered (`tape`) and stores the
-  record (`records`) with one cost-ledger row per request;
+- `RunRecorder` wraps every attention batch, turn and digest refresh, owns the model
+  requests made inside it (`attribution`), tapes what the world and the repositories answered
+  (`tape`) and stores the record (`records`) with one cost-ledger row per request;
 - `replay_turn` runs a recorded turn again with today's code over its tape and reports the
   `Difference`s;
 - `cost_usd` prices a request's usage.
@@ -24,7 +24,7 @@ from storyteller_daemon.runs.attribution import (
 from storyteller_daemon.runs.costs import cost_usd, price_for
 from storyteller_daemon.runs.differences import Difference
 from storyteller_daemon.runs.recorder import RunRecorder
-from storyteller_daemon.runs.records import AttentionRun, TurnRun
+from storyteller_daemon.runs.records import AttentionRun, DigestRun, TurnRun
 from storyteller_daemon.runs.replay import ReplayReport, RunnerFactory, replay_turn
 from storyteller_daemon.runs.tape import Services, Tape, decode_trigger, encode_trigger
 
@@ -32,6 +32,7 @@ __all__ = [
     "AttentionRun",
     "Charge",
     "Difference",
+    "DigestRun",
     "Exchange",
     "ReplayReport",
     "RunContext",

@@ -45,7 +45,7 @@ class RunContext:
     Attributes:
         storyteller_id: whose requests they are (None for requests of no storyteller).
         storyteller_name: the name at the time, for alerts and the ledger.
-        purpose: ``attention``, ``turn`` or ``replay``.
+        purpose: ``attention``, ``turn``, ``digest`` or ``replay``.
         trigger_kind: the trigger's kind value.
         room_id: the trigger's room, if any.
         charges: the answered requests' bills, in order.

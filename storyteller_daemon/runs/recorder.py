@@ -1,6 +1,7 @@
-"""Recording runs: every turn and attention call stored with its cost, for audit and replay.
+"""Recording runs: every turn, attention call and digest refresh stored with its cost.
 
-`RunRecorder` wraps each attention call and each turn of the `AgentTurnRunner`:
+`RunRecorder` wraps each attention call and each turn of the `AgentTurnRunner`, and each digest
+refresh of reflection:
 
 * it makes the run the owner of the model requests made inside it (`attribution.attributed`),
   so the budgets and the cost ledger know whose requests they are;
@@ -10,8 +11,9 @@
   the run record and one cost-ledger row per request in one transaction.
 
 Attention calls are stored one record per batch (``kind = attention``), holding every event
-of the batch with its verdict and every request made for it (a re-ask included). With
-``runs.record = false`` only the ledger rows are written.
+of the batch with its verdict and every request made for it (a re-ask included); a digest
+refresh is one record (``kind = digest``) holding the changes it read, its request and answer
+and the digest it wrote. With ``runs.record = false`` only the ledger rows are written.
 
 Records hold prompts and player text: they go to the database only, never to the log. A failed
 write is logged (without payload) and never fails the turn.
@@ -30,9 +32,12 @@ from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs.attribution import Charge, RunContext, attributed
 from storyteller_daemon.runs.records import (
+    DIGEST_TRIGGER,
     AttentionRun,
+    DigestRun,
     TurnRun,
     attention_run,
+    digest_run,
     interrupted_run,
     ledger_entries,
     ledger_entry,
@@ -114,6 +119,21 @@ class RunRecorder:
             yield run
 
     @contextlib.asynccontextmanager
+    async def digest(self, storyteller: Storyteller, key: str) -> AsyncIterator[DigestRun]:
+        """Attribute the digest request made inside, and store the refresh when it ends."""
+        context = self._context(storyteller, None, "digest")
+        run = DigestRun(context)
+
+        async def store(started: datetime, began: float, error: Exception | None) -> None:
+            if self.active:
+                duration = self._clock.monotonic() - began
+                stored = digest_run(storyteller, key, run, started, duration, error)
+                await self._store(stored, run.context)
+
+        async with self._stored(run.context, store):
+            yield run
+
+    @contextlib.asynccontextmanager
     async def _stored(
         self,
         context: RunContext,
@@ -133,13 +153,15 @@ class RunRecorder:
             if not _cancelled(error):
                 await store(started, began, error)
 
-    def _context(self, storyteller: Storyteller, trigger: Trigger, purpose: str) -> RunContext:
+    def _context(
+        self, storyteller: Storyteller, trigger: Trigger | None, purpose: str
+    ) -> RunContext:
         return RunContext(
             storyteller_id=storyteller.id,
             storyteller_name=storyteller.name,
             purpose=purpose,
-            trigger_kind=trigger.kind.value,
-            room_id=trigger.room_id,
+            trigger_kind=trigger.kind.value if trigger is not None else DIGEST_TRIGGER,
+            room_id=trigger.room_id if trigger is not None else None,
             on_charge=self._write_charge if self._ledger is not None else None,
             on_request=self._write_provisional if self._ledger is not None else None,
             on_no_answer=self._discard_provisional if self._ledger is not None else None,

@@ -1,5 +1,5 @@
-"""What a run record holds: the stored form of an attention batch, a turn or an interrupted
-turn, and the cost-ledger rows of its requests.
+"""What a run record holds: the stored form of an attention batch, a turn, an interrupted turn
+or a digest refresh, and the cost-ledger rows of its requests.
 
 `RunRecorder` decides when to store; these functions decide what. Records hold prompts and
 player text: they go to the database only, never to the log.
@@ -18,11 +18,14 @@ from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
-from storyteller_daemon.runs.attribution import Charge, RunContext
+from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
 from storyteller_daemon.runs.tape import Services, Tape, encode_trigger
 from storyteller_daemon.storage.runs import LedgerEntry, NewRun
 
 RECORD_VERSION = 1
+DIGEST_TRIGGER = "reflection"
+"""The trigger kind of digest runs (no world trigger starts them: a quiet storyteller does)."""
+DIGEST_LABEL = "Digest refresh"
 
 
 # ---------------------------------------------------------------------- runs in progress
@@ -52,6 +55,29 @@ class TurnRun:
     fence: str = ""
     """The token of the prompt's world-text fence, so a replay builds the same prompt."""
     record: TurnRecord | None = None
+
+
+@dataclass
+class DigestRun:
+    """A digest refresh being made; the refresher fills in what it read and what it wrote.
+
+    Attributes:
+        previous: the digest it started from (None: the first).
+        changes: how many changes of each kind it was given.
+        fingerprint: the fingerprint of those changes.
+        input: the request's user message.
+        digest: the new digest, once written.
+        outcome: ``refreshed``, or why not (``empty``, ``incomplete``); an error's outcome
+            otherwise.
+    """
+
+    context: RunContext
+    previous: str | None = None
+    changes: dict[str, int] | None = None
+    fingerprint: str = ""
+    input: str = ""
+    digest: str | None = None
+    outcome: str | None = None
 
 
 # ---------------------------------------------------------------------- stored runs
@@ -98,13 +124,9 @@ def attention_run(
             }
             for x in context.exchanges
         ],
-        "request": api_body(exchange.request) if exchange else None,
-        "response": (
-            response_summary(exchange.response) if exchange and exchange.response else None
-        ),
+        **_last_exchange(exchange),
         "verdict": judged[0]["verdict"] if len(judged) == 1 else None,
-        "charges": [charge_json(c) for c in context.charges],
-        "cost_usd": context.cost_usd,
+        **_costs(context),
         "error": error_note,
     }
     label = first.label if len(triggers) == 1 else f"{len(triggers)} events"
@@ -149,8 +171,7 @@ def turn_run(
         "prompt": run.prompt,
         "fence": run.fence,
         "turn": turn.to_dict() if turn is not None else None,
-        "charges": [charge_json(c) for c in context.charges],
-        "cost_usd": context.cost_usd,
+        **_costs(context),
         "situations": touched,
         "tape": run.tape.entries if run.tape is not None else [],
         "speech_history": run.services.speech is not None,
@@ -205,18 +226,81 @@ def interrupted_run(
     )
 
 
+def digest_run(
+    storyteller: Storyteller,
+    key: str,
+    run: DigestRun,
+    started: datetime,
+    duration: float,
+    error: BaseException | None,
+) -> NewRun:
+    """The stored run of one digest refresh: what it read, the request, the answer, the digest."""
+    context = run.context
+    exchange = context.exchanges[-1] if context.exchanges else None
+    error_note = error_text(error) or (exchange.error if exchange else None)
+    outcome = run.outcome or error_outcome(error)
+    record = {
+        **_head("digest", storyteller, key, None),
+        "previous": run.previous,
+        "changes": run.changes or {},
+        "fingerprint": run.fingerprint,
+        "input": run.input,
+        **_last_exchange(exchange),
+        "digest": run.digest,
+        **_costs(context),
+        "error": error_note,
+    }
+    return NewRun(
+        kind="digest",
+        turn_key=key,
+        storyteller_id=storyteller.id or 0,
+        storyteller_name=storyteller.name,
+        trigger_kind=DIGEST_TRIGGER,
+        trigger_label=DIGEST_LABEL,
+        room_id=None,
+        verdict=None,
+        outcome=outcome,
+        started_at=started,
+        duration_seconds=duration,
+        rounds=len(context.exchanges),
+        cost_usd=context.cost_usd,
+        error=error_note,
+        record=record,
+        **usage_columns(context),
+    )
+
+
 # ---------------------------------------------------------------------- parts
 
 
-def _head(kind: str, storyteller: Storyteller, key: str, trigger: Trigger) -> dict[str, Any]:
-    """The fields every run record starts with."""
+def _head(kind: str, storyteller: Storyteller, key: str, trigger: Trigger | None) -> dict[str, Any]:
+    """The fields every run record starts with (a digest run has no world trigger)."""
     return {
         "version": RECORD_VERSION,
         "kind": kind,
         "storyteller": {"id": storyteller.id, "name": storyteller.name},
         "turn_key": key,
-        "trigger": encode_trigger(trigger),
+        "trigger": (
+            encode_trigger(trigger)
+            if trigger is not None
+            else {"kind": DIGEST_TRIGGER, "label": DIGEST_LABEL}
+        ),
     }
+
+
+def _last_exchange(exchange: Exchange | None) -> dict[str, Any]:
+    """A run's last request and its answer, as its record keeps them."""
+    return {
+        "request": api_body(exchange.request) if exchange else None,
+        "response": (
+            response_summary(exchange.response) if exchange and exchange.response else None
+        ),
+    }
+
+
+def _costs(context: RunContext) -> dict[str, Any]:
+    """What each answered request of a run cost, and the total, as its record keeps them."""
+    return {"charges": [charge_json(c) for c in context.charges], "cost_usd": context.cost_usd}
 
 
 def charge_json(charge: Charge) -> dict[str, Any]:

@@ -90,6 +90,10 @@ class RuntimeStats:
     """Seconds from an event's arrival in the backlog to its verdict."""
     turn_latency: Distribution = field(default_factory=lambda: Distribution(WAIT_BUCKETS))
     """Seconds from an event's arrival in the backlog to the start of its turn."""
+    reflections: Counter[str] = field(default_factory=Counter)
+    """Reflection while idle: ``digest_<outcome>`` per refresh (refreshed, unchanged,
+    budget_exceeded, failed, no_model), ``memories_merged`` per memory folded into another,
+    ``failed`` per pass that crashed."""
 
     def spend(self, storyteller: str, usd: float) -> None:
         """Add a storyteller's model spend."""

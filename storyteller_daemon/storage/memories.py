@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection
+from datetime import datetime
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -257,6 +258,26 @@ class MemoryRepository:
         query = query.order_by(MemoryEditRow.at, MemoryEditRow.id)
         async with self._db.session() as session:
             return [edit_to_domain(r) for r in (await session.execute(query)).scalars()]
+
+    async def edits_since(
+        self,
+        storyteller_id: int,
+        since: datetime | None,
+        *,
+        limit: int,
+        actions: Collection[MemoryAction] | None = None,
+    ) -> builtins.list[MemoryEdit]:
+        """The newest `limit` edits of this storyteller's memories at or after `since` (None:
+        any time), of the given `actions` (None: all), oldest first."""
+        query = select(MemoryEditRow).where(MemoryEditRow.storyteller_id == storyteller_id)
+        if actions is not None:
+            query = query.where(MemoryEditRow.action.in_([a.value for a in actions]))
+        if since is not None:
+            query = query.where(MemoryEditRow.at >= since)
+        query = query.order_by(MemoryEditRow.at.desc(), MemoryEditRow.id.desc()).limit(limit)
+        async with self._db.session() as session:
+            rows = [edit_to_domain(r) for r in (await session.execute(query)).scalars()]
+        return list(reversed(rows))
 
     async def counts_by_character(self, storyteller_id: int) -> dict[int, int]:
         """Character id → number of memories, for player summaries."""

@@ -11,7 +11,7 @@ import json
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.situations import (
@@ -195,6 +195,26 @@ class SituationRepository:
                 scoped.append(SituationRow.scope_character_id.in_(list(character_ids)))
             query = query.where(or_(*scoped))
         query = query.order_by(SituationRow.created_on.desc(), SituationRow.id.desc()).limit(limit)
+        async with self._db.session() as session:
+            rows = [situation_to_domain(r) for r in (await session.execute(query)).scalars()]
+        return list(reversed(rows))
+
+    async def changed_since(
+        self, storyteller_id: int, since: datetime | None, *, resolved: bool, limit: int
+    ) -> builtins.list[Situation]:
+        """Resolved situations resolved at or after `since`, or open ones opened or changed at
+        or after it (None: any time); the newest `limit` by their latest change, oldest first."""
+        latest = func.coalesce(SituationRow.updated_on, SituationRow.created_on)
+        query = select(SituationRow).where(
+            SituationRow.storyteller_id == storyteller_id, SituationRow.resolved.is_(resolved)
+        )
+        if since is not None and resolved:
+            query = query.where(SituationRow.resolved_on >= since)
+        elif since is not None:
+            query = query.where(
+                or_(SituationRow.created_on >= since, SituationRow.updated_on >= since)
+            )
+        query = query.order_by(latest.desc(), SituationRow.id.desc()).limit(limit)
         async with self._db.session() as session:
             rows = [situation_to_domain(r) for r in (await session.execute(query)).scalars()]
         return list(reversed(rows))

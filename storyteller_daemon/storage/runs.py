@@ -1,6 +1,6 @@
 """Run records: what every storyteller turn and attention call did, for audit and replay.
 
-A run is one of two kinds:
+A run is one of three kinds:
 
 * ``turn``: a tool-loop turn. Its record holds the trigger, the user prompt, every request body
   and response, every tool call with arguments and result envelope, skips, refusals, retries,
@@ -9,6 +9,8 @@ A run is one of two kinds:
 * ``attention``: one attention-gate request about one trigger, with its verdict and reason. Every
   judged trigger gets one, interested or not; a turn that follows an interested verdict carries
   the same ``turn_key``, which is how `RunRepository.related` links the two.
+* ``digest``: one refresh of a storyteller's rolling digest while it was idle: the changes it
+  read, the request and answer, and the digest it wrote (trigger kind ``reflection``).
 
 The full record is JSON in ``record``; the columns beside it exist to filter and sum without
 parsing it. Runs hold player text and prompts, so they are pruned after
@@ -99,7 +101,7 @@ class LedgerRow(Base):
     day: Mapped[str] = mapped_column(String(10))
     """The UTC day as ``YYYY-MM-DD``: groups and indexes the same on every backend."""
     purpose: Mapped[str] = mapped_column(String(20))
-    """``attention``, ``turn`` or ``replay``."""
+    """``attention``, ``turn``, ``digest`` or ``replay``."""
     storyteller_id: Mapped[int | None] = mapped_column(BigInteger)
     storyteller_name: Mapped[str] = mapped_column(String(200), default="")
     trigger_kind: Mapped[str | None] = mapped_column(String(20))
@@ -349,6 +351,31 @@ class RunRepository:
         async with self._db.session() as session:
             rows = (await session.execute(query)).scalars().all()
             return [_summary(r) for r in rows]
+
+    async def records_since(
+        self,
+        storyteller_id: int,
+        since: datetime | None,
+        *,
+        kind: str,
+        limit: int,
+        min_tool_calls: int = 0,
+    ) -> builtins.list[StoredRun]:
+        """The newest `limit` runs of one kind of a storyteller started at or after `since`
+        (None: any time) with at least `min_tool_calls` tool calls, with their records, oldest
+        first."""
+        query = select(RunRow).where(
+            RunRow.storyteller_id == storyteller_id,
+            RunRow.kind == kind,
+            RunRow.tool_calls >= min_tool_calls,
+        )
+        if since is not None:
+            query = query.where(RunRow.started_at >= since)
+        query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
+        async with self._db.session() as session:
+            rows = (await session.execute(query)).scalars().all()
+            found = [StoredRun(_summary(r), json.loads(r.record)) for r in rows]
+        return list(reversed(found))
 
     async def related(self, run: RunSummary) -> builtins.list[RunSummary]:
         """The other runs of the same storyteller and turn key (a turn's attention call)."""

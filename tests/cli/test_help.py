@@ -24,6 +24,7 @@ AIS = [
     "set",
     "situation",
     "memory",
+    "digest",
 ]
 AIS_SET = [
     "name",
@@ -90,6 +91,7 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais", "set", "REF", "speech-context"), ["count", "window"]),
         (("ais", "situation"), ["list", "show", "scope"]),
         (("ais", "memory"), ["list", "show", "forget"]),
+        (("ais", "digest"), ["show", "refresh"]),
         (("aisr",), AISR),
         (("aisr", "set", "REF"), AISR_SET),
     ],
@@ -130,6 +132,7 @@ def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> 
 @pytest.mark.parametrize(
     "args",
     [("ais", name) for name in AIS if name != "set"]
+    + [("ais", "digest", name) for name in ("show", "refresh")]
     + [("ais", "set", "REF", name) for name in AIS_SET]
     + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
     + [("ais", "set", "REF", "rule", name) for name in AIS_RULE]

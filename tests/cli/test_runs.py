@@ -153,7 +153,9 @@ def test_list_table_and_its_errors(cli: Cli) -> None:
     assert cli.fails("runs", "list", "--since", "yesterday") == (
         "'yesterday' is not a time; use e.g. 2026-03-01, 2026-03-01T12:00 or 3d (ago)."
     )
-    assert cli.fails("runs", "list", "--kind", "turns") == "--kind must be 'turn' or 'attention'."
+    assert cli.fails("runs", "list", "--kind", "turns") == (
+        "--kind must be 'turn', 'attention' or 'digest'."
+    )
     assert (
         cli.fails("runs", "list", "--since", "1d", "--until", "2d")
         == "--until must be later than --since."

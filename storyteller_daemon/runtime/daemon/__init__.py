@@ -15,10 +15,11 @@ advanced in one transaction before the events are dispatched, and marked afterwa
 daemon resumes from the stored cursor and first dispatches what was stored but never dispatched.
 A game that refuses the daemon (bad token, protocol version) stops it with that error.
 
-Every event a storyteller hears becomes work in its durable backlog (see `pipeline`).
-Shutdown (SIGINT/SIGTERM): intake stops, heartbeats stop, a judging pass or turn in flight gets
-``drain_seconds`` to finish, then is cancelled; everything else stays in the backlog for the next
-start. No task outlives `run()`.
+Every event a storyteller hears becomes work in its durable backlog (see `pipeline`). While
+storytellers are idle, reflection (`IdleWork`) consolidates their memories and refreshes their
+digests. Shutdown (SIGINT/SIGTERM): intake stops, heartbeats and reflection stop, a judging pass
+or turn in flight gets ``drain_seconds`` to finish, then is cancelled; everything else stays in
+the backlog for the next start. No task outlives `run()`.
 
 The package's modules: `ports` (what the daemon needs from outside), `state` (the state its
 parts share), `settings_watch` (settings reloads and direct invocation), `world_pump` (the
@@ -27,7 +28,7 @@ with its lifecycle).
 """
 
 from storyteller_daemon.runtime.daemon.core import Daemon, stop_on_signals
-from storyteller_daemon.runtime.daemon.ports import EventInbox, SettingsSource
+from storyteller_daemon.runtime.daemon.ports import EventInbox, IdleWork, SettingsSource
 from storyteller_daemon.runtime.daemon.settings_watch import InvocationResult
 from storyteller_daemon.runtime.daemon.world_pump import INBOX_BATCH, complete_even_if_cancelled
 
@@ -35,6 +36,7 @@ __all__ = [
     "INBOX_BATCH",
     "Daemon",
     "EventInbox",
+    "IdleWork",
     "InvocationResult",
     "SettingsSource",
     "complete_even_if_cancelled",

@@ -1,10 +1,9 @@
 """`Daemon`: the settings watch and the world pump put together, with the lifecycle.
 
 `Daemon.run` loads the settings, starts the pipeline, the world pump, the settings watch, the
-heartbeats and the intake watchdog in one task group, and on stop closes intake, gives work in
-flight the drain deadline and cancels the rest, so no task outlives it. `stop_on_signals` turns
-SIGINT and SIGTERM into that stop.
-"""
+heartbeats, the intake watchdog and reflection while idle in one task group, and on stop closes
+intake, gives work in flight the drain deadline and cancels the rest, so no task outlives it.
+`stop_on_signals` turns SIGINT and SIGTERM into that stop."""
 
 from __future__ import annotations
 
@@ -50,6 +49,8 @@ class Daemon(SettingsWatch, WorldPump):
                 ]
                 if self.intake is not None:
                     background.append(group.create_task(self._watch_intake(), name="intake"))
+                if self.idle_work is not None:
+                    background.append(group.create_task(self.idle_work.run(), name="reflection"))
                 self.ready.set()
                 log.info(
                     "ready: %d storytellers, %d watched rooms; SIGTERM or SIGINT stops",

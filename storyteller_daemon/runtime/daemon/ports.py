@@ -1,8 +1,10 @@
-"""What the daemon needs from outside: its settings and, for a bridged game, an event inbox.
+"""What the daemon needs from outside: its settings, for a bridged game an event inbox, and
+work to run while storytellers are idle.
 
 `SettingsSource` is the storyteller repository as the daemon polls it; `EventInbox` is the
 durable intake of world events (the inbox repository), through which a world that can replay
-resumes from its stored cursor.
+resumes from its stored cursor; `IdleWork` is reflection while idle
+(`runtime.reflection.ReflectionScheduler`).
 """
 
 from __future__ import annotations
@@ -49,4 +51,12 @@ class EventInbox(Protocol):
 
     async def prune(self, world: str, *, keep: int) -> int:
         """Delete dispatched events except the newest `keep`."""
+        ...
+
+
+class IdleWork(Protocol):
+    """Work that runs beside the pipeline until the daemon stops (reflection while idle)."""
+
+    async def run(self) -> None:
+        """Run until cancelled."""
         ...

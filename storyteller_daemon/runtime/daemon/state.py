@@ -16,7 +16,7 @@ from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.runtime.daemon.intake_watch import IntakeWatch
-from storyteller_daemon.runtime.daemon.ports import EventInbox, SettingsSource
+from storyteller_daemon.runtime.daemon.ports import EventInbox, IdleWork, SettingsSource
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError, WorldAdapterError
@@ -46,6 +46,7 @@ class DaemonState:
         inbox_keep: int = 10_000,
         intake_activity: Callable[[], int] | None = None,
         stall_seconds: float = 120.0,
+        idle_work: IdleWork | None = None,
     ) -> None:
         self._settings = settings
         self._inbox = inbox
@@ -65,6 +66,8 @@ class DaemonState:
         self._drain_seconds = drain_seconds
         self._retry_seconds = retry_seconds
         self.heartbeats = HeartbeatScheduler(self._fire_heartbeat, clock)
+        self.idle_work = idle_work
+        """Reflection while idle, run as one of the daemon's tasks (None: none)."""
         self.cursor: Cursor | None = None
         self._revisions: dict[int, int] | None = None
         self._zones: Mapping[int, frozenset[int]] | None = None

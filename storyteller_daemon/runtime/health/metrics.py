@@ -220,6 +220,13 @@ def daemon_metrics(
         _labelled("verdict", stats.verdicts),
     )
     out.family("turns_total", "counter", "Turns, by outcome.", _labelled("outcome", stats.turns))
+    out.family(
+        "reflections_total",
+        "counter",
+        "Reflection while idle: digest refreshes by outcome (digest_refreshed, digest_unchanged, "
+        "digest_failed...), memories merged (memories_merged) and failed passes (failed).",
+        _labelled("what", stats.reflections),
+    )
     out.family("model_requests_total", "counter", "Model requests.", _bare(stats.requests))
     out.family(
         "tool_calls_total", "counter", "Tool calls made by the model.", _bare(stats.tool_calls)

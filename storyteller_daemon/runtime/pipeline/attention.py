@@ -132,6 +132,7 @@ class AttentionStage(PipelineState):
         finally:
             lane.in_flight -= claimed
             lane.passes -= 1
+            self._touch(lane)
             lane.wake.set()
             await self._changed()
 

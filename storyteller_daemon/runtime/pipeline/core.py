@@ -32,6 +32,7 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
+                self._started_at = self._clock.monotonic()
                 if self._speech is not None:
                     group.create_task(self._speech_writer(self._speech), name="speech-history")
                 group.create_task(self._prune_hourly(), name="backlog-prune")
@@ -41,6 +42,7 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
                 await asyncio.Event().wait()  # lanes run in the group; this waits for cancel
         finally:
             self._group = None
+            self._started_at = None
             self._lanes.clear()
 
     async def _resume(self) -> None:
@@ -132,6 +134,21 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
                 for lane in self._lanes.values()
             )
         )
+
+    def quiet_for(self, storyteller_id: int) -> float | None:
+        """Seconds the storyteller has had no work in its lane (no event waiting or being
+        judged, no turn waiting or running), counted from its last activity or the start;
+        None while it has some, or while the pipeline is not running or still resuming.
+
+        The lane is the in-memory view; `backlog_depth` is the durable truth to check too.
+        """
+        if self._started_at is None or not self._restored or self._intake_busy:
+            return None
+        lane = self._lanes.get(storyteller_id)
+        if lane is not None and lane.busy:
+            return None
+        since = lane.active_at if lane is not None else None
+        return self._clock.monotonic() - (since if since is not None else self._started_at)
 
     def forget(self, storyteller_id: int) -> None:
         """Stop the tasks of a storyteller that no longer exists (its backlog stays)."""

@@ -137,6 +137,7 @@ class IntakeStage(PipelineState):
             if st is None:
                 continue
             lane = self._ensure_lane(st)
+            self._touch(lane)
             if item.state is WorkState.PENDING:
                 lane.pending += 1
                 lane.first_at = now if lane.first_at is None else lane.first_at

@@ -68,12 +68,27 @@ class _Lane:
     failures: int = 0
     expired_at: float | None = None
     """When the maximum-age policy last ran (monotonic): it runs at most once a minute."""
+    active_at: float | None = None
+    """When work last arrived, or a pass or turn last ended (monotonic): quiet time counts
+    from here (see `Pipeline.quiet_for`)."""
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def busy_judging(self) -> bool:
         """Whether an attention pass is in flight."""
         return self.passes > 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether it has work: events waiting or being judged, a turn waiting or running."""
+        return (
+            self.pending > 0
+            or self.more
+            or self.busy_judging
+            or self.turn_active
+            or self.running_turn
+            or self.turn_wake.is_set()
+        )
 
 
 class PipelineState(abc.ABC):
@@ -126,6 +141,12 @@ class PipelineState(abc.ABC):
         self._restored = False
         self._intake_busy = 0
         """`accept` calls under way (their work may not be in the backlog yet)."""
+        self._started_at: float | None = None
+        """When `Pipeline.run` began (monotonic); None while it does not run."""
+
+    def _touch(self, lane: _Lane) -> None:
+        """Note activity on a lane (quiet time starts over)."""
+        lane.active_at = self._clock.monotonic()
 
     async def _changed(self) -> None:
         async with self._progress:

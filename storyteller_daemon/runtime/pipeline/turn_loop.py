@@ -43,6 +43,7 @@ class TurnStage(PipelineState):
                 await self._clock.sleep(self._cfg.retry_seconds)
             finally:
                 lane.turn_active = False
+                self._touch(lane)
                 await self._changed()
 
     async def _next_turn(self, storyteller_id: int, lane: _Lane) -> bool:

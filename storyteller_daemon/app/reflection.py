@@ -1,0 +1,72 @@
+"""Reflection wired for one pass from the shell (``storyteller ais digest refresh``).
+
+The same parts the daemon uses, without the daemon: the configured model behind the metering
+and the budget door (today's spend read from the ledger first, so the caps hold across the
+daemon and the shell), the run recorder, and `Reflection` over the given store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+
+from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
+from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.config import Config
+from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
+from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import RunRepository
+from storyteller_daemon.storage.store import Store
+
+
+@contextlib.asynccontextmanager
+async def one_shot_reflection(
+    cfg: Config,
+    store: Store,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    choice: ModelChoice | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Reflection]:
+    """A `Reflection` over `store` with the configured model (or `choice`'s); a model it chose
+    itself is closed afterwards.
+
+    Without a model (no API key and no offline stand-in) it still consolidates memories; its
+    digests come back ``no_model``.
+    """
+    clock = clock or SystemClock()
+    owned = choice is None
+    choice = choice or choose_model(cfg, environ)
+    ledger = LedgerRepository(store.db)
+    budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock)
+    await budget.load(ledger)
+    stats = RuntimeStats()
+    model = None
+    if choice.model is not None:
+        model = MeteredModel(
+            choice.model,
+            stats,
+            cfg.model.prices,
+            budget=budget,
+            now=clock.now,
+            monotonic=clock.monotonic,
+        )
+    runs = RunRepository(store.db)
+    try:
+        refresher = DigestRefresher(
+            store=store,
+            runs=runs if cfg.runs.record else None,
+            model=model,
+            recorder=RunRecorder(runs, ledger, clock, record=cfg.runs.record),
+            clock=clock,
+            cfg=cfg.reflection,
+        )
+        yield Reflection(refresher, store.memories, cfg.reflection, stats)
+    finally:
+        if owned:
+            await close_if_closable(choice.model)
