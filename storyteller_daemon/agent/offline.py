@@ -111,6 +111,8 @@ class OfflineStandInModel:
         digest = _digest(request)
         if request.text_format is not None:
             return self._verdict(request, digest)
+        if not request.tools:
+            return _response(digest, (), _summary(request), [])
         calls = self._calls(request)
         if request.parallel_tool_calls is False:
             calls = calls[:1]
@@ -248,6 +250,23 @@ def _wants_objects(schema: Any) -> bool:
     """Whether a list's items are objects (ignore verdicts with reasons)."""
     items = schema.get("items") if isinstance(schema, Mapping) else None
     return isinstance(items, Mapping) and items.get("type") == "object"
+
+
+SUMMARY_HEADER = "Offline stand-in summary (rule-based, not a language model); the newest changes:"
+SUMMARY_LINES = 8
+
+
+def _summary(request: ModelRequest) -> str:
+    """A text-only request (a rolling digest) answered by rule: the newest change lines of
+    its input, as given, under a header that says what wrote them."""
+    lines = [
+        line.strip()
+        for text in _user_texts(request.input)
+        for line in text.splitlines()
+        if line.strip().startswith("- ")
+    ]
+    kept = list(dict.fromkeys(lines))[-SUMMARY_LINES:]
+    return "\n".join([SUMMARY_HEADER, *kept]) if kept else SUMMARY_HEADER
 
 
 def _digest(request: ModelRequest) -> str:

@@ -365,3 +365,15 @@ async def test_quoted_world_text_gives_a_clean_situation_title() -> None:
     )
     response = await OfflineStandInModel().respond(loop_request(user(prompt)))
     assert arguments(response)["Title"] == "Thief!"
+
+
+async def test_a_text_only_request_gets_a_summary_that_says_what_wrote_it() -> None:
+    from storyteller_daemon.agent.offline import SUMMARY_HEADER
+
+    prompt = "The previous digest:\n(none yet)\n\nWhat changed:\n- #3 opened: smugglers\n- #4 x"
+    answer = await OfflineStandInModel().respond(
+        ModelRequest(model="m", input=[{"role": "user", "content": prompt}], instructions="i")
+    )
+    assert not answer.function_calls
+    assert answer.output_text == f"{SUMMARY_HEADER}\n- #3 opened: smugglers\n- #4 x"
+    assert "not a language model" in answer.output_text
