@@ -220,7 +220,7 @@ class StoredRun:
     record: dict[str, Any]
 
 
-def _summary(row: RunRow) -> RunSummary:
+def run_summary(row: RunRow) -> RunSummary:
     return RunSummary(
         id=row.id,
         kind=row.kind,
@@ -315,7 +315,7 @@ class RunRepository:
             row = await session.get(RunRow, run_id)
             if row is None:
                 raise NotFoundError(f"No run with id {run_id} exists (it may have been pruned).")
-            return StoredRun(_summary(row), json.loads(row.record))
+            return StoredRun(run_summary(row), json.loads(row.record))
 
     async def list(
         self,
@@ -348,7 +348,7 @@ class RunRepository:
         query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
         async with self._db.session() as session:
             rows = (await session.execute(query)).scalars().all()
-            return [_summary(r) for r in rows]
+            return [run_summary(r) for r in rows]
 
     async def related(self, run: RunSummary) -> builtins.list[RunSummary]:
         """The other runs of the same storyteller and turn key (a turn's attention call)."""
@@ -362,7 +362,7 @@ class RunRepository:
             .order_by(RunRow.started_at, RunRow.id)
         )
         async with self._db.session() as session:
-            return [_summary(r) for r in (await session.execute(query)).scalars().all()]
+            return [run_summary(r) for r in (await session.execute(query)).scalars().all()]
 
     async def prune(self, before: datetime) -> int:
         """Delete runs started before `before` (their ledger rows stay); how many went."""
