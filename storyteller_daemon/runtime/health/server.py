@@ -31,6 +31,24 @@ SHUTDOWN_SECONDS = 5.0
 """How long a stop waits for requests being answered (live streams end at once)."""
 
 
+async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve `app` on host:port; the runner (to clean up) and the bound port.
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not local, no permission).
+    """
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(
+            "config", f"cannot listen on {host}:{port} ({exc.strerror})", "http.port"
+        ) from None
+    return runner, int(runner.addresses[0][1])
+
+
 class WebApp(Protocol):
     """Routes served beside ``/healthz`` and ``/metrics`` (the dashboard), behind the gate."""
 
@@ -108,18 +126,7 @@ class HealthServer:
         app.router.add_get("/metrics", self._metrics)
         if self._web_app is not None:
             self._web_app.install(app, self.gate)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._host, self._port).start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise ConfigError(
-                "config",
-                f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
-                "http.port",
-            ) from None
-        self._port = int(runner.addresses[0][1])
+        runner, self._port = await listen(app, self._host, self._port)
         self._runner = runner
 
     async def stop(self) -> None:
