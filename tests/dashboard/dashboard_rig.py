@@ -92,6 +92,8 @@ async def start_rig(tmp_path: Path, *, token: str = TOKEN) -> Rig:
             "database": {"url": url},
             "attention": {"quiet_seconds": 0, "max_wait_seconds": 0},
             "model": {"prices": PRICES},
+            # the sim's scripted activity would move Wren out of the quay on real time
+            "world": {"sim_activity": False},
             "http": http,
         },
         "test",

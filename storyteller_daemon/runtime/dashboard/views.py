@@ -128,14 +128,17 @@ def timeline_entry(stored: StoredRun) -> dict[str, Any]:
         for call in turn.get("calls") or []
     ]
     entry["progs"] = [
-        {"prog": _first(e.get("args")), "ok": "error" not in e, "error": e.get("error")}
+        {"prog": _prog_name(e.get("args")), "ok": "error" not in e, "error": e.get("error")}
         for e in record.get("tape") or []
         if e.get("service") == "world" and e.get("method") == "execute_prog"
     ]
     return entry
 
 
-def _first(args: Any) -> str:
+def _prog_name(args: Any) -> str:
+    """The prog a taped ``execute_prog`` call ran (its arguments are taped by name)."""
+    if isinstance(args, dict):
+        return str(args.get("prog", ""))
     return str(args[0]) if isinstance(args, list) and args else ""
 
 
