@@ -305,6 +305,21 @@ class RunRepository:
                 )
             return row.id
 
+    async def add_many(self, runs: Sequence[tuple[NewRun, Sequence[LedgerEntry]]]) -> None:
+        """Store many runs with their ledger rows in one transaction (benchmarks and bulk
+        loads; the daemon stores each run as it ends with `add`)."""
+        async with self._db.session() as session:
+            rows = [_row(run) for run, _ in runs]
+            session.add_all(rows)
+            await session.flush()
+            session.add_all(
+                [
+                    ledger_row(entry, row.id)
+                    for row, (_, charges) in zip(rows, runs, strict=True)
+                    for entry in charges
+                ]
+            )
+
     async def get(self, run_id: int) -> StoredRun:
         """One run with its record.
 

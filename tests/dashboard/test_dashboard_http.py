@@ -255,3 +255,21 @@ async def test_assets_come_from_the_package(
     async with client.get(rig.base + path) as response:
         assert response.status == 200
         assert len(await response.read()) > 500
+
+
+async def test_the_kill_switch_file_flag_is_flipped_from_the_api(
+    rig: Rig, client: aiohttp.ClientSession
+) -> None:
+    kill_file = rig.db_path.with_suffix(".kill")
+    url = f"{rig.base}/api/kill-switch"
+    async with client.post(url, headers=BEARER, json={"on": True}) as response:
+        assert await response.json() == {"on": True, "by_setting": False, "switchable": True}
+    assert kill_file.exists()
+    assert rig.runtime.runner is not None
+    async with client.get(f"{rig.base}/api/overview", headers=BEARER) as response:
+        assert (await response.json())["kill_switch"]["on"] is True
+    async with client.post(url, headers=BEARER, json={"on": False}) as response:
+        assert (await response.json())["on"] is False
+    assert not kill_file.exists()
+    async with client.post(url, headers=BEARER, json={"on": "yes"}) as response:
+        assert response.status == 400
