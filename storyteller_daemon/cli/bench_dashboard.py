@@ -33,7 +33,7 @@ TOKEN = secrets.token_urlsafe(16)
 
 def _record(kind: str, n: int, at: datetime) -> dict[str, Any]:
     """A record the size and shape of a real one (a few kB)."""
-    trigger = {
+    trigger: dict[str, Any] = {
         "kind": "room_echo",
         "label": "Room Echo",
         "occurred_at": at.isoformat(),
