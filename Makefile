@@ -8,6 +8,11 @@ STAMP := $(VENV)/.installed
 PY313 ?= $(shell for p in $$HOME/.pyenv/versions/3.13*/bin/python3.13 $$(command -v python3.13); do "$$p" -c "" 2>/dev/null && { echo "$$p"; break; }; done)
 VENV313 := .venv313
 
+# The browser tests drive Debian's chromium through Playwright (a dev dependency) with
+# executable_path, so no browser build is downloaded.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
 .PHONY: demo test test-313 check fmt clean shutdown-loop
 
 $(STAMP): pyproject.toml
@@ -22,11 +27,16 @@ check: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: check
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "install Chromium as $(CHROMIUM) for the browser tests"; exit 69; }
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+test: check $(CHROMIUM)
 	$(BIN)/pytest -q
 
 # The suite again on CPython 3.13 (CI runs both; the daemon supports 3.11 to 3.13).
-test-313:
+test-313: $(CHROMIUM)
 	@test -n "$(PY313)" || { echo "python3.13 not found: install it or set PY313=/path/to/python3.13"; exit 69; }
 	@test -x $(VENV313)/bin/python || $(PY313) -m venv $(VENV313)
 	$(VENV313)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'

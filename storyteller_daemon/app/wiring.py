@@ -39,6 +39,7 @@ from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
@@ -63,6 +64,9 @@ from storyteller_daemon.storage.store import Store
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
+
+DASHBOARD_KEEPALIVE_SECONDS = 15.0
+"""A live timeline with nothing new is sent a keep-alive this often (runs wake it at once)."""
 
 
 async def build_runtime(
@@ -210,6 +214,13 @@ async def build_runtime(
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
     if cfg.http.enabled:
+        dashboard = None
+        if cfg.http.dashboard:
+            feed = RunFeed(poll_seconds=DASHBOARD_KEEPALIVE_SECONDS)
+            recorder.listen(feed.stored)
+            controls = Controls(cfg.policy, policy.kill_file)
+            data = DashboardData(store, cfg.budgets, clock, controls, daemon, stats)
+            dashboard = Dashboard(data, feed)
         health = HealthServer(
             daemon=daemon,
             db_check=store.db.current_revision,
@@ -218,6 +229,8 @@ async def build_runtime(
             host=cfg.http.host,
             port=cfg.http.port,
             token=token,
+            web_app=dashboard,
+            monotonic=clock.monotonic,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
     runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep

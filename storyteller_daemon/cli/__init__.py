@@ -113,6 +113,7 @@ def _register() -> None:
         bench,
         bridge,
         costs,
+        dashboard,
         db,
         demo,
         doctor,
@@ -133,6 +134,7 @@ def _register() -> None:
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
     app.command("costs")(costs.costs)
+    app.command("dashboard")(dashboard.dashboard)
     app.command("run")(run.run)
     app.command("demo")(demo.demo)
     app.command("doctor")(doctor.doctor)

@@ -21,7 +21,8 @@ import typer
 from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async
 
 app = typer.Typer(
-    help="Benchmarks: pipeline throughput and reference search.", no_args_is_help=True
+    help="Benchmarks: pipeline throughput, reference search and the dashboard's pages.",
+    no_args_is_help=True,
 )
 
 
@@ -177,6 +178,22 @@ async def search(
         report,
         as_json,
     )
+
+
+@app.command("dashboard")
+@run_async
+async def dashboard(
+    runs: Annotated[int, typer.Option(help="Run records to fill the database with.", min=1)] = (
+        100_000
+    ),
+    requests: Annotated[int, typer.Option(help="Times to fetch each page.", min=1)] = 20,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time every dashboard page over a throw-away SQLite file holding many run records."""
+    from storyteller_daemon.cli.bench_dashboard import run_dashboard_bench
+
+    report = await run_dashboard_bench(runs, requests)
+    _report("dashboard benchmark (SQLite, whole requests over loopback)", report, as_json)
 
 
 async def _with_progress(

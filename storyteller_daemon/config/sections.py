@@ -156,7 +156,7 @@ class DaemonConfig(_Section):
 
 
 class HttpConfig(_Section):
-    """The optional health and metrics listener (``/healthz``, ``/metrics``)."""
+    """The optional listener: ``/healthz``, ``/metrics`` and the web dashboard."""
 
     enabled: bool = False
     host: str = Field(default="127.0.0.1", min_length=1)
@@ -164,6 +164,8 @@ class HttpConfig(_Section):
     """0 picks a free port."""
     token_env: EnvVarName = ""
     """Bearer token required on every request; mandatory when `host` is not a loopback address."""
+    dashboard: bool = True
+    """Serve the web dashboard (``/``, ``/api/``) beside ``/healthz`` and ``/metrics``."""
 
 
 class LoggingConfig(_Section):

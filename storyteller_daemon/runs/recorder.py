@@ -73,9 +73,15 @@ class RunRecorder:
         self._ledger = ledger
         self._clock = clock
         self._record = record and runs is not None
+        self._listeners: list[Callable[[int], None]] = []
         self.prunes = 0
         """Completed daily prunes (tests wait on this instead of sleeping)."""
         self._pruned = asyncio.Condition()
+
+    def listen(self, listener: Callable[[int], None]) -> None:
+        """Call `listener` with the id of every run stored from now on (the dashboard's live
+        timeline); it must not block or raise."""
+        self._listeners.append(listener)
 
     @property
     def active(self) -> bool:
@@ -221,7 +227,9 @@ class RunRecorder:
             entries = ledger_entries(context, situation)
         try:
             if self._record and self._runs is not None:
-                await self._runs.add(run, entries, context.ledger_ids)
+                run_id = await self._runs.add(run, entries, context.ledger_ids)
+                for listener in self._listeners:
+                    listener(run_id)
             elif self._ledger is not None:
                 await self._ledger.add(entries)
         except Exception as exc:  # losing a record must never fail the turn

@@ -222,7 +222,7 @@ class StoredRun:
     record: dict[str, Any]
 
 
-def _summary(row: RunRow) -> RunSummary:
+def run_summary(row: RunRow) -> RunSummary:
     return RunSummary(
         id=row.id,
         kind=row.kind,
@@ -307,6 +307,21 @@ class RunRepository:
                 )
             return row.id
 
+    async def add_many(self, runs: Sequence[tuple[NewRun, Sequence[LedgerEntry]]]) -> None:
+        """Store many runs with their ledger rows in one transaction (benchmarks and bulk
+        loads; the daemon stores each run as it ends with `add`)."""
+        async with self._db.session() as session:
+            rows = [_row(run) for run, _ in runs]
+            session.add_all(rows)
+            await session.flush()
+            session.add_all(
+                [
+                    ledger_row(entry, row.id)
+                    for row, (_, charges) in zip(rows, runs, strict=True)
+                    for entry in charges
+                ]
+            )
+
     async def get(self, run_id: int) -> StoredRun:
         """One run with its record.
 
@@ -317,7 +332,7 @@ class RunRepository:
             row = await session.get(RunRow, run_id)
             if row is None:
                 raise NotFoundError(f"No run with id {run_id} exists (it may have been pruned).")
-            return StoredRun(_summary(row), json.loads(row.record))
+            return StoredRun(run_summary(row), json.loads(row.record))
 
     async def list(
         self,
@@ -350,7 +365,7 @@ class RunRepository:
         query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
         async with self._db.session() as session:
             rows = (await session.execute(query)).scalars().all()
-            return [_summary(r) for r in rows]
+            return [run_summary(r) for r in rows]
 
     async def records_since(
         self,
@@ -389,7 +404,7 @@ class RunRepository:
             .order_by(RunRow.started_at, RunRow.id)
         )
         async with self._db.session() as session:
-            return [_summary(r) for r in (await session.execute(query)).scalars().all()]
+            return [run_summary(r) for r in (await session.execute(query)).scalars().all()]
 
     async def prune(self, before: datetime) -> int:
         """Delete runs started before `before` (their ledger rows stay); how many went."""

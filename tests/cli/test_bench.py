@@ -26,6 +26,23 @@ def test_pipeline_benchmark_reports_every_turn() -> None:
     assert data["dropped"]["attention"] == 10
 
 
+def test_dashboard_benchmark_times_every_page_over_the_run_records() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "dashboard", "--runs", "300", "--requests", "2", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["run records"] == 300 and report["requests per page"] == 2
+    pages = [k for k in report if k.endswith("p50/p95 ms")]
+    assert len(pages) == 11
+    for key in pages:
+        p50, p95 = (float(v) for v in report[key].split(" / "))
+        assert 0 < p50 <= p95, key
+    assert report["slowest page p95 ms (target 200)"] == max(
+        float(report[k].split(" / ")[1]) for k in pages
+    )
+
+
 def _search_report(*options: str) -> dict[str, Any]:
     result = CliRunner().invoke(
         app, ["bench", "search", "--documents", "60", "--queries", "8", *options, "--json"]

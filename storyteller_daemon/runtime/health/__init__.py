@@ -9,24 +9,30 @@ The listener binds to loopback by default. On any other address a bearer token i
 (`check_http_settings` refuses to start without one), because the metrics name storytellers and
 show spending.
 
-The package's modules: `server` (the listener, its token check and ``/healthz``) and `metrics`
-(the ``/metrics`` exposition).
+The same listener serves the web dashboard (`storyteller_daemon.runtime.dashboard`) when
+``[http] dashboard`` is on; `access` decides who may use any of it.
+
+The package's modules: `server` (the listener and ``/healthz``), `access` (the token, login
+sessions and CSRF tokens) and `metrics` (the ``/metrics`` exposition).
 """
 
+from storyteller_daemon.runtime.health.access import Gate, is_loopback
 from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, Exposition, Histogram
 from storyteller_daemon.runtime.health.server import (
     DB_CHECK_SECONDS,
     HealthServer,
+    WebApp,
     check_http_settings,
-    is_loopback,
 )
 
 __all__ = [
     "CONTENT_TYPE",
     "DB_CHECK_SECONDS",
     "Exposition",
+    "Gate",
     "HealthServer",
     "Histogram",
+    "WebApp",
     "check_http_settings",
     "is_loopback",
 ]

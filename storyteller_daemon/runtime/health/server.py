@@ -1,19 +1,20 @@
-"""The HTTP listener: ``/healthz`` for liveness checks, and the ``/metrics`` endpoint.
+"""The HTTP listener: ``/healthz`` for liveness checks, the ``/metrics`` endpoint, and the web
+dashboard when one is given.
 
-`HealthServer` binds the configured address, checks the bearer token on every request (in
-constant time), answers ``/healthz`` from the daemon's readiness, world stream, heartbeat
-scheduler and a timed database round trip, and serves ``/metrics`` as `metrics` writes it.
-`check_http_settings` refuses a listener on a non-loopback address without a token.
+`HealthServer` binds the configured address, lets `access.Gate` check every request (the bearer
+token in constant time, or a dashboard login session), answers ``/healthz`` from the daemon's
+readiness, world stream, heartbeat scheduler and a timed database round trip, and serves
+``/metrics`` as `metrics` writes it. `check_http_settings` refuses a listener on a non-loopback
+address without a token.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
-import ipaddress
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -21,20 +22,39 @@ from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.config import HttpConfig
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.health.access import Gate, is_loopback
 from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, daemon_metrics
 from storyteller_daemon.runtime.spending.metering import LatencyHistogram
 
 DB_CHECK_SECONDS = 3.0
+SHUTDOWN_SECONDS = 5.0
+"""How long a stop waits for requests being answered (live streams end at once)."""
 
 
-def is_loopback(host: str) -> bool:
-    """Whether `host` names only this machine (a hostname other than localhost does not)."""
-    if host.lower() == "localhost":
-        return True
+async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve `app` on host:port; the runner (to clean up) and the bound port.
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not local, no permission).
+    """
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+    await runner.setup()
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(
+            "config", f"cannot listen on {host}:{port} ({exc.strerror})", "http.port"
+        ) from None
+    return runner, int(runner.addresses[0][1])
+
+
+class WebApp(Protocol):
+    """Routes served beside ``/healthz`` and ``/metrics`` (the dashboard), behind the gate."""
+
+    def install(self, app: web.Application, gate: Gate) -> None:
+        """Add the routes (and the login page) to `app`."""
+        ...
 
 
 def check_http_settings(http: HttpConfig, token: str) -> None:
@@ -63,6 +83,8 @@ class HealthServer:
         host: address to listen on.
         port: TCP port; 0 picks a free one (see `port` after `start`).
         token: bearer token every request must present; empty for none.
+        web_app: more routes to serve (the dashboard); None serves only health and metrics.
+        monotonic: the clock login sessions expire on.
     """
 
     def __init__(
@@ -75,6 +97,8 @@ class HealthServer:
         host: str = "127.0.0.1",
         port: int = 9464,
         token: str = "",
+        web_app: WebApp | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._daemon = daemon
         self._db_check = db_check
@@ -82,7 +106,8 @@ class HealthServer:
         self._alerts = alerts
         self._host = host
         self._port = port
-        self._token = token
+        self._web_app = web_app
+        self.gate = Gate(token, monotonic)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -96,21 +121,12 @@ class HealthServer:
         Raises:
             ConfigError: the address cannot be bound (in use, not local, no permission).
         """
-        app = web.Application(middlewares=[self._authenticate])
+        app = web.Application(middlewares=[self.gate.middleware])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._host, self._port).start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise ConfigError(
-                "config",
-                f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
-                "http.port",
-            ) from None
-        self._port = int(runner.addresses[0][1])
+        if self._web_app is not None:
+            self._web_app.install(app, self.gate)
+        runner, self._port = await listen(app, self._host, self._port)
         self._runner = runner
 
     async def stop(self) -> None:
@@ -130,21 +146,6 @@ class HealthServer:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
-
-    @web.middleware
-    async def _authenticate(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        if self._token:
-            given = request.headers.get("Authorization", "")
-            expected = f"Bearer {self._token}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
-                return web.json_response(
-                    {"error": "a bearer token is required"},
-                    status=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        return await handler(request)
 
     # ------------------------------------------------------------------ health
 

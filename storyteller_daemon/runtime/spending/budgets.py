@@ -96,6 +96,16 @@ def worst_case(
     return input_tokens, output_tokens, usd, True
 
 
+def storyteller_cap(cfg: BudgetsConfig, name: str) -> float:
+    """The daily USD cap of the storyteller called `name` (0: none): its override, else the
+    per-storyteller default."""
+    wanted = name.casefold()
+    return next(
+        (usd for key, usd in cfg.storyteller_overrides.items() if key.casefold() == wanted),
+        cfg.storyteller_daily_usd,
+    )
+
+
 class BudgetKeeper:
     """Checks, reserves and settles every model request against the caps.
 
@@ -118,7 +128,6 @@ class BudgetKeeper:
         self._prices = prices
         self._clock = clock
         self._alert = alert
-        self._overrides = {k.casefold(): v for k, v in cfg.storyteller_overrides.items()}
         self._day = clock.now().date()
         self._spent: dict[int | None, float] = {}
         self._total = 0.0
@@ -149,7 +158,7 @@ class BudgetKeeper:
         """The daily USD cap of a storyteller (0: none)."""
         if storyteller_id is None:
             return 0.0
-        return self._overrides.get(name.casefold(), self._cfg.storyteller_daily_usd)
+        return storyteller_cap(self._cfg, name)
 
     def spent(self, storyteller_id: int | None = None) -> float:
         """USD settled today by one storyteller, or by all with None."""

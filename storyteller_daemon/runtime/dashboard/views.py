@@ -1,0 +1,466 @@
+"""What each dashboard page and API route shows, as plain JSON-ready data.
+
+`DashboardData` reads the database (and the running daemon, when there is one) and returns dicts
+with stable keys: the API sends them as they are, and the pages render the same dicts through
+autoescaped templates. World text (echoes, speech, names, tool results) stays plain text here;
+escaping is the templates' and the browser's ``textContent``'s job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from storyteller_daemon.agent.policy_rules import kill_switch_on
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.config import BudgetsConfig, PolicyConfig
+from storyteller_daemon.domain.situations import CharacterMemory, Situation
+from storyteller_daemon.domain.work import WorkState
+from storyteller_daemon.errors import ValidationError
+from storyteller_daemon.runtime.dashboard.plot import cost_plots
+from storyteller_daemon.runtime.spending.budgets import storyteller_cap
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.storage.backlog import BacklogRepository
+from storyteller_daemon.storage.dashboard import DashboardQueries, RunFilter
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import RunRepository, RunSummary, StoredRun
+from storyteller_daemon.storage.store import Store
+
+WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+"""The windows the overview counts events and turns over."""
+MAX_PLOT_HOURS = 24 * 14
+
+
+class LiveDaemon(Protocol):
+    """What the dashboard asks of a running daemon (`runtime.daemon.Daemon` has it)."""
+
+    ready: asyncio.Event
+    world_status: str
+
+    async def reload(self, *, force: bool = False) -> bool:
+        """Pick up changed settings now."""
+        ...
+
+
+@dataclass(frozen=True)
+class Controls:
+    """What the dashboard may change: pause state always; the kill switch's file flag when
+    the daemon has one (``[policy] kill_file``, or next to a SQLite database)."""
+
+    policy: PolicyConfig
+    kill_file: Path | None
+
+
+def run_json(run: RunSummary) -> dict[str, Any]:
+    """A run without its record, with stable keys."""
+    return {
+        "id": run.id,
+        "kind": run.kind,
+        "turn_key": run.turn_key,
+        "storyteller": {"id": run.storyteller_id, "name": run.storyteller_name},
+        "trigger": {"kind": run.trigger_kind, "label": run.trigger_label, "room_id": run.room_id},
+        "verdict": run.verdict,
+        "outcome": run.outcome,
+        "started_at": run.started_at.isoformat(),
+        "duration_seconds": run.duration_seconds,
+        "rounds": run.rounds,
+        "tool_calls": run.tool_calls,
+        "usage": {
+            "input_tokens": run.input_tokens,
+            "cached_tokens": run.cached_tokens,
+            "output_tokens": run.output_tokens,
+            "reasoning_tokens": run.reasoning_tokens,
+        },
+        "cost_usd": run.cost_usd,
+        "situation_id": run.situation_id,
+        "error": run.error,
+    }
+
+
+def event_text(trigger: dict[str, Any] | None) -> str:
+    """What happened, as the world told it (player-written text: plain, never markup)."""
+    if not trigger:
+        return ""
+    event = trigger.get("event") or {}
+    for key in ("text", "message", "speech", "description"):
+        value = event.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return str(trigger.get("text") or "")
+
+
+def timeline_entry(stored: StoredRun) -> dict[str, Any]:
+    """One decision on the timeline: the events and verdicts of an attention call, or the
+    reason, tool calls and prog calls of a turn."""
+    run, record = stored.summary, stored.record
+    entry: dict[str, Any] = {**run_json(run), "reason": None, "calls": [], "progs": []}
+    if run.kind == "attention":
+        entry["events"] = [
+            {
+                "text": event_text(judged.get("trigger")),
+                "label": (judged.get("trigger") or {}).get("label", ""),
+                "decision": (judged.get("verdict") or {}).get("decision"),
+                "reason": (judged.get("verdict") or {}).get("reason"),
+            }
+            for judged in record.get("events") or []
+        ]
+        return entry
+    trigger = record.get("trigger") or {}
+    turn = record.get("turn") or {}
+    entry["events"] = [
+        {"text": event_text(t), "label": t.get("label", ""), "decision": None, "reason": None}
+        for t in [trigger, *(trigger.get("coalesced") or [])]
+    ]
+    entry["reason"] = trigger.get("attention_reason")
+    entry["calls"] = [
+        {
+            "name": call.get("name", ""),
+            "ok": bool((call.get("envelope") or {}).get("ok")),
+            "error": (call.get("envelope") or {}).get("error"),
+            "refused": bool(call.get("refused")),
+        }
+        for call in turn.get("calls") or []
+    ]
+    entry["progs"] = [
+        {"prog": _prog_name(e.get("args")), "ok": "error" not in e, "error": e.get("error")}
+        for e in record.get("tape") or []
+        if e.get("service") == "world" and e.get("method") == "execute_prog"
+    ]
+    return entry
+
+
+def _prog_name(args: Any) -> str:
+    """The prog a taped ``execute_prog`` call ran (its arguments are taped by name)."""
+    if isinstance(args, dict):
+        return str(args.get("prog", ""))
+    return str(args[0]) if isinstance(args, list) and args else ""
+
+
+def run_detail(stored: StoredRun, related: Sequence[RunSummary]) -> dict[str, Any]:
+    """Everything a run record holds, arranged for the run inspector."""
+    run, record = stored.summary, stored.record
+    detail: dict[str, Any] = {
+        "run": run_json(run),
+        "record": record,
+        "related": [run_json(r) for r in related],
+        "replay": f"storyteller runs replay {run.id}" if run.kind == "turn" else None,
+        "trigger": record.get("trigger") or {},
+        "events": timeline_entry(stored)["events"],
+        "charges": record.get("charges") or [],
+    }
+    if run.kind == "turn":
+        turn = record.get("turn") or {}
+        calls = turn.get("calls") or []
+        detail["prompt"] = record.get("prompt", "")
+        detail["rounds"] = [
+            {**request, "calls": [c for c in calls if c.get("round") == request.get("round")]}
+            for request in turn.get("requests") or []
+        ]
+        detail["tape"] = record.get("tape") or []
+        first = detail["rounds"][0]["request"] if detail["rounds"] else None
+        detail["sent"] = sent_prompt(first)
+    else:
+        detail["prompt"] = record.get("input", "")
+        detail["rounds"] = [
+            {"round": number, **exchange, "calls": []}
+            for number, exchange in enumerate(record.get("requests") or [], start=1)
+        ]
+        detail["tape"] = []
+        detail["sent"] = sent_prompt(record.get("request"))
+    return detail
+
+
+def sent_prompt(body: dict[str, Any] | None) -> dict[str, Any]:
+    """The first request of a run as the model was sent it: instructions and input items."""
+    if not body:
+        return {"instructions": "", "input": []}
+    items = []
+    for item in body.get("input") or []:
+        kind = item.get("type", "message")
+        if kind == "message":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "\n".join(str(part.get("text", "")) for part in content)
+            items.append({"what": str(item.get("role", "message")), "text": str(content or "")})
+        else:
+            items.append({"what": str(kind), "text": json.dumps(item, ensure_ascii=False)})
+    return {"instructions": str(body.get("instructions") or ""), "input": items}
+
+
+def situation_json(situation: Situation, runs: dict[str, int]) -> dict[str, Any]:
+    """A situation with the run that last wrote it (its id, when that run is still kept)."""
+    return {
+        "id": situation.id,
+        "storyteller_id": situation.storyteller_id,
+        "title": situation.title,
+        "text": situation.text,
+        "scope": situation.scope_label,
+        "resolved": situation.resolved,
+        "created_on": situation.created_on.isoformat(),
+        "updated_on": situation.updated_on.isoformat() if situation.updated_on else None,
+        "from_player": situation.provenance.from_player,
+        "source_run": situation.provenance.run,
+        "run_id": runs.get(situation.provenance.run),
+    }
+
+
+def memory_json(memory: CharacterMemory, runs: dict[str, int]) -> dict[str, Any]:
+    """A memory with the run that last wrote it."""
+    return {
+        "id": memory.id,
+        "storyteller_id": memory.storyteller_id,
+        "character_id": memory.character_id,
+        "title": memory.title,
+        "text": memory.text,
+        "importance": memory.importance,
+        "changed_on": memory.changed_on.isoformat(),
+        "from_player": memory.provenance.from_player,
+        "source_run": memory.provenance.run,
+        "run_id": runs.get(memory.provenance.run),
+    }
+
+
+def _stages(counts: Counter[tuple[str, str | None]]) -> dict[str, Any]:
+    """Events of a window: how many came in, were judged, were interesting, were dropped."""
+    by_state: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    for (state, rule), n in counts.items():
+        by_state[state] += n
+        if state == WorkState.FILTERED:
+            dropped[rule or "filtered"] += n
+        elif state in (WorkState.EXPIRED, WorkState.VIOLATION):
+            dropped[state] += n
+    interested = sum(by_state[s] for s in ("interested", "running", "done", "failed"))
+    return {
+        "in": sum(by_state.values()),
+        "judged": interested + by_state["ignored"] + by_state["violation"],
+        "interested": interested,
+        "ignored": by_state["ignored"],
+        "pending": by_state["pending"],
+        "dropped": dict(sorted(dropped.items())),
+    }
+
+
+class DashboardData:
+    """Answers every page's question from the database and, when given, the running daemon.
+
+    Args:
+        store: the repositories.
+        budgets: the daily caps shown against today's spend.
+        clock: decides "now", "today" and the windows.
+        controls: the pause and kill-switch settings.
+        daemon: the running daemon; None when reading a database alone.
+        stats: the running daemon's counters (what its intake dropped before the backlog).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        budgets: BudgetsConfig,
+        clock: Clock,
+        controls: Controls,
+        daemon: LiveDaemon | None = None,
+        stats: RuntimeStats | None = None,
+    ) -> None:
+        self.store = store
+        self.queries = DashboardQueries(store.db)
+        self.runs = RunRepository(store.db)
+        self._backlog = BacklogRepository(store.db)
+        self._ledger = LedgerRepository(store.db)
+        self._budgets = budgets
+        self.clock = clock
+        self.controls = controls
+        self.daemon = daemon
+        self._stats = stats
+
+    # ------------------------------------------------------------------ overview
+
+    def kill_switch(self) -> dict[str, Any]:
+        """Whether the kill switch stops prog calls, and whether the page may flip it."""
+        file = self.controls.kill_file
+        return {
+            "on": kill_switch_on(self.controls.policy, file),
+            "by_setting": self.controls.policy.kill_switch,
+            "switchable": file is not None and not self.controls.policy.kill_switch,
+        }
+
+    def _daemon_state(self) -> dict[str, Any]:
+        dropped = dict(sorted(self._stats.dropped.items())) if self._stats is not None else {}
+        if self.daemon is None:
+            return {
+                "running": False,
+                "world": "not connected (reading the database only)",
+                "dropped_at_intake": dropped,
+            }
+        return {
+            "running": self.daemon.ready.is_set(),
+            "world": self.daemon.world_status,
+            "dropped_at_intake": dropped,
+        }
+
+    async def overview(self) -> dict[str, Any]:
+        """Per storyteller: state, backlog, events by stage, turns, situations, spend."""
+        now = self.clock.now()
+        storytellers = await self.store.storytellers.list()
+        depth = await self._backlog.depth()
+        spend = await self._ledger.spend_on(now.date())
+        situations = await self.queries.open_situation_counts()
+        stages: dict[str, dict[int, Counter[tuple[str, str | None]]]] = {}
+        turns: dict[str, dict[int, dict[str, int]]] = {}
+        for name, length in WINDOWS.items():
+            stages[name] = defaultdict(Counter)
+            for count in await self.queries.stage_counts(now - length):
+                stages[name][count.storyteller_id][(count.state, count.rule)] += count.count
+            turns[name] = defaultdict(dict)
+            for sid, outcome, n in await self.queries.turn_outcomes(now - length):
+                turns[name][sid][outcome] = n
+        daemon = self._daemon_state()
+        rows = []
+        for st in storytellers:
+            sid = st.id or 0
+            cap = storyteller_cap(self._budgets, st.name)
+            spent = spend.by_storyteller.get(sid, 0.0)
+            if st.paused:
+                status = "paused"
+            else:
+                status = "running" if daemon["running"] else "active (daemon not seen)"
+            rows.append(
+                {
+                    "id": sid,
+                    "name": st.name,
+                    "paused": st.paused,
+                    "status": status,
+                    "backlog": {
+                        s: depth.get((sid, s), 0) for s in ("pending", "interested", "running")
+                    },
+                    "stages": {w: _stages(stages[w][sid]) for w in WINDOWS},
+                    "turns": {w: dict(sorted(turns[w][sid].items())) for w in WINDOWS},
+                    "open_situations": situations.get(sid, 0),
+                    "spend": _gauge(spent, cap),
+                }
+            )
+        return {
+            "generated_at": now.isoformat(),
+            "daemon": daemon,
+            "kill_switch": self.kill_switch(),
+            "spend": _gauge(spend.total, self._budgets.daily_usd),
+            "storytellers": rows,
+        }
+
+    # ------------------------------------------------------------------ runs
+
+    async def run_page(self, where: RunFilter, before: int | None, limit: int) -> dict[str, Any]:
+        """A page of runs, newest first, and the cursor of the next page."""
+        runs = await self.queries.runs_before(where, before=before, limit=limit + 1)
+        more = len(runs) > limit
+        runs = runs[:limit]
+        return {
+            "runs": [run_json(r) for r in runs],
+            "next_before": runs[-1].id if more and runs else None,
+        }
+
+    async def run(self, run_id: int) -> dict[str, Any]:
+        """The run inspector's content (raises NotFoundError for an unknown run)."""
+        stored = await self.runs.get(run_id)
+        related = await self.runs.related(stored.summary)
+        return run_detail(stored, related)
+
+    async def timeline(
+        self, where: RunFilter, *, after: int | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """Timeline entries: the newest, or those stored after run `after`, oldest first."""
+        runs = await self.queries.runs_with_records(where, after=after, limit=limit)
+        if after is None:
+            runs.reverse()
+        return [timeline_entry(r) for r in runs]
+
+    # ------------------------------------------------------------------ costs
+
+    async def costs(self, hours: int) -> dict[str, Any]:
+        """Spending per hour of the last `hours`, stacked by storyteller and by purpose, with
+        the cached-token share and where today is heading against the daily cap."""
+        hours = max(1, min(hours, MAX_PLOT_HOURS))
+        now = self.clock.now()
+        end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        start = end - timedelta(hours=hours)
+        spend = await self.queries.hourly_spend(start, end)
+        today = await self._ledger.spend_on(now.date())
+        recent_start = now - timedelta(hours=3)
+        recent = sum(s.cost_usd for s in spend if s.hour >= recent_start.strftime("%Y-%m-%d %H"))
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+        left_hours = (midnight - now).total_seconds() / 3600
+        projected = today.total + recent / 3 * left_hours
+        input_tokens = sum(s.input_tokens for s in spend)
+        cached = sum(s.cached_tokens for s in spend)
+        return {
+            "hours": hours,
+            "since": start.isoformat(),
+            "total_usd": sum(s.cost_usd for s in spend),
+            "requests": sum(s.requests for s in spend),
+            "cached_share": cached / input_tokens if input_tokens else 0.0,
+            "today": _gauge(today.total, self._budgets.daily_usd),
+            "projected_today_usd": projected,
+            "plots": cost_plots(spend, start, hours),
+        }
+
+    # ------------------------------------------------------------------ narrative
+
+    async def situations(
+        self, storyteller_id: int | None, words: str, include_resolved: bool
+    ) -> dict[str, Any]:
+        """Situations matching the search, each with the run that wrote it."""
+        found = await self.queries.situations(
+            storyteller_id=storyteller_id, words=words, include_resolved=include_resolved
+        )
+        runs = await self.queries.runs_for_keys([s.provenance.run for s in found])
+        return {"situations": [situation_json(s, runs) for s in found]}
+
+    async def memories(
+        self, storyteller_id: int | None, character_id: int | None, words: str
+    ) -> dict[str, Any]:
+        """Memories matching the search, each with the run that wrote it."""
+        found = await self.queries.memories(
+            storyteller_id=storyteller_id, character_id=character_id, words=words
+        )
+        runs = await self.queries.runs_for_keys([m.provenance.run for m in found])
+        return {"memories": [memory_json(m, runs) for m in found]}
+
+    async def storyteller_names(self) -> list[dict[str, Any]]:
+        """Every storyteller's id and name (for filters)."""
+        return [{"id": s.id, "name": s.name} for s in await self.store.storytellers.list()]
+
+    # ------------------------------------------------------------------ controls
+
+    async def set_paused(self, storyteller_id: int, paused: bool) -> dict[str, Any]:
+        """Pause or resume a storyteller; a running daemon picks it up at once."""
+        st = await self.store.storytellers.get(storyteller_id)
+        if st.paused != paused:
+            st = await self.store.storytellers.save(replace(st, paused=paused))
+        if self.daemon is not None:
+            await self.daemon.reload()
+        return {"id": st.id, "name": st.name, "paused": st.paused}
+
+    def set_kill_switch(self, on: bool) -> dict[str, Any]:
+        """Turn the kill switch's file flag on or off (refused when the page may not)."""
+        state = self.kill_switch()
+        file = self.controls.kill_file
+        if not state["switchable"] or file is None:
+            raise ValidationError(
+                "The kill switch is set in the configuration ([policy] kill_switch) or has no "
+                "file flag; change it there."
+            )
+        if on:
+            file.touch()
+        else:
+            file.unlink(missing_ok=True)
+        return self.kill_switch()
+
+
+def _gauge(spent: float, cap: float) -> dict[str, Any]:
+    return {"spent_usd": spent, "cap_usd": cap, "share": spent / cap if cap > 0 else None}
