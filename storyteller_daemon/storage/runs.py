@@ -389,7 +389,7 @@ class RunRepository:
         query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
         async with self._db.session() as session:
             rows = (await session.execute(query)).scalars().all()
-            found = [StoredRun(_summary(r), json.loads(r.record)) for r in rows]
+            found = [StoredRun(run_summary(r), json.loads(r.record)) for r in rows]
         return list(reversed(found))
 
     async def related(self, run: RunSummary) -> builtins.list[RunSummary]:
