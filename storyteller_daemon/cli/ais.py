@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli import (
-    ais_narrative,
     ais_mcp,
+    ais_narrative,
     ais_rules,
     ais_set,
     ais_set_inputs,
