@@ -116,6 +116,7 @@ def _register() -> None:
         db,
         demo,
         doctor,
+        mcp,
         policy,
         run,
         runs,
@@ -132,6 +133,7 @@ def _register() -> None:
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
+    app.add_typer(mcp.app, name="mcp")
     app.command("costs")(costs.costs)
     app.command("run")(run.run)
     app.command("demo")(demo.demo)

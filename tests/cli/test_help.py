@@ -94,6 +94,7 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais", "situation"), ["list", "show", "scope"]),
         (("ais", "memory"), ["list", "show", "forget"]),
         (("aisr",), AISR),
+        (("mcp",), ["serve"]),
         (("aisr", "set", "REF"), AISR_SET),
     ],
 )
