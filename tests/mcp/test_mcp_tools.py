@@ -31,6 +31,7 @@ from storyteller_daemon.mcp.http import LoopbackHttp
 from storyteller_daemon.runs import RunRecorder, replay_turn
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
+from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
@@ -209,3 +210,34 @@ async def test_mcp_calls_pass_the_policy_shadow_mode_keeps_them_from_the_server(
     assert slow.calls == []
     assert policy.stats.shadowed == 1
     assert json.loads(call.arguments) == {"harbour": "Quay"}
+
+
+async def test_an_mcp_call_waiting_for_approval_runs_once_approved(sqlite_store: Store) -> None:
+    slow = SlowServer()
+    st = await granted(sqlite_store, McpGrant("tides", ("tide",)))
+    clock = FakeClock(T0)
+    approvals = ApprovalRepository(sqlite_store.db)
+    policy = Policy(
+        PolicyConfig(approve=["Harbour Watch/mcp__tides__tide"]),
+        clock.monotonic,
+        now=clock.now,
+        approvals=approvals,
+    )
+    model = ScriptedModel(calls(("mcp__tides__tide", {"harbour": "Quay"})), text(""))
+    async with LoopbackHttp(slow.app(), host="127.0.0.1", port=0, token=TOKEN) as http:
+        cfg = McpConfig(servers={"tides": McpServerConfig(url=http.url, token_env="T")})
+        async with McpHub(cfg, clock=clock, environ={"T": TOKEN}) as hub:
+            agent = runner(sqlite_store, model, hub, clock, policy)
+            record = await agent.run_turn(st, HEARTBEAT)
+            [call] = record.calls
+            assert call.parked and slow.calls == []
+            [parked] = await approvals.list()
+            envelope = await agent.run_approved(st, parked)
+    assert envelope == {
+        "ok": True,
+        "result": {
+            "Text": "High water at Quay: 14:20.",
+            "Structured": {"result": "High water at Quay: 14:20."},
+        },
+    }
+    assert slow.calls == ["tide Quay"]

@@ -114,6 +114,29 @@ def build_mcp_tool(server: str, info: McpToolInfo) -> Tool:
     )
 
 
+async def approved_mcp_tool(storyteller: Storyteller, name: str, ctx: ToolContext) -> Tool:
+    """The MCP tool an approved call names, built again from today's grant and listing, so a
+    tool no longer allowed, or no longer offered by its server, fails instead of running.
+
+    Raises:
+        ToolError: the tool is not allowed or not offered now, or its server is unavailable.
+    """
+    for grant in storyteller.mcp_grants:
+        for wanted in grant.tools:
+            try:
+                if prefixed_name(grant.server, wanted).lower() != name.lower():
+                    continue
+            except ValidationError:
+                continue
+            if ctx.mcp is None:
+                raise ToolError(f"MCP server '{grant.server}' is not available.")
+            for info in await ctx.mcp.list_tools(grant.server):
+                if info.name == wanted:
+                    return build_mcp_tool(grant.server, info)
+            raise ToolError(f"MCP server '{grant.server}' no longer offers '{wanted}'.")
+    raise ToolError(f"Storyteller {storyteller.name} may not call {name}.")
+
+
 @dataclass(frozen=True)
 class McpToolset:
     """The MCP tools of one turn.
