@@ -23,7 +23,8 @@ from storyteller_daemon.config.fields import (
 )
 
 SERVER_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
-"""Lower-case letters, digits and '-', at most 24: short enough that prefixed tool names fit."""
+"""Lower-case letters, digits and '-', at most 24: `domain.mcp.SERVER_NAME_PATTERN`, which
+settings are checked with (a test keeps the two equal)."""
 
 
 def _check_env_names(names: tuple[str, ...]) -> tuple[str, ...]:

@@ -17,11 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storyteller_daemon.config.mcp import SERVER_NAME_PATTERN
 from storyteller_daemon.errors import ValidationError
 
 PREFIX = "mcp__"
 SEPARATOR = "__"
+SERVER_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
+"""Lower-case letters, digits and '-', at most 24: short enough that prefixed names fit. The
+configuration checks its ``[mcp.servers]`` names with the same pattern (`config.mcp`, which
+cannot import this module; a test keeps the two equal), without pulling pydantic in here."""
 _FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _UNFIT = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_TOOL_NAME_CHARS = 128

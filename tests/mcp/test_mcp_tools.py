@@ -20,6 +20,7 @@ from mcp_doubles import DEAD_COMMAND, TOKEN, RecordedAlerts, SlowServer, weather
 
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.ports import McpToolbox
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, McpConfig, McpServerConfig, PolicyConfig
@@ -186,6 +187,8 @@ async def test_a_url_server_needs_its_token(sqlite_store: Store) -> None:
             with pytest.raises(ToolError, match="TIDES_TOKEN is not set"):
                 await hub.list_tools("tides")
         async with McpHub(cfg, clock=clock, environ={"TIDES_TOKEN": TOKEN}) as hub:
+            toolbox: McpToolbox = hub  # the hub fits the agent's port (mypy and at run time)
+            assert isinstance(toolbox, McpToolbox)
             assert [t.name for t in await hub.list_tools("tides")] == ["tide", "hang"]
             outcome = await hub.call_tool("tides", "tide", {"harbour": "Quay"})
             assert outcome.text == "High water at Quay: 14:20."
@@ -241,3 +244,10 @@ async def test_an_mcp_call_waiting_for_approval_runs_once_approved(sqlite_store:
         },
     }
     assert slow.calls == ["tide Quay"]
+
+
+def test_the_configuration_and_the_settings_accept_the_same_server_names() -> None:
+    from storyteller_daemon.config import mcp as config_mcp
+    from storyteller_daemon.domain import mcp as domain_mcp
+
+    assert config_mcp.SERVER_NAME_PATTERN.pattern == domain_mcp.SERVER_NAME_PATTERN.pattern
