@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from storyteller_daemon.config import Config, load_config, parse_config
 from storyteller_daemon.errors import ConfigError
@@ -31,13 +32,17 @@ def test_example_config_loads_with_documented_defaults() -> None:
 
 def test_example_config_documents_every_key() -> None:
     text = (ROOT / "config.example.toml").read_text(encoding="utf-8")
-    for section_name, section in Config.model_fields.items():
+    sections = [(name, field.annotation) for name, field in Config.model_fields.items()]
+    for section_name, model in sections:
         assert f"[{section_name}]" in text
-        model = section.annotation
-        for key in model.model_fields:  # type: ignore[union-attr]
+        for key, field in model.model_fields.items():  # type: ignore[union-attr]
             if key == "prices":
                 continue
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+                sections.append((f"{section_name}.{key}", field.annotation))
+                continue
             assert f"\n{key} = " in text, f"{section_name}.{key} is not documented"
+    assert "[mcp.serve]" in text
 
 
 def test_config_is_frozen() -> None:

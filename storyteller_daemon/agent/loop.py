@@ -52,6 +52,7 @@ from storyteller_daemon.agent.records import (
     response_summary,
 )
 from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
+from storyteller_daemon.agent.tools.mcp import mcp_listings
 from storyteller_daemon.agent.tools.registry import is_noop, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import DeadlinePassed, within
@@ -124,11 +125,14 @@ class ToolLoop:
         started = self._clock()
         ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key, trigger))
         assert storyteller.id is not None  # checked by for_turn
+        withheld = self._withheld(storyteller, trigger)
         turn = TurnState(
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
-            tools=toolset(storyteller, trigger, ctx, withheld=self._withheld(storyteller, trigger)),
+            tools=toolset(
+                storyteller, trigger, ctx, withheld=withheld, mcp=await mcp_listings(ctx)
+            ),
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],

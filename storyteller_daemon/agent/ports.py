@@ -3,7 +3,8 @@
 The agent layer may not import `storyteller_daemon.storage`; these protocols copy the
 signatures of `SituationRepository`, `MemoryRepository`, `ReferenceRepository` and
 `SpeechHistoryRepository` so that the composition root can hand the real repositories in, and
-tests can check they still fit.
+tests can check they still fit. `McpToolbox` is the one port that is not persistence: the MCP
+servers a turn's tools may call.
 Every method raises `NotFoundError` for an id that names nothing and `ValidationError` for a value
 that breaks a domain rule; the messages are safe to show to a model.
 """
@@ -13,10 +14,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
 from storyteller_daemon.domain.digest import Digest
+from storyteller_daemon.domain.mcp import McpOutcome, McpToolInfo
 from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
@@ -180,4 +182,21 @@ class DigestStore(Protocol):
 
     async def save(self, digest: Digest) -> Digest:
         """Store a refreshed digest in place of the old one."""
+        ...
+
+
+@runtime_checkable
+class McpToolbox(Protocol):
+    """The configured MCP servers, as turns use them (`storyteller_daemon.mcp.client`).
+
+    Neither method waits longer than the server's timeouts, and neither raises anything but
+    `ToolError` (server unknown, unreachable, slow, or broken), whose message the model may see.
+    """
+
+    async def list_tools(self, server: str) -> builtins.list[McpToolInfo]:
+        """The tools `server` offers now."""
+        ...
+
+    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> McpOutcome:
+        """Call one tool of `server` and return what it answered."""
         ...

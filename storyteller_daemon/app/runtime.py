@@ -1,6 +1,7 @@
 """`Runtime`: a fully wired daemon, run with its side work and closed.
 
-It runs the daemon inside alert delivery and the HTTP listener (when enabled), with side work
+It runs the daemon inside alert delivery, the HTTP listener (when enabled) and the MCP hub
+(when MCP servers are configured: their sessions close when the run ends), with side work
 beside it in one task group: the sim world's activity, run pruning, parked approvals, storing the
 world's prog catalogue and the log's minute summaries. Side work that fails is logged and the
 daemon goes on without it; a game that refuses the daemon ends the run as a configuration error.
@@ -20,6 +21,7 @@ from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.app.adapters import ModelChoice, close_if_closable
 from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
+from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
 from storyteller_daemon.runtime.health import HealthServer
@@ -56,6 +58,8 @@ class Runtime:
     approvals: ApprovalRunner | None = None
     reflection: Reflection | None = None
     """Reflection while idle (its daemon task is `daemon.idle_work`); None when disabled."""
+    mcp: McpHub | None = None
+    """The MCP servers storytellers' tools call (None when none are configured)."""
     summaries: LoggingObserver | None = None
     """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
     summaries_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
@@ -80,6 +84,8 @@ class Runtime:
                 await stack.enter_async_context(self.alerts.running())
             if self.health is not None:
                 await stack.enter_async_context(self.health)
+            if self.mcp is not None:
+                await stack.enter_async_context(self.mcp)
             yield
 
     async def keep_catalogue(self) -> None:

@@ -2,10 +2,10 @@
 
 It opens what the configuration chooses (see `adapters`) unless the caller passes its own, checks
 the database schema is current, and puts the parts together: the budget keeper and run recorder,
-the world look-up cache, the policy with the prog calls of the last day restored, the metered
-model behind its circuit breaker and the turn runner (only with a model), the pipeline,
-reflection while idle, the daemon, the alert counters, the HTTP listener and the approval
-runner.
+the world look-up cache, the policy with the prog calls of the last day restored, the MCP hub
+(with MCP servers configured), the metered model behind its circuit breaker and the turn runner
+(only with a model), the pipeline, reflection while idle, the daemon, the alert counters, the
+HTTP listener and the approval runner.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
@@ -118,6 +119,7 @@ async def build_runtime(
     )
     # The caps and cooldowns count the prog calls of the last day, across restarts.
     policy.restore(await actions.since(clock.now() - timedelta(days=1)), clock.now())
+    mcp = McpHub(cfg.mcp, clock=clock, alerts=alerts, environ=environ) if cfg.mcp.servers else None
     runner = None
     metered: MeteredModel | None = None
     latency: dict[str, LatencyHistogram] = {}
@@ -157,6 +159,7 @@ async def build_runtime(
             ),
             lookups=lookups,
             policy=policy,
+            mcp=mcp,
         )
     summaries = None  # the log's minute summaries, unless the caller observes the pipeline
     if observer is None:
@@ -241,7 +244,7 @@ async def build_runtime(
         runtime.approvals = ApprovalRunner(
             approvals, store.storytellers.get, runner.run_approved, policy, clock
         )
-    runtime.alerts, runtime.health = alerts, health
+    runtime.alerts, runtime.health, runtime.mcp = alerts, health, mcp
     runtime.budget, runtime.recorder = budget, recorder
     runtime.reflection = reflection
     return runtime

@@ -117,6 +117,7 @@ def _register() -> None:
         db,
         demo,
         doctor,
+        mcp,
         policy,
         run,
         runs,
@@ -133,6 +134,7 @@ def _register() -> None:
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
+    app.add_typer(mcp.app, name="mcp")
     app.command("costs")(costs.costs)
     app.command("dashboard")(dashboard.dashboard)
     app.command("run")(run.run)

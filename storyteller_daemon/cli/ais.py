@@ -13,6 +13,7 @@ import typer
 
 from storyteller_daemon.cli import (
     ais_digest,
+    ais_mcp,
     ais_narrative,
     ais_rules,
     ais_set,
@@ -188,6 +189,7 @@ ais_set.app.add_typer(ais_tools.app, name="tool")
 alias(ais_set.app, "tool", "tools")
 ais_set.app.add_typer(ais_rules.app, name="rule")
 alias(ais_set.app, "rule", "rules")
+ais_set.app.add_typer(ais_mcp.app, name="mcp")
 app.add_typer(ais_set.app, name="set")
 app.add_typer(ais_narrative.situations, name="situation")
 app.add_typer(ais_narrative.memories, name="memory")

@@ -222,6 +222,7 @@ def storyteller_json(
         "system_prompt": st.system_prompt,
         "time_system_prompt": st.time_system_prompt,
         "custom_tools": tools,
+        "mcp_tools": [{"server": g.server, "tools": list(g.tools)} for g in st.mcp_grants],
         "catalogue_known": catalogue is not None,
         "situations": [situation_json(s) for s in situations],
         "revision": st.revision,
@@ -271,6 +272,7 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
     else:
         _block("Time system prompt", st.time_system_prompt)
     _show_tools(st, catalogue)
+    show_mcp(st)
     table("Situations", SITUATION_COLUMNS, [situation_row(s) for s in situations])
 
 
@@ -282,6 +284,16 @@ def show_rules(st: Storyteller) -> None:
     say("Attention rules (checked in order; the first that matches decides):")
     for number, rule in enumerate(st.attention_rules, 1):
         say(f"  {number}. {rule.name}: {describe_rule(rule)}")
+
+
+def show_mcp(st: Storyteller) -> None:
+    """The MCP servers the storyteller may use, each with its allowed tools."""
+    if not st.mcp_grants:
+        say("MCP tools: none")
+        return
+    say("MCP tools (offered as mcp__SERVER__TOOL):")
+    for grant in st.mcp_grants:
+        say(f"  {grant.server}: {', '.join(grant.tools) or '(no tools allowed)'}")
 
 
 def _show_tools(st: Storyteller, catalogue: Catalogue) -> None:

@@ -159,9 +159,14 @@ async def import_part(
         if saved.attention_rules or current.attention_rules
         else ""
     )
+    grants = (
+        f", {len(saved.mcp_grants)} MCP server grant(s)"
+        if saved.mcp_grants or current.mcp_grants
+        else ""
+    )
     say(
-        f"Imported {len(saved.custom_tools)} custom tool(s){rules} and the speech context of "
-        f"{saved.name}{note}."
+        f"Imported {len(saved.custom_tools)} custom tool(s){rules}{grants} and the speech "
+        f"context of {saved.name}{note}."
     )
 
 

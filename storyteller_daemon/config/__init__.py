@@ -5,8 +5,8 @@ variable, and the value is read from the environment by the composition root. Ev
 reported as a `ConfigError` naming the file, the dotted key and what is wrong.
 
 The package's modules: `fields` (the value types and the base of every section), `sections`
-(every section but one), `policy` (the ``[policy]`` section) and `loading` (the whole file,
-reading and validating it, the database URL).
+(every section but two), `policy` (the ``[policy]`` section), `mcp` (the ``[mcp]`` section)
+and `loading` (the whole file, reading and validating it, the database URL).
 """
 
 from storyteller_daemon.config.fields import (
@@ -19,6 +19,7 @@ from storyteller_daemon.config.fields import (
     normalise_database_url,
 )
 from storyteller_daemon.config.loading import Config, database_url, load_config, parse_config
+from storyteller_daemon.config.mcp import McpConfig, McpServeConfig, McpServerConfig
 from storyteller_daemon.config.policy import PolicyConfig
 from storyteller_daemon.config.sections import (
     AlertsConfig,
@@ -48,6 +49,9 @@ __all__ = [
     "HttpConfig",
     "LimitsConfig",
     "LoggingConfig",
+    "McpConfig",
+    "McpServeConfig",
+    "McpServerConfig",
     "ModelConfig",
     "ModelPrice",
     "NonNegativeFloat",

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from storyteller_daemon.config.fields import _Section, normalise_database_url
+from storyteller_daemon.config.mcp import McpConfig
 from storyteller_daemon.config.policy import PolicyConfig
 from storyteller_daemon.config.sections import (
     AlertsConfig,
@@ -51,6 +52,7 @@ class Config(_Section):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     reflection: ReflectionConfig = Field(default_factory=ReflectionConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
 
 def _format_pydantic_error(err: dict[str, Any]) -> tuple[str, str]:

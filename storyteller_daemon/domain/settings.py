@@ -1,4 +1,5 @@
-"""Storyteller settings: model scopes, reasoning effort, subscriptions, heartbeats, custom tools.
+"""Storyteller settings: model scopes, reasoning effort, subscriptions, heartbeats, custom tools,
+the MCP tools it may use.
 
 Nullable scoped values keep FutureMUD's fallbacks: the time and attention models fall back to the
 event model; the time effort falls back to the event effort; the attention effort to ``low``; the
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from storyteller_daemon.domain.attention_rules import AttentionRule
+from storyteller_daemon.domain.mcp import McpGrant
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 
@@ -229,6 +231,8 @@ class Storyteller:
     surveillance: Surveillance = field(default_factory=Surveillance)
     attention_rules: tuple[AttentionRule, ...] = ()
     """Deterministic ignore / always-attend rules checked before the attention model."""
+    mcp_grants: tuple[McpGrant, ...] = ()
+    """The MCP servers whose tools it may call, each with its allow-list (`domain.mcp`)."""
     revision: int = 0
     created_on: datetime | None = None
 
@@ -258,6 +262,10 @@ class Storyteller:
     def status_prog(self, heartbeat: Heartbeat) -> str | None:
         """The status prog whose output is appended to a heartbeat prompt."""
         return dict(self.status_progs).get(heartbeat)
+
+    def mcp_grant(self, server: str) -> McpGrant | None:
+        """The grant of one MCP server, by its name."""
+        return next((g for g in self.mcp_grants if g.server == server), None)
 
     def tool(self, name: str) -> CustomTool | None:
         """A custom tool by name, case-insensitively."""

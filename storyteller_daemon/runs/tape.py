@@ -1,10 +1,11 @@
 """The tape: what the world and the repositories answered during one turn, for exact replay.
 
 While a turn runs, its services (the world, situations, memories, reference documents, speech
-history) are wrapped in recording proxies. Each awaited call appends one entry to the turn's
-`Tape`: the service, the method, the arguments by name and the result, or the error it raised,
-all as JSON. A replay hands the same code proxies that answer from the tape instead, so the
-replayed turn reads the same world and writes nothing: no prog runs, no situation is created.
+history, the MCP servers) are wrapped in recording proxies. Each awaited call appends one entry
+to the turn's `Tape`: the service, the method, the arguments by name and the result, or the
+error it raised, all as JSON. A replay hands the same code proxies that answer from the tape
+instead, so the replayed turn reads the same world and writes nothing: no prog runs, no
+situation is created, no MCP tool is called.
 
 A replayed call is matched to the first unused entry with the same service, method and
 arguments; a call the tape does not hold is a *miss*: it is listed, and it raises an error the
@@ -28,6 +29,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from storyteller_daemon.agent.ports import (
+    McpToolbox,
     MemoryStore,
     ReferenceStore,
     SituationStore,
@@ -256,6 +258,7 @@ class Services:
     memories: MemoryStore
     references: ReferenceStore
     speech: SpeechHistory | None = None
+    mcp: McpToolbox | None = None
 
     def recorded_on(self, tape: Tape) -> Services:
         """These services, with every call written on `tape`."""
@@ -267,6 +270,7 @@ class Services:
             speech=None
             if self.speech is None
             else tape.record("speech", SpeechHistory, self.speech),
+            mcp=None if self.mcp is None else tape.record("mcp", McpToolbox, self.mcp),
         )
 
     @classmethod
@@ -278,4 +282,7 @@ class Services:
             memories=tape.replay("memories", MemoryStore),
             references=tape.replay("references", ReferenceStore),
             speech=tape.replay("speech", SpeechHistory) if speech else None,
+            # What the MCP servers listed and answered comes from the tape too: a replay never
+            # calls a tool server.
+            mcp=tape.replay("mcp", McpToolbox),
         )

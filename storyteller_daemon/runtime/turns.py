@@ -21,6 +21,7 @@ from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.ports import (
+    McpToolbox,
     MemoryStore,
     ReferenceStore,
     SituationStore,
@@ -68,11 +69,12 @@ class AgentTurnRunner:
         attention: AttentionOptions | None = None,
         lookups: WorldClient | None = None,
         policy: Policy | None = None,
+        mcp: McpToolbox | None = None,
     ) -> None:
         self._stats = stats
         self._alerts = alerts
         self._limits = limits
-        self._services = Services(world, situations, memories, references, speech)
+        self._services = Services(world, situations, memories, references, speech, mcp)
         # Attention lines name rooms and characters for every event: they come from `lookups`
         # (a cache) when given. A turn's own prompt and tools use the taped world.
         self._prompts = PromptBuilder(lookups or world, situations, limits, speech)
@@ -222,6 +224,7 @@ def _tools(services: Services) -> ToolContext:
         situations=services.situations,
         memories=services.memories,
         references=services.references,
+        mcp=services.mcp,
     )
 
 
@@ -233,6 +236,7 @@ def replay_runner(services: Services, model: Model, limits: LimitsConfig) -> Age
         memories=services.memories,
         references=services.references,
         speech=services.speech,
+        mcp=services.mcp,
         model=model,
         limits=limits,
         clock=SystemClock(),

@@ -85,6 +85,9 @@ class StorytellerRow(Base):
     speech_context_window_ms: Mapped[int] = mapped_column(BigInteger, default=600_000)
     attention_rules: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")
     """The attention rules in order, as a JSON array (see `storytellers.rules_to_json`)."""
+    mcp_grants: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")
+    """The MCP servers it may use with their allow-lists, as a JSON array
+    (see `storytellers.grants_to_json`)."""
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_on: Mapped[datetime] = mapped_column(UtcDateTime)

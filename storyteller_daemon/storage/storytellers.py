@@ -11,6 +11,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
+from storyteller_daemon.domain.mcp import McpGrant, validate_grants
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -98,6 +99,33 @@ def rules_from_json(text: str | None) -> tuple[AttentionRule, ...]:
     return tuple(rules)
 
 
+def grants_to_json(grants: tuple[McpGrant, ...]) -> str:
+    """MCP grants as the JSON array stored on the storyteller row, in their order."""
+    return json.dumps(
+        [{"server": g.server, "tools": list(g.tools)} for g in grants],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def grants_from_json(text: str | None) -> tuple[McpGrant, ...]:
+    """The stored MCP grants; an entry that no longer reads as a grant is left out (its tools
+    are then not offered, which is the safe side of a hand-edited row)."""
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    grants: list[McpGrant] = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            grant = McpGrant(entry["server"], tuple(str(t) for t in entry.get("tools", ())))
+        except (KeyError, TypeError, ValidationError, AttributeError):
+            continue
+        if all(g.server != grant.server for g in grants):
+            grants.append(grant)
+    return tuple(grants)
+
+
 def to_domain(row: StorytellerRow) -> Storyteller:
     """Translate a row (with its surveillance and tools loaded) to a `Storyteller`."""
     subs = {
@@ -152,6 +180,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
             excluded=frozenset(by_kind["exclude"]),
         ),
         attention_rules=rules_from_json(row.attention_rules),
+        mcp_grants=grants_from_json(row.mcp_grants),
         revision=row.revision,
         created_on=as_utc(row.created_on),
     )
@@ -193,6 +222,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
     if len(set(rule_names)) != len(rule_names):
         raise ValidationError("Two attention rules share a name; rule names must be unique.")
     row.attention_rules = rules_to_json(st.attention_rules)
+    row.mcp_grants = grants_to_json(validate_grants(st.mcp_grants))
 
     wanted = (
         {("zone", z) for z in st.surveillance.zones}

@@ -41,9 +41,11 @@ AIS_SET = [
     "speech-context",
     "tool",
     "rule",
+    "mcp",
 ]
 AIS_TOOL = ["add", "remove", "description", "parameter", "prog", "echo"]
 AIS_RULE = ["add", "remove"]
+AIS_MCP = ["add", "remove"]
 AISR = ["list", "create", "show", "delete", "clone", "search", "set"]
 AISR_SET = [
     "name",
@@ -88,11 +90,13 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais", "set", "REF"), AIS_SET),
         (("ais", "set", "REF", "tool"), AIS_TOOL),
         (("ais", "set", "REF", "rule"), AIS_RULE),
+        (("ais", "set", "REF", "mcp"), AIS_MCP),
         (("ais", "set", "REF", "speech-context"), ["count", "window"]),
         (("ais", "situation"), ["list", "show", "scope"]),
         (("ais", "memory"), ["list", "show", "forget"]),
         (("ais", "digest"), ["show", "refresh"]),
         (("aisr",), AISR),
+        (("mcp",), ["serve"]),
         (("aisr", "set", "REF"), AISR_SET),
     ],
 )
@@ -136,6 +140,7 @@ def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> 
     + [("ais", "set", "REF", name) for name in AIS_SET]
     + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
     + [("ais", "set", "REF", "rule", name) for name in AIS_RULE]
+    + [("ais", "set", "REF", "mcp", name) for name in AIS_MCP]
     + [("aisr", name) for name in AISR if name != "set"]
     + [("aisr", "set", "REF", name) for name in AISR_SET],
 )

@@ -24,7 +24,7 @@ from progs.scalars import ID_KEYS, integer_value
 from progs.types import ProgSignature
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.model import ToolSpec
-from storyteller_daemon.agent.ports import MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.agent.ports import McpToolbox, MemoryStore, ReferenceStore, SituationStore
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
@@ -80,6 +80,7 @@ class ToolContext:
         events: the cursors of the turn's trigger events (set by `for_turn`).
         taint: whether players' text has reached the turn (`for_turn` makes one per turn,
             seeded from the trigger and from this context's own).
+        mcp: the MCP servers the storyteller's granted tools call (None: none configured).
     """
 
     world: WorldClient
@@ -91,6 +92,7 @@ class ToolContext:
     turn_key: str = ""
     events: tuple[str, ...] = ()
     taint: Taint = field(default_factory=Taint)
+    mcp: McpToolbox | None = None
 
     def for_turn(
         self, storyteller: Storyteller, turn_key: str, trigger: Trigger | None = None

@@ -40,7 +40,9 @@ from storyteller_daemon.agent.tools.base import (
     invoke,
     parse_arguments,
 )
+from storyteller_daemon.agent.tools.mcp import approved_mcp_tool
 from storyteller_daemon.domain.approvals import Approval
+from storyteller_daemon.domain.mcp import PREFIX as MCP_PREFIX
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
 from storyteller_daemon.domain.text import outbound_text
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
@@ -183,19 +185,23 @@ async def run_approved(
 ) -> tuple[Envelope, Effect | None]:
     """Run a parked call an admin approved, under the call's own turn key (`Approval.run_key`).
 
-    The tool is built again from the storyteller's current settings and the world's catalogue,
-    so a tool removed or broken since the call was parked fails here instead of running.
+    The tool is built again from the storyteller's current settings and the world's catalogue
+    (an MCP tool: its grant and its server's listing), so a tool removed or broken since the
+    call was parked fails here instead of running.
 
     Returns:
         The result envelope, and what the call touched (None when it did not run).
     """
     custom = storyteller.tool(approval.tool)
-    if custom is None:
-        return error(f"storyteller {storyteller.name} has no custom tool {approval.tool}"), None
     try:
-        tool = build_custom_tool(custom, await catalogue(ctx))
+        if custom is not None:
+            tool = build_custom_tool(custom, await catalogue(ctx))
+        elif approval.tool.lower().startswith(MCP_PREFIX):
+            tool = await approved_mcp_tool(storyteller, approval.tool, ctx)
+        else:
+            return error(f"storyteller {storyteller.name} has no custom tool {approval.tool}"), None
         arguments = parse_arguments(approval.arguments)
-    except (InvalidCustomTool, MalformedArguments) as exc:
+    except (InvalidCustomTool, MalformedArguments, ToolError, ValidationError) as exc:
         return error(str(exc)), None
     envelope = await invoke(tool, arguments, ctx.for_turn(storyteller, approval.run_key))
     effect = tool.effect(arguments) if tool.effect is not None else None

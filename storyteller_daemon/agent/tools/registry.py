@@ -6,14 +6,15 @@ registered yet is simply not offered. Adding a built-in is therefore: write its 
 ``TOOLS`` to `_BUILTIN_MODULES`. The tool loop does not change.
 
 A turn's `Toolset` is the profile's built-ins in declaration order followed by the valid custom
-tools. A call to anything else (a built-in of another profile, an echo-only tool on a crime, an
-invalid custom tool, an unknown name) is refused with a reason, where FutureMUD ran it anyway.
+tools, then the tools of the storyteller's MCP servers (`mcp`). A call to anything else (a
+built-in of another profile, an echo-only tool on a crime, an invalid custom tool, an unknown
+name) is refused with a reason, where FutureMUD ran it anyway.
 Names match case-insensitively; custom tool names cannot collide with built-ins that way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -32,6 +33,7 @@ from storyteller_daemon.agent.tools import (
 from storyteller_daemon.agent.tools import time as date_time
 from storyteller_daemon.agent.tools.base import Tool, ToolContext
 from storyteller_daemon.agent.tools.custom import catalogue, custom_toolset
+from storyteller_daemon.agent.tools.mcp import McpListing, mcp_toolset
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES, ToolProfile
@@ -129,10 +131,12 @@ def toolset(
     ctx: ToolContext,
     *,
     withheld: frozenset[str] = frozenset(),
+    mcp: Sequence[McpListing] = (),
 ) -> Toolset:
     """The tools a storyteller's turn offers for a trigger (`ctx.progs` must be loaded).
 
-    `withheld` names built-ins the policy keeps out of this turn (see `agent.policy`).
+    `withheld` names built-ins the policy keeps out of this turn (see `agent.policy`); `mcp`
+    is what the storyteller's MCP servers offered at the start of the turn (`mcp_listings`).
     """
     builtins = tuple(t for t in builtin_tools(trigger.profile) if t.name not in withheld)
     offered_names = {t.name for t in builtins}
@@ -150,7 +154,10 @@ def toolset(
         storyteller, ctx.progs or (), include_echo_tools=trigger.include_echo_tools
     )
     refusals.update(custom.refusals)
-    return Toolset(builtins + custom.offered, refusals, withheld)
+    taken = frozenset(t.name.lower() for t in builtins + custom.offered) | frozenset(refusals)
+    remote = mcp_toolset(storyteller, mcp, taken)
+    refusals.update(remote.refusals)
+    return Toolset(builtins + custom.offered + remote.offered, refusals, withheld)
 
 
 async def with_catalogue(ctx: ToolContext) -> ToolContext:

@@ -5,7 +5,8 @@ Three formats are covered, as FutureMUD stores them:
 * the surveillance definition (``<Definition>`` with ``<Zones>``, ``<IncludedCells>`` and
   ``<ExcludedCells>``);
 * the custom tool blob (``<ToolCalls>``), which also carries the speech-context settings, the
-  custom player-information prog and (our addition, see `render_tool_calls`) the attention rules;
+  custom player-information prog and (our additions, see `render_tool_calls`) the attention rules
+  and the MCP grants;
 * a reference document's storyteller restrictions: a CSV of ids, or the legacy XML form with
   ``<Storyteller>`` elements.
 
@@ -18,7 +19,8 @@ with an `InterchangeError` that names the element and the offending value.
 
 The package's modules: `documents` (safe parsing of an untrusted document), `elements` (strict
 reading and writing of elements), `durations`, and one module per format: `surveillance`,
-`tool_calls` (with `rules`, the attention rules inside the blob) and `restrictions`.
+`tool_calls` (with `rules` and `mcp`, the attention rules and MCP grants inside the blob) and
+`restrictions`.
 """
 
 from storyteller_daemon.interchange.futuremud_xml.documents import MAX_XML_BYTES

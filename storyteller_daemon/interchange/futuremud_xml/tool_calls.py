@@ -1,9 +1,10 @@
 """FutureMUD's custom tool blob (``<ToolCalls>``), read, written and applied to a storyteller.
 
 The blob carries the speech-context settings, the custom tools (always-available and echo-only),
-the custom player-information prog and our attention rules (`rules`). Reading rejects values out
-of range, missing or invalid (tool names that break the API's pattern, collide with a built-in
-tool or repeat) with an `InterchangeError` that names the element.
+the custom player-information prog, our attention rules (`rules`) and our MCP grants (`mcp`).
+Reading rejects values out of range, missing or invalid (tool names that break the API's
+pattern, collide with a built-in tool or repeat) with an `InterchangeError` that names the
+element.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import timedelta
 from lxml import etree
 
 from storyteller_daemon.domain.attention_rules import AttentionRule
+from storyteller_daemon.domain.mcp import McpGrant
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
     CustomTool,
@@ -38,6 +40,7 @@ from storyteller_daemon.interchange.futuremud_xml.elements import (
     show,
     single_children,
 )
+from storyteller_daemon.interchange.futuremud_xml.mcp import MCP_TAG, parse_grants, render_grants
 from storyteller_daemon.interchange.futuremud_xml.rules import RULES_TAG, parse_rules, render_rules
 
 _SPEECH_COUNT = "SpeechContextEventCount"
@@ -63,6 +66,8 @@ class ToolCallsDefinition:
     """The custom player-information prog (id or name), if any."""
     attention_rules: tuple[AttentionRule, ...] = ()
     """The attention rules in order (none when the document has no ``<AttentionRules>``)."""
+    mcp_grants: tuple[McpGrant, ...] = ()
+    """The MCP servers and tools granted (none when the document has no ``<McpServers>``)."""
 
     def __post_init__(self) -> None:
         validate_speech_context_count(self.speech_context_count)
@@ -104,6 +109,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
     player_info_prog: str | None = None
     tools: list[CustomTool] = []
     rules: tuple[AttentionRule, ...] = ()
+    grants: tuple[McpGrant, ...] = ()
     seen: set[str] = set()
     for child in root:
         tag = str(child.tag)
@@ -121,11 +127,13 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
             tools.append(_parse_tool(child, len(tools) + 1))
         elif tag == RULES_TAG:
             rules = parse_rules(child)
+        elif tag == MCP_TAG:
+            grants = parse_grants(child)
         else:
             raise InterchangeError(
                 f"ToolCalls <ToolCalls> has an unexpected element <{tag}>; expected "
-                f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall>, <{_PLAYER_INFO_PROG}> "
-                f"or <{RULES_TAG}>."
+                f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall>, <{_PLAYER_INFO_PROG}>, "
+                f"<{RULES_TAG}> or <{MCP_TAG}>."
             )
     names: set[str] = set()
     for tool in tools:
@@ -135,7 +143,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
                 "(names are case-insensitive)."
             )
         names.add(tool.name.lower())
-    return ToolCallsDefinition(count, window, tuple(tools), player_info_prog, rules)
+    return ToolCallsDefinition(count, window, tuple(tools), player_info_prog, rules, grants)
 
 
 def _tool_calls_root(root: etree._Element) -> etree._Element:
@@ -262,6 +270,9 @@ def render_tool_calls(storyteller: Storyteller) -> str:
 
     Empty (or missing) ``<Kinds>``, ``<Cells>`` and ``<Pattern>`` match every kind, room and text.
 
+    The MCP grants (``<McpServers>``, also ours: see `mcp`) follow the rules, only when there
+    are any.
+
     Raises:
         InterchangeError: a name, description or pattern holds a character XML cannot represent.
     """
@@ -281,6 +292,7 @@ def render_tool_calls(storyteller: Storyteller) -> str:
             f"ToolCalls <{_PLAYER_INFO_PROG}>",
         )
     render_rules(root, storyteller.attention_rules)
+    render_grants(root, storyteller.mcp_grants)
     return serialise(root)
 
 
@@ -310,7 +322,8 @@ def _render_tool(root: etree._Element, tool: CustomTool) -> None:
 
 
 def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) -> Storyteller:
-    """A copy of `storyteller` with the definition's speech context, tools, prog and rules."""
+    """A copy of `storyteller` with the definition's speech context, tools, prog, rules and
+    MCP grants."""
     return replace(
         storyteller,
         speech_context_count=definition.speech_context_count,
@@ -318,4 +331,5 @@ def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) 
         custom_tools=definition.tools,
         player_info_prog=definition.player_info_prog,
         attention_rules=definition.attention_rules,
+        mcp_grants=definition.mcp_grants,
     )
