@@ -24,6 +24,7 @@ AIS = [
     "set",
     "situation",
     "memory",
+    "character",
 ]
 AIS_SET = [
     "name",
@@ -89,7 +90,9 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais", "set", "REF", "rule"), AIS_RULE),
         (("ais", "set", "REF", "speech-context"), ["count", "window"]),
         (("ais", "situation"), ["list", "show", "scope"]),
-        (("ais", "memory"), ["list", "show", "forget"]),
+        (("ais", "memory"), ["list", "show", "forget", "history"]),
+        (("ais", "character"), ["export", "erase"]),
+        (("audit",), ["list"]),
         (("aisr",), AISR),
         (("aisr", "set", "REF"), AISR_SET),
     ],
@@ -133,6 +136,8 @@ def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> 
     + [("ais", "set", "REF", name) for name in AIS_SET]
     + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
     + [("ais", "set", "REF", "rule", name) for name in AIS_RULE]
+    + [("ais", "memory", "history"), ("ais", "character", "export"), ("ais", "character", "erase")]
+    + [("audit", "list")]
     + [("aisr", name) for name in AISR if name != "set"]
     + [("aisr", "set", "REF", name) for name in AISR_SET],
 )
