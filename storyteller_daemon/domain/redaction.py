@@ -31,6 +31,7 @@ is replaced by the marker.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -43,6 +44,8 @@ MARKER = "[erased]"
 ERASED_ID = 0
 """What an erased character id becomes in a JSON document: world ids are positive, so it names
 nobody, and the document still has an integer where its readers expect one."""
+_REMEMBERED_CHARS = 4000
+_REMEMBERED_VALUES = 50_000
 MIN_NAME_CHARS = 3
 MIN_TEXT_CHARS = 8
 ESCAPE_LEVELS = 3
@@ -50,7 +53,9 @@ ESCAPE_LEVELS = 3
 _WORD = re.compile(r"\w")
 # A match may start after a non-word character, or after the letter of an escape sequence
 # (``\n``, ``\t``, ``\u00e9``) in text that is JSON-escaped but not parsed (a cut-off preview).
-_LEFT = r"(?:(?<!\w)|(?<=\\[nrtbf])|(?<=\\u[0-9a-fA-F]{4}))"
+# (Checked after the first letter, so that every branch of the pattern starts with a literal
+# and the search can skip ahead to the letters that may begin a match.)
+_LEFT = r"(?:(?<!\w.)|(?<=\\[nrtbf].)|(?<=\\u[0-9a-fA-F]{4}.))"
 _RIGHT = r"(?!\w)"
 
 _OTHER_IDS = (
@@ -87,6 +92,7 @@ _CHARACTER_WORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def names_character(key: str) -> bool:
     """Whether a JSON key may hold a character's id: ``id``, ``speaker_id``, ``CharacterId``,
     ``OriginCharacterId``, ``involved``, ``Target``… but not ``room_id``, ``MemoryId``,
@@ -116,6 +122,8 @@ def text_forms(text: str) -> set[str]:
     }
     found = {p.strip() for p in plain}
     found = {f for f in found if worth_finding(f, name=True) and f.lower() not in MARKER.lower()}
+    # Matching ignores case, but a ``\u`` escape spells a letter's case in its digits.
+    found |= {v for f in found if not f.isascii() for v in (f.lower(), f.upper(), f.title())}
     level = set(found)
     for _ in range(ESCAPE_LEVELS):
         level = {json.dumps(f, ensure_ascii=a)[1:-1] for f in level for a in (False, True)}
@@ -133,8 +141,9 @@ def _trie(words: Iterable[str]) -> dict[str, Any]:
     return root
 
 
-def _trie_pattern(node: dict[str, Any]) -> str:
-    """A regular expression matching exactly the words of a trie, longest first."""
+def _trie_pattern(node: dict[str, Any], after_first: str = "") -> str:
+    """A regular expression matching exactly the words of a trie, longest first
+    (`after_first` is put after the first letter of each)."""
     parts = []
     for char in sorted(k for k in node if k):
         run, child = [char], node[char]
@@ -142,7 +151,8 @@ def _trie_pattern(node: dict[str, Any]) -> str:
             (char,) = child
             run.append(char)
             child = child[char]
-        parts.append(re.escape("".join(run)) + _trie_pattern(child))
+        head, rest = re.escape(run[0]) + after_first, re.escape("".join(run[1:]))
+        parts.append(head + rest + _trie_pattern(child))
     if not parts:
         return ""
     body = parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
@@ -161,8 +171,8 @@ def _pattern(forms: Iterable[str]) -> re.Pattern[str] | None:
         return None
     alternatives = []
     for (left, right), words in sorted(groups.items()):
-        body = _trie_pattern(_trie(words))
-        alternatives.append((_LEFT if left else "") + f"(?:{body})" + (_RIGHT if right else ""))
+        body = _trie_pattern(_trie(words), _LEFT if left else "")
+        alternatives.append(f"(?:{body})" + (_RIGHT if right else ""))
     return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
@@ -194,17 +204,32 @@ class Redactor:
             forms |= text_forms(text)
         self.forms = frozenset(forms)
         self._pattern = _pattern(forms)
+        # The same pattern, case-sensitive, for lower-cased values: twice as fast to search.
+        self._lower = re.compile(self._pattern.pattern) if self._pattern is not None else None
         self._id = character_id
         self._marker = marker
         self._number = (
             re.compile(rf"(?<=#){character_id}(?!\d)") if character_id is not None else None
         )
+        self._digits = str(character_id) if character_id is not None else None
+        # Run records repeat the same strings (tool schemas in every request): remember them.
+        self._seen: dict[tuple[str, bool], tuple[str, bool]] = {}
 
     def scrub(self, value: str) -> tuple[str, list[str]]:
         """`value` redacted, and where it changed: ``$`` for plain text, JSON paths such as
         ``$.turn.calls[0].arguments.Details`` inside a document (empty: unchanged)."""
+        if not self._may_hold(value):
+            return value, []
         found: list[str] = []
         return self._string(value, "$", found, in_document=False), found
+
+    def _may_hold(self, value: str) -> bool:
+        """Whether `value` may mention the character at all: every stored form of a text is
+        among the pattern's, and an id is written in its digits, so one search of the raw
+        value decides for most values, JSON documents included."""
+        if self._digits is not None and self._digits in value:
+            return True
+        return self._lower is not None and self._lower.search(value.lower()) is not None
 
     def _string(self, value: str, path: str, found: list[str], *, in_document: bool) -> str:
         if value.lstrip()[:1] in ("{", "["):
@@ -219,15 +244,22 @@ class Redactor:
                     return value
                 found.extend(inner)
                 return _dump_like(changed, document, value)
-        count = 0
-        if self._pattern is not None:
-            value, count = self._pattern.subn(self._marker, value)
-        if in_document and self._number is not None:
-            value, numbers = self._number.subn(str(ERASED_ID), value)
-            count += numbers
-        if count:
+        remembered = self._seen.get((value, in_document))
+        if remembered is None:
+            redacted, count = value, 0
+            if self._pattern is not None:
+                redacted, count = self._pattern.subn(self._marker, redacted)
+            if in_document and self._number is not None:
+                redacted, numbers = self._number.subn(str(ERASED_ID), redacted)
+                count += numbers
+            remembered = redacted, count > 0
+            if len(value) <= _REMEMBERED_CHARS:
+                if len(self._seen) >= _REMEMBERED_VALUES:
+                    self._seen.clear()
+                self._seen[value, in_document] = remembered
+        if remembered[1]:
             found.append(path)
-        return value
+        return remembered[0]
 
     def _is_id(self, value: Any) -> bool:
         return self._id is not None and type(value) is int and value == self._id

@@ -168,3 +168,13 @@ def test_character_texts_come_from_events_and_descriptions() -> None:
     names, texts = character_texts(document, 1002)
     assert names == {"Osric Vell", "Osric", "a paunchy man"}
     assert texts == {SAID, "A paunchy man."}
+
+
+@pytest.mark.parametrize("spelling", ["Élodie Marsh", "ÉLODIE MARSH", "élodie marsh"])
+def test_a_non_ascii_name_is_found_in_escaped_json_whatever_its_case(spelling: str) -> None:
+    """``\\u00c9`` and ``\\u00e9`` differ in digits, not case: each spelling has its own form."""
+    inner = json.dumps({"Name": spelling})  # \\u escapes inside a JSON string
+    outer = json.dumps({"output": inner}, ensure_ascii=False)
+    redacted, where = Redactor(["Élodie Marsh"], None).scrub(outer)
+    assert json.loads(json.loads(redacted)["output"]) == {"Name": MARKER}
+    assert where == ["$.output.Name"]
