@@ -27,6 +27,7 @@ from storyteller_daemon.domain.approvals import ApprovalState, ParkedCall, Polic
 from storyteller_daemon.domain.character_data import ERASED, EXPORTED, subject
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.redaction import MARKER
+from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.work import NewWork
 from storyteller_daemon.runs import RunRecorder, encode_trigger
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -55,6 +56,7 @@ GOSSIP_LATER = "Osric Vell owes Maren fifteen crowns after the dice game went so
 FORGOTTEN = ("Loaded bones", "Osric cheats at dice with a pair of loaded bones.")
 RUMOUR = "Osric was seen lurking near the cellar door after dark."
 MAREN_MEMORY = ("Net mender", "Maren mends nets for the whole quay, cheaply.")
+REGULARS = "Osric Vell drinks at the Drowned Lantern; the harbourmaster distrusts him."
 
 OSRIC_TEXTS = [
     OSRIC_SAYS,
@@ -155,6 +157,7 @@ async def build_town(store: Store) -> Town:
     await store.memories.forget(gossip, cheat.id)
     maren = await store.memories.create(gossip, MAREN, *MAREN_MEMORY)
     await store.situations.create(watch, "Tavern rumours", RUMOUR, room_id=TAVERN)
+    await store.references.create(ReferenceDocument("Tavern regulars", contents=REGULARS))
     await store.digests.save(
         Digest(watch, f"{OSRIC_SHEET.name} met a stranger; Maren mended nets.", "f1", "r1", T0)
     )
@@ -291,6 +294,7 @@ async def test_erasing_leaves_no_trace_of_the_characters_texts(store: Store) -> 
     assert {"character_memories", "memory_edits", "situations", "storyteller_digests"} <= (
         tables_before
     )
+    assert [d.name for d in await store.references.search("Osric")] == ["Tavern regulars"]
     maren_before = await _marens_data(store, town)
 
     report = await store.characters.erase(OSRIC, actor="ada", also=["Osric"])
@@ -312,6 +316,13 @@ async def test_erasing_leaves_no_trace_of_the_characters_texts(store: Store) -> 
         json.loads(document)  # still valid
         assert not re.search(rf"(?<!\d){OSRIC}(?!\d)", document), document
     assert await _marens_data(store, town) == maren_before
+    # the search indexes follow the redacted document
+    assert await store.references.search("Osric") == []
+    [regulars] = await store.references.search("harbourmaster distrusts")
+    assert (
+        regulars.contents
+        == f"{MARKER} drinks at the Drowned Lantern; the harbourmaster distrusts him."
+    )
     pending = await InboxRepository(store.db).pending("harbour")  # still read back
     assert [p.event.involved_character_ids for p in pending] == [{0}, {MAREN, 0}]
     osric_call = next(
@@ -388,7 +399,15 @@ async def test_on_sqlite_the_files_keep_no_copy_of_the_erased_text(
 
     assert b"zanthrope" in raw()
     report = await sqlite_store.characters.erase(OSRIC, actor="ada", also=["Osric"])
-    assert "character_memories_fts" in report.fts_rebuilt
+    assert {"character_memories_fts", "reference_documents_fts"} <= set(report.fts_rebuilt)
+    async with sqlite_store.db.session() as session:
+        listed = await session.execute(
+            text("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%fts5%'")
+        )
+        for name in listed.scalars().all():  # each index agrees with its table
+            await session.execute(
+                text(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+            )
     await sqlite_store.close()
     assert b"zanthrope" not in raw().lower()
     assert b"osric" not in raw().lower()
