@@ -44,8 +44,8 @@ MARKER = "[erased]"
 ERASED_ID = 0
 """What an erased character id becomes in a JSON document: world ids are positive, so it names
 nobody, and the document still has an integer where its readers expect one."""
-_REMEMBERED_CHARS = 4000
-_REMEMBERED_VALUES = 50_000
+_REMEMBERED_CHARS = 1000
+_REMEMBERED_VALUES = 20_000
 MIN_NAME_CHARS = 3
 MIN_TEXT_CHARS = 8
 ESCAPE_LEVELS = 3

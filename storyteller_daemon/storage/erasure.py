@@ -52,11 +52,14 @@ from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import digest_to_domain
 from storyteller_daemon.storage.memories import edit_to_domain, memory_to_domain
 from storyteller_daemon.storage.models import (
+    CustomToolParameterRow,
+    CustomToolRow,
     DigestRow,
     MemoryEditRow,
     MemoryRow,
     SituationRow,
     SpeechRow,
+    StorytellerRow,
 )
 from storyteller_daemon.storage.narrative import situation_to_domain
 from storyteller_daemon.storage.runs import RunRow
@@ -156,6 +159,7 @@ class CharacterDataRepository:
         await session.flush()
         hits = await sweep(session, redactor, write=True)
         redacted.update(hits.counts())
+        await self._bump_revisions(session, hits)
         changed = {key.split(".")[0] for key in redacted}
         changed |= {_DELETED_FROM[kind] for kind, n in deleted.items() if n}
         if rejected:
@@ -172,6 +176,24 @@ class CharacterDataRepository:
         if not dry_run:
             await self._audit.add_in(session, actor, ERASED, subject(character_id), report.counts)
         return report, changed
+
+    async def _bump_revisions(self, session: AsyncSession, hits: SweepHits) -> None:
+        """Storytellers whose settings or tools were redacted get a new revision, so a running
+        daemon reloads them instead of prompting with the old text."""
+        changed = {key[0] for key in hits.rows(StorytellerRow.__tablename__)}
+        tools = [key[0] for key in hits.rows(CustomToolRow.__tablename__)]
+        tools += [key[0] for key in hits.rows(CustomToolParameterRow.__tablename__)]
+        if tools:
+            owners = await session.scalars(
+                select(CustomToolRow.storyteller_id).where(CustomToolRow.id.in_(tools))
+            )
+            changed.update(owners)
+        if changed:
+            await session.execute(
+                update(StorytellerRow)
+                .where(StorytellerRow.id.in_(sorted(changed)))
+                .values(revision=StorytellerRow.revision + 1, updated_on=self._clock())
+            )
 
     async def _reject_open_calls(
         self, session: AsyncSession, redactor: Redactor, actor: str

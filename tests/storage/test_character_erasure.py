@@ -141,7 +141,9 @@ async def record_osric_turn(store: Store, storyteller_id: int) -> None:
 
 
 async def build_town(store: Store) -> Town:
-    watch = (await store.storytellers.create("Harbour Watch")).id
+    created = await store.storytellers.create("Harbour Watch")
+    prompt = f"Keep an eye on {OSRIC_SHEET.name} in the tavern."
+    watch = (await store.storytellers.save(replace(created, system_prompt=prompt))).id
     gossip = (await store.storytellers.create("Tavern Gossip")).id
     assert watch is not None and gossip is not None
     await InboxRepository(store.db).store_events("harbour", [OSRIC_SPEAKS, MAREN_SPEAKS])
@@ -296,6 +298,7 @@ async def test_erasing_leaves_no_trace_of_the_characters_texts(store: Store) -> 
     )
     assert [d.name for d in await store.references.search("Osric")] == ["Tavern regulars"]
     maren_before = await _marens_data(store, town)
+    revision = (await store.storytellers.get(town.watch)).revision
 
     report = await store.characters.erase(OSRIC, actor="ada", also=["Osric"])
 
@@ -316,6 +319,11 @@ async def test_erasing_leaves_no_trace_of_the_characters_texts(store: Store) -> 
         json.loads(document)  # still valid
         assert not re.search(rf"(?<!\d){OSRIC}(?!\d)", document), document
     assert await _marens_data(store, town) == maren_before
+    watch = await store.storytellers.get(town.watch)  # a running daemon reloads it
+    assert (watch.system_prompt, watch.revision) == (
+        f"Keep an eye on {MARKER} in the tavern.",
+        revision + 1,
+    )
     # the search indexes follow the redacted document
     assert await store.references.search("Osric") == []
     [regulars] = await store.references.search("harbourmaster distrusts")
