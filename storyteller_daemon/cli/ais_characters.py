@@ -9,9 +9,11 @@ and what it cannot reach.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, TextIO
 
 import typer
 
@@ -64,25 +66,22 @@ async def export(
     """Print everything held about a character as JSON (memories, their history, situations,
     speech, events, parked calls, runs and digests that mention them)."""
     ident = parse_id(character, "character")
-    async with open_store(ctx) as store:
-        record = await store.characters.export(ident, actor=actor or os_user(), also=also or ())
-    document = export_json(record, datetime.now(UTC))
-    if output is None:
-        print_json(document)
-        return
-    _write(output, document)
+    sink = _open(output) if output is not None else None  # before the export is audited
+    with sink or contextlib.nullcontext():
+        async with open_store(ctx) as store:
+            record = await store.characters.export(ident, actor=actor or os_user(), also=also or ())
+        document = export_json(record, datetime.now(UTC))
+        if sink is None:
+            print_json(document)
+            return
+        sink.write(json.dumps(document, indent=2, default=str, ensure_ascii=False) + "\n")
     counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in record.counts.items() if n)
     say(f"Wrote what is held about character #{ident} to {output} ({counts or 'nothing held'}).")
 
 
-def _write(path: Path, document: dict[str, Any]) -> None:
-    import json
-
+def _open(path: Path) -> TextIO:
     try:
-        path.write_text(
-            json.dumps(document, indent=2, default=str, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
+        return path.open("w", encoding="utf-8")
     except OSError as exc:
         raise ValidationError(f"Cannot write {path}: {exc.strerror or exc}.") from None
 

@@ -33,21 +33,17 @@ class AuditRepository:
         self._db = db
         self._clock = clock
 
-    def row(self, actor: str, action: str, subject: str, detail: dict[str, Any]) -> AuditRow:
-        """A new audit row, for a caller to add inside its own transaction."""
-        return AuditRow(
+    async def add_in(
+        self, session: AsyncSession, actor: str, action: str, subject: str, detail: dict[str, Any]
+    ) -> AuditEntry:
+        """Write one entry in `session`'s transaction (it stands or falls with the action)."""
+        row = AuditRow(
             at=self._clock(),
             actor=actor,
             action=action,
             subject=subject,
             detail=json.dumps(detail, sort_keys=True, separators=(",", ":")),
         )
-
-    async def add_in(
-        self, session: AsyncSession, actor: str, action: str, subject: str, detail: dict[str, Any]
-    ) -> AuditEntry:
-        """Write one entry in `session`'s transaction (it stands or falls with the action)."""
-        row = self.row(actor, action, subject, detail)
         session.add(row)
         await session.flush()
         return audit_to_domain(row)

@@ -212,3 +212,9 @@ def test_erasing_someone_nobody_holds_anything_about(cli: Cli) -> None:
         "'x9' is not a valid character id; use a positive whole number."
     )
     assert cli.fails("audit", "list", "--limit", "0") == "--limit must be a positive number, not 0."
+
+
+def test_export_to_a_file_that_cannot_be_written_is_not_audited(cli: Cli, tmp_path: Path) -> None:
+    where = tmp_path / "missing" / "mara.json"
+    message = cli.fails("ais", "character", "export", str(MARA), "--output", str(where))
+    assert message == f"Cannot write {where}: No such file or directory."
