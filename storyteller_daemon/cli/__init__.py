@@ -110,6 +110,7 @@ def _register() -> None:
     from storyteller_daemon.cli import (
         ais,
         aisr,
+        audit,
         bench,
         bridge,
         costs,
@@ -135,6 +136,7 @@ def _register() -> None:
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
     app.add_typer(mcp.app, name="mcp")
+    app.add_typer(audit.app, name="audit")
     app.command("costs")(costs.costs)
     app.command("dashboard")(dashboard.dashboard)
     app.command("run")(run.run)

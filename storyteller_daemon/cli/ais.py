@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli import (
+    ais_characters,
     ais_digest,
     ais_mcp,
     ais_narrative,
@@ -196,4 +197,6 @@ app.add_typer(ais_narrative.memories, name="memory")
 alias(app, "situation", "situations")
 alias(app, "memory", "memories")
 app.add_typer(ais_digest.digests, name="digest")
+app.add_typer(ais_characters.app, name="character")
+alias(app, "character", "characters")
 ais_xml.register_commands(app)

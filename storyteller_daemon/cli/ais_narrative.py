@@ -1,8 +1,8 @@
 """``storyteller ais situation …`` and ``storyteller ais memory …``: what a storyteller keeps.
 
 Situations are open narrative threads (resolved by the model, never deleted); memories are notes
-about one character (forgetting deletes them). Admins can inspect both, re-scope a situation
-and forget a memory.
+about one character (forgetting deletes them). Admins can inspect both, re-scope a situation,
+forget a memory and read every change made to a memory (its edit history).
 """
 
 from __future__ import annotations
@@ -13,8 +13,12 @@ import typer
 
 from storyteller_daemon.cli.ais_io import command_group, format_time, parse_id, register, say, table
 from storyteller_daemon.cli.ais_view import (
+    HISTORY_COLUMNS,
+    HISTORY_WIDE,
     MEMORY_COLUMNS,
     SITUATION_COLUMNS,
+    edit_json,
+    edit_row,
     memory_json,
     memory_row,
     situation_json,
@@ -26,7 +30,9 @@ from storyteller_daemon.errors import ValidationError
 situations = command_group(
     "A storyteller's situations: list, show, change scope. Alias: situations."
 )
-memories = command_group("A storyteller's character memories: list, show, forget. Alias: memories.")
+memories = command_group(
+    "A storyteller's character memories: list, show, forget, history. Alias: memories."
+)
 
 Ref = Annotated[str, typer.Argument(metavar="REF", help="Storyteller id or name.")]
 ItemId = Annotated[str, typer.Argument(metavar="ID")]
@@ -168,3 +174,37 @@ async def forget_memory(ctx: typer.Context, ref: Ref, memory: ItemId) -> None:
         assert st.id is not None
         gone = await store.memories.forget(st.id, ident)
     say(f"{st.name} forgot memory #{gone.id} ({gone.title}) about character #{gone.character_id}.")
+
+
+@register(memories, "history")
+@run_async
+async def memory_history(
+    ctx: typer.Context,
+    ref: Ref,
+    memory: Annotated[
+        str | None, typer.Argument(metavar="ID", help="The memory (omit with --character).")
+    ] = None,
+    character: Annotated[
+        str | None,
+        typer.Option("--character", metavar="N", help="Every memory about this character."),
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Every change to a memory, or to the memories about one character, oldest first.
+
+    Forgotten and merged memories keep their history until the character is erased.
+    """
+    if (memory is None) == (character is None):
+        raise ValidationError("Give a memory ID or --character N, not both.")
+    memory_id = parse_id(memory, "memory") if memory is not None else None
+    character_id = parse_id(character, "character") if character is not None else None
+    async with open_store(ctx) as store:
+        st = await store.storytellers.get(ref)
+        assert st.id is not None
+        edits = await store.memories.history(st.id, memory_id=memory_id, character_id=character_id)
+    if json_out:
+        print_json([edit_json(e) for e in edits])
+        return
+    about = f"memory #{memory_id}" if memory_id else f"memories about character #{character_id}"
+    rows = [edit_row(e) for e in edits]
+    table(f"History of {st.name}'s {about}", HISTORY_COLUMNS, rows, wide=HISTORY_WIDE)

@@ -26,7 +26,7 @@ from storyteller_daemon.domain.settings import (
     Scope,
     Storyteller,
 )
-from storyteller_daemon.domain.situations import CharacterMemory, Situation
+from storyteller_daemon.domain.situations import CharacterMemory, MemoryEdit, Situation
 
 LIST_COLUMNS = (
     "Id",
@@ -44,6 +44,9 @@ LIST_COLUMNS = (
 )
 SITUATION_COLUMNS = ("Id", "Title", "Resolved", "Scope", "Created")
 MEMORY_COLUMNS = ("Id", "Character", "Title", "Created")
+HISTORY_COLUMNS = ("When", "Memory", "Action", "Actor", "Before → After", "From players")
+HISTORY_WIDE = frozenset({"Actor", "Before → After"})
+HISTORY_SIDE_CHARS = 60
 
 
 def list_row(st: Storyteller) -> list[object]:
@@ -134,6 +137,45 @@ def memory_json(m: CharacterMemory) -> dict[str, Any]:
 def memory_row(m: CharacterMemory) -> list[object]:
     """One row of the memory table."""
     return [m.id, f"#{m.character_id}", m.title, format_time(m.created_on)]
+
+
+def edit_json(e: MemoryEdit) -> dict[str, Any]:
+    """One entry of a memory's edit history for ``--json``."""
+    return {
+        "id": e.id,
+        "storyteller_id": e.storyteller_id,
+        "memory_id": e.memory_id,
+        "character_id": e.character_id,
+        "action": e.action.value,
+        "actor": e.actor,
+        "at": e.at.isoformat(),
+        "title_before": e.title_before,
+        "text_before": e.text_before,
+        "title_after": e.title_after,
+        "text_after": e.text_after,
+        "from_player": e.from_player,
+    }
+
+
+def _side(title: str | None, text: str | None) -> str:
+    if title is None:
+        return "-"
+    whole = " ".join(f"{title}: {text or ''}".split())
+    cut = HISTORY_SIDE_CHARS
+    return whole if len(whole) <= cut else whole[: cut - 3] + "..."
+
+
+def edit_row(e: MemoryEdit) -> list[object]:
+    """One row of the memory history table (the texts cut short; ``--json`` has them whole)."""
+    change = f"{_side(e.title_before, e.text_before)} → {_side(e.title_after, e.text_after)}"
+    return [
+        format_time(e.at),
+        f"#{e.memory_id}",
+        e.action.value,
+        e.actor,
+        change,
+        yes_no(e.from_player),
+    ]
 
 
 def rule_json(rule: AttentionRule) -> dict[str, Any]:

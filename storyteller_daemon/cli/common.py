@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import getpass
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
@@ -140,6 +142,14 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
     console.print(table)
+
+
+def os_user() -> str:
+    """Who runs this command, as decisions and the audit log name them."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (a bare container)
+        return f"uid {os.getuid()}"
 
 
 def yes_no(value: bool) -> str:

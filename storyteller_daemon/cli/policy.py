@@ -12,8 +12,6 @@ reject ID`` drops it. A call not decided in ``approval_expiry_seconds`` expires.
 
 from __future__ import annotations
 
-import getpass
-import os
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +25,7 @@ from storyteller_daemon.cli.common import (
     console,
     fail,
     open_store,
+    os_user,
     print_json,
     print_table,
     run_async,
@@ -166,15 +165,8 @@ async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: 
 
     async with open_store(ctx) as store:
         return await ApprovalRepository(store.db).decide(
-            approval_id, approve=approve, now=datetime.now(UTC), by=_who(), note=note
+            approval_id, approve=approve, now=datetime.now(UTC), by=os_user(), note=note
         )
-
-
-def _who() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no user name for this uid (a bare container)
-        return f"uid {os.getuid()}"
 
 
 @app.command("approve")

@@ -66,7 +66,8 @@ class PolicyActionRow(Base):
     characters: Mapped[str] = mapped_column(Text, default="")
 
 
-def _approval(row: ApprovalRow) -> Approval:
+def approval_to_domain(row: ApprovalRow) -> Approval:
+    """Row → `Approval`."""
     return Approval(
         key=row.key,
         storyteller_id=row.storyteller_id,
@@ -86,12 +87,26 @@ def _approval(row: ApprovalRow) -> Approval:
     )
 
 
-def _id_text(ids: frozenset[int]) -> str:
+def id_text(ids: frozenset[int]) -> str:
+    """Ids as the comma-separated text stored in `PolicyActionRow`."""
     return ",".join(str(i) for i in sorted(ids))
 
 
-def _id_set(text: str) -> frozenset[int]:
+def id_set(text: str) -> frozenset[int]:
+    """The ids of `id_text`'s text."""
     return frozenset(int(part) for part in text.split(",") if part.strip())
+
+
+def action_to_domain(row: PolicyActionRow) -> PolicyAction:
+    """Row → `PolicyAction`."""
+    return PolicyAction(
+        storyteller_id=row.storyteller_id,
+        tool=row.tool,
+        at=as_utc(row.at),
+        player_id=row.player_id,
+        rooms=id_set(row.rooms),
+        characters=id_set(row.characters),
+    )
 
 
 class ApprovalRepository:
@@ -105,13 +120,13 @@ class ApprovalRepository:
         async with self._db.session() as session:
             found = await session.scalar(select(ApprovalRow).where(ApprovalRow.key == call.key))
             if found is not None:
-                return _approval(found)
+                return approval_to_domain(found)
             row = ApprovalRow(
                 **asdict(call), state=ApprovalState.PENDING.value, decided_by="", note="", result=""
             )
             session.add(row)
             await session.flush()
-            return _approval(row)
+            return approval_to_domain(row)
 
     async def get(self, approval_id: int) -> Approval:
         """One parked call.
@@ -123,7 +138,7 @@ class ApprovalRepository:
             row = await session.get(ApprovalRow, approval_id)
             if row is None:
                 raise NotFoundError(f"no parked call #{approval_id}")
-            return _approval(row)
+            return approval_to_domain(row)
 
     async def list(
         self, states: Collection[ApprovalState] = (), *, limit: int = 100
@@ -133,7 +148,7 @@ class ApprovalRepository:
         if states:
             query = query.where(ApprovalRow.state.in_([s.value for s in states]))
         async with self._db.session() as session:
-            return [_approval(r) for r in await session.scalars(query)]
+            return [approval_to_domain(r) for r in await session.scalars(query)]
 
     async def decide(
         self, approval_id: int, *, approve: bool, now: datetime, by: str = "", note: str = ""
@@ -158,7 +173,7 @@ class ApprovalRepository:
                 row.decided_by, row.note = by, note
             row.decided_at = now
             await session.flush()
-            decided = _approval(row)
+            decided = approval_to_domain(row)
         if expired:  # raised after the commit, so the call stays expired
             raise ConflictError(
                 f"parked call #{approval_id} expired at {decided.expires_at:%Y-%m-%d %H:%M} UTC;"
@@ -179,7 +194,7 @@ class ApprovalRepository:
             )
             for row in rows:
                 row.state, row.decided_at = ApprovalState.EXPIRED.value, now
-            return [_approval(r) for r in rows]
+            return [approval_to_domain(r) for r in rows]
 
     async def claim(self) -> builtins.list[Approval]:
         """Approved calls, moved to ``running``, plus calls a stopped daemon left running.
@@ -202,7 +217,7 @@ class ApprovalRepository:
             )
             for row in rows:
                 row.state = ApprovalState.RUNNING.value
-            return [_approval(r) for r in rows]
+            return [approval_to_domain(r) for r in rows]
 
     async def finish(self, approval_id: int, *, ok: bool, result: str) -> None:
         """Record a claimed call's outcome (``done`` or ``failed``)."""
@@ -233,8 +248,8 @@ class PolicyActionRepository:
                     tool=action.tool,
                     at=action.at,
                     player_id=action.player_id,
-                    rooms=_id_text(action.rooms),
-                    characters=_id_text(action.characters),
+                    rooms=id_text(action.rooms),
+                    characters=id_text(action.characters),
                 )
             )
 
@@ -245,14 +260,4 @@ class PolicyActionRepository:
             rows = await session.scalars(
                 select(PolicyActionRow).order_by(PolicyActionRow.at, PolicyActionRow.id)
             )
-            return [
-                PolicyAction(
-                    storyteller_id=r.storyteller_id,
-                    tool=r.tool,
-                    at=as_utc(r.at),
-                    player_id=r.player_id,
-                    rooms=_id_set(r.rooms),
-                    characters=_id_set(r.characters),
-                )
-                for r in rows
-            ]
+            return [action_to_domain(r) for r in rows]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from storyteller_daemon.storage.audit import AuditRepository
 from storyteller_daemon.storage.catalogue import CatalogueRepository
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
+from storyteller_daemon.storage.erasure import CharacterDataRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.references import ReferenceRepository
@@ -24,6 +26,8 @@ class Store:
         self.speech = SpeechHistoryRepository(db)
         self.catalogues = CatalogueRepository(db)
         self.digests = DigestRepository(db)
+        self.audit = AuditRepository(db, clock)
+        self.characters = CharacterDataRepository(db, clock)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:

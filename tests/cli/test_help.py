@@ -25,6 +25,7 @@ AIS = [
     "situation",
     "memory",
     "digest",
+    "character",
 ]
 AIS_SET = [
     "name",
@@ -93,8 +94,10 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais", "set", "REF", "mcp"), AIS_MCP),
         (("ais", "set", "REF", "speech-context"), ["count", "window"]),
         (("ais", "situation"), ["list", "show", "scope"]),
-        (("ais", "memory"), ["list", "show", "forget"]),
+        (("ais", "memory"), ["list", "show", "forget", "history"]),
         (("ais", "digest"), ["show", "refresh"]),
+        (("ais", "character"), ["export", "erase"]),
+        (("audit",), ["list"]),
         (("aisr",), AISR),
         (("mcp",), ["serve"]),
         (("aisr", "set", "REF"), AISR_SET),
@@ -141,6 +144,8 @@ def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> 
     + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
     + [("ais", "set", "REF", "rule", name) for name in AIS_RULE]
     + [("ais", "set", "REF", "mcp", name) for name in AIS_MCP]
+    + [("ais", "memory", "history"), ("ais", "character", "export"), ("ais", "character", "erase")]
+    + [("audit", "list")]
     + [("aisr", name) for name in AISR if name != "set"]
     + [("aisr", "set", "REF", name) for name in AISR_SET],
 )
