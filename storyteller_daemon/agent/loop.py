@@ -52,7 +52,7 @@ from storyteller_daemon.agent.records import (
     response_summary,
 )
 from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
-from storyteller_daemon.agent.tools.registry import is_noop, toolset, with_catalogue
+from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
@@ -128,7 +128,7 @@ class ToolLoop:
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
-            tools=toolset(storyteller, trigger, ctx, withheld=self._withheld(storyteller, trigger)),
+            tools=self.offered(storyteller, trigger, ctx),
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
@@ -156,6 +156,10 @@ class ToolLoop:
             len(turn.record.calls),
         )
         return turn.record
+
+    def offered(self, storyteller: Storyteller, trigger: Trigger, ctx: ToolContext) -> Toolset:
+        """The tools a turn for `trigger` offers (`ctx.progs` loaded, see `with_catalogue`)."""
+        return toolset(storyteller, trigger, ctx, withheld=self._withheld(storyteller, trigger))
 
     def _withheld(self, storyteller: Storyteller, trigger: Trigger) -> frozenset[str]:
         if self._policy is None or self._policy.offers_destructive(storyteller, trigger):

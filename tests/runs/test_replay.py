@@ -144,7 +144,7 @@ async def test_a_turn_and_its_attention_call_are_recorded_with_costs(sqlite_stor
     assert {
         ("world", "execute_prog"),
         ("situations", "create"),
-        ("situations", "open_for_trigger"),
+        ("situations", "open_scoped"),
     } <= taped
     [situation] = await sqlite_store.situations.list(st.id or 0)
     assert summary.situation_id == situation.id == record["situations"][0]
