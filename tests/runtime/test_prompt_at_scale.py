@@ -90,7 +90,8 @@ def cacheable_start(body: dict[str, Any], stable_chars: int) -> str:
     """A request body as the model reads it (tools, instructions, then input), up to the end
     of the user prompt's stable part."""
     head = json.dumps({"tools": body["tools"], "instructions": body["instructions"]})
-    return head + body["input"][0]["content"][:stable_chars]
+    content: str = body["input"][0]["content"]
+    return head + content[:stable_chars]
 
 
 def request_tokens(body: dict[str, Any]) -> int:
