@@ -4,10 +4,10 @@ A storyteller may keep tens of thousands of memories; a prompt shows a few dozen
 (`domain.memory_ranking`) are the union of five short lists, each read in index order and cut
 at a limit:
 
-- the best matches of the trigger's words in the memory word index (migration 0010), any word
-  matching, each also as a prefix: SQLite FTS5 (bm25, the title weighted double), PostgreSQL
-  the GIN index over the 'simple' ``tsvector`` of title and text (``ts_rank`` of the matches,
-  the title weighted above the text);
+- the best matches of the trigger's words in the memory word index, any word matching, each
+  also as a prefix: SQLite FTS5 (migration 0010; bm25, the title weighted double), PostgreSQL
+  the GIN index over a stored 'simple' ``tsvector`` with the title weighted above the text
+  (migration 0011; ``ts_rank`` of the newest `RANKED_MATCHES` matches);
 - the newest changed memories about the characters the trigger involves
   (``ix_character_memories_character``);
 - the newest written, the newest changed and the most important memories overall
@@ -34,15 +34,11 @@ from sqlalchemy import (
 from storyteller_daemon.storage.models import MemoryRow
 
 WORDS_TABLE = "character_memories_fts"
-# The expression the PostgreSQL word index is built on, written as the migration writes it.
-_VECTOR: ColumnClause[Any] = literal_column(
-    "to_tsvector('simple', character_memories.title || ' ' || character_memories.text)"
-)
-# What a match is ranked by: the title weighs ten times the text (weights A and D).
-_WEIGHTED: ColumnClause[Any] = literal_column(
-    "setweight(to_tsvector('simple', character_memories.title), 'A') || "
-    "to_tsvector('simple', character_memories.text)"
-)
+# PostgreSQL's stored word vector (migration 0011): the title weighted A, the text D.
+_VECTOR: ColumnClause[Any] = literal_column("character_memories.search_vector")
+RANKED_MATCHES = 500
+"""On PostgreSQL, the newest matches of the trigger's words that are ranked, so a common word
+costs the same however many memories hold it; FTS5 ranks every match inside its index."""
 _MEMORIES = MemoryRow.__table__
 _COLUMNS = tuple(_MEMORIES.c)
 
@@ -72,15 +68,20 @@ def word_matches(
             .join(_MEMORIES, MemoryRow.id == literal_column(f"{WORDS_TABLE}.rowid"))
             .where(index.op("MATCH")(query))
         )
+        statement = statement.where(MemoryRow.storyteller_id == storyteller_id)
     else:
         tsquery = func.to_tsquery(literal_column("'simple'"), query)
-        score = func.ts_rank(_WEIGHTED, tsquery).label("words")
-        statement = select(*_COLUMNS, score).where(_VECTOR.op("@@")(tsquery))
-    statement = (
-        statement.where(MemoryRow.storyteller_id == storyteller_id)
-        .order_by(score.desc(), MemoryRow.id.desc())
-        .limit(limit)
-    )
+        matched = (
+            select(MemoryRow.id)
+            .where(MemoryRow.storyteller_id == storyteller_id)
+            .where(_VECTOR.op("@@")(tsquery))
+            .order_by(MemoryRow.id.desc())
+            .limit(RANKED_MATCHES)
+            .subquery()
+        )
+        score = func.ts_rank(_VECTOR, tsquery).label("words")
+        statement = select(*_COLUMNS, score).join(matched, MemoryRow.id == matched.c.id)
+    statement = statement.order_by(score.desc(), MemoryRow.id.desc()).limit(limit)
     return statement, {"query": _match_query(dialect, words)}
 
 
