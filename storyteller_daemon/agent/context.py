@@ -229,9 +229,13 @@ def assemble(
     volatile = [f.text for block, f in parts if not block.stable]
     text = SEPARATOR.join(stable + volatile)
     stable_chars = len(SEPARATOR.join(stable) + SEPARATOR) if stable and volatile else 0
+    tokens = sum(r.tokens for r in fixed_reports) + count(text)
+    if preface:  # listed so the blocks' tokens add up to the prompt's
+        noted = count(preface + SEPARATOR)
+        fixed_reports.append(BlockReport("notes preface", Priority.INSTRUCTIONS, True, noted, 1, 0))
     report = ContextReport(
         budget=budget,
-        tokens=sum(r.tokens for r in fixed_reports) + count(text),
+        tokens=tokens,
         stable_chars=stable_chars,
         blocks=(*fixed_reports, *(fitted[i].report for i in order)),
     )
@@ -277,9 +281,7 @@ def _fit(block: Block, allowance: int, limit: str, count: TokenCounter) -> _Fitt
             low = middle
         else:
             high = middle - 1
-    text = _render_kept(block, low) if low else ""
-    if not low and cost(text) > allowance:
-        text = ""
+    text = _render_kept(block, low)
     kept = items[len(items) - low :] if block.drop_oldest else items[:low]
     return fitted(kept if text else (), text)
 

@@ -163,6 +163,9 @@ async def test_growing_events_drop_recent_speech_before_the_digest_before_memori
 
     calm = await build(1)
     assert all(not r.dropped and not r.cut for r in calm.values())
+    # The report's blocks add up to the whole (each counted with the blank line after it).
+    prompt = await builder.build(listener, replace(speech, attention_reason="the tide"))
+    assert sum(r.tokens for r in prompt.report.blocks) == prompt.report.tokens + 1
     assert calm["recent speech"].kept == 5 and calm["digest"].kept == 1
     words = 1
     while not (squeezed := await build(words))["digest"].cut:
