@@ -87,6 +87,11 @@ def test_config_is_frozen() -> None:
             "not the secret itself",
         ),
         ("[database]\nurl = 'x'\n[world]\nkind = 'mud'\n", "world.kind", "'sim' or 'bridge'"),
+        (
+            "[database]\nurl = 'x'\n[limits]\nprompt_max_chars = 24000\n",
+            "limits",
+            "prompt_max_chars was replaced by prompt_max_tokens",
+        ),
     ],
 )
 def test_each_error_names_file_key_and_problem(

@@ -53,7 +53,7 @@ from storyteller_daemon.agent.records import (
 )
 from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
 from storyteller_daemon.agent.tools.mcp import mcp_listings
-from storyteller_daemon.agent.tools.registry import is_noop, toolset, with_catalogue
+from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
@@ -125,14 +125,11 @@ class ToolLoop:
         started = self._clock()
         ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key, trigger))
         assert storyteller.id is not None  # checked by for_turn
-        withheld = self._withheld(storyteller, trigger)
         turn = TurnState(
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
-            tools=toolset(
-                storyteller, trigger, ctx, withheld=withheld, mcp=await mcp_listings(ctx)
-            ),
+            tools=await self.offered(storyteller, trigger, ctx),
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
@@ -160,6 +157,19 @@ class ToolLoop:
             len(turn.record.calls),
         )
         return turn.record
+
+    async def offered(
+        self, storyteller: Storyteller, trigger: Trigger, ctx: ToolContext
+    ) -> Toolset:
+        """The tools a turn for `trigger` offers (`ctx.progs` loaded, see `with_catalogue`),
+        with what the storyteller's MCP servers list."""
+        return toolset(
+            storyteller,
+            trigger,
+            ctx,
+            withheld=self._withheld(storyteller, trigger),
+            mcp=await mcp_listings(ctx, storyteller),
+        )
 
     def _withheld(self, storyteller: Storyteller, trigger: Trigger) -> frozenset[str]:
         if self._policy is None or self._policy.offers_destructive(storyteller, trigger):

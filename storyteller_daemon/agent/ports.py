@@ -12,13 +12,14 @@ that breaks a domain rule; the messages are safe to show to a model.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.mcp import McpOutcome, McpToolInfo
+from storyteller_daemon.domain.memory_ranking import MemoryCandidate
 from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
@@ -82,6 +83,22 @@ class SituationStore(Protocol):
         """The newest `limit` unresolved situations concerning a trigger, oldest first."""
         ...
 
+    async def open_universal(self, storyteller_id: int, *, limit: int) -> builtins.list[Situation]:
+        """The `limit` most recently changed unresolved universal situations, newest first."""
+        ...
+
+    async def open_scoped(
+        self,
+        storyteller_id: int,
+        *,
+        room_id: int | None,
+        character_ids: Collection[int],
+        limit: int,
+    ) -> builtins.list[Situation]:
+        """Unresolved situations scoped to a trigger's characters (first) or room, the most
+        recently changed first within each; every scoped one when neither is given."""
+        ...
+
 
 @runtime_checkable
 class MemoryStore(Protocol):
@@ -131,6 +148,19 @@ class MemoryStore(Protocol):
 
     async def counts_by_character(self, storyteller_id: int) -> dict[int, int]:
         """Character id → number of memories."""
+        ...
+
+    async def candidates(
+        self,
+        storyteller_id: int,
+        *,
+        character_ids: Collection[int],
+        words: Sequence[str],
+        limit: int,
+    ) -> builtins.list[MemoryCandidate]:
+        """Memories worth ranking for a turn, each once, with its word-index score: at most
+        `limit` best matches of any of `words`, newest about `character_ids`, newest written,
+        newest changed and most important."""
         ...
 
 

@@ -149,9 +149,19 @@ class TriggerRenderer:
         return quoted(name) if name is not None else f"character #{character_id}"
 
     async def _event_lines(
-        self, storyteller: Storyteller, trigger: Trigger, status_text: str, fence: Fence
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        status_text: str,
+        fence: Fence,
+        *,
+        speech_context: bool = True,
     ) -> tuple[list[str], str | None]:
-        """The lines describing the trigger, and the attention input if it is not the prompt."""
+        """The lines describing the trigger, and the attention input if it is not the prompt.
+
+        A speech's recent-speech context ends its lines unless `speech_context` is false (the
+        prompt builder then gives it a block of its own, see `recent_speech`).
+        """
         event = trigger.event
         kind = trigger.kind
         if kind is TriggerKind.ROOM_ECHO and isinstance(event, RoomEcho):
@@ -166,7 +176,7 @@ class TriggerRenderer:
             lines += ["Event Text:", fence.block(event.text, "room echo")]
             return lines, strip_markup(event.text).strip()
         if kind is TriggerKind.SPEECH and isinstance(event, Speech):
-            context = await self._speech_context(storyteller, event)
+            context = await self._speech_context(storyteller, event) if speech_context else []
             return [*await self._speech_lines(event, fence), *context], None
         if kind is TriggerKind.CRIME and isinstance(event, Crime):
             return await self._crime(event), None
@@ -210,7 +220,13 @@ class TriggerRenderer:
         return [*lines, "Spoken Text:", fence.block(event.text, "speech")]
 
     async def _speech_context(self, storyteller: Storyteller, event: Speech) -> list[str]:
-        """The room's recent speech before `event`, when the storyteller asks for it."""
+        """The recent-speech context block of `event`'s lines (header and lines, or nothing)."""
+        lines = await self.recent_speech(storyteller, event)
+        return ["", SPEECH_CONTEXT_HEADER, *lines] if lines else []
+
+    async def recent_speech(self, storyteller: Storyteller, event: Speech) -> list[str]:
+        """The room's recent speech before `event`, oldest first, when the storyteller asks for
+        it (``speech_context_count``), as context lines."""
         count = storyteller.speech_context_count
         if count <= 0 or self._speech is None:
             return []
@@ -222,9 +238,7 @@ class TriggerRenderer:
             until=current.occurred_at,
         )
         earlier = heard_before(lines, current)[-count:]
-        if not earlier:
-            return []
-        return ["", SPEECH_CONTEXT_HEADER, *(speech_context_line(line) for line in earlier)]
+        return [speech_context_line(line) for line in earlier]
 
     async def _crime(self, event: Crime) -> list[str]:
         lines = [

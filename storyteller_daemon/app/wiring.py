@@ -148,6 +148,7 @@ async def build_runtime(
             clock=clock,
             stats=stats,
             speech=store.speech,
+            digests=store.digests,
             alerts=alerts,
             recorder=recorder,
             attention=AttentionOptions(

@@ -169,11 +169,32 @@ def _turn_lines(run: RunSummary, record: dict[str, Any], related: list[RunSummar
         lines.append(f"Situation: #{run.situation_id}")
     if run.error:
         lines.append(f"Error:     {run.error}")
+    lines += _budget_lines(record.get("prompt_budget"))
     lines += ["", "Prompt:", *_block(record.get("prompt", ""))]
     turn = record.get("turn") or {"requests": [], "calls": []}
     charges = iter(record.get("charges", []))
     for request in turn["requests"]:
         lines += ["", *_round_lines(request, charges, turn["calls"])]
+    return lines
+
+
+_HELD = {"share": "its share of the budget", "room": "no room left by higher priorities"}
+
+
+def _budget_lines(budget: dict[str, Any] | None) -> list[str]:
+    """What the prompt's token budget kept and left out, block by block (records written
+    before prompts were budgeted have none)."""
+    if not budget:
+        return []
+    over = " (over: the instructions and tools alone exceed it)" if budget["over_budget"] else ""
+    lines = ["", f"Budget:    {budget['tokens']:,} of {budget['budget']:,} estimated tokens{over}"]
+    for block in budget["blocks"]:
+        kept = "cut to fit" if block["cut"] else f"{block['kept']} kept"
+        if block["dropped"]:
+            kept += f", {block['dropped']} left out"
+        held = block["limit"]
+        why = f" ({_HELD.get(held, held)})" if held else ""
+        lines.append(f"  {block['name']:<20} {block['tokens']:>7,} tokens, {kept}{why}")
     return lines
 
 

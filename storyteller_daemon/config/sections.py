@@ -8,9 +8,9 @@ and ``[reflection]``.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from storyteller_daemon.config.fields import (
     EnvVarName,
@@ -69,8 +69,21 @@ class LimitsConfig(_Section):
     missing_call_retries: NonNegativeInt = 2
     max_output_tokens: PositiveInt = 1200
     attention_max_output_tokens: PositiveInt = 400
-    prompt_max_chars: PositiveInt = 24_000
+    prompt_max_tokens: PositiveInt = 16_000
+    """Estimated tokens of a turn's first request: instructions, tool schemas and user prompt
+    (`agent.context` shares it out by priority)."""
     max_situation_titles: PositiveInt = 25
+    """Open situations listed at most in each of a prompt's two situation blocks."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "prompt_max_chars" in data:
+            raise ValueError(
+                "prompt_max_chars was replaced by prompt_max_tokens (prompts are budgeted in "
+                "tokens, instructions and tools included); remove it"
+            )
+        return data
 
 
 class AttentionConfig(_Section):

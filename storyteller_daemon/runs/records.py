@@ -54,6 +54,10 @@ class TurnRun:
     prompt: str = ""
     fence: str = ""
     """The token of the prompt's world-text fence, so a replay builds the same prompt."""
+    notes_fence: str = ""
+    """The token of the prompt's stored-notes fence, likewise."""
+    prompt_budget: dict[str, Any] | None = None
+    """What the prompt's token budget kept and dropped (`agent.context.ContextReport`)."""
     record: TurnRecord | None = None
 
 
@@ -170,11 +174,14 @@ def turn_run(
         **_head("turn", storyteller, key, trigger),
         "prompt": run.prompt,
         "fence": run.fence,
+        "notes_fence": run.notes_fence,
+        "prompt_budget": run.prompt_budget,
         "turn": turn.to_dict() if turn is not None else None,
         **_costs(context),
         "situations": touched,
         "tape": run.tape.entries if run.tape is not None else [],
         "speech_history": run.services.speech is not None,
+        "digests": run.services.digests is not None,
         "error": error_note,
     }
     return NewRun(

@@ -150,9 +150,14 @@ class TurnRunner(Protocol):
     """What a replay needs of a turn runner: one turn, run and recorded."""
 
     async def run_turn(
-        self, storyteller: Storyteller, trigger: Trigger, *, fence: str | None = None
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        *,
+        fence: str | None = None,
+        notes_fence: str | None = None,
     ) -> TurnRecord:
-        """Run one turn for `trigger` and return its record."""
+        """Run one turn for `trigger` (its prompt's fences given) and return its record."""
         ...
 
 
@@ -196,7 +201,12 @@ async def replay_turn(
         raise ValidationError(f"Run #{run_id} belongs to another storyteller.")
     recorded: dict[str, Any] = record["turn"]
     tape = Tape(record.get("tape", []))
-    services = Services.replayed_from(tape, speech=record.get("speech_history", True))
+    services = Services.replayed_from(
+        tape,
+        speech=record.get("speech_history", True),
+        # Records written before turns read the digest hold none to answer with.
+        digests=record.get("digests", False),
+    )
     model: Model
     if live is None:
         model = ReplayModel(recorded["requests"])
@@ -205,7 +215,12 @@ async def replay_turn(
     turns = runner(services, model, limits)
     try:
         trigger = decode_trigger(record["trigger"])
-        turn = await turns.run_turn(storyteller, trigger, fence=record.get("fence") or None)
+        turn = await turns.run_turn(
+            storyteller,
+            trigger,
+            fence=record.get("fence") or None,
+            notes_fence=record.get("notes_fence") or None,
+        )
     except Exception as exc:  # e.g. a recorded value today's code cannot read
         raise ValidationError(
             f"Run #{run_id} cannot be replayed with today's code: {type(exc).__name__}: {exc}"

@@ -1,11 +1,11 @@
 """The tape: what the world and the repositories answered during one turn, for exact replay.
 
 While a turn runs, its services (the world, situations, memories, reference documents, speech
-history, the MCP servers) are wrapped in recording proxies. Each awaited call appends one entry
-to the turn's `Tape`: the service, the method, the arguments by name and the result, or the
-error it raised, all as JSON. A replay hands the same code proxies that answer from the tape
-instead, so the replayed turn reads the same world and writes nothing: no prog runs, no
-situation is created, no MCP tool is called.
+history, the storyteller's digest, the MCP servers) are wrapped in recording proxies. Each
+awaited call appends one entry to the turn's `Tape`: the service, the method, the arguments by
+name and the result, or the error it raised, all as JSON. A replay hands the same code proxies
+that answer from the tape instead, so the replayed turn reads the same world and writes nothing:
+no prog runs, no situation is created, no MCP tool is called.
 
 A replayed call is matched to the first unused entry with the same service, method and
 arguments; a call the tape does not hold is a *miss*: it is listed, and it raises an error the
@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from storyteller_daemon.agent.ports import (
+    DigestStore,
     McpToolbox,
     MemoryStore,
     ReferenceStore,
@@ -258,6 +259,7 @@ class Services:
     memories: MemoryStore
     references: ReferenceStore
     speech: SpeechHistory | None = None
+    digests: DigestStore | None = None
     mcp: McpToolbox | None = None
 
     def recorded_on(self, tape: Tape) -> Services:
@@ -270,18 +272,26 @@ class Services:
             speech=None
             if self.speech is None
             else tape.record("speech", SpeechHistory, self.speech),
+            digests=None
+            if self.digests is None
+            else tape.record("digests", DigestStore, self.digests),
             mcp=None if self.mcp is None else tape.record("mcp", McpToolbox, self.mcp),
         )
 
     @classmethod
-    def replayed_from(cls, tape: Tape, *, speech: bool = True) -> Services:
-        """Stand-ins that answer every call from `tape` and act on nothing."""
+    def replayed_from(cls, tape: Tape, *, speech: bool = True, digests: bool = True) -> Services:
+        """Stand-ins that answer every call from `tape` and act on nothing.
+
+        A turn recorded before digests were read finds no digest on its tape: the replay's
+        prompt then goes without one, as the recorded prompt did.
+        """
         return cls(
             world=tape.replay("world", WorldClient),
             situations=tape.replay("situations", SituationStore),
             memories=tape.replay("memories", MemoryStore),
             references=tape.replay("references", ReferenceStore),
             speech=tape.replay("speech", SpeechHistory) if speech else None,
+            digests=tape.replay("digests", DigestStore) if digests else None,
             # What the MCP servers listed and answered comes from the tape too: a replay never
             # calls a tool server.
             mcp=tape.replay("mcp", McpToolbox),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from storyteller_daemon.agent.attention import (
     AttentionGate,
@@ -16,11 +17,12 @@ from storyteller_daemon.agent.attention import (
     BatchEntry,
     attention_input,
 )
-from storyteller_daemon.agent.fencing import Fence
+from storyteller_daemon.agent.fencing import NOTES, Fence
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.ports import (
+    DigestStore,
     McpToolbox,
     MemoryStore,
     ReferenceStore,
@@ -29,8 +31,9 @@ from storyteller_daemon.agent.ports import (
 )
 from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
-from storyteller_daemon.agent.tools.base import Envelope, ToolContext
+from storyteller_daemon.agent.tools.base import Envelope, Taint, ToolContext
 from storyteller_daemon.agent.tools.custom import run_approved
+from storyteller_daemon.agent.tools.registry import with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.alerts.sink import AlertSink
@@ -69,15 +72,21 @@ class AgentTurnRunner:
         attention: AttentionOptions | None = None,
         lookups: WorldClient | None = None,
         policy: Policy | None = None,
+        digests: DigestStore | None = None,
         mcp: McpToolbox | None = None,
     ) -> None:
         self._stats = stats
         self._alerts = alerts
         self._limits = limits
-        self._services = Services(world, situations, memories, references, speech, mcp)
+        self._services = Services(
+            world, situations, memories, references, speech, digests=digests, mcp=mcp
+        )
         # Attention lines name rooms and characters for every event: they come from `lookups`
         # (a cache) when given. A turn's own prompt and tools use the taped world.
-        self._prompts = PromptBuilder(lookups or world, situations, limits, speech)
+        self._prompts = _prompts(self._services, limits, lookups or world)
+        # Stored notes are fenced with one token for all of this runner's turns, so the start
+        # of the prompt (stored knowledge that changed not) reads the same turn after turn.
+        self._notes_fence = Fence.new().token
         self.gate = AttentionGate(model, limits, options=attention)
         self._loop = ToolLoop(model, limits, clock.monotonic, sleep=clock.sleep, policy=policy)
         self._policy = policy
@@ -161,8 +170,13 @@ class AgentTurnRunner:
         key: str | None = None,
         *,
         fence: str | None = None,
+        notes_fence: str | None = None,
     ) -> TurnRecord:
         """Build the prompt and run the tool loop, as one recorded run.
+
+        The prompt is built within the token budget with the turn's tool schemas counted; when
+        it holds stored text written from players' words, the turn counts as reached by
+        players' text from its start, so what it writes is marked so.
 
         Args:
             storyteller: whose turn.
@@ -171,22 +185,31 @@ class AgentTurnRunner:
                 `turn_key` of the trigger.
             fence: the token of the prompt's world-text fence (default: a new random one; a
                 replay passes the recorded one).
+            notes_fence: the token of the stored-notes fence (default: this runner's; a
+                replay passes the recorded one).
         """
         key = key or turn_key(storyteller, trigger)
         async with self._recorder.turn(storyteller, trigger, key, self._services) as run:
             used = run.services
             prompts = self._prompts
             if used is not self._services:  # taped: the prompt's lookups go on the tape too
-                prompts = PromptBuilder(used.world, used.situations, self._limits, used.speech)
+                prompts = _prompts(used, self._limits, used.world)
             status = await self._status_text(storyteller, trigger, used.world)
+            tools = await with_catalogue(_tools(used))
             run.fence = fence or Fence.new().token
+            run.notes_fence = notes_fence or self._notes_fence
             prompt = await prompts.build(
-                storyteller, trigger, status_text=status, fence=Fence(run.fence)
+                storyteller,
+                trigger,
+                status_text=status,
+                fence=Fence(run.fence),
+                notes_fence=Fence(run.notes_fence, NOTES),
+                tools=(await self._loop.offered(storyteller, trigger, tools)).specs(),
             )
             run.prompt = prompt.text
-            record = await self._loop.run(
-                storyteller, trigger, prompt.text, _tools(used), turn_key=key
-            )
+            run.prompt_budget = prompt.report.to_dict()
+            tools = replace(tools, taint=Taint(prompt.from_player))
+            record = await self._loop.run(storyteller, trigger, prompt.text, tools, turn_key=key)
             run.record = record
         self._stats.tool_calls += len(record.calls)
         if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:
@@ -228,6 +251,18 @@ def _tools(services: Services) -> ToolContext:
     )
 
 
+def _prompts(services: Services, limits: LimitsConfig, world: WorldClient) -> PromptBuilder:
+    """The prompt builder over `services` (live or taped), naming things through `world`."""
+    return PromptBuilder(
+        world,
+        services.situations,
+        limits,
+        services.speech,
+        memories=services.memories,
+        digests=services.digests,
+    )
+
+
 def replay_runner(services: Services, model: Model, limits: LimitsConfig) -> AgentTurnRunner:
     """The daemon's turn runner over a replay's services and model (`runs.replay_turn`)."""
     return AgentTurnRunner(
@@ -236,6 +271,7 @@ def replay_runner(services: Services, model: Model, limits: LimitsConfig) -> Age
         memories=services.memories,
         references=services.references,
         speech=services.speech,
+        digests=services.digests,
         mcp=services.mcp,
         model=model,
         limits=limits,

@@ -8,12 +8,14 @@ the character is erased.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Row, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.domain.memory_ranking import MemoryCandidate
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
     DEFAULT_IMPORTANCE,
@@ -24,6 +26,7 @@ from storyteller_daemon.domain.situations import (
     check_importance,
 )
 from storyteller_daemon.errors import NotFoundError, ValidationError
+from storyteller_daemon.storage import memory_search
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import MemoryEditRow, MemoryRow
 from storyteller_daemon.storage.narrative import (
@@ -239,6 +242,51 @@ class MemoryRepository:
         query = query.order_by(MemoryRow.created_on, MemoryRow.id)
         async with self._db.session() as session:
             return [memory_to_domain(r) for r in (await session.execute(query)).scalars()]
+
+    async def candidates(
+        self,
+        storyteller_id: int,
+        *,
+        character_ids: Collection[int],
+        words: Sequence[str],
+        limit: int,
+    ) -> builtins.list[MemoryCandidate]:
+        """Memories worth ranking for a turn, each once, with its word-index score.
+
+        At most `limit` from each of: the best matches of any of `words`, the newest changed
+        about `character_ids`, the newest written, the newest changed and the most important
+        (`storage.memory_search`); every list is read from an index.
+        """
+        if limit <= 0:
+            return []
+        found: dict[int, MemoryCandidate] = {}
+
+        def add(rows: Sequence[Row[Any]], scored: bool = False) -> None:
+            for row in rows:
+                score = float(row.words) if scored else 0.0
+                known = found.get(row.id)
+                if known is None or known.words < score:
+                    # A row of the memory table's columns reads like the ORM row.
+                    memory = memory_to_domain(cast(MemoryRow, row))
+                    found[row.id] = MemoryCandidate(memory, score)
+
+        async with self._db.reading() as conn:
+            if words:
+                dialect = conn.dialect.name
+                statement, params = memory_search.word_matches(
+                    dialect, storyteller_id, words, limit
+                )
+                add((await conn.execute(statement, params)).all(), scored=True)
+            if character_ids:
+                statement = memory_search.about_characters(storyteller_id, character_ids, limit)
+                add((await conn.execute(statement)).all())
+            for listing in (
+                memory_search.newest_written,
+                memory_search.newest_changed,
+                memory_search.most_important,
+            ):
+                add((await conn.execute(listing(storyteller_id, limit))).all())
+        return sorted(found.values(), key=lambda c: c.memory.id)
 
     async def history(
         self, storyteller_id: int, *, memory_id: int | None = None, character_id: int | None = None

@@ -183,7 +183,13 @@ class MemoryRow(Base):
     """A storyteller's note about one character."""
 
     __tablename__ = "character_memories"
-    __table_args__ = (Index("ix_character_memories_character", "storyteller_id", "character_id"),)
+    __table_args__ = (
+        Index("ix_character_memories_character", "storyteller_id", "character_id"),
+        # A turn's memory candidates: the newest written, the newest changed, the most important.
+        Index("ix_character_memories_created", "storyteller_id", "created_on"),
+        Index("ix_character_memories_updated", "storyteller_id", "updated_on"),
+        Index("ix_character_memories_importance", "storyteller_id", "importance", "created_on"),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     storyteller_id: Mapped[int] = mapped_column(

@@ -10,8 +10,9 @@ import builtins
 import json
 from collections.abc import Collection
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.situations import (
@@ -218,3 +219,59 @@ class SituationRepository:
         async with self._db.session() as session:
             rows = [situation_to_domain(r) for r in (await session.execute(query)).scalars()]
         return list(reversed(rows))
+
+    async def open_universal(self, storyteller_id: int, *, limit: int) -> builtins.list[Situation]:
+        """The `limit` most recently changed unresolved universal situations, newest first."""
+        query = _open(storyteller_id).where(
+            SituationRow.scope_character_id.is_(None), SituationRow.scope_room_id.is_(None)
+        )
+        return await self._read(query.order_by(*_NEWEST).limit(limit))
+
+    async def open_scoped(
+        self,
+        storyteller_id: int,
+        *,
+        room_id: int | None,
+        character_ids: Collection[int],
+        limit: int,
+    ) -> builtins.list[Situation]:
+        """Unresolved situations scoped to a trigger's characters or room, best first.
+
+        Those about one of `character_ids` come first, then those of `room_id`, the most
+        recently changed first within each; `limit` at most. With no room and no characters
+        (heartbeats, direct invocations) every scoped situation concerns the trigger.
+        """
+        query = _open(storyteller_id)
+        about = SituationRow.scope_character_id.is_not(None)
+        if room_id is None and not character_ids:
+            query = query.where(or_(about, SituationRow.scope_room_id.is_not(None)))
+        else:
+            scoped: list[ColumnElement[bool]] = [
+                SituationRow.scope_character_id.in_(sorted(character_ids))
+            ]
+            if room_id is not None:
+                scoped.append(SituationRow.scope_room_id == room_id)
+            query = query.where(or_(*scoped))
+        first = case((about, 0), else_=1)
+        return await self._read(query.order_by(first, *_NEWEST).limit(limit))
+
+    async def _read(self, query: Select[Any]) -> builtins.list[Situation]:
+        async with self._db.reading() as conn:
+            rows = (await conn.execute(query)).all()
+        # A row of the situation table's columns reads like the ORM row.
+        return [situation_to_domain(cast(SituationRow, row)) for row in rows]
+
+
+_NEWEST = (
+    func.coalesce(SituationRow.updated_on, SituationRow.created_on).desc(),
+    SituationRow.id.desc(),
+)
+
+
+def _open(storyteller_id: int) -> Select[Any]:
+    """The storyteller's unresolved situations, every column of the table."""
+    return (
+        select(*SituationRow.__table__.c)
+        .where(SituationRow.storyteller_id == storyteller_id)
+        .where(SituationRow.resolved.is_(False))
+    )

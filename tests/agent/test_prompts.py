@@ -1,4 +1,4 @@
-"""Prompt assembly: fields per trigger, the situation block, markup stripping, framing, limits."""
+"""Prompt assembly: fields per trigger, the situation blocks, markup stripping, framing, limits."""
 
 from __future__ import annotations
 
@@ -7,19 +7,26 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.fencing import Fence
-from storyteller_daemon.agent.prompts import (
+from storyteller_daemon.agent.fencing import NOTES, Fence
+from storyteller_daemon.agent.knowledge import (
+    HERE_HEADER,
+    MORE_SITUATIONS,
     NO_SITUATIONS,
+    REMIT_HEADER,
+    remit_situations_block,
+)
+from storyteller_daemon.agent.prompts import (
     TRUNCATION_MARKER,
     PromptBuilder,
     TurnPrompt,
-    situation_lines,
     tool_loop_instructions,
 )
+from storyteller_daemon.agent.tokens import estimate_tokens
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import DEFAULT_SYSTEM_PROMPT, Heartbeat, Storyteller
+from storyteller_daemon.domain.situations import Situation
 from storyteller_daemon.domain.text import strip_markup
 from storyteller_daemon.storage.store import Store
 from world_adapter.events import CharacterState
@@ -162,28 +169,43 @@ async def test_direct_prompt(builder: PromptBuilder, storyteller: Storyteller) -
     ]
 
 
-async def test_situation_block_keeps_the_newest_oldest_first(
+def fenced_lines(prompt: TurnPrompt, header: str) -> list[str]:
+    """The entries of the situation block under `header` (empty when it is not there)."""
+    if header not in prompt.text:
+        return []
+    block = prompt.text.split(header + "\n", 1)[1].split("\n\n", 1)[0].split("\n")
+    return block[1 : block.index(next(x for x in block if x.startswith("<<end notes")))]
+
+
+async def test_situation_blocks_keep_the_most_recently_changed(
     builder: PromptBuilder, storyteller: Storyteller, sqlite_store: Store
 ) -> None:
-    ids = [
-        (await sqlite_store.situations.create(storyteller.id or 0, f"Thread {n}", "x")).id
-        for n in range(30)
-    ]
+    sid = storyteller.id or 0
+    ids = [(await sqlite_store.situations.create(sid, f"Thread {n}", "x")).id for n in range(30)]
+    # Changing an old thread makes it the most recent.
+    await sqlite_store.situations.update(sid, ids[0], text="changed")
     prompt = await builder.build(storyteller, heartbeat())
-    block = prompt.text.split("\n\n")[0].split("\n")
-    assert block[0] == "Current unresolved situations:"
-    assert block[1:] == [f'- #{i}: "Thread {n}"' for n, i in enumerate(ids) if n >= 5]
+    newest = [ids[0], *reversed(ids[6:])]
+    assert fenced_lines(prompt, REMIT_HEADER) == [
+        f'- #{i}: "Thread {ids.index(i)}"' for i in newest
+    ]
+    assert MORE_SITUATIONS in prompt.text
+    assert NO_SITUATIONS not in prompt.text
 
 
 def test_situation_ids_have_no_thousands_separators() -> None:
-    assert (
-        situation_lines([(1234, "Big\nfeud")])
-        == 'Current unresolved situations:\n- #1234: "Big feud"'
-    )
-    assert situation_lines([]) == "There are currently no unresolved situations."
+    moment = datetime(2026, 3, 1, tzinfo=UTC)
+    feud = Situation(1234, 1, "Big\nfeud", "", moment)
+    block = remit_situations_block([feud], False, Fence(TOKEN, NOTES))
+    assert block.render([i.text for i in block.items], 0).split("\n") == [
+        REMIT_HEADER,
+        f"<<notes {TOKEN} from situations>>",
+        '- #1234: "Big feud"',
+        f"<<end notes {TOKEN}>>",
+    ]
 
 
-async def test_situation_block_is_scoped_to_the_trigger(
+async def test_situation_blocks_follow_the_trigger_scope(
     builder: PromptBuilder, storyteller: Storyteller, sqlite_store: Store, world: SimWorld
 ) -> None:
     sid = storyteller.id or 0
@@ -193,10 +215,16 @@ async def test_situation_block_is_scoped_to_the_trigger(
     await sqlite_store.situations.create(sid, "Osric's debt", "x", character_id=OSRIC)
     await sqlite_store.situations.create(sid, "Storm season", "x")
     echo = await builder.build(storyteller, Trigger.from_event(world.emote(MAREN, "waves.")))
-    titles = [line.split(": ", 1)[1] for line in echo.text.split("\n\n")[0].split("\n")[1:]]
-    assert titles == ['"Quay smuggling"', '"Maren\'s debt"', '"Storm season"']
+    assert fenced_lines(echo, REMIT_HEADER) == ['- #5: "Storm season"']
+    # The trigger's characters first, then its room.
+    assert fenced_lines(echo, HERE_HEADER) == [
+        '- #3 (character #1001): "Maren\'s debt"',
+        '- #1 (room #101): "Quay smuggling"',
+    ]
+    # The storyteller-wide block comes first: it reads the same for every trigger.
+    assert echo.text.index(REMIT_HEADER) < echo.text.index(HERE_HEADER)
     hourly = await builder.build(storyteller, heartbeat())
-    assert hourly.text.split("\n\n")[0].count("\n- #") == 5
+    assert hourly.text.count("\n- #") == 5
 
 
 def test_markup_is_stripped() -> None:
@@ -252,15 +280,22 @@ async def test_attention_reason_is_appended(
     assert prompt.text.endswith('\n\nAttention reason:\n"A debt is due."')  # quoted world text
 
 
-async def test_long_prompts_are_cut_with_a_marker_keeping_the_reason(
+async def test_events_alone_over_the_budget_are_cut_with_a_marker_keeping_the_reason(
     world: SimWorld, sqlite_store: Store, storyteller: Storyteller
 ) -> None:
-    builder = PromptBuilder(world, sqlite_store.situations, LimitsConfig(prompt_max_chars=600))
-    prompt = await builder.build(storyteller, direct("word " * 500))
-    assert len(prompt.text) <= 600
+    limits = LimitsConfig(prompt_max_tokens=800)
+    builder = PromptBuilder(world, sqlite_store.situations, limits)
+    instructions = tool_loop_instructions(storyteller, direct())
+    prompt = await builder.build(storyteller, direct("word " * 2000))
+    assert estimate_tokens(instructions) + estimate_tokens(prompt.text) <= 800
+    assert prompt.report.tokens <= 800
     assert prompt.text.endswith(TRUNCATION_MARKER)
-    reasoned = replace(prompt, attention_reason="It matters.")
-    assert len(reasoned.text) <= 600
+    events = next(b for b in prompt.report.blocks if b.name == "events")
+    assert events.cut and events.limit == "room"
+    reasoned = await builder.build(
+        storyteller, replace(direct("word " * 2000), attention_reason="It matters.")
+    )
+    assert reasoned.report.tokens <= 800
     assert reasoned.text.endswith(TRUNCATION_MARKER + '\n\nAttention reason:\n"It matters."')
     short = await builder.build(storyteller, direct("short"))
     assert TRUNCATION_MARKER not in short.text

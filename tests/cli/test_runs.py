@@ -171,6 +171,12 @@ def test_show_prints_a_turn_as_a_transcript(cli: Cli) -> None:
     assert "Outcome:   completed after 2 round(s) and 3 tool call(s), 0.00 s" in lines
     assert "Situation: #1" in lines
     assert any("slips a hand into Maren's purse!" in line for line in lines)  # the prompt
+    # What the prompt's token budget kept, block by block.
+    assert any(
+        line.startswith("Budget:    ") and "of 16,000 estimated tokens" in line for line in lines
+    )
+    assert any(line.startswith("  events ") and line.endswith("tokens, 1 kept") for line in lines)
+    assert any(line.startswith("  tools ") for line in lines)
     assert any(
         line.startswith("Round 1: gpt-5, tool_choice required, 2000 in (500 cached)")
         for line in lines

@@ -138,7 +138,9 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
         turn_prompt = next(b for b in server.requests[seen:] if not wants_verdict(b))["input"][0][
             "content"
         ]
-        assert f'- #{situations[0].id}: "Cutpurse on the quay"' in turn_prompt
+        # Written in a turn a player's speech started: framed as from players' words.
+        line = f'- #{situations[0].id} (room #101) [from players]: "Cutpurse on the quay"'
+        assert line in turn_prompt
     # nothing the daemon started is still running
     await settle()
     leftovers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]

@@ -144,7 +144,7 @@ async def test_a_turn_and_its_attention_call_are_recorded_with_costs(sqlite_stor
     assert {
         ("world", "execute_prog"),
         ("situations", "create"),
-        ("situations", "open_for_trigger"),
+        ("situations", "open_scoped"),
     } <= taped
     [situation] = await sqlite_store.situations.list(st.id or 0)
     assert summary.situation_id == situation.id == record["situations"][0]
@@ -237,6 +237,27 @@ async def test_a_recorded_turn_replays_identically_and_acts_on_nothing(sqlite_st
     assert world.output_of(MAREN) == heard  # the prog did not run again
     assert len(await sqlite_store.situations.list(st.id or 0)) == 1  # nothing was created
     assert report.charges == []
+
+
+async def test_a_turn_recorded_before_prompts_were_budgeted_still_replays(
+    sqlite_store: Store,
+) -> None:
+    world = SimWorld.harbour_town()
+    st, run_id = await record_a_turn(sqlite_store, world)
+    record = (await RunRepository(sqlite_store.db).get(run_id)).record
+    # What such a record lacks: the budget's report, the notes fence, the digest and the
+    # knowledge reads on its tape.
+    for key in ("prompt_budget", "notes_fence", "digests"):
+        del record[key]
+    newer = {"open_universal", "open_scoped", "candidates", "latest"}
+    record["tape"] = [e for e in record["tape"] if e["method"] not in newer]
+    report = await replay_turn(run_id, record, st, LimitsConfig(), runner=replay_runner)
+    assert report.replayed["calls"] == report.recorded["calls"]
+    where = {d.where for d in report.differences}
+    # Today's prompt reads what the tape does not hold: those reads are named, and the blocks
+    # they would have filled are left out of the replayed prompt.
+    assert {"situations.open_universal", "situations.open_scoped", "memories.candidates"} <= where
+    assert "digests.latest" not in where  # the record says no digest was read
 
 
 async def test_a_changed_prompt_shows_in_the_replay(sqlite_store: Store) -> None:

@@ -1,10 +1,11 @@
 """Every built-in tool's turn, recorded and replayed, comes out identical and acts on nothing.
 
 Each turn calls one built-in tool with arguments that succeed on the harbour town (plus its
-storyteller's own situation, memory and reference document), then ends. The run record's tape
-holds what the world and the repositories answered; the replay runs today's runner over that
-tape and the recorded model answers and must reproduce the turn call for call, result for
-result, with no difference, no tape miss and no change to the world or the database.
+storyteller's own situation, memory, reference document and digest), then ends. The run
+record's tape holds what the world and the repositories answered; the replay runs today's
+runner over that tape and the recorded model answers and must reproduce the turn call for
+call, result for result, with no difference, no tape miss and no change to the world or the
+database.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
@@ -85,8 +87,8 @@ def test_every_built_in_tool_has_replay_arguments() -> None:
 
 
 async def prepared(store: Store) -> tuple[Storyteller, dict[str, int]]:
-    """A storyteller (a direct trigger offers every built-in) with a situation, a memory
-    and a document."""
+    """A storyteller (a direct trigger offers every built-in) with a situation, a memory,
+    a document and a digest (which the prompt shows)."""
     st = await store.storytellers.create("Harbour Watch")
     watch = Surveillance(zones=frozenset({HARBOUR_WARD}))  # one calendar and clock in view
     st = await store.storytellers.save(replace(st, paused=False, surveillance=watch))
@@ -96,6 +98,7 @@ async def prepared(store: Store) -> tuple[Storyteller, dict[str, int]]:
     document = await store.references.create(
         ReferenceDocument(name="Tide tables", keywords="tide harbour", contents="High tide at six.")
     )
+    await store.digests.save(Digest(sid, "The smugglers came back.", "f1", "digest-1", T0))
     ids = {"situation": situation.id, "memory": memory.id, "document": document.id or 0}
     return st, ids
 
@@ -132,6 +135,7 @@ async def test_a_turn_calling_each_built_in_replays_identically(
         situations=sqlite_store.situations,
         memories=sqlite_store.memories,
         references=sqlite_store.references,
+        digests=sqlite_store.digests,
         model=model,
         limits=LimitsConfig(),
         clock=clock,
@@ -147,6 +151,7 @@ async def test_a_turn_calling_each_built_in_replays_identically(
     before = await snapshot(sqlite_store, st, world)
     [summary] = await RunRepository(db).list(kind="turn")
     stored = await RunRepository(db).get(summary.id)
+    assert "The smugglers came back." in stored.record["prompt"]
     report = await replay_turn(summary.id, stored.record, st, LimitsConfig(), runner=replay_runner)
     assert report.identical, report.differences
     assert report.replayed["calls"] == report.recorded["calls"]

@@ -49,10 +49,10 @@ class McpListing:
     problem: str = ""
 
 
-async def mcp_listings(ctx: ToolContext) -> tuple[McpListing, ...]:
-    """Ask every server the turn's storyteller is granted for its tools (in grant order)."""
+async def mcp_listings(ctx: ToolContext, storyteller: Storyteller) -> tuple[McpListing, ...]:
+    """Ask every server `storyteller` is granted for its tools (in grant order)."""
     listings: list[McpListing] = []
-    for grant in ctx.current.mcp_grants:
+    for grant in storyteller.mcp_grants:
         if ctx.mcp is None:
             listings.append(McpListing(grant, problem="no MCP servers are configured"))
             continue

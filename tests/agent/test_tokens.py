@@ -1,0 +1,57 @@
+"""The token estimator errs high by documented rules, adds up over blank-line joins, and cuts
+text to a token count with a marker."""
+
+from __future__ import annotations
+
+import json
+
+from storyteller_daemon.agent.tokens import cut_to_tokens, estimate_tokens
+from storyteller_daemon.agent.tools.registry import builtin_tools
+from storyteller_daemon.domain.tool_names import ToolProfile
+
+PROSE = (
+    "Maren Tidewell spits into the harbour and mutters that the harbourmaster owes her six "
+    "silver, which he promised to pay before the new moon. The dockhands laugh."
+)
+
+
+def test_each_rule_of_the_estimate() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("the") == 1
+    assert estimate_tokens("harbour") == 2  # seven letters: two groups of four
+    assert estimate_tokens("1234567") == 3  # digits in groups of three
+    assert estimate_tokens('":"') == 2  # punctuation in pairs
+    assert estimate_tokens("a b") == 2  # a single space is folded into the word
+    assert estimate_tokens("a   b") == 3  # a longer run of spaces costs one
+    assert estimate_tokens("a\n\n\nb") == 3  # a run of line breaks costs one
+    assert estimate_tokens("café") == 2  # every non-ASCII character costs one
+    assert estimate_tokens("港口") == 2
+    assert estimate_tokens("⚓") == 1 and estimate_tokens("🚢") == 2  # outside the BMP: two
+
+
+def test_the_estimate_errs_high_against_the_usual_ratios() -> None:
+    # English runs at about four characters a token, JSON schemas at about three.
+    assert estimate_tokens(PROSE) >= len(PROSE) / 4
+    schemas = json.dumps([t.spec().to_api() for t in builtin_tools(ToolProfile.FULL)])
+    assert estimate_tokens(schemas) >= len(schemas) / 3.5
+
+
+def test_blocks_joined_by_blank_lines_add_up() -> None:
+    first, second = "Digest:\n<<notes x>>\nTwo ships.", '- #3: "Storm season"'
+    joined = estimate_tokens(first + "\n\n" + second)
+    assert joined == estimate_tokens(first) + 1 + estimate_tokens(second)
+
+
+def test_a_cut_fits_keeps_the_start_and_ends_with_the_marker() -> None:
+    marker = "\n[cut]"
+    text = PROSE * 5
+    for limit in (5, 17, 40, 90):
+        head = cut_to_tokens(text, limit, marker)
+        assert estimate_tokens(head) <= limit
+        assert head.endswith(marker)
+        assert text.startswith(head.removesuffix(marker))
+        assert not head.removesuffix(marker).endswith(" ")  # cut at a space, not in a word
+    assert cut_to_tokens(PROSE, 1000, marker) == PROSE
+    assert cut_to_tokens(PROSE, 1, marker) == ""  # not even the marker fits
+    longer = cut_to_tokens(text, 90, marker)
+    assert len(longer) > len(cut_to_tokens(text, 40, marker))
