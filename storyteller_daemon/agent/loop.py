@@ -109,6 +109,7 @@ class ToolLoop:
         ctx: ToolContext,
         *,
         turn_key: str,
+        offered: Toolset | None = None,
     ) -> TurnRecord:
         """Run one turn and return its record; model failures end the turn, never raise.
 
@@ -118,6 +119,8 @@ class ToolLoop:
             user_prompt: the prompt for the trigger (see `agent.prompts`).
             ctx: the tools' services; bound to this turn here.
             turn_key: a stable key of this turn; prog calls derive idempotency keys from it.
+            offered: the turn's tools, when the caller has read them already (`offered`, for
+                the prompt's budget); by default they are read here.
 
         Raises:
             ValueError: the storyteller has no id, or the turn key is blank.
@@ -129,7 +132,7 @@ class ToolLoop:
             storyteller=storyteller,
             trigger=trigger,
             ctx=ctx,
-            tools=await self.offered(storyteller, trigger, ctx),
+            tools=offered or await self.offered(storyteller, trigger, ctx),
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],

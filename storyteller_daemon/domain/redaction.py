@@ -199,6 +199,7 @@ class Redactor:
     def __init__(
         self, texts: Iterable[str], character_id: int | None, *, marker: str = MARKER
     ) -> None:
+        texts = tuple(texts)
         forms: set[str] = set()
         for text in texts:
             forms |= text_forms(text)
@@ -212,6 +213,12 @@ class Redactor:
             re.compile(rf"(?<=#){character_id}(?!\d)") if character_id is not None else None
         )
         self._digits = str(character_id) if character_id is not None else None
+        # Search terms a turn derived from the character's words (the memory ranking's
+        # `words` argument on a run's tape) hold those words one by one, so no whole text
+        # matches them: each is dropped from such a list.
+        self._words = frozenset(
+            word for text in texts for word in _TERM.findall(text.lower()) if len(word) >= 3
+        )
         # Run records repeat the same strings (tool schemas in every request): remember them.
         self._seen: dict[tuple[str, bool], tuple[str, bool]] = {}
 
@@ -296,11 +303,19 @@ class Redactor:
                 elif isinstance(value, list) and any(self._is_id(v) for v in value):
                     found.append(where)
                     value = [v for v in value if not self._is_id(v)]
+            if key in _DERIVED_WORD_KEYS and isinstance(value, list):
+                kept = [v for v in value if not (isinstance(v, str) and v.lower() in self._words)]
+                if len(kept) < len(value):
+                    found.append(where)
+                    value = kept
             new_key = self._string(key, where, found, in_document=False)
             result[new_key] = self._node(value, where, found)
         return result
 
 
+_TERM = re.compile(r"\w+")
+_DERIVED_WORD_KEYS = frozenset({"words"})
+"""Keys of JSON lists of search terms taken from text (see `Redactor`)."""
 _NAME_KEYS = frozenset({"name", "shortdescription", "speakername", "targetdescription"})
 _TEXT_KEYS = frozenset({"fulldescription", "description", "text"})
 

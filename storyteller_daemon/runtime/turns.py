@@ -196,6 +196,7 @@ class AgentTurnRunner:
                 prompts = _prompts(used, self._limits, used.world)
             status = await self._status_text(storyteller, trigger, used.world)
             tools = await with_catalogue(_tools(used))
+            offered = await self._loop.offered(storyteller, trigger, tools)
             run.fence = fence or Fence.new().token
             run.notes_fence = notes_fence or self._notes_fence
             prompt = await prompts.build(
@@ -204,12 +205,14 @@ class AgentTurnRunner:
                 status_text=status,
                 fence=Fence(run.fence),
                 notes_fence=Fence(run.notes_fence, NOTES),
-                tools=(await self._loop.offered(storyteller, trigger, tools)).specs(),
+                tools=offered.specs(),
             )
             run.prompt = prompt.text
             run.prompt_budget = prompt.report.to_dict()
             tools = replace(tools, taint=Taint(prompt.from_player))
-            record = await self._loop.run(storyteller, trigger, prompt.text, tools, turn_key=key)
+            record = await self._loop.run(
+                storyteller, trigger, prompt.text, tools, turn_key=key, offered=offered
+            )
             run.record = record
         self._stats.tool_calls += len(record.calls)
         if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:

@@ -178,3 +178,17 @@ def test_a_non_ascii_name_is_found_in_escaped_json_whatever_its_case(spelling: s
     redacted, where = Redactor(["Élodie Marsh"], None).scrub(outer)
     assert json.loads(json.loads(redacted)["output"]) == {"Name": MARKER}
     assert where == ["$.output.Name"]
+
+
+def test_search_terms_taken_from_the_characters_words_are_dropped_one_by_one() -> None:
+    redactor = Redactor(["Bring the zanthrope ledger tonight."], 7)
+    # as on a run's record: the trigger's text, and the search terms taken from it
+    document = json.dumps(
+        {
+            "trigger": {"text": "Bring the zanthrope ledger tonight."},
+            "args": {"words": ["bring", "zanthrope", "harbour", "ledger"], "limit": 40},
+        }
+    )
+    changed, where = redactor.scrub(document)
+    assert json.loads(changed)["args"]["words"] == ["harbour"]
+    assert where == ["$.trigger.text", "$.args.words"]
