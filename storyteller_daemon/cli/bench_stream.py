@@ -322,7 +322,10 @@ async def run_stream_bench(
         filtered.update(before.filtered)
     heard_relevant = [w for w in work if labels.get(w.source)]
     reached = [w for w in heard_relevant if w.turn_key is not None]
-    states = Counter(w.state.value for w in work)
+    # The stream's events; heartbeat turns go on while the report is read, so one may be
+    # running at that instant.
+    streamed = [w for w in work if w.source in labels]
+    states = Counter(w.state.value for w in streamed)
     requests = sum(oracle.log.requests.values())
     price = cfg.model.prices.get(options.price_model)
     usage_total = sum(oracle.log.usage.values(), Usage())
@@ -352,7 +355,9 @@ async def run_stream_bench(
         "work item states": dict(states),
         "why work failed": dict(
             Counter(
-                (w.reason or "no reason recorded")[:120] for w in work if w.state.value == "failed"
+                (w.reason or "no reason recorded")[:120]
+                for w in streamed
+                if w.state.value == "failed"
             ).most_common(5)
         ),
         "dropped by stage": dict(dropped),
