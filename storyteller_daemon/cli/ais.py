@@ -33,7 +33,14 @@ from storyteller_daemon.cli.ais_view import (
     summary_json,
 )
 from storyteller_daemon.cli.aisr import DOCUMENT_COLUMNS, document_json, document_row
-from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async, state
+from storyteller_daemon.cli.common import (
+    JsonFlag,
+    open_store,
+    os_user,
+    print_json,
+    run_async,
+    state,
+)
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ValidationError
 
@@ -147,6 +154,8 @@ async def _set_paused(ctx: typer.Context, ref: str, paused: bool) -> None:
         if st.paused == paused:
             raise ValidationError(f"Storyteller {st.name} is already {word}.")
         await store.storytellers.save(replace(st, paused=paused))
+        action = "pause" if paused else "resume"
+        await store.audit.add(os_user(), action, f"storyteller {st.id}", {})
     say(f"Storyteller {st.name} is now {word}.")
 
 

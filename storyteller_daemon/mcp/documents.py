@@ -181,6 +181,10 @@ class Documents:
         """Save a changed storyteller (refused if someone else changed it since it was read)."""
         return await self._store.storytellers.save(st)
 
+    async def audit(self, action: str, subject: str) -> None:
+        """Write an admin action taken through the MCP server to the audit log."""
+        await self._store.audit.add("mcp", action, subject, {})
+
     async def storytellers(self) -> list[Storyteller]:
         """Every storyteller, by id."""
         return await self._store.storytellers.list()

@@ -117,6 +117,7 @@ def _pausing(paused: bool) -> Handler:
     async def change(docs: Documents, args: dict[str, Any]) -> dict[str, Any]:
         st = await docs.storyteller(args["storyteller"])
         saved = await docs.save(replace(st, paused=paused))
+        await docs.audit("pause" if paused else "resume", f"storyteller {saved.id}")
         log.warning(
             "MCP admin action: storyteller %s %s", saved.name, "paused" if paused else "resumed"
         )

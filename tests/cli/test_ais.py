@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
@@ -195,6 +197,9 @@ def test_pause_unpause_toggles_paused_state(cli: Cli) -> None:
     assert cli.show("Steward")["paused"] is True
     assert cli.ok("ais", "unpause", "Steward") == "Storyteller Steward is now unpaused.\n"
     assert cli.show("Steward")["paused"] is False
+    # every change is in the audit log, newest first
+    audit = json.loads(cli.ok("audit", "list", "--json"))
+    assert [e["action"] for e in audit] == ["resume", "pause", "resume"]
 
 
 def test_pausing_twice_or_unpausing_twice_is_an_error(cli: Cli) -> None:

@@ -124,6 +124,8 @@ async def test_a_post_with_the_cookie_needs_the_csrf_token_and_our_origin(
     async with client.post(pause, data={"csrf": csrf}, allow_redirects=False) as response:
         assert response.status == 303
     assert (await rig.store.storytellers.get(rig.watch_id)).paused is True
+    [entry] = await rig.store.audit.list(action="pause")
+    assert (entry.actor, entry.subject) == ("dashboard", f"storyteller {rig.watch_id}")
     api = f"{rig.base}/api/storytellers/{rig.watch_id}/resume"
     async with client.post(api, headers={"X-CSRF-Token": csrf}) as response:
         assert response.status == 200

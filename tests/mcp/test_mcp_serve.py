@@ -130,6 +130,8 @@ async def test_over_stdio_the_view_is_read_only_unless_enabled_and_holding_the_t
         )
         assert done["paused"] is True
     assert (await sqlite_store.storytellers.get(storyteller_id)).paused is True
+    [entry] = await sqlite_store.audit.list(action="pause")
+    assert (entry.actor, entry.subject) == ("mcp", f"storyteller {storyteller_id}")
 
 
 @asynccontextmanager

@@ -158,7 +158,7 @@ class Api:
         on = body.get("on")
         if not isinstance(on, bool):
             raise ValidationError('Send {"on": true} or {"on": false}.')
-        return _json(self.data.set_kill_switch(on))
+        return _json(await self.data.set_kill_switch(on))
 
 
 async def _body(request: web.Request) -> dict[str, Any]:

@@ -287,7 +287,7 @@ class Dashboard:
 
     async def kill_switch(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
-        self.data.set_kill_switch(form.get("on") == "yes")
+        await self.data.set_kill_switch(form.get("on") == "yes")
         raise web.HTTPSeeOther("/")
 
     async def static(self, request: web.Request) -> web.Response:

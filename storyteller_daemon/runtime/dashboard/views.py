@@ -442,11 +442,13 @@ class DashboardData:
         st = await self.store.storytellers.get(storyteller_id)
         if st.paused != paused:
             st = await self.store.storytellers.save(replace(st, paused=paused))
+            action = "pause" if paused else "resume"
+            await self.store.audit.add("dashboard", action, f"storyteller {st.id}", {})
         if self.daemon is not None:
             await self.daemon.reload()
         return {"id": st.id, "name": st.name, "paused": st.paused}
 
-    def set_kill_switch(self, on: bool) -> dict[str, Any]:
+    async def set_kill_switch(self, on: bool) -> dict[str, Any]:
         """Turn the kill switch's file flag on or off (refused when the page may not)."""
         state = self.kill_switch()
         file = self.controls.kill_file
@@ -459,6 +461,8 @@ class DashboardData:
             file.touch()
         else:
             file.unlink(missing_ok=True)
+        action = "kill_switch_on" if on else "kill_switch_off"
+        await self.store.audit.add("dashboard", action, "policy", {})
         return self.kill_switch()
 
 
