@@ -196,3 +196,51 @@ def test_the_http_transport_refuses_other_than_loopback() -> None:
         LoopbackHttp(lambda *a: None, host="0.0.0.0", port=0, token=TOKEN)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="needs a bearer token"):
         LoopbackHttp(lambda *a: None, host="127.0.0.1", port=0, token="")  # type: ignore[arg-type]
+
+
+async def test_the_command_serves_http_to_the_sdk_client_until_sigterm(
+    sqlite_store: Store, sqlite_url: str, tmp_path: Path
+) -> None:
+    """`storyteller mcp serve --transport http` as an admin runs it: a process of its own."""
+    import os
+    import re
+    import signal
+
+    storyteller_id, run_id = await populate(sqlite_store)
+    running = replace(await sqlite_store.storytellers.get(storyteller_id), paused=False)
+    await sqlite_store.storytellers.save(running)
+    config = tmp_path / "storyteller.toml"
+    config.write_text(
+        f'[database]\nurl = "{sqlite_url}"\n[mcp.serve]\nadmin_actions = true\nport = 0\n'
+        'token_env = "STORYTELLER_MCP_TOKEN"\n',
+        encoding="utf-8",
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "storyteller_daemon", "--config", str(config), "mcp", "serve"),
+        *("--transport", "http"),
+        cwd=ROOT,
+        env={**os.environ, "STORYTELLER_MCP_TOKEN": TOKEN},
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        url = ""
+        while not url:
+            line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+            assert line, "the server exited before serving"
+            found = re.search(r"serving MCP on (\S+)", line)
+            url = found.group(1) if found else ""
+        async with httpx2.AsyncClient() as raw:
+            answer = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert answer.status_code == 401
+        async with http_client(url, TOKEN) as client:
+            await check_read_only_view(client, storyteller_id, run_id)
+            done = payload(await client.call_tool("pause_storyteller", {"storyteller": "1"}))
+            assert done["paused"] is True
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), 30)
+    assert code == 0
+    assert (await sqlite_store.storytellers.get(storyteller_id)).paused is True
