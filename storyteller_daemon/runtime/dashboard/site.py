@@ -262,6 +262,7 @@ class Dashboard:
         form = await request.post()
         target = safe_next(str(form.get("next", "/")))
         if not self._gate.token_matches(str(form.get("token", ""))):
+            self._gate.failed(request)
             return self.render(
                 request, "login.html", 401, message="That token is not the right one.", next=target
             )

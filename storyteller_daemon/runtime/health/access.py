@@ -13,6 +13,10 @@ Every POST made with a session (or without a token) must carry the page's CSRF t
 ``csrf`` or header ``X-CSRF-Token``) and, when the browser sends one, an ``Origin`` of this
 listener. A POST with the bearer header needs neither: a browser never attaches that header on
 its own, so a forged cross-site request cannot carry it.
+
+Wrong tokens are counted per client address: after `MAX_FAILURES` within `FAILURE_WINDOW`
+seconds (a wrong bearer header or a failed login form), that address gets 429 until the window
+has passed, so the token cannot be guessed at the speed of the network.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ PUBLIC_PREFIXES = ("/static/",)
 """Paths anyone may fetch: the stylesheet and scripts hold nothing private."""
 HEALTH_PATHS = ("/healthz", "/metrics")
 """Answered to machines as before the dashboard existed: no host check, no login page."""
+
+MAX_FAILURES = 10
+FAILURE_WINDOW = 60.0
+MAX_TRACKED_CLIENTS = 1024
+"""Client addresses whose failures are remembered at once; the oldest are forgotten first."""
 
 CSRF = web.RequestKey("csrf", str)
 """The CSRF token pages of this request must embed ("" for a request made with the header)."""
@@ -64,6 +73,7 @@ class Gate:
         self._token = token
         self._monotonic = monotonic
         self._sessions: dict[str, _Session] = {}
+        self._failures: dict[str, list[float]] = {}
         self._open_csrf = secrets.token_urlsafe(32)
         """The CSRF token of a listener without a bearer token."""
         self.login_page = login_page
@@ -93,6 +103,27 @@ class Gate:
         """Whether `given` is the bearer token (in constant time)."""
         return bool(self._token) and hmac.compare_digest(given.encode(), self._token.encode())
 
+    def _recent_failures(self, client: str) -> list[float]:
+        since = self._monotonic() - FAILURE_WINDOW
+        recent = [t for t in self._failures.get(client, ()) if t > since]
+        if recent:
+            self._failures[client] = recent
+        else:
+            self._failures.pop(client, None)
+        return recent
+
+    def throttled(self, request: web.Request) -> bool:
+        """Whether the request's address has given too many wrong tokens lately."""
+        return len(self._recent_failures(request.remote or "")) >= MAX_FAILURES
+
+    def failed(self, request: web.Request) -> None:
+        """Count a wrong token given from the request's address."""
+        client = request.remote or ""
+        recent = self._recent_failures(client)
+        while client not in self._failures and len(self._failures) >= MAX_TRACKED_CLIENTS:
+            del self._failures[next(iter(self._failures))]
+        self._failures[client] = [*recent, self._monotonic()]
+
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Let a request through, or answer it with 401 or 403."""
@@ -105,9 +136,13 @@ class Gate:
                 return _refuse(request, 403, "this listener answers only to a loopback host name")
             request[CSRF] = self._open_csrf
             return await self._checked(request, handler, by_header=False)
+        if self.throttled(request):
+            return _refuse(request, 429, "too many wrong tokens from this address; wait a minute")
         if self._header_ok(request):
             request[CSRF] = ""
             return await self._checked(request, handler, by_header=True)
+        if "Authorization" in request.headers:
+            self.failed(request)
         session = self._session(request)
         if session is not None:
             request[CSRF] = session.csrf
@@ -177,6 +212,8 @@ def _host_name(host: str) -> str:
 
 def _refuse(request: web.Request, status: int, message: str) -> web.Response:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if status == 429:
+        headers["Retry-After"] = str(int(FAILURE_WINDOW))
     return web.json_response({"error": message}, status=status, headers=headers)
 
 
