@@ -8,6 +8,7 @@ FutureMUD lacks, follow the attention prompt.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from storyteller_daemon.cli.ais_catalogue import (
@@ -265,11 +266,46 @@ def storyteller_json(
         "time_system_prompt": st.time_system_prompt,
         "custom_tools": tools,
         "mcp_tools": [{"server": g.server, "tools": list(g.tools)} for g in st.mcp_grants],
+        "direction": direction_json(st),
         "catalogue_known": catalogue is not None,
         "situations": [situation_json(s) for s in situations],
         "revision": st.revision,
         "created_on": st.created_on.isoformat() if st.created_on else None,
     }
+
+
+def direction_json(st: Storyteller) -> dict[str, Any]:
+    """Plans, co-operation, pacing and context providers (``ais show --json``)."""
+    d = st.direction
+    return {
+        "plans": d.plans,
+        "cooperates": d.cooperates,
+        "pacing": asdict(d.pacing),
+        "providers": [
+            {
+                "name": p.name,
+                "kind": p.kind.value,
+                "budget_tokens": p.budget_tokens,
+                "source": p.source,
+            }
+            for p in d.providers
+        ],  # fmt: skip
+    }
+
+
+def show_direction(st: Storyteller) -> None:
+    """How the storyteller directs: plans, co-operation, pacing, context providers."""
+    d = st.direction
+    say(f"Plans: {yes_no(d.plans)}; co-operates with scene claims: {yes_no(d.cooperates)}")
+    limits = [f"{k} {v}" for k, v in asdict(d.pacing).items() if v not in (0, 0.0, "")]
+    say("Pacing: " + (", ".join(limits) if d.pacing.limited else "no limits of its own"))
+    if not d.providers:
+        say("Context providers: none (the digest takes its default share)")
+        return
+    say("Context providers (in order):")
+    for number, p in enumerate(d.providers, 1):
+        source = f": {p.source}" if p.source else ""
+        say(f"  {number}. {p.name} ({p.kind.value}, {p.budget_tokens} tokens){source}")
 
 
 def speech_context_line(st: Storyteller) -> str:
@@ -315,6 +351,7 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
         _block("Time system prompt", st.time_system_prompt)
     _show_tools(st, catalogue)
     show_mcp(st)
+    show_direction(st)
     table("Situations", SITUATION_COLUMNS, [situation_row(s) for s in situations])
 
 
