@@ -33,6 +33,9 @@ def test_direction_pacing_and_providers_are_set_and_shown(cli: Cli) -> None:
     ]  # fmt: skip
     text = cli.ok("ais", "show", "Watcher")
     assert "Pacing: room_gap_seconds 300" in text and "  1. house-rules (text, 200 tokens)" in text
+    document = cli.ok("ais", "export", "Watcher", "--part", "tools")
+    cli.ok("ais", "import", "Crier", "--part", "tools", "-", input=document)
+    assert cli.show("Crier")["direction"] == shown
     cli.ok("ais", "set", "Watcher", "provider", "remove", "digest")
     assert len(cli.show("Watcher")["direction"]["providers"]) == 2
     cli.ok("ais", "set", "Watcher", "pacing", "quiet_hours", "off")
