@@ -66,11 +66,17 @@ class Rig:
     def heartbeat(self) -> Trigger:
         return Trigger(TriggerKind.HEARTBEAT, self.clock.now(), heartbeat=Heartbeat.HOUR)
 
-    async def beat(self, *steps: Step, trigger: Trigger | None = None) -> TurnRecord:
-        """One turn (a heartbeat by default) answered by `steps`, then Noop."""
+    async def beat(
+        self, *steps: Step, trigger: Trigger | None = None, teller: Storyteller | None = None
+    ) -> TurnRecord:
+        """One turn of the rig's storyteller (or `teller`), a heartbeat by default, answered by
+        `steps`, then Noop."""
         self.model.add(*steps, noop())
-        self.teller = await self.store.storytellers.get(self.teller.id or 0)
-        return await self.runner.run_turn(self.teller, trigger or self.heartbeat())
+        if teller is None:
+            self.teller = teller = await self.store.storytellers.get(self.teller.id or 0)
+        else:
+            teller = await self.store.storytellers.get(teller.id or 0)
+        return await self.runner.run_turn(teller, trigger or self.heartbeat())
 
     async def last_run(self) -> dict[str, Any]:
         """The newest stored run record."""
