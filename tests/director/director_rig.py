@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
@@ -103,10 +104,11 @@ class Rig:
 
 @asynccontextmanager
 async def director_rig(
-    url: str, *, policy: PolicyConfig | None = None, **direction: Any
+    url: str, *, policy: PolicyConfig | None = None, model: Model | None = None, **direction: Any
 ) -> AsyncIterator[Rig]:
     """A rig over the database at `url` (migrated here); `direction` sets the storyteller's
-    direction (plans on unless given), `policy` adds a policy point."""
+    direction (plans on unless given), `policy` adds a policy point, `model` answers instead
+    of the rig's scripted model."""
     clock = FakeClock(T0)
     store = Store.open(url, clock=clock.now)
     await store.db.upgrade()
@@ -132,7 +134,7 @@ async def director_rig(
                 now=clock.now,
                 claims=store.claims,
             )
-        model = ScriptedModel()
+        scripted = ScriptedModel()
         runner = AgentTurnRunner(
             world=world,
             situations=store.situations,
@@ -142,14 +144,14 @@ async def director_rig(
             plans=store.plans,
             claims=store.claims,
             queries=store.queries,
-            model=model,
+            model=model or scripted,
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),
             recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
             policy=point,
         )
-        yield Rig(world, store, clock, model, runner, st, point)
+        yield Rig(world, store, clock, scripted, runner, st, point)
     finally:
         await store.close()
 
