@@ -1,4 +1,5 @@
-"""``storyteller ais plan …`` and ``storyteller ais claim …``: the director's plans and claims.
+"""``storyteller ais plan …`` and ``storyteller ais claim …``: the director's plans and claims;
+how ``ais show`` prints a storyteller's direction.
 
 Storytellers that plan (``ais set REF direction plans on``) keep story plans: a goal, ordered
 steps each naming a tool, an expiry, and a history of every change with its reason. ``plan
@@ -8,19 +9,55 @@ storytellers hold for a while so others leave them alone; ``claim list`` shows t
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from storyteller_daemon.cli.ais_io import command_group, format_time, register, say, table
-from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async
+from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async, yes_no
 
 if TYPE_CHECKING:
     from storyteller_daemon.domain.scenes import SceneClaim
+    from storyteller_daemon.domain.settings import Storyteller
     from storyteller_daemon.domain.story_plans import StoryPlan
 
 plans = command_group("Story plans of storytellers that plan: list them, or show one.")
 claims = command_group("Scene claims: which storyteller holds which room, until when.")
+
+
+def direction_json(st: Storyteller) -> dict[str, Any]:
+    """Plans, co-operation, pacing and context providers (``ais show --json``)."""
+    d = st.direction
+    return {
+        "plans": d.plans,
+        "cooperates": d.cooperates,
+        "pacing": asdict(d.pacing),
+        "providers": [
+            {
+                "name": p.name,
+                "kind": p.kind.value,
+                "budget_tokens": p.budget_tokens,
+                "source": p.source,
+            }
+            for p in d.providers
+        ],  # fmt: skip
+    }
+
+
+def show_direction(st: Storyteller) -> None:
+    """How the storyteller directs: plans, co-operation, pacing, context providers."""
+    d = st.direction
+    say(f"Plans: {yes_no(d.plans)}; co-operates with scene claims: {yes_no(d.cooperates)}")
+    limits = [f"{k} {v}" for k, v in asdict(d.pacing).items() if v not in (0, 0.0, "")]
+    say("Pacing: " + (", ".join(limits) if d.pacing.limited else "no limits of its own"))
+    if not d.providers:
+        say("Context providers: none (the digest takes its default share)")
+        return
+    say("Context providers (in order):")
+    for number, p in enumerate(d.providers, 1):
+        source = f": {p.source}" if p.source else ""
+        say(f"  {number}. {p.name} ({p.kind.value}, {p.budget_tokens} tokens){source}")
 
 
 def plan_json(plan: StoryPlan) -> dict[str, Any]:

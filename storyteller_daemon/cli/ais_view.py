@@ -8,7 +8,6 @@ FutureMUD lacks, follow the attention prompt.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from storyteller_daemon.cli.ais_catalogue import (
@@ -17,6 +16,7 @@ from storyteller_daemon.cli.ais_catalogue import (
     check_tool,
     describe_prog,
 )
+from storyteller_daemon.cli.ais_director import direction_json, show_direction
 from storyteller_daemon.cli.ais_io import format_duration, format_time, say, table
 from storyteller_daemon.cli.common import yes_no
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
@@ -272,40 +272,6 @@ def storyteller_json(
         "revision": st.revision,
         "created_on": st.created_on.isoformat() if st.created_on else None,
     }
-
-
-def direction_json(st: Storyteller) -> dict[str, Any]:
-    """Plans, co-operation, pacing and context providers (``ais show --json``)."""
-    d = st.direction
-    return {
-        "plans": d.plans,
-        "cooperates": d.cooperates,
-        "pacing": asdict(d.pacing),
-        "providers": [
-            {
-                "name": p.name,
-                "kind": p.kind.value,
-                "budget_tokens": p.budget_tokens,
-                "source": p.source,
-            }
-            for p in d.providers
-        ],  # fmt: skip
-    }
-
-
-def show_direction(st: Storyteller) -> None:
-    """How the storyteller directs: plans, co-operation, pacing, context providers."""
-    d = st.direction
-    say(f"Plans: {yes_no(d.plans)}; co-operates with scene claims: {yes_no(d.cooperates)}")
-    limits = [f"{k} {v}" for k, v in asdict(d.pacing).items() if v not in (0, 0.0, "")]
-    say("Pacing: " + (", ".join(limits) if d.pacing.limited else "no limits of its own"))
-    if not d.providers:
-        say("Context providers: none (the digest takes its default share)")
-        return
-    say("Context providers (in order):")
-    for number, p in enumerate(d.providers, 1):
-        source = f": {p.source}" if p.source else ""
-        say(f"  {number}. {p.name} ({p.kind.value}, {p.budget_tokens} tokens){source}")
 
 
 def speech_context_line(st: Storyteller) -> str:
