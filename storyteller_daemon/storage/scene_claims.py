@@ -149,7 +149,9 @@ class SceneClaimRepository:
         )
         if room_ids is not None:
             query = query.where(SceneClaimRow.room_id.in_(sorted(room_ids)))
-        async with self._db.session() as session:
+        # Read on every turn and before every prog call: a reading connection takes no turn
+        # among the writers.
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             return [_claim(row, name) for row, name in (await session.execute(query)).all()]
 
     async def recent(self, limit: int = 50) -> list[SceneClaim]:
