@@ -7,11 +7,13 @@ blocks, and the budget is shared out by priority, highest first:
 1. the instructions and tools (counted, never cut);
 2. the triggering events (never dropped; cut with a visible marker only if they alone exceed
    what the instructions and tools leave);
-3. open situations (those about the trigger's characters and room, then the storyteller-wide
+3. the director's blocks: story plans, the steps due now, scene claims (`director`);
+4. open situations (those about the trigger's characters and room, then the storyteller-wide
    ones);
-4. ranked memories;
-5. the digest;
-6. recent events (the room's recent speech).
+5. ranked memories;
+6. context providers (`providers`), each within its own budget;
+7. the digest;
+8. recent events (the room's recent speech).
 
 Each block below the events takes at most its share of the budget (`Block.share`), and what is
 left after the blocks above it; a list block keeps its best entries and drops the rest, a text
@@ -19,11 +21,12 @@ block is cut with a marker. The shares add up to a little over half the budget, 
 turn nothing is squeezed and every block is exactly what the stored knowledge makes it.
 
 Blocks are placed in the prompt in the order given, which is not the priority order: stable
-blocks first (the digest and the storyteller-wide situations, which read the same whatever the
-trigger), volatile ones last (what depends on the trigger, the events last of all), so the
-prompt's start stays byte-identical between consecutive turns and the provider can serve it from
-its prompt cache. The shares keep it so: a stable block changes only when its stored text does,
-or when the events are so large that lower priorities must yield.
+blocks first (static provider text, the digest, the storyteller-wide situations and the story
+plans, which read the same whatever the trigger), volatile ones last (what depends on the
+trigger, the events last of all), so the prompt's start stays byte-identical between
+consecutive turns and the provider can serve it from its prompt cache. The shares keep it so:
+a stable block changes only when its stored text does, or when the events are so large that
+lower priorities must yield.
 """
 
 from __future__ import annotations
@@ -46,10 +49,12 @@ class Priority(IntEnum):
 
     INSTRUCTIONS = 0
     EVENTS = 1
-    SITUATIONS = 2
-    MEMORIES = 3
-    DIGEST = 4
-    RECENT = 5
+    PLANS = 2
+    SITUATIONS = 3
+    MEMORIES = 4
+    PROVIDERS = 5
+    DIGEST = 6
+    RECENT = 7
 
 
 @dataclass(frozen=True)

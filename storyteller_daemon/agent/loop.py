@@ -31,6 +31,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from storyteller_daemon.agent.dispatch import TurnState, run_call
 from storyteller_daemon.agent.model import (
@@ -53,7 +54,13 @@ from storyteller_daemon.agent.records import (
 )
 from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
 from storyteller_daemon.agent.tools.mcp import mcp_listings
-from storyteller_daemon.agent.tools.registry import Toolset, is_noop, toolset, with_catalogue
+from storyteller_daemon.agent.tools.registry import (
+    Toolset,
+    is_noop,
+    plannable_tools,
+    toolset,
+    with_catalogue,
+)
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
@@ -127,6 +134,8 @@ class ToolLoop:
         """
         started = self._clock()
         ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key, trigger))
+        if storyteller.direction.plans:
+            ctx = replace(ctx, plannable=plannable_tools(storyteller, ctx))
         assert storyteller.id is not None  # checked by for_turn
         turn = TurnState(
             storyteller=storyteller,

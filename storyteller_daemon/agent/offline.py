@@ -6,9 +6,11 @@ storage, world commands) can be shown working offline:
 
 * attention verdicts (a ``text.format`` is requested): each event line of the batch is
   attended to when it contains a watch word, otherwise ignored;
-* tool-loop rounds: after any tool output, ``Noop``; for an event prompt with a
-  ``Location: … [#<id>]`` line, ``CreateSituation`` about the event text plus, when offered, a
-  custom tool taking a room and a text, called with a fixed in-world line; otherwise ``Noop``.
+* tool-loop rounds: after any tool output, ``Noop``; for a storyteller that plans, the plan
+  rules of `offline_plans` (make a fixed three-step plan on a heartbeat, do the step that is
+  due, replan after a failed step); for an event prompt with a ``Location: … [#<id>]`` line,
+  ``CreateSituation`` about the event text plus, when offered, a custom tool taking a room and
+  a text, called with a fixed in-world line; otherwise ``Noop``.
 
 Arguments fill every property of the tool's schema (strict schemas require all keys). Ids are
 derived from the request, so the same request always gets the same answer.
@@ -30,6 +32,7 @@ from storyteller_daemon.agent.model import (
     ToolSpec,
     Usage,
 )
+from storyteller_daemon.agent.offline_plans import plan_calls
 from storyteller_daemon.agent.verdicts import format_ids
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ModelFatalError
@@ -196,6 +199,9 @@ class OfflineStandInModel:
             return noop
         texts = _user_texts(request.input)
         prompt = texts[-1] if texts else ""
+        planned = plan_calls(tools, prompt, _fill_arguments, _room_and_text_parameters)
+        if planned is not None:
+            return planned
         location = _LOCATION.search(prompt)
         if location is None:
             return noop

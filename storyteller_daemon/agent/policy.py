@@ -17,7 +17,11 @@ are the ones the daemon enforces whatever the model says; each is a named rule:
   stored (`PolicyAction`), so the caps and cooldowns hold across a restart;
 * ``secret``: no argument of any tool may carry one of the daemon's secrets (API key, bridge
   token, webhook URL);
-* ``text_cap``: text passed to a prog is at most ``max_text_chars`` long.
+* ``text_cap``: text passed to a prog is at most ``max_text_chars`` long;
+* ``scene_claim``: no prog call in a room another storyteller has claimed (`domain.scenes`),
+  unless the caller's remit co-operates;
+* ``quiet_hours``, ``room_gap``, ``daily_allowance``, ``intensity``: the storyteller's own
+  pacing (`pacing`), checked after every rule above.
 
 A refusal is returned to the model as a tool error naming the rule, recorded with the call in
 the run record and counted. Storytellers in ``shadow`` run their turns as usual, but their prog
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from storyteller_daemon.agent.effects import Effect
+from storyteller_daemon.agent.pacing import PacingState
 from storyteller_daemon.agent.policy_rules import (
     APPROVAL,
     PLAYER_STARTED,
@@ -49,7 +54,7 @@ from storyteller_daemon.agent.policy_rules import (
     player_of,
     refuse,
 )
-from storyteller_daemon.agent.ports import ApprovalQueue
+from storyteller_daemon.agent.ports import ApprovalQueue, SceneClaimStore
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import Approval, ParkedCall, PolicyAction
@@ -57,6 +62,8 @@ from storyteller_daemon.domain.settings import Storyteller
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
+
+SCENE_CLAIM = "scene_claim"
 
 Journal = Callable[[PolicyAction], Awaitable[None]]
 """Stores a prog call that ran, so the caps hold across a restart."""
@@ -83,6 +90,7 @@ class Policy(PolicyRules):
         now: UTC wall time, for the calls `journal` stores and `restore` reads back.
         journal: stores each prog call that ran (none: the caps start over on restart).
         approvals: where calls matched by ``approve`` are parked (none: they are refused).
+        claims: the scene claims (none: claims are not enforced).
     """
 
     def __init__(
@@ -96,12 +104,29 @@ class Policy(PolicyRules):
         now: Callable[[], datetime] | None = None,
         journal: Journal | None = None,
         approvals: ApprovalQueue | None = None,
+        claims: SceneClaimStore | None = None,
     ) -> None:
+        self.pacing = PacingState(clock)
         super().__init__(cfg, clock, secrets=secrets, cells_of=cells_of, kill_file=kill_file)
         self._now = now or (lambda: datetime.now(UTC))
         self._journal = journal
         self._approvals = approvals
+        self._claims = claims
         self.stats = PolicyStats()
+
+    def _count(self, action: PolicyAction, at: float) -> None:
+        super()._count(action, at)
+        self.pacing.acted(action.storyteller_id, action.rooms, at)
+
+    def note_events(self, storyteller: Storyteller, count: int) -> None:
+        """Count the events of a turn that starts now toward the storyteller's intensity."""
+        if storyteller.id is not None:
+            self.pacing.events(storyteller.id, count)
+
+    def pacing_report(self, storyteller: Storyteller) -> dict[str, Any]:
+        """The storyteller's pacing state now (for its run record)."""
+        assert storyteller.id is not None
+        return self.pacing.report(storyteller.id, storyteller.direction.pacing, self._now())
 
     def restore(self, actions: Iterable[PolicyAction], now: datetime) -> None:
         """Count prog calls that ran before a restart (oldest first), as `ran` would have."""
@@ -192,6 +217,8 @@ class Policy(PolicyRules):
             decision = await self._prog_rules(
                 storyteller, trigger, tool, effect, world, calls_this_turn
             )
+            if decision is None:
+                decision = await self._direction_rules(storyteller, effect)
         elif decision is None and names is not None and trigger.kind in PLAYER_STARTED:
             decision = await self._scope(storyteller, trigger, names, world, tool)
         if decision is not None:
@@ -200,6 +227,24 @@ class Policy(PolicyRules):
             self.stats.shadowed += 1
             return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
         return Decision()
+
+    async def _direction_rules(self, storyteller: Storyteller, effect: Effect) -> Decision | None:
+        """Scene claims of other storytellers, then the storyteller's own pacing."""
+        assert storyteller.id is not None
+        rooms = frozenset(r for r in effect.rooms if r != -1)
+        if rooms and self._claims is not None and not storyteller.direction.cooperates:
+            for claim in await self._claims.active(sorted(rooms)):
+                if claim.storyteller_id != storyteller.id:
+                    return refuse(
+                        SCENE_CLAIM,
+                        f"room #{claim.room_id} is claimed by storyteller "
+                        f"{claim.storyteller_name} until {claim.expires_at:%H:%M} UTC",
+                    )
+        pacing = storyteller.direction.pacing
+        if not pacing.limited:
+            return None
+        found = self.pacing.check(storyteller.id, pacing, rooms, self._now())
+        return refuse(*found) if found is not None else None
 
     def _refused(self, storyteller: Storyteller, tool: str, decision: Decision) -> Decision:
         """Count and log a refusal (the alert watches the count), and return it."""

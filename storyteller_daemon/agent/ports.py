@@ -1,8 +1,9 @@
 """What the agent needs from persistence, as protocols the storage repositories satisfy.
 
 The agent layer may not import `storyteller_daemon.storage`; these protocols copy the
-signatures of `SituationRepository`, `MemoryRepository`, `ReferenceRepository` and
-`SpeechHistoryRepository` so that the composition root can hand the real repositories in, and
+signatures of `SituationRepository`, `MemoryRepository`, `ReferenceRepository`,
+`SpeechHistoryRepository`, `StoryPlanRepository`, `SceneClaimRepository` and
+`ProviderQueryRepository` so that the composition root can hand the real repositories in, and
 tests can check they still fit. `McpToolbox` is the one port that is not persistence: the MCP
 servers a turn's tools may call.
 Every method raises `NotFoundError` for an id that names nothing and `ValidationError` for a value
@@ -13,20 +14,23 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from storyteller_daemon.domain.approvals import Approval, ParkedCall
 from storyteller_daemon.domain.digest import Digest
+from storyteller_daemon.domain.direction import QueryRows
 from storyteller_daemon.domain.mcp import McpOutcome, McpToolInfo
 from storyteller_daemon.domain.memory_ranking import MemoryCandidate
 from storyteller_daemon.domain.references import ReferenceDocument, ReferenceHit
+from storyteller_daemon.domain.scenes import SceneClaim
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
     CharacterMemory,
     Provenance,
     Situation,
 )
+from storyteller_daemon.domain.story_plans import PlanStep, StoryPlan
 from storyteller_daemon.domain.text import SpeechLine
 
 
@@ -229,4 +233,90 @@ class McpToolbox(Protocol):
 
     async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> McpOutcome:
         """Call one tool of `server` and return what it answered."""
+        ...
+
+
+@runtime_checkable
+class StoryPlanStore(Protocol):
+    """Each storyteller's story plans (`domain.story_plans`); every change stamped and on record."""
+
+    async def create(
+        self,
+        storyteller_id: int,
+        goal: str,
+        steps: tuple[PlanStep, ...],
+        *,
+        expires_in: timedelta,
+        run: str = "",
+        from_player: bool = False,
+    ) -> StoryPlan:
+        """A new active plan (a limited number may be open at once)."""
+        ...
+
+    async def get(self, storyteller_id: int, plan_id: int) -> StoryPlan:
+        """One of this storyteller's plans, whatever its status."""
+        ...
+
+    async def step_done(
+        self, storyteller_id: int, plan_id: int, *, note: str = "", run: str = ""
+    ) -> StoryPlan:
+        """Mark the due step done (completing the plan after its last step)."""
+        ...
+
+    async def step_failed(
+        self, storyteller_id: int, plan_id: int, *, reason: str, run: str = ""
+    ) -> StoryPlan:
+        """Mark the due step failed: the plan then needs a replan."""
+        ...
+
+    async def replan(
+        self,
+        storyteller_id: int,
+        plan_id: int,
+        steps: tuple[PlanStep, ...],
+        *,
+        reason: str,
+        run: str = "",
+        goal: str | None = None,
+        expires_in: timedelta | None = None,
+    ) -> StoryPlan:
+        """Replace the pending steps (and optionally goal and expiry), the reason on record."""
+        ...
+
+    async def abandon(
+        self, storyteller_id: int, plan_id: int, *, reason: str, run: str = ""
+    ) -> StoryPlan:
+        """Give a plan up, the reason on record."""
+        ...
+
+    async def open_plans(self, storyteller_id: int) -> builtins.list[StoryPlan]:
+        """The storyteller's open plans, oldest first; overdue ones are marked expired first."""
+        ...
+
+
+@runtime_checkable
+class SceneClaimStore(Protocol):
+    """Which storyteller holds which room for a while (`domain.scenes`)."""
+
+    async def claim(
+        self, storyteller_id: int, room_id: int, *, minutes: int, reason: str
+    ) -> SceneClaim:
+        """Hold a room for `minutes` from now; `ConflictError` when another storyteller does."""
+        ...
+
+    async def release(self, storyteller_id: int, room_id: int) -> SceneClaim:
+        """End this storyteller's claim on a room now."""
+        ...
+
+    async def active(self, room_ids: Collection[int] | None = None) -> builtins.list[SceneClaim]:
+        """Claims holding now (on `room_ids`, or anywhere)."""
+        ...
+
+
+@runtime_checkable
+class ProviderQueries(Protocol):
+    """Context providers' read-only queries over the daemon's database."""
+
+    async def select(self, query: str, parameters: dict[str, Any]) -> QueryRows:
+        """The rows of one SELECT; `ToolError` when it is refused, too slow or fails."""
         ...

@@ -184,6 +184,10 @@ class PromptBuilder(TriggerRenderer):
         fence: Fence | None = None,
         notes_fence: Fence | None = None,
         tools: Sequence[ToolSpec] = (),
+        lead: Sequence[Block] = (),
+        stable: Sequence[Block] = (),
+        volatile: Sequence[Block] = (),
+        digest_share: float | None = None,
     ) -> TurnPrompt:
         """The prompt of `trigger` for `storyteller`, within ``[limits] prompt_max_tokens``.
 
@@ -196,6 +200,11 @@ class PromptBuilder(TriggerRenderer):
             notes_fence: the boundary of the stored notes (default: a new random one; a turn
                 runner keeps one for all its turns, so the prompt's start stays the same).
             tools: the tool schemas the turn's requests carry, counted against the budget.
+            lead: stable blocks put first of all (context providers' static text).
+            stable: stable blocks put after the stored knowledge's (the story plans).
+            volatile: volatile blocks put just before the events (steps due, scene claims,
+                providers' prog and query output).
+            digest_share: the digest's share of the budget (None: the default; 0: no digest).
 
         Raises:
             ValueError: the storyteller has no id, or the trigger lacks the event its kind
@@ -214,8 +223,17 @@ class PromptBuilder(TriggerRenderer):
         recent: list[str] = []
         if single_speech and isinstance(trigger.event, Speech):
             recent = await self.recent_speech(storyteller, trigger.event)
+        knowledge = await self._knowledge(storyteller.id, trigger, status_text, notes)
+        digest, remit, *scoped = knowledge
+        if digest_share is not None:
+            digest = replace(digest, share=digest_share, items=digest.items if digest_share else ())
         blocks = [
-            *await self._knowledge(storyteller.id, trigger, status_text, notes),
+            *lead,
+            digest,
+            remit,
+            *stable,
+            *scoped,
+            *volatile,
             self._events_block(lines, fence, trigger.attention_reason),
             _recent_block(recent),
         ]

@@ -116,6 +116,7 @@ async def build_runtime(
         now=clock.now,
         journal=actions.add,
         approvals=approvals,
+        claims=store.claims,
     )
     # The caps and cooldowns count the prog calls of the last day, across restarts.
     policy.restore(await actions.since(clock.now() - timedelta(days=1)), clock.now())
@@ -149,6 +150,9 @@ async def build_runtime(
             stats=stats,
             speech=store.speech,
             digests=store.digests,
+            plans=store.plans,
+            claims=store.claims,
+            queries=store.queries,
             alerts=alerts,
             recorder=recorder,
             attention=AttentionOptions(

@@ -14,6 +14,8 @@ import typer
 from storyteller_daemon.cli import (
     ais_characters,
     ais_digest,
+    ais_direction,
+    ais_director,
     ais_mcp,
     ais_narrative,
     ais_rules,
@@ -200,12 +202,20 @@ alias(ais_set.app, "tool", "tools")
 ais_set.app.add_typer(ais_rules.app, name="rule")
 alias(ais_set.app, "rule", "rules")
 ais_set.app.add_typer(ais_mcp.app, name="mcp")
+ais_set.app.add_typer(ais_direction.direction, name="direction")
+register(ais_set.app, "pacing")(ais_direction.set_pacing)
+ais_set.app.add_typer(ais_direction.providers, name="provider")
+alias(ais_set.app, "provider", "providers")
 app.add_typer(ais_set.app, name="set")
 app.add_typer(ais_narrative.situations, name="situation")
 app.add_typer(ais_narrative.memories, name="memory")
 alias(app, "situation", "situations")
 alias(app, "memory", "memories")
 app.add_typer(ais_digest.digests, name="digest")
+app.add_typer(ais_director.plans, name="plan")
+app.add_typer(ais_director.claims, name="claim")
+alias(app, "plan", "plans")
+alias(app, "claim", "claims")
 app.add_typer(ais_characters.app, name="character")
 alias(app, "character", "characters")
 ais_xml.register_commands(app)

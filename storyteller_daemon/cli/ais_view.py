@@ -16,6 +16,7 @@ from storyteller_daemon.cli.ais_catalogue import (
     check_tool,
     describe_prog,
 )
+from storyteller_daemon.cli.ais_director import direction_json, show_direction
 from storyteller_daemon.cli.ais_io import format_duration, format_time, say, table
 from storyteller_daemon.cli.common import yes_no
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
@@ -265,6 +266,7 @@ def storyteller_json(
         "time_system_prompt": st.time_system_prompt,
         "custom_tools": tools,
         "mcp_tools": [{"server": g.server, "tools": list(g.tools)} for g in st.mcp_grants],
+        "direction": direction_json(st),
         "catalogue_known": catalogue is not None,
         "situations": [situation_json(s) for s in situations],
         "revision": st.revision,
@@ -315,6 +317,7 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
         _block("Time system prompt", st.time_system_prompt)
     _show_tools(st, catalogue)
     show_mcp(st)
+    show_direction(st)
     table("Situations", SITUATION_COLUMNS, [situation_row(s) for s in situations])
 
 

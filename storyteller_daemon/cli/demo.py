@@ -18,7 +18,8 @@ from storyteller_daemon.bundled import example_config
 from storyteller_daemon.cli.common import console, run_async
 
 DEMO_STORYTELLER = "Harbour Ward Watch"
-PACKS = ("narrative-steward", "harbour-ward")
+DIRECTOR = "Harbour Ward Director"
+PACKS = ("narrative-steward", "harbour-ward", "harbour-director")
 EXAMPLE_CONFIG = example_config()
 
 
@@ -28,6 +29,22 @@ async def _opening_scene(world: object, delay: float) -> None:
     say = getattr(world, "say", None)
     if say is not None:
         say(1001, "Thief! That cutpurse just took my purse, somebody stop him!")
+
+
+async def _director_heartbeats(
+    runtime: object, storyteller_id: int, after: float, every: float
+) -> None:
+    """The director's five-minute heartbeat, fired every `every` seconds from `after` on (once
+    the watch has answered the opening scene), so a short demo shows a plan made on one
+    heartbeat and advanced on the next ones."""
+    from storyteller_daemon.app import Runtime
+    from storyteller_daemon.domain.settings import Heartbeat
+
+    assert isinstance(runtime, Runtime)
+    await asyncio.sleep(after)
+    while True:
+        await runtime.pipeline.heartbeat(storyteller_id, Heartbeat.FIVE_MINUTES)
+        await asyncio.sleep(every)
 
 
 def _fresh_database_file(data_dir: Path) -> Path:
@@ -71,6 +88,8 @@ async def demo(
             # The demo's world moves every `tick` seconds, so a burst is over after a tick or
             # two; the defaults suit a game's real pace.
             "attention": {"quiet_seconds": tick, "max_wait_seconds": 3 * tick},
+            # The director's heartbeats come faster than the town's players act.
+            "budgets": {"skip_idle_heartbeats": False},
         },
         "demo",
     )
@@ -87,6 +106,8 @@ async def demo(
         )
     watcher = await store.storytellers.get(DEMO_STORYTELLER)
     await store.storytellers.save(replace(watcher, paused=False))
+    director = await store.storytellers.get(DIRECTOR)
+    await store.storytellers.save(replace(director, paused=False))
 
     choice = choose_model(cfg, os.environ)
     if choice.offline:
@@ -105,24 +126,30 @@ async def demo(
         cfg, world=world, choice=choice, observer=observer, store=store, reload_seconds=2.0
     )
     console.print(
-        f"[bold]{DEMO_STORYTELLER}[/] watches the Harbour Ward; running for {seconds:.0f} s "
+        f"[bold]{DEMO_STORYTELLER}[/] watches the Harbour Ward and [bold]{DIRECTOR}[/] plans its "
+        f"evening on a heartbeat every {2 * tick:g} s; running for {seconds:.0f} s "
         "(Ctrl-C stops earlier).\n"
     )
     stop = asyncio.Event()
-    opening = asyncio.create_task(_opening_scene(world, min(3.0, seconds / 3)))
+    delay = min(3.0, seconds / 3)
+    opening = asyncio.create_task(_opening_scene(world, delay))
+    beats = asyncio.create_task(
+        _director_heartbeats(runtime, director.id or 0, delay + 3 * tick, 2 * tick)
+    )
     try:
         with stop_on_signals(stop):
             timer = asyncio.get_running_loop().call_later(seconds, stop.set)
             await runtime.run(stop)
             timer.cancel()
-        await _summary(runtime, watcher.id or 0)
+        await _summary(runtime, watcher.id or 0, director.id or 0)
     finally:
         opening.cancel()
-        await asyncio.gather(opening, return_exceptions=True)
+        beats.cancel()
+        await asyncio.gather(opening, beats, return_exceptions=True)
         await runtime.close()
 
 
-async def _summary(runtime: object, storyteller_id: int) -> None:
+async def _summary(runtime: object, storyteller_id: int, director_id: int) -> None:
     from storyteller_daemon.app import Runtime
 
     assert isinstance(runtime, Runtime)
@@ -136,6 +163,16 @@ async def _summary(runtime: object, storyteller_id: int) -> None:
     table.add_row(
         "situations",
         "\n".join(f"#{s.id} {s.title} ({s.scope_label})" for s in situations) or "none",
+    )
+    plans = await runtime.store.plans.list(director_id)
+    table.add_row(
+        "director's plans",
+        "\n".join(
+            f"#{p.id} {p.goal} ({p.status.value}, "
+            f"{sum(s.state.value == 'done' for s in p.steps)}/{len(p.steps)} steps done)"
+            for p in plans
+        )
+        or "none yet",
     )
     console.print()
     console.print(table)

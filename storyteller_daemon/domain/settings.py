@@ -1,5 +1,5 @@
 """Storyteller settings: model scopes, reasoning effort, subscriptions, heartbeats, custom tools,
-the MCP tools it may use.
+the MCP tools it may use, how it directs (plans, pacing, context providers).
 
 Nullable scoped values keep FutureMUD's fallbacks: the time and attention models fall back to the
 event model; the time effort falls back to the event effort; the attention effort to ``low``; the
@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from storyteller_daemon.domain.attention_rules import AttentionRule
+from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.mcp import McpGrant
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
@@ -233,6 +234,8 @@ class Storyteller:
     """Deterministic ignore / always-attend rules checked before the attention model."""
     mcp_grants: tuple[McpGrant, ...] = ()
     """The MCP servers whose tools it may call, each with its allow-list (`domain.mcp`)."""
+    direction: Direction = field(default_factory=Direction)
+    """Plans, co-operation, pacing and context providers (`domain.direction`)."""
     revision: int = 0
     created_on: datetime | None = None
 

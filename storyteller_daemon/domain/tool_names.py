@@ -1,7 +1,9 @@
 """Names of the built-in tools and the two profiles that offer them.
 
 Names, order and profile membership follow FutureMUD's storyteller so packs and prompts port
-between engines.
+between engines. The director's tools (`DIRECTOR_TOOLS`: story plans and scene claims) are ours;
+they follow FutureMUD's in both profiles, for storytellers that plan
+(`domain.direction.Direction.plans`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,15 @@ EVENT_FOCUSED_TOOLS: tuple[str, ...] = tuple(
     t for t in FULL_PROFILE_TOOLS if t not in FULL_ONLY_TOOLS
 )
 
-BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(FULL_PROFILE_TOOLS)
+DIRECTOR_TOOLS: tuple[str, ...] = (
+    "CreateStoryPlan",
+    "UpdateStoryPlan",
+    "ClaimScene",
+    "ReleaseScene",
+)
+"""Offered after a profile's tools to storytellers that plan."""
+
+BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(FULL_PROFILE_TOOLS) | frozenset(DIRECTOR_TOOLS)
 
 WRITING_TOOLS: frozenset[str] = frozenset(
     {
@@ -62,6 +72,7 @@ WRITING_TOOLS: frozenset[str] = frozenset(
         "CreateMemory",
         "UpdateMemory",
         "ForgetMemory",
+        *DIRECTOR_TOOLS,
     }
 )
 """The built-ins that change what the storyteller keeps; custom tools change the game."""

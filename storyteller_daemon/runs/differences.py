@@ -13,7 +13,21 @@ from typing import Any
 from storyteller_daemon.runs.tape import Tape
 
 EXCERPT = 160
-SIDE_EFFECTS = frozenset({"execute_prog", "create", "update", "set_scope", "forget"})
+SIDE_EFFECTS = frozenset(
+    {
+        "execute_prog",
+        "create",
+        "update",
+        "set_scope",
+        "forget",
+        "step_done",
+        "step_failed",
+        "replan",
+        "abandon",
+        "claim",
+        "release",
+    }
+)
 """Tape methods that act: a recorded one today's code no longer asks for is a difference."""
 
 

@@ -58,6 +58,9 @@ class TurnRun:
     """The token of the prompt's stored-notes fence, likewise."""
     prompt_budget: dict[str, Any] | None = None
     """What the prompt's token budget kept and dropped (`agent.context.ContextReport`)."""
+    direction: dict[str, Any] | None = None
+    """What the director did around the turn (`agent.director.DirectorReport`): the plan step
+    that was due and what became of it, the context providers' output or gaps, the pacing."""
     record: TurnRecord | None = None
 
 
@@ -182,6 +185,8 @@ def turn_run(
         "tape": run.tape.entries if run.tape is not None else [],
         "speech_history": run.services.speech is not None,
         "digests": run.services.digests is not None,
+        "director": run.services.plans is not None,
+        "direction": run.direction,
         "error": error_note,
     }
     return NewRun(

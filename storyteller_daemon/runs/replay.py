@@ -206,6 +206,8 @@ async def replay_turn(
         speech=record.get("speech_history", True),
         # Records written before turns read the digest hold none to answer with.
         digests=record.get("digests", False),
+        # Likewise records written before plans, claims and providers' queries were taped.
+        director=record.get("director", False),
     )
     model: Model
     if live is None:

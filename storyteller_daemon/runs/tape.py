@@ -1,7 +1,8 @@
 """The tape: what the world and the repositories answered during one turn, for exact replay.
 
 While a turn runs, its services (the world, situations, memories, reference documents, speech
-history, the storyteller's digest, the MCP servers) are wrapped in recording proxies. Each
+history, the storyteller's digest, the MCP servers, story plans, scene claims and context
+providers' queries) are wrapped in recording proxies. Each
 awaited call appends one entry to the turn's `Tape`: the service, the method, the arguments by
 name and the result, or the error it raised, all as JSON. A replay hands the same code proxies
 that answer from the tape instead, so the replayed turn reads the same world and writes nothing:
@@ -32,9 +33,12 @@ from storyteller_daemon.agent.ports import (
     DigestStore,
     McpToolbox,
     MemoryStore,
+    ProviderQueries,
     ReferenceStore,
+    SceneClaimStore,
     SituationStore,
     SpeechHistory,
+    StoryPlanStore,
 )
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat
@@ -261,6 +265,9 @@ class Services:
     speech: SpeechHistory | None = None
     digests: DigestStore | None = None
     mcp: McpToolbox | None = None
+    plans: StoryPlanStore | None = None
+    claims: SceneClaimStore | None = None
+    queries: ProviderQueries | None = None
 
     def recorded_on(self, tape: Tape) -> Services:
         """These services, with every call written on `tape`."""
@@ -276,14 +283,24 @@ class Services:
             if self.digests is None
             else tape.record("digests", DigestStore, self.digests),
             mcp=None if self.mcp is None else tape.record("mcp", McpToolbox, self.mcp),
+            plans=None if self.plans is None else tape.record("plans", StoryPlanStore, self.plans),
+            claims=None
+            if self.claims is None
+            else tape.record("claims", SceneClaimStore, self.claims),
+            queries=None
+            if self.queries is None
+            else tape.record("queries", ProviderQueries, self.queries),
         )
 
     @classmethod
-    def replayed_from(cls, tape: Tape, *, speech: bool = True, digests: bool = True) -> Services:
+    def replayed_from(
+        cls, tape: Tape, *, speech: bool = True, digests: bool = True, director: bool = True
+    ) -> Services:
         """Stand-ins that answer every call from `tape` and act on nothing.
 
         A turn recorded before digests were read finds no digest on its tape: the replay's
-        prompt then goes without one, as the recorded prompt did.
+        prompt then goes without one, as the recorded prompt did; likewise a turn recorded
+        before plans, claims and providers' queries were taped (`director`).
         """
         return cls(
             world=tape.replay("world", WorldClient),
@@ -295,4 +312,7 @@ class Services:
             # What the MCP servers listed and answered comes from the tape too: a replay never
             # calls a tool server.
             mcp=tape.replay("mcp", McpToolbox),
+            plans=tape.replay("plans", StoryPlanStore) if director else None,
+            claims=tape.replay("claims", SceneClaimStore) if director else None,
+            queries=tape.replay("queries", ProviderQueries) if director else None,
         )

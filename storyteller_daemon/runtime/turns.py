@@ -10,12 +10,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from storyteller_daemon.agent.attention import (
     AttentionGate,
     AttentionOptions,
     BatchEntry,
     attention_input,
+)
+from storyteller_daemon.agent.director import (
+    DirectorView,
+    claims_block,
+    due_block,
+    gather,
+    plans_block,
+    settle,
 )
 from storyteller_daemon.agent.fencing import NOTES, Fence
 from storyteller_daemon.agent.loop import ToolLoop
@@ -25,21 +34,31 @@ from storyteller_daemon.agent.ports import (
     DigestStore,
     McpToolbox,
     MemoryStore,
+    ProviderQueries,
     ReferenceStore,
+    SceneClaimStore,
     SituationStore,
     SpeechHistory,
+    StoryPlanStore,
 )
 from storyteller_daemon.agent.prompts import PromptBuilder
+from storyteller_daemon.agent.providers import (
+    ProviderOutput,
+    prog_output,
+    provider_blocks,
+    read_providers,
+)
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools.base import Envelope, Taint, ToolContext
 from storyteller_daemon.agent.tools.custom import run_approved
-from storyteller_daemon.agent.tools.registry import with_catalogue
+from storyteller_daemon.agent.tools.registry import plannable_tools, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval
+from storyteller_daemon.domain.direction import ProviderKind
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder, Services
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -74,12 +93,24 @@ class AgentTurnRunner:
         policy: Policy | None = None,
         digests: DigestStore | None = None,
         mcp: McpToolbox | None = None,
+        plans: StoryPlanStore | None = None,
+        claims: SceneClaimStore | None = None,
+        queries: ProviderQueries | None = None,
     ) -> None:
         self._stats = stats
         self._alerts = alerts
         self._limits = limits
         self._services = Services(
-            world, situations, memories, references, speech, digests=digests, mcp=mcp
+            world,
+            situations,
+            memories,
+            references,
+            speech,
+            digests=digests,
+            mcp=mcp,
+            plans=plans,
+            claims=claims,
+            queries=queries,
         )
         # Attention lines name rooms and characters for every event: they come from `lookups`
         # (a cache) when given. A turn's own prompt and tools use the taped world.
@@ -156,12 +187,10 @@ class AgentTurnRunner:
             return ""
         key = f"status:{turn_key(storyteller, trigger)}"
         try:
-            outcome = await world.execute_prog(prog, {}, key)
+            return await prog_output(world, prog, key)
         except WorldAdapterError as exc:
             log.warning("status prog %s of storyteller %s failed: %s", prog, storyteller.id, exc)
             return ""
-        value = outcome.value
-        return value if isinstance(value, str) else str(value) if value is not None else ""
 
     async def run_turn(
         self,
@@ -199,25 +228,92 @@ class AgentTurnRunner:
             offered = await self._loop.offered(storyteller, trigger, tools)
             run.fence = fence or Fence.new().token
             run.notes_fence = notes_fence or self._notes_fence
+            world_fence, notes = Fence(run.fence), Fence(run.notes_fence, NOTES)
+            assert storyteller.id is not None
+            direction = storyteller.direction
+            view = await gather(
+                storyteller.id,
+                trigger,
+                plans=used.plans if direction.plans else None,
+                claims=used.claims,
+                plannable=plannable_tools(storyteller, tools) if direction.plans else frozenset(),
+                run=key,
+            )
+            outputs = await read_providers(
+                direction.providers,
+                trigger,
+                storyteller_id=storyteller.id,
+                world=used.world,
+                queries=used.queries,
+                turn_key=key,
+            )
+            lead, late = provider_blocks(
+                outputs, self._limits.prompt_max_tokens, world_fence, notes
+            )
             prompt = await prompts.build(
                 storyteller,
                 trigger,
                 status_text=status,
-                fence=Fence(run.fence),
-                notes_fence=Fence(run.notes_fence, NOTES),
+                fence=world_fence,
+                notes_fence=notes,
                 tools=offered.specs(),
+                lead=lead,
+                stable=[plans_block(view, notes)] if direction.plans else [],
+                volatile=[due_block(view), claims_block(view, storyteller.id), *late],
+                digest_share=self._digest_share(outputs),
             )
             run.prompt = prompt.text
             run.prompt_budget = prompt.report.to_dict()
             tools = replace(tools, taint=Taint(prompt.from_player))
+            if self._policy is not None:
+                self._policy.note_events(storyteller, len([t for t in trigger.all if t.event]))
             record = await self._loop.run(
                 storyteller, trigger, prompt.text, tools, turn_key=key, offered=offered
             )
             run.record = record
+            run.direction = await self._directed(storyteller, view, record, used, key, outputs)
         self._stats.tool_calls += len(record.calls)
         if record.outcome is TurnOutcome.MODEL_FATAL_ERROR:
             self._alert_refused(storyteller, record)
         return record
+
+    def _digest_share(self, outputs: Sequence[ProviderOutput]) -> float | None:
+        """The digest's share when the storyteller lists its providers: its digest provider's
+        budget, or none without one (None: no providers, the default share)."""
+        if not outputs:
+            return None
+        budget = self._limits.prompt_max_tokens
+        digest = [o.provider for o in outputs if o.provider.kind is ProviderKind.DIGEST]
+        return min(1.0, digest[0].budget_tokens / budget) if digest else 0.0
+
+    async def _directed(
+        self,
+        storyteller: Storyteller,
+        view: DirectorView,
+        record: TurnRecord,
+        used: Services,
+        key: str,
+        outputs: Sequence[ProviderOutput],
+    ) -> dict[str, Any]:
+        """Settle the due plan steps and say what the director did, for the run record."""
+        assert storyteller.id is not None
+        steps: list[dict[str, Any]] = list(view.failed_on_start)
+        if used.plans is not None and storyteller.direction.plans:
+            steps = await settle(view, record, used.plans, storyteller.id, key)
+        pacing = self._policy.pacing_report(storyteller) if self._policy is not None else None
+        return {
+            "plan_steps": steps,
+            "claims": [
+                {
+                    "room_id": c.room_id,
+                    "storyteller_id": c.storyteller_id,
+                    "expires_at": c.expires_at.isoformat(),
+                }
+                for c in view.claims
+            ],  # fmt: skip
+            "providers": [o.to_dict() for o in outputs],
+            "pacing": pacing,
+        }
 
     async def run_approved(self, storyteller: Storyteller, approval: Approval) -> Envelope:
         """Run a parked call an admin approved; it counts toward the policy's caps."""
@@ -251,6 +347,8 @@ def _tools(services: Services) -> ToolContext:
         memories=services.memories,
         references=services.references,
         mcp=services.mcp,
+        plans=services.plans,
+        claims=services.claims,
     )
 
 
@@ -276,6 +374,9 @@ def replay_runner(services: Services, model: Model, limits: LimitsConfig) -> Age
         speech=services.speech,
         digests=services.digests,
         mcp=services.mcp,
+        plans=services.plans,
+        claims=services.claims,
+        queries=services.queries,
         model=model,
         limits=limits,
         clock=SystemClock(),

@@ -88,6 +88,9 @@ class StorytellerRow(Base):
     mcp_grants: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")
     """The MCP servers it may use with their allow-lists, as a JSON array
     (see `storytellers.grants_to_json`)."""
+    direction: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
+    """Plans, co-operation, pacing and context providers, as a JSON object
+    (see `direction_json`)."""
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -244,6 +247,43 @@ class DigestRow(Base):
     """A hash of the digest's inputs: a refresh with the same inputs is skipped."""
     run_key: Mapped[str] = mapped_column(String(300))
     refreshed_on: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class StoryPlanRow(Base):
+    """A storyteller's plan: goal, steps and history as JSON (see `story_plans`)."""
+
+    __tablename__ = "story_plans"
+    __table_args__ = (Index("ix_story_plans_open", "storyteller_id", "status"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("storytellers.id", ondelete="CASCADE")
+    )
+    goal: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20))
+    steps: Mapped[str] = mapped_column(Text)
+    history: Mapped[str] = mapped_column(Text)
+    from_player: Mapped[bool] = mapped_column(Boolean, default=False)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    created_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class SceneClaimRow(Base):
+    """A storyteller's hold on a room for a while (see `scene_claims`)."""
+
+    __tablename__ = "scene_claims"
+    __table_args__ = (Index("ix_scene_claims_room", "room_id", "expires_at"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("storytellers.id", ondelete="CASCADE")
+    )
+    room_id: Mapped[int] = mapped_column(BigInteger)
+    claimed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    released_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class AuditRow(Base):

@@ -11,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
+from storyteller_daemon.domain.direction import (
+    PACING_KEYS,
+    ContextProvider,
+    Direction,
+    Pacing,
+    ProviderKind,
+)
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
     CustomTool,
@@ -195,6 +202,7 @@ def read_storyteller(table: PackTable, pack_dir: Path) -> Storyteller:
         if any(r.name == rule.name for r in rules):
             raise rule_table.error("name", f"a second attention rule named '{rule.name}'")
         rules.append(rule)
+    direction = _read_direction(table.table("direction"))
     table.finish()
 
     return Storyteller(
@@ -219,4 +227,43 @@ def read_storyteller(table: PackTable, pack_dir: Path) -> Storyteller:
         custom_tools=tuple(tools),
         surveillance=surveillance,
         attention_rules=tuple(rules),
+        direction=direction,
     )
+
+
+def _read_direction(table: PackTable) -> Direction:
+    """``[storyteller.direction]``: plans, co-operation, pacing, context providers."""
+    plans = table.flag("plans", False)
+    cooperates = table.flag("cooperates", False)
+    pacing_table = table.table("pacing")
+    values: dict[str, Any] = {}
+    for key, wanted in PACING_KEYS.items():
+        if wanted is str:
+            text = pacing_table.optional_text(key)
+            if text is not None:
+                values[key] = text
+        elif wanted is int:
+            values[key] = pacing_table.integer(key, getattr(Pacing(), key))
+        else:
+            values[key] = pacing_table.number(key, getattr(Pacing(), key))
+    pacing_table.finish()
+    try:
+        pacing = Pacing(**values)
+    except ValidationError as exc:
+        raise table.error("pacing", str(exc)) from None
+    providers: list[ContextProvider] = []
+    for entry in table.tables("providers"):
+        name = entry.text("name")
+        reads = entry.text("kind")
+        budget = entry.integer("budget_tokens", 300)
+        source = entry.verbatim("source")
+        entry.finish()
+        try:
+            providers.append(ContextProvider(name, ProviderKind.parse(reads), budget, source))
+        except ValidationError as exc:
+            raise entry.error(None, str(exc)) from None
+    table.finish()
+    try:
+        return Direction(plans, cooperates, pacing, tuple(providers))
+    except ValidationError as exc:
+        raise table.error(None, str(exc)) from None

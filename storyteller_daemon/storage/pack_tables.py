@@ -98,6 +98,15 @@ class PackTable:
         value = self._typed(key, int, "an integer")
         return default if value is None else value
 
+    def number(self, key: str, default: float) -> float:
+        """A number (an integer or a float)."""
+        value = self._take(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"must be a number, not {type(value).__name__} {value!r}")
+        return float(value)
+
     def _array(self, key: str) -> list[Any]:
         value = self._typed(key, list, "an array")
         return [] if value is None else value

@@ -9,8 +9,11 @@ from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.erasure import CharacterDataRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.narrative import SituationRepository
+from storyteller_daemon.storage.provider_queries import ProviderQueryRepository
 from storyteller_daemon.storage.references import ReferenceRepository
+from storyteller_daemon.storage.scene_claims import SceneClaimRepository
 from storyteller_daemon.storage.speech import SpeechHistoryRepository
+from storyteller_daemon.storage.story_plans import StoryPlanRepository
 from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
 
 
@@ -28,6 +31,9 @@ class Store:
         self.digests = DigestRepository(db)
         self.audit = AuditRepository(db, clock)
         self.characters = CharacterDataRepository(db, clock)
+        self.plans = StoryPlanRepository(db, clock)
+        self.claims = SceneClaimRepository(db, clock)
+        self.queries = ProviderQueryRepository(db)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:

@@ -22,6 +22,7 @@ from storyteller_daemon.domain.settings import (
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.direction_codec import direction_from_json, direction_to_json
 from storyteller_daemon.storage.models import (
     CustomToolParameterRow,
     CustomToolRow,
@@ -181,6 +182,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
         ),
         attention_rules=rules_from_json(row.attention_rules),
         mcp_grants=grants_from_json(row.mcp_grants),
+        direction=direction_from_json(row.direction),
         revision=row.revision,
         created_on=as_utc(row.created_on),
     )
@@ -223,6 +225,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
         raise ValidationError("Two attention rules share a name; rule names must be unique.")
     row.attention_rules = rules_to_json(st.attention_rules)
     row.mcp_grants = grants_to_json(validate_grants(st.mcp_grants))
+    row.direction = direction_to_json(st.direction)
 
     wanted = (
         {("zone", z) for z in st.surveillance.zones}

@@ -10,18 +10,32 @@ import inspect
 
 import pytest
 
-from storyteller_daemon.agent.ports import DigestStore, MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.agent.ports import (
+    DigestStore,
+    MemoryStore,
+    ProviderQueries,
+    ReferenceStore,
+    SceneClaimStore,
+    SituationStore,
+    StoryPlanStore,
+)
 from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.narrative import SituationRepository
+from storyteller_daemon.storage.provider_queries import ProviderQueryRepository
 from storyteller_daemon.storage.references import ReferenceRepository
+from storyteller_daemon.storage.scene_claims import SceneClaimRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.story_plans import StoryPlanRepository
 
 PAIRS: list[tuple[type, type]] = [
     (SituationStore, SituationRepository),
     (MemoryStore, MemoryRepository),
     (DigestStore, DigestRepository),
     (ReferenceStore, ReferenceRepository),
+    (StoryPlanStore, StoryPlanRepository),
+    (SceneClaimStore, SceneClaimRepository),
+    (ProviderQueries, ProviderQueryRepository),
 ]
 
 
@@ -29,6 +43,11 @@ def test_the_store_hands_out_repositories_that_fit(sqlite_store: Store) -> None:
     situations: SituationStore = sqlite_store.situations
     memories: MemoryStore = sqlite_store.memories
     references: ReferenceStore = sqlite_store.references
+    plans: StoryPlanStore = sqlite_store.plans
+    claims: SceneClaimStore = sqlite_store.claims
+    queries: ProviderQueries = sqlite_store.queries
+    assert isinstance(plans, StoryPlanStore) and isinstance(claims, SceneClaimStore)
+    assert isinstance(queries, ProviderQueries)
     assert isinstance(situations, SituationStore)
     assert isinstance(memories, MemoryStore)
     assert isinstance(references, ReferenceStore)

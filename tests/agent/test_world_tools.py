@@ -19,7 +19,7 @@ from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS, builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
-from storyteller_daemon.domain.tool_names import FULL_PROFILE_TOOLS, ToolProfile
+from storyteller_daemon.domain.tool_names import DIRECTOR_TOOLS, FULL_PROFILE_TOOLS, ToolProfile
 from world_adapter.events import CharacterState
 from world_adapter.sim import SimWorld
 
@@ -56,7 +56,9 @@ def test_configure_tool_loop_response_options_event_focused_profile_excludes_hea
     for name in ("PathBetweenRooms", "Landmarks", "CharacterPlans", "CalendarDefinition"):
         assert name not in event_focused and name in full
     assert full == list(FULL_PROFILE_TOOLS) and len(full) == 24
-    assert len(event_focused) == 16 and set(BUILTIN_TOOLS) == set(full)
+    assert len(event_focused) == 16 and set(BUILTIN_TOOLS) == set(full) | set(DIRECTOR_TOOLS)
+    directed = [t.name for t in builtin_tools(ToolProfile.EVENT_FOCUSED, director=True)]
+    assert directed == event_focused + list(DIRECTOR_TOOLS)
 
 
 async def test_an_event_focused_turn_refuses_full_only_world_tools(

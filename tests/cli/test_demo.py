@@ -24,4 +24,6 @@ def test_demo_shows_a_turn_and_a_summary(tmp_path: Path) -> None:
     assert "Maren Tidewell sees:" in out
     assert "demo summary" in out
     assert "Thief!" in out  # the situation the opening scene led to
+    assert "loaded pack harbour-director" in out
+    assert "CreateStoryPlan" in out and "director's plans" in out  # the director made a plan
     assert (tmp_path / "demo.db").exists()

@@ -25,6 +25,8 @@ AIS = [
     "situation",
     "memory",
     "digest",
+    "plan",
+    "claim",
     "character",
 ]
 AIS_SET = [
@@ -39,10 +41,13 @@ AIS_SET = [
     "status-prog",
     "player-prog",
     "surveillance",
+    "pacing",
     "speech-context",
     "tool",
     "rule",
     "mcp",
+    "direction",
+    "provider",
 ]
 AIS_TOOL = ["add", "remove", "description", "parameter", "prog", "echo"]
 AIS_RULE = ["add", "remove"]
@@ -92,10 +97,14 @@ def test_root_help_lists_every_command_group() -> None:
         (("ais", "set", "REF", "tool"), AIS_TOOL),
         (("ais", "set", "REF", "rule"), AIS_RULE),
         (("ais", "set", "REF", "mcp"), AIS_MCP),
+        (("ais", "set", "REF", "direction"), ["plans", "cooperate"]),
+        (("ais", "set", "REF", "provider"), ["add", "remove"]),
         (("ais", "set", "REF", "speech-context"), ["count", "window"]),
         (("ais", "situation"), ["list", "show", "scope"]),
         (("ais", "memory"), ["list", "show", "forget", "history"]),
         (("ais", "digest"), ["show", "refresh"]),
+        (("ais", "plan"), ["list", "show"]),
+        (("ais", "claim"), ["list"]),
         (("ais", "character"), ["export", "erase"]),
         (("audit",), ["list"]),
         (("aisr",), AISR),
@@ -140,6 +149,8 @@ def test_command_help_names_its_aliases(args: tuple[str, ...], aliases: str) -> 
     "args",
     [("ais", name) for name in AIS if name != "set"]
     + [("ais", "digest", name) for name in ("show", "refresh")]
+    + [("ais", "plan", name) for name in ("list", "show")]
+    + [("ais", "claim", "list")]
     + [("ais", "set", "REF", name) for name in AIS_SET]
     + [("ais", "set", "REF", "tool", name) for name in AIS_TOOL]
     + [("ais", "set", "REF", "rule", name) for name in AIS_RULE]

@@ -11,18 +11,21 @@ database.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
+from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.story_plans import PlanStep
 from storyteller_daemon.domain.surveillance import Surveillance
-from storyteller_daemon.domain.tool_names import FULL_PROFILE_TOOLS
+from storyteller_daemon.domain.tool_names import DIRECTOR_TOOLS, FULL_PROFILE_TOOLS
 from storyteller_daemon.runs import RunRecorder, replay_turn
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
@@ -79,11 +82,28 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "CurrentDateTime": {},
     "DateTimeForTarget": {"CharacterId": MAREN, "RoomId": None},
     "CalendarDefinition": {"Id": "harvest", "Year": None},
+    "CreateStoryPlan": {
+        "Goal": "Find the ledger", "ExpiresInHours": None,
+        "Steps": [{"Tool": "CreateSituation", "Intent": "Open a thread", "Arguments": None,
+                   "WaitFor": {"Kind": "speech", "RoomId": QUAY, "CharacterId": None,
+                               "Words": "ledger"}}],
+    },
+    "UpdateStoryPlan": {
+        "Id": "{plan}", "Action": "replan", "Reason": "The temple is closer.", "Goal": None,
+        "ExpiresInHours": 2,
+        "Steps": [{"Tool": "PathBetweenRooms", "Intent": "Find the way", "Arguments": None,
+                   "WaitFor": None}],
+    },
+    "ClaimScene": {"RoomId": TEMPLE, "Minutes": 20, "Reason": "The vigil"},
+    "ReleaseScene": {"RoomId": QUAY},
 }  # fmt: skip
 
 
+TOOLS = (*FULL_PROFILE_TOOLS, *DIRECTOR_TOOLS)
+
+
 def test_every_built_in_tool_has_replay_arguments() -> None:
-    assert set(ARGUMENTS) == set(FULL_PROFILE_TOOLS)
+    assert set(ARGUMENTS) == set(TOOLS) == set(BUILTIN_TOOLS)
 
 
 async def prepared(store: Store) -> tuple[Storyteller, dict[str, int]]:
@@ -91,7 +111,9 @@ async def prepared(store: Store) -> tuple[Storyteller, dict[str, int]]:
     a document and a digest (which the prompt shows)."""
     st = await store.storytellers.create("Harbour Watch")
     watch = Surveillance(zones=frozenset({HARBOUR_WARD}))  # one calendar and clock in view
-    st = await store.storytellers.save(replace(st, paused=False, surveillance=watch))
+    st = await store.storytellers.save(
+        replace(st, paused=False, surveillance=watch, direction=Direction(plans=True))
+    )
     sid = st.id or 0
     situation = await store.situations.create(sid, "Smugglers", "A boat at night.", room_id=QUAY)
     memory = await store.memories.create(sid, MAREN, "Owes money", "Six silver to the temple.")
@@ -99,7 +121,16 @@ async def prepared(store: Store) -> tuple[Storyteller, dict[str, int]]:
         ReferenceDocument(name="Tide tables", keywords="tide harbour", contents="High tide at six.")
     )
     await store.digests.save(Digest(sid, "The smugglers came back.", "f1", "digest-1", T0))
-    ids = {"situation": situation.id, "memory": memory.id, "document": document.id or 0}
+    plan = await store.plans.create(
+        sid, "Watch the quay", (PlanStep("Noop", "Wait"),), expires_in=timedelta(days=1)
+    )
+    await store.claims.claim(sid, QUAY, minutes=30, reason="The smugglers")
+    ids = {
+        "situation": situation.id,
+        "memory": memory.id,
+        "document": document.id or 0,
+        "plan": plan.id,
+    }
     return st, ids
 
 
@@ -116,10 +147,12 @@ async def snapshot(store: Store, st: Storyteller, world: SimWorld) -> Any:
         [(s.id, s.title, s.text, s.resolved, s.room_id) for s in await store.situations.list(sid)],
         [(m.id, m.character_id, m.title, m.text) for m in await store.memories.list(sid)],
         world.output_of(MAREN),
+        await store.plans.list(sid),
+        await store.claims.recent(),
     )
 
 
-@pytest.mark.parametrize("tool", FULL_PROFILE_TOOLS)
+@pytest.mark.parametrize("tool", TOOLS)
 async def test_a_turn_calling_each_built_in_replays_identically(
     tool: str, sqlite_store: Store
 ) -> None:
@@ -136,6 +169,9 @@ async def test_a_turn_calling_each_built_in_replays_identically(
         memories=sqlite_store.memories,
         references=sqlite_store.references,
         digests=sqlite_store.digests,
+        plans=sqlite_store.plans,
+        claims=sqlite_store.claims,
+        queries=sqlite_store.queries,
         model=model,
         limits=LimitsConfig(),
         clock=clock,

@@ -70,8 +70,8 @@ def _texts(pack: Pack) -> dict[str, str]:
     return texts
 
 
-def test_shipped_packs_are_the_two_examples() -> None:
-    assert PACK_IDS == ["harbour-ward", "narrative-steward"]
+def test_shipped_packs_are_the_three_examples() -> None:
+    assert PACK_IDS == ["harbour-director", "harbour-ward", "narrative-steward"]
 
 
 def _unknown_tool_words(pack: Pack) -> set[str]:

@@ -164,7 +164,7 @@ def test_unknown_pack_names_the_packs_available(cli_db: str) -> None:
     result = _seed(cli_db, "load", "harbor-ward")
 
     assert result.exit_code == 78
-    assert "packs available: harbour-ward, narrative-steward" in result.stderr
+    assert "packs available: harbour-director, harbour-ward, narrative-steward" in result.stderr
 
 
 def test_load_refuses_an_unmigrated_database(tmp_path: Path) -> None:

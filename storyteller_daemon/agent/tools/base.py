@@ -24,7 +24,14 @@ from progs.scalars import ID_KEYS, integer_value
 from progs.types import ProgSignature
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.model import ToolSpec
-from storyteller_daemon.agent.ports import McpToolbox, MemoryStore, ReferenceStore, SituationStore
+from storyteller_daemon.agent.ports import (
+    McpToolbox,
+    MemoryStore,
+    ReferenceStore,
+    SceneClaimStore,
+    SituationStore,
+    StoryPlanStore,
+)
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
@@ -81,6 +88,10 @@ class ToolContext:
         taint: whether players' text has reached the turn (`for_turn` makes one per turn,
             seeded from the trigger and from this context's own).
         mcp: the MCP servers the storyteller's granted tools call (None: none configured).
+        plans: the story plans (None: plans cannot be kept).
+        claims: the scene claims (None: scenes cannot be claimed).
+        plannable: the tools a plan of this storyteller may name (`registry.plannable_tools`,
+            set by the tool loop for each turn).
     """
 
     world: WorldClient
@@ -93,6 +104,9 @@ class ToolContext:
     events: tuple[str, ...] = ()
     taint: Taint = field(default_factory=Taint)
     mcp: McpToolbox | None = None
+    plans: StoryPlanStore | None = None
+    claims: SceneClaimStore | None = None
+    plannable: frozenset[str] = frozenset()
 
     def for_turn(
         self, storyteller: Storyteller, turn_key: str, trigger: Trigger | None = None

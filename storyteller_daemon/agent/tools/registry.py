@@ -28,15 +28,19 @@ from storyteller_daemon.agent.tools import (
     plans,
     players,
     references,
+    scenes,
     situations,
+    story_plans,
 )
 from storyteller_daemon.agent.tools import time as date_time
 from storyteller_daemon.agent.tools.base import Tool, ToolContext
 from storyteller_daemon.agent.tools.custom import catalogue, custom_toolset
 from storyteller_daemon.agent.tools.mcp import McpListing, mcp_toolset
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.mcp import prefixed_name
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES, ToolProfile
+from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES, DIRECTOR_TOOLS, ToolProfile
+from storyteller_daemon.errors import ValidationError
 
 NOOP = "Noop"
 NOOP_MESSAGE = "No action taken."
@@ -63,6 +67,8 @@ _BUILTIN_MODULES: tuple[tuple[Tool, ...], ...] = (
     pathing.TOOLS,
     plans.TOOLS,
     date_time.TOOLS,
+    story_plans.TOOLS,
+    scenes.TOOLS,
 )
 
 
@@ -81,9 +87,27 @@ BUILTIN_TOOLS: Mapping[str, Tool] = _register(_BUILTIN_MODULES)
 """Every implemented built-in, by name."""
 
 
-def builtin_tools(profile: ToolProfile) -> tuple[Tool, ...]:
-    """The implemented built-ins of a profile, in FutureMUD's declaration order."""
-    return tuple(BUILTIN_TOOLS[n] for n in profile.tool_names if n in BUILTIN_TOOLS)
+def builtin_tools(profile: ToolProfile, *, director: bool = False) -> tuple[Tool, ...]:
+    """The implemented built-ins of a profile, in FutureMUD's declaration order, followed by
+    the director's tools for a storyteller that plans."""
+    names = (*profile.tool_names, *DIRECTOR_TOOLS) if director else profile.tool_names
+    return tuple(BUILTIN_TOOLS[n] for n in names if n in BUILTIN_TOOLS)
+
+
+def plannable_tools(storyteller: Storyteller, ctx: ToolContext) -> frozenset[str]:
+    """The tools a plan of `storyteller` may name: those it is offered on heartbeat turns (the
+    full profile's built-ins, the director's, its valid custom tools that are not echo-only,
+    its granted MCP tools). `ctx.progs` must be loaded."""
+    names = {t.name for t in builtin_tools(ToolProfile.FULL, director=True)}
+    custom = custom_toolset(storyteller, ctx.progs or (), include_echo_tools=False)
+    names |= {t.name for t in custom.offered}
+    for grant in storyteller.mcp_grants:
+        for tool in grant.tools:
+            try:
+                names.add(prefixed_name(grant.server, tool))
+            except ValidationError:
+                continue
+    return frozenset(names)
 
 
 def is_noop(name: str) -> bool:
@@ -138,13 +162,19 @@ def toolset(
     `withheld` names built-ins the policy keeps out of this turn (see `agent.policy`); `mcp`
     is what the storyteller's MCP servers offered at the start of the turn (`mcp_listings`).
     """
-    builtins = tuple(t for t in builtin_tools(trigger.profile) if t.name not in withheld)
+    director = storyteller.direction.plans
+    builtins = tuple(
+        t for t in builtin_tools(trigger.profile, director=director) if t.name not in withheld
+    )
     offered_names = {t.name for t in builtins}
     refusals = {
         name.lower(): f"Tool '{name}' is not available for this trigger."
         for name in BUILTIN_TOOLS
         if name not in offered_names
     }
+    if not director:
+        for name in DIRECTOR_TOOLS:
+            refusals[name.lower()] = f"Tool '{name}' is offered only to storytellers that plan."
     for name in withheld:
         refusals[name.lower()] = (
             f"Tool '{name}' is not offered on turns a player's words or actions start "

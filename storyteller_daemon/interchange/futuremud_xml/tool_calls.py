@@ -15,6 +15,7 @@ from datetime import timedelta
 from lxml import etree
 
 from storyteller_daemon.domain.attention_rules import AttentionRule
+from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.mcp import McpGrant
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
@@ -26,6 +27,11 @@ from storyteller_daemon.domain.settings import (
 )
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import InterchangeError, ValidationError
+from storyteller_daemon.interchange.futuremud_xml.direction import (
+    DIRECTION_TAG,
+    parse_direction,
+    render_direction,
+)
 from storyteller_daemon.interchange.futuremud_xml.documents import is_blank, parse_document
 from storyteller_daemon.interchange.futuremud_xml.durations import (
     parse_duration,
@@ -68,6 +74,8 @@ class ToolCallsDefinition:
     """The attention rules in order (none when the document has no ``<AttentionRules>``)."""
     mcp_grants: tuple[McpGrant, ...] = ()
     """The MCP servers and tools granted (none when the document has no ``<McpServers>``)."""
+    direction: Direction = Direction()
+    """Plans, co-operation, pacing, providers (the default without ``<Direction>``)."""
 
     def __post_init__(self) -> None:
         validate_speech_context_count(self.speech_context_count)
@@ -110,6 +118,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
     tools: list[CustomTool] = []
     rules: tuple[AttentionRule, ...] = ()
     grants: tuple[McpGrant, ...] = ()
+    direction = Direction()
     seen: set[str] = set()
     for child in root:
         tag = str(child.tag)
@@ -129,11 +138,13 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
             rules = parse_rules(child)
         elif tag == MCP_TAG:
             grants = parse_grants(child)
+        elif tag == DIRECTION_TAG:
+            direction = parse_direction(child)
         else:
             raise InterchangeError(
                 f"ToolCalls <ToolCalls> has an unexpected element <{tag}>; expected "
                 f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall>, <{_PLAYER_INFO_PROG}>, "
-                f"<{RULES_TAG}> or <{MCP_TAG}>."
+                f"<{RULES_TAG}>, <{MCP_TAG}> or <{DIRECTION_TAG}>."
             )
     names: set[str] = set()
     for tool in tools:
@@ -143,7 +154,9 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
                 "(names are case-insensitive)."
             )
         names.add(tool.name.lower())
-    return ToolCallsDefinition(count, window, tuple(tools), player_info_prog, rules, grants)
+    return ToolCallsDefinition(
+        count, window, tuple(tools), player_info_prog, rules, grants, direction
+    )
 
 
 def _tool_calls_root(root: etree._Element) -> etree._Element:
@@ -271,7 +284,8 @@ def render_tool_calls(storyteller: Storyteller) -> str:
     Empty (or missing) ``<Kinds>``, ``<Cells>`` and ``<Pattern>`` match every kind, room and text.
 
     The MCP grants (``<McpServers>``, also ours: see `mcp`) follow the rules, only when there
-    are any.
+    are any, and the direction (``<Direction>``, ours: see `direction`) last, only when it is
+    not the default.
 
     Raises:
         InterchangeError: a name, description or pattern holds a character XML cannot represent.
@@ -293,6 +307,7 @@ def render_tool_calls(storyteller: Storyteller) -> str:
         )
     render_rules(root, storyteller.attention_rules)
     render_grants(root, storyteller.mcp_grants)
+    render_direction(root, storyteller.direction)
     return serialise(root)
 
 
@@ -322,8 +337,8 @@ def _render_tool(root: etree._Element, tool: CustomTool) -> None:
 
 
 def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) -> Storyteller:
-    """A copy of `storyteller` with the definition's speech context, tools, prog, rules and
-    MCP grants."""
+    """A copy of `storyteller` with the definition's speech context, tools, prog, rules, MCP
+    grants and direction."""
     return replace(
         storyteller,
         speech_context_count=definition.speech_context_count,
@@ -332,4 +347,5 @@ def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) 
         player_info_prog=definition.player_info_prog,
         attention_rules=definition.attention_rules,
         mcp_grants=definition.mcp_grants,
+        direction=definition.direction,
     )
