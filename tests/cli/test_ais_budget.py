@@ -53,3 +53,11 @@ def test_set_show_and_back_to_the_configuration(cli: Cli) -> None:
 )
 def test_a_bad_budget_is_refused_and_changes_nothing(cli: Cli, value: str, message: str) -> None:
     assert cli.fails("ais", "set", "Watcher", "budget", value) == message
+
+
+def test_the_budget_travels_with_ais_export_and_import(cli: Cli) -> None:
+    cli.ok("ais", "set", "Watcher", "budget", "0.75")
+    document = cli.ok("ais", "export", "Watcher", "--part", "tools")
+    assert "<DailyBudgetUsd>0.75</DailyBudgetUsd>" in document
+    cli.ok("ais", "import", "Crier", "--part", "tools", "-", input=document)
+    assert cli.show("Crier")["budget"] == {"daily_usd": 0.75, "setting": 0.75}
