@@ -4,7 +4,8 @@
 The setting wins over ``[budgets]`` in the configuration; ``default`` removes it so the
 configuration's cap (its ``storyteller_overrides`` entry, else ``storyteller_daily_usd``)
 applies again. 0 means no cap, as in the configuration. A running daemon notices the saved
-revision at its next settings poll and applies the new cap without a restart.
+revision at its next settings poll and applies the new cap without a restart. Each change is
+written to the audit log (action ``set_budget``, by the operating-system user).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Annotated, Any
 import typer
 
 from storyteller_daemon.cli.ais_io import say
-from storyteller_daemon.cli.ais_set import apply_change
-from storyteller_daemon.cli.common import run_async, state
+from storyteller_daemon.cli.ais_set import selected
+from storyteller_daemon.cli.common import open_store, os_user, run_async, state
 from storyteller_daemon.config import BudgetsConfig
 from storyteller_daemon.domain.settings import Storyteller, validate_daily_budget
 from storyteller_daemon.errors import ValidationError
@@ -71,12 +72,12 @@ async def set_budget(
     returns it to the configuration's cap."""
     value = parse_budget(usd)
     cfg = state(ctx).config().budgets
-
-    def change(st: Storyteller) -> tuple[Storyteller, str]:
-        new = replace(st, daily_budget_usd=value)
-        return new, f"Storyteller {st.name}'s daily budget: {budget_line(new, cfg)}."
-
-    await apply_change(ctx, change)
+    async with open_store(ctx) as store:
+        st = await store.storytellers.get(selected(ctx))
+        saved = await store.storytellers.save(replace(st, daily_budget_usd=value))
+        detail = {"daily_usd": value}
+        await store.audit.add(os_user(), "set_budget", f"storyteller {saved.id}", detail)
+    say(f"Storyteller {saved.name}'s daily budget: {budget_line(saved, cfg)}.")
 
 
 def show_budget(st: Storyteller, cfg: BudgetsConfig) -> None:

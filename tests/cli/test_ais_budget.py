@@ -41,6 +41,12 @@ def test_set_show_and_back_to_the_configuration(cli: Cli) -> None:
     assert "(from the configuration)" in cli.ok("ais", "set", "1", "budget", "default")
     assert cli.show(1)["budget"] == {"daily_usd": 3.0, "setting": None}
     assert cli.show(1)["revision"] == revision + 1  # how a running daemon notices
+    audit = cli.json("audit", "list")
+    assert [(e["action"], e["subject"], e["detail"]) for e in audit] == [
+        ("set_budget", "storyteller 1", {"daily_usd": None}),
+        ("set_budget", "storyteller 1", {"daily_usd": 0.0}),
+        ("set_budget", "storyteller 1", {"daily_usd": 0.5}),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 A turn is recorded first (it opens a situation from a player's words), so there is a run, a
 situation and a memory to read. The client lists the resources, reads the run and the
 situation (world text comes marked untrusted), searches, and is refused the admin tools while
-they are disabled, and over stdio without the token; over HTTP nothing is served without it.
+they are disabled, and over stdio without the token; with it, it pauses a storyteller and sets
+its daily budget (audited). Over HTTP nothing is served without the token.
 """
 
 from __future__ import annotations

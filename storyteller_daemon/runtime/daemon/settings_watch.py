@@ -3,8 +3,8 @@
 `SettingsWatch` polls the storytellers' revisions and the world's zone membership every
 ``reload_seconds``; on a difference it reloads the settings, re-routes, forgets storytellers
 that are gone, re-syncs heartbeats, tells the settings listeners (the budget keeper) and asks
-the world pump to resubscribe when the watched rooms changed. Direct invocation finds a storyteller by id or name in that routing table and queues
-its turn.
+the world pump to resubscribe when the watched rooms changed. Direct invocation finds a
+storyteller by id or name in that routing table and queues its turn.
 """
 
 from __future__ import annotations
