@@ -11,17 +11,18 @@ written to the audit log (action ``set_budget``, by the operating-system user).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from storyteller_daemon.cli.ais_io import say
 from storyteller_daemon.cli.ais_set import selected
 from storyteller_daemon.cli.common import open_store, os_user, run_async, state
-from storyteller_daemon.config import BudgetsConfig
 from storyteller_daemon.domain.settings import Storyteller, validate_daily_budget
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.runtime.spending.budgets import daily_cap
+
+if TYPE_CHECKING:  # `storyteller --help` imports no heavy library: the config's come lazily
+    from storyteller_daemon.config import BudgetsConfig
 
 DEFAULT_WORDS = frozenset({"default", "config", "configuration"})
 
@@ -30,9 +31,15 @@ def _usd(cap: float) -> str:
     return f"${cap:.2f} a day" if cap else "no cap"
 
 
+def _cap(cfg: BudgetsConfig, st: Storyteller) -> float:
+    from storyteller_daemon.runtime.spending.budgets import daily_cap
+
+    return daily_cap(cfg, st)
+
+
 def budget_line(st: Storyteller, cfg: BudgetsConfig) -> str:
     """How the daily budget reads in ``ais show`` and in the confirmation of ``set budget``."""
-    cap = _usd(daily_cap(cfg, st))
+    cap = _usd(_cap(cfg, st))
     if st.daily_budget_usd is None:
         return f"{cap} (from the configuration)"
     return f"{cap} (its own setting; 'ais set {st.id} budget default' returns to the configuration)"
@@ -40,7 +47,7 @@ def budget_line(st: Storyteller, cfg: BudgetsConfig) -> str:
 
 def budget_json(st: Storyteller, cfg: BudgetsConfig) -> dict[str, Any]:
     """``ais show --json``'s ``budget``: the cap that applies and the stored setting."""
-    return {"daily_usd": daily_cap(cfg, st), "setting": st.daily_budget_usd}
+    return {"daily_usd": _cap(cfg, st), "setting": st.daily_budget_usd}
 
 
 def parse_budget(text: str) -> float | None:
