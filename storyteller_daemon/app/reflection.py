@@ -45,6 +45,7 @@ async def one_shot_reflection(
     ledger = LedgerRepository(store.db)
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock)
     await budget.load(ledger)
+    budget.learn(await store.storytellers.list())  # the storytellers' own daily caps
     stats = RuntimeStats()
     model = None
     if choice.model is not None:

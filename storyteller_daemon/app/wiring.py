@@ -52,7 +52,8 @@ from storyteller_daemon.runtime.reflection import (
     ReflectionScheduler,
 )
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
-from storyteller_daemon.runtime.spending.budgets import Admission, BudgetKeeper
+from storyteller_daemon.runtime.spending.admission import Admission
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
@@ -217,6 +218,7 @@ async def build_runtime(
             if reflection is not None
             else None
         ),
+        settings_listeners=[budget.learn],
     )
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli import (
+    ais_budget,
     ais_characters,
     ais_digest,
     ais_direction,
@@ -105,11 +106,16 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
         assert st.id is not None
         situations = await store.situations.list(st.id)
     catalogue = await load_catalogue(ctx)
-    limits = state(ctx).config().policy.for_storyteller(st.name, [t.name for t in st.custom_tools])
+    cfg = state(ctx).config()
+    limits = cfg.policy.for_storyteller(st.name, [t.name for t in st.custom_tools])
     if json_out:
-        print_json(storyteller_json(st, catalogue, situations) | {"policy": limits})
+        budget = ais_budget.budget_json(st, cfg.budgets)
+        print_json(
+            storyteller_json(st, catalogue, situations) | {"policy": limits, "budget": budget}
+        )
     else:
         show_storyteller(st, catalogue, situations)
+        ais_budget.show_budget(st, cfg.budgets)
         show_policy(limits)
 
 
@@ -204,6 +210,7 @@ alias(ais_set.app, "rule", "rules")
 ais_set.app.add_typer(ais_mcp.app, name="mcp")
 ais_set.app.add_typer(ais_direction.direction, name="direction")
 register(ais_set.app, "pacing")(ais_direction.set_pacing)
+register(ais_set.app, "budget", "dailybudget", lenient=True)(ais_budget.set_budget)
 ais_set.app.add_typer(ais_direction.providers, name="provider")
 alias(ais_set.app, "provider", "providers")
 app.add_typer(ais_set.app, name="set")

@@ -1,5 +1,5 @@
 """Storyteller settings: model scopes, reasoning effort, subscriptions, heartbeats, custom tools,
-the MCP tools it may use, how it directs (plans, pacing, context providers).
+the MCP tools it may use, how it directs (plans, pacing, context providers), its daily budget.
 
 Nullable scoped values keep FutureMUD's fallbacks: the time and attention models fall back to the
 event model; the time effort falls back to the event effort; the attention effort to ``low``; the
@@ -8,6 +8,7 @@ time system prompt to the event system prompt.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -177,6 +178,15 @@ def validate_speech_context_window(window: timedelta) -> timedelta:
     return window
 
 
+def validate_daily_budget(usd: float) -> float:
+    """A storyteller's daily budget must be a finite number of USD, 0 or more (0: no cap)."""
+    if isinstance(usd, bool) or not isinstance(usd, int | float):
+        raise ValidationError(f"A daily budget must be a number of USD, not {usd!r}.")
+    if not math.isfinite(usd) or usd < 0:
+        raise ValidationError(f"A daily budget must be 0 or more USD (0: no cap), not {usd:g}.")
+    return float(usd)
+
+
 @dataclass(frozen=True)
 class CustomTool:
     """A tool the model may call that runs one of the game's progs.
@@ -236,8 +246,14 @@ class Storyteller:
     """The MCP servers whose tools it may call, each with its allow-list (`domain.mcp`)."""
     direction: Direction = field(default_factory=Direction)
     """Plans, co-operation, pacing and context providers (`domain.direction`)."""
+    daily_budget_usd: float | None = None
+    """Its own daily USD cap (0: none); None leaves it to ``[budgets]`` in the configuration."""
     revision: int = 0
     created_on: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.daily_budget_usd is not None:
+            validate_daily_budget(self.daily_budget_usd)
 
     def model_for(self, scope: Scope) -> str:
         """The model used for a scope, with the fallbacks applied."""

@@ -102,6 +102,7 @@ def storyteller_json(st: Storyteller) -> dict[str, Any]:
         "attention_rules": [r.name for r in st.attention_rules],
         "system_prompt": st.system_prompt,
         "attention_prompt": st.attention_prompt,
+        "daily_budget_usd": st.daily_budget_usd,
         "revision": st.revision,
     }
 
@@ -181,9 +182,9 @@ class Documents:
         """Save a changed storyteller (refused if someone else changed it since it was read)."""
         return await self._store.storytellers.save(st)
 
-    async def audit(self, action: str, subject: str) -> None:
+    async def audit(self, action: str, subject: str, detail: dict[str, Any] | None = None) -> None:
         """Write an admin action taken through the MCP server to the audit log."""
-        await self._store.audit.add("mcp", action, subject, {})
+        await self._store.audit.add("mcp", action, subject, detail or {})
 
     async def storytellers(self) -> list[Storyteller]:
         """Every storyteller, by id."""

@@ -6,12 +6,13 @@ recent events, the newest runs, costs) with their URI templates, reads them, and
 read-only tools that search them. Resources and tool results mark world text as untrusted
 (`documents`).
 
-Admin tools (pause and resume a storyteller) are offered only when ``[mcp.serve]
-admin_actions`` is on and the session holds the token: over HTTP every request has presented
-it already (`http.BearerToken`); over stdio the server's environment must carry it (the
-client's configuration sets it). Otherwise they are neither listed nor run, and a call names
-why. A paused or resumed storyteller is saved as ``ais pause`` saves it, so a running daemon
-picks the change up within seconds.
+Admin tools (pause and resume a storyteller, set its daily budget) are offered only when
+``[mcp.serve] admin_actions`` is on and the session holds the token: over HTTP every request
+has presented it already (`http.BearerToken`); over stdio the server's environment must carry
+it (the client's configuration sets it). Otherwise they are neither listed nor run, and a call
+names why. Each one is written to the audit log. A changed storyteller is saved as ``ais
+pause`` or ``ais set REF budget`` saves it, so a running daemon picks the change up within
+seconds.
 
 `serve_stdio` and `serve_http` run the server until the client leaves or `stop` is set.
 """
@@ -33,6 +34,7 @@ from mcp.server.stdio import stdio_server
 
 from storyteller_daemon import __version__
 from storyteller_daemon.config import McpServeConfig
+from storyteller_daemon.domain.settings import validate_daily_budget
 from storyteller_daemon.errors import StorytellerError
 from storyteller_daemon.mcp.documents import (
     RESOURCES,
@@ -65,6 +67,18 @@ class ToolDef:
     required: tuple[str, ...]
     handler: Handler
     admin: bool = False
+    nullable: tuple[str, ...] = ()
+    """Required arguments that may be null (they must still be given)."""
+
+    def missing(self, arguments: dict[str, Any]) -> list[str]:
+        """The required arguments not given (or blank, or null where null means nothing)."""
+        return [
+            k
+            for k in self.required
+            if k not in arguments
+            or arguments[k] == ""
+            or (arguments[k] is None and k not in self.nullable)
+        ]
 
     def spec(self) -> types.Tool:
         schema = {"type": "object", "properties": self.properties, "required": list(self.required)}
@@ -124,6 +138,17 @@ def _pausing(paused: bool) -> Handler:
         return {"storyteller": saved.name, "paused": saved.paused, "revision": saved.revision}
 
     return change
+
+
+async def _set_budget(docs: Documents, args: dict[str, Any]) -> dict[str, Any]:
+    usd = args["daily_usd"]
+    value = None if usd is None else validate_daily_budget(usd)
+    st = await docs.storyteller(args["storyteller"])
+    saved = await docs.save(replace(st, daily_budget_usd=value))
+    await docs.audit("set_budget", f"storyteller {saved.id}", {"daily_usd": value})
+    shown = "the configuration's cap" if value is None else f"${value:.2f} a day (0: no cap)"
+    log.warning("MCP admin action: storyteller %s daily budget set to %s", saved.name, shown)
+    return {"storyteller": saved.name, "daily_usd": value, "revision": saved.revision}
 
 
 TOOLS = (
@@ -192,6 +217,24 @@ TOOLS = (
         ("storyteller",),
         _pausing(False),
         admin=True,
+    ),
+    ToolDef(
+        "set_budget",
+        "Set a storyteller's own daily budget in USD (0: no cap), which wins over the "
+        "configuration's; null returns it to the configuration's cap. A running daemon applies "
+        "it within seconds.",
+        {
+            "storyteller": _STORYTELLER,
+            "daily_usd": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "description": "USD a day, 0 for no cap, or null for the configuration's cap.",
+            },
+        },
+        ("storyteller", "daily_usd"),
+        _set_budget,
+        admin=True,
+        nullable=("daily_usd",),
     ),
 )
 
@@ -297,7 +340,7 @@ def build_server(docs: Documents, cfg: McpServeConfig, *, token_held: bool) -> S
         if tool is None:
             why = refusal if name in admin_names and refusal else f"no tool named {name!r}"
             return _result({"error": f"Refused: {why}."}, error=True)
-        missing = [k for k in tool.required if arguments.get(k) in (None, "")]
+        missing = tool.missing(arguments)
         if missing:
             return _result({"error": f"Missing argument(s): {', '.join(missing)}."}, error=True)
         try:

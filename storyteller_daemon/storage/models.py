@@ -12,6 +12,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -91,6 +92,8 @@ class StorytellerRow(Base):
     direction: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
     """Plans, co-operation, pacing and context providers, as a JSON object
     (see `direction_json`)."""
+    daily_budget_usd: Mapped[float | None] = mapped_column(Float)
+    """Its own daily USD cap (0: none); NULL leaves it to ``[budgets]``."""
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_on: Mapped[datetime] = mapped_column(UtcDateTime)

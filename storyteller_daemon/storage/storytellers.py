@@ -183,6 +183,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
         attention_rules=rules_from_json(row.attention_rules),
         mcp_grants=grants_from_json(row.mcp_grants),
         direction=direction_from_json(row.direction),
+        daily_budget_usd=row.daily_budget_usd,
         revision=row.revision,
         created_on=as_utc(row.created_on),
     )
@@ -226,6 +227,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
     row.attention_rules = rules_to_json(st.attention_rules)
     row.mcp_grants = grants_to_json(validate_grants(st.mcp_grants))
     row.direction = direction_to_json(st.direction)
+    row.daily_budget_usd = st.daily_budget_usd
 
     wanted = (
         {("zone", z) for z in st.surveillance.zones}

@@ -42,6 +42,7 @@ AIS_SET = [
     "player-prog",
     "surveillance",
     "pacing",
+    "budget",
     "speech-context",
     "tool",
     "rule",

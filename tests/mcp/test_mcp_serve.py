@@ -3,7 +3,8 @@
 A turn is recorded first (it opens a situation from a player's words), so there is a run, a
 situation and a memory to read. The client lists the resources, reads the run and the
 situation (world text comes marked untrusted), searches, and is refused the admin tools while
-they are disabled, and over stdio without the token; over HTTP nothing is served without it.
+they are disabled, and over stdio without the token; with it, it pauses a storyteller and sets
+its daily budget (audited). Over HTTP nothing is served without the token.
 """
 
 from __future__ import annotations
@@ -112,14 +113,22 @@ async def test_over_stdio_the_view_is_read_only_unless_enabled_and_holding_the_t
         await check_read_only_view(client, storyteller_id, run_id)
         names = {t.name for t in (await client.list_tools()).tools}
         assert "pause_storyteller" not in names and "search_memories" in names
+        assert "set_budget" not in names
         refused = await client.call_tool("pause_storyteller", {"storyteller": "Harbour Watch"})
         assert refused.is_error
         assert "admin actions are disabled" in payload(refused)["error"]
+        budget = {"storyteller": "Harbour Watch", "daily_usd": 2.5}
+        refused = await client.call_tool("set_budget", budget)
+        assert refused.is_error and "admin actions are disabled" in payload(refused)["error"]
 
     async with stdio_server(tmp_path, sqlite_url, admin=True, env={}) as client:
         refused = await client.call_tool("pause_storyteller", {"storyteller": "Harbour Watch"})
         assert "admin actions need the token" in payload(refused)["error"]
-    assert (await sqlite_store.storytellers.get(storyteller_id)).paused is True  # as created
+        refused = await client.call_tool("set_budget", budget)
+        assert refused.is_error and "admin actions need the token" in payload(refused)["error"]
+    unchanged = await sqlite_store.storytellers.get(storyteller_id)
+    assert unchanged.paused is True  # as created
+    assert unchanged.daily_budget_usd is None
 
     running = replace(await sqlite_store.storytellers.get(storyteller_id), paused=False)
     await sqlite_store.storytellers.save(running)
@@ -129,9 +138,28 @@ async def test_over_stdio_the_view_is_read_only_unless_enabled_and_holding_the_t
             await client.call_tool("pause_storyteller", {"storyteller": "Harbour Watch"})
         )
         assert done["paused"] is True
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"pause_storyteller", "set_budget"} <= names
+
+        bad = await client.call_tool("set_budget", {"storyteller": "1", "daily_usd": -1})
+        assert bad.is_error
+        assert payload(bad)["error"] == "A daily budget must be 0 or more USD (0: no cap), not -1."
+        missing = await client.call_tool("set_budget", {"storyteller": "1"})
+        assert payload(missing)["error"] == "Missing argument(s): daily_usd."
+        set_ = payload(await client.call_tool("set_budget", budget))
+        assert set_["daily_usd"] == 2.5
+        assert (await sqlite_store.storytellers.get(storyteller_id)).daily_budget_usd == 2.5
+        back = payload(
+            await client.call_tool("set_budget", {"storyteller": "1", "daily_usd": None})
+        )
+        assert back["daily_usd"] is None and back["revision"] == set_["revision"] + 1
     assert (await sqlite_store.storytellers.get(storyteller_id)).paused is True
+    assert (await sqlite_store.storytellers.get(storyteller_id)).daily_budget_usd is None
     [entry] = await sqlite_store.audit.list(action="pause")
     assert (entry.actor, entry.subject) == ("mcp", f"storyteller {storyteller_id}")
+    cleared, raised = await sqlite_store.audit.list(action="set_budget")  # newest first
+    assert (raised.actor, raised.subject) == ("mcp", f"storyteller {storyteller_id}")
+    assert (raised.detail, cleared.detail) == ({"daily_usd": 2.5}, {"daily_usd": None})
 
 
 @asynccontextmanager

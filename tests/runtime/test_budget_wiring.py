@@ -10,6 +10,7 @@ from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import parse_config
+from storyteller_daemon.runtime.dashboard.views import Controls, DashboardData
 from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
@@ -84,3 +85,66 @@ async def test_the_daemon_records_runs_enforces_budgets_and_prunes_at_start_up(
         await asyncio.wait_for(task, 10)
     remaining = {r.id for r in await runs.list()}
     assert recent in remaining and len(remaining) == 3  # only the 40-day-old run went
+
+
+async def test_a_stored_budget_wins_over_the_configuration_and_a_reload_applies_it(
+    sqlite_store: Store, sqlite_url: str
+) -> None:
+    """The configuration caps nobody; the storyteller's own $0.13 is learnt at the next
+    settings reload (no restart), refuses the second turn, and 'default' lifts it again."""
+    st = await sqlite_store.storytellers.create("Harbour Watch")
+    st = await sqlite_store.storytellers.save(replace(st, paused=False))
+    assert st.id is not None
+    cfg = parse_config(
+        {
+            "database": {"url": sqlite_url},
+            "model": {"prices": {"gpt-5": {"input": 1.25, "output": 10.0}}},
+            "budgets": {"daily_usd": 0, "storyteller_daily_usd": 0},
+        },
+        "test",
+    )
+    clock = FakeClock(NOW)
+    runtime = await build_runtime(
+        cfg,
+        environ={},
+        world=SimWorld.harbour_town(),
+        choice=ModelChoice(
+            ScriptedModel(then=calls(("Noop", {}), usage=Usage(40_000, 0, 1000, 0))), "noop"
+        ),
+        store=sqlite_store,
+        clock=clock,
+    )
+    assert runtime.runner is not None and runtime.budget is not None
+    dashboard = DashboardData(sqlite_store, cfg.budgets, clock, Controls(cfg.policy, None))
+
+    async def turn(text: str) -> str:
+        assert runtime.runner is not None
+        current = await sqlite_store.storytellers.get(st.id or 0)
+        trigger = Trigger(TriggerKind.DIRECT, occurred_at=NOW, text=text)
+        return (await runtime.runner.run_turn(current, trigger)).outcome
+
+    async def cap_shown() -> float:
+        [row] = (await dashboard.overview())["storytellers"]
+        cap: float = row["spend"]["cap_usd"]
+        return cap
+
+    assert await runtime.daemon.reload(force=True)
+    assert await turn("the bells") == "noop"  # $0.06: no cap in the configuration
+    assert await turn("the bells again") == "noop"  # $0.12: still none
+    assert runtime.budget.cap_for(st.id, st.name) == 0.0 and await cap_shown() == 0.0
+
+    await sqlite_store.storytellers.save(
+        replace(await sqlite_store.storytellers.get(st.id), daily_budget_usd=0.13)
+    )
+    assert await runtime.daemon.reload()  # the revision changed: the keeper learns the cap
+    assert runtime.budget.cap_for(st.id, st.name) == 0.13 and await cap_shown() == 0.13
+    assert await turn("a third time") == "budget_exceeded"  # $0.12 + at least $0.012 > $0.13
+    assert runtime.budget.blocked(st.id, st.name) == "its daily budget of $0.13 is spent"
+
+    await sqlite_store.storytellers.save(
+        replace(await sqlite_store.storytellers.get(st.id), daily_budget_usd=None)
+    )
+    assert await runtime.daemon.reload()
+    assert runtime.budget.blocked(st.id, st.name) is None  # back to the configuration: no cap
+    assert await cap_shown() == 0.0
+    assert await turn("and again") == "noop"

@@ -20,7 +20,8 @@ from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.spending.budgets import Admission, BudgetKeeper, worst_case
+from storyteller_daemon.runtime.spending.admission import Admission
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository

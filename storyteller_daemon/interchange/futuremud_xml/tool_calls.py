@@ -1,7 +1,8 @@
 """FutureMUD's custom tool blob (``<ToolCalls>``), read, written and applied to a storyteller.
 
 The blob carries the speech-context settings, the custom tools (always-available and echo-only),
-the custom player-information prog, our attention rules (`rules`) and our MCP grants (`mcp`).
+the custom player-information prog, our attention rules (`rules`), our MCP grants (`mcp`), our
+direction (`direction`) and our daily budget (``<DailyBudgetUsd>``).
 Reading rejects values out of range, missing or invalid (tool names that break the API's
 pattern, collide with a built-in tool or repeat) with an `InterchangeError` that names the
 element.
@@ -21,6 +22,7 @@ from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
     CustomTool,
     Storyteller,
+    validate_daily_budget,
     validate_speech_context_count,
     validate_speech_context_window,
     validate_tool_name,
@@ -52,6 +54,7 @@ from storyteller_daemon.interchange.futuremud_xml.rules import RULES_TAG, parse_
 _SPEECH_COUNT = "SpeechContextEventCount"
 _SPEECH_WINDOW = "SpeechContextMaximumSeparationMilliseconds"
 _PLAYER_INFO_PROG = "CustomPlayerInformationProgId"
+_BUDGET = "DailyBudgetUsd"
 _TOOL_FIELDS = ("Name", "Description", "Prog", "IncludeWithEcho", "ParameterDescriptions")
 
 
@@ -76,8 +79,12 @@ class ToolCallsDefinition:
     """The MCP servers and tools granted (none when the document has no ``<McpServers>``)."""
     direction: Direction = Direction()
     """Plans, co-operation, pacing, providers (the default without ``<Direction>``)."""
+    daily_budget_usd: float | None = None
+    """The storyteller's own daily cap (None without ``<DailyBudgetUsd>``: the configuration's)."""
 
     def __post_init__(self) -> None:
+        if self.daily_budget_usd is not None:
+            validate_daily_budget(self.daily_budget_usd)
         validate_speech_context_count(self.speech_context_count)
         validate_speech_context_window(self.speech_context_window)
         seen: set[str] = set()
@@ -119,6 +126,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
     rules: tuple[AttentionRule, ...] = ()
     grants: tuple[McpGrant, ...] = ()
     direction = Direction()
+    budget: float | None = None
     seen: set[str] = set()
     for child in root:
         tag = str(child.tag)
@@ -140,11 +148,13 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
             grants = parse_grants(child)
         elif tag == DIRECTION_TAG:
             direction = parse_direction(child)
+        elif tag == _BUDGET:
+            budget = _parse_budget(leaf_text(child, f"ToolCalls <{tag}>"))
         else:
             raise InterchangeError(
                 f"ToolCalls <ToolCalls> has an unexpected element <{tag}>; expected "
                 f"<{_SPEECH_COUNT}>, <{_SPEECH_WINDOW}>, <ToolCall>, <{_PLAYER_INFO_PROG}>, "
-                f"<{RULES_TAG}>, <{MCP_TAG}> or <{DIRECTION_TAG}>."
+                f"<{RULES_TAG}>, <{MCP_TAG}>, <{DIRECTION_TAG}> or <{_BUDGET}>."
             )
     names: set[str] = set()
     for tool in tools:
@@ -155,7 +165,7 @@ def parse_tool_calls(document: str | bytes) -> ToolCallsDefinition:
             )
         names.add(tool.name.lower())
     return ToolCallsDefinition(
-        count, window, tuple(tools), player_info_prog, rules, grants, direction
+        count, window, tuple(tools), player_info_prog, rules, grants, direction, budget
     )
 
 
@@ -187,6 +197,16 @@ def _parse_speech_window(text: str) -> timedelta:
         return validate_speech_context_window(window)
     except ValidationError:
         raise InterchangeError(f"{where} value {show(text)} is not a positive duration.") from None
+
+
+def _parse_budget(text: str) -> float:
+    where = f"ToolCalls <{_BUDGET}>"
+    try:
+        return validate_daily_budget(float(text.strip()))
+    except ValueError:
+        raise InterchangeError(f"{where} value {show(text)} is not a number of USD.") from None
+    except ValidationError as exc:
+        raise InterchangeError(f"{where} value {show(text)} is rejected: {exc}") from None
 
 
 def _parse_prog(text: str, where: str) -> str:
@@ -285,7 +305,8 @@ def render_tool_calls(storyteller: Storyteller) -> str:
 
     The MCP grants (``<McpServers>``, also ours: see `mcp`) follow the rules, only when there
     are any, and the direction (``<Direction>``, ours: see `direction`) last, only when it is
-    not the default.
+    not the default. ``<DailyBudgetUsd>`` (ours) closes the blob when the storyteller has its
+    own daily budget; without it, the configuration's cap applies.
 
     Raises:
         InterchangeError: a name, description or pattern holds a character XML cannot represent.
@@ -308,6 +329,8 @@ def render_tool_calls(storyteller: Storyteller) -> str:
     render_rules(root, storyteller.attention_rules)
     render_grants(root, storyteller.mcp_grants)
     render_direction(root, storyteller.direction)
+    if storyteller.daily_budget_usd is not None:
+        etree.SubElement(root, _BUDGET).text = repr(storyteller.daily_budget_usd)
     return serialise(root)
 
 
@@ -338,7 +361,7 @@ def _render_tool(root: etree._Element, tool: CustomTool) -> None:
 
 def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) -> Storyteller:
     """A copy of `storyteller` with the definition's speech context, tools, prog, rules, MCP
-    grants and direction."""
+    grants, direction and daily budget."""
     return replace(
         storyteller,
         speech_context_count=definition.speech_context_count,
@@ -348,4 +371,5 @@ def apply_tool_calls(storyteller: Storyteller, definition: ToolCallsDefinition) 
         attention_rules=definition.attention_rules,
         mcp_grants=definition.mcp_grants,
         direction=definition.direction,
+        daily_budget_usd=definition.daily_budget_usd,
     )

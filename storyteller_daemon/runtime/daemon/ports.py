@@ -4,12 +4,13 @@ work to run while storytellers are idle.
 `SettingsSource` is the storyteller repository as the daemon polls it; `EventInbox` is the
 durable intake of world events (the inbox repository), through which a world that can replay
 resumes from its stored cursor; `IdleWork` is reflection while idle
-(`runtime.reflection.ReflectionScheduler`).
+(`runtime.reflection.ReflectionScheduler`); a `SettingsListener` is told the storytellers on
+every reload (the budget keeper learns their daily caps).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from storyteller_daemon.domain.settings import Storyteller
@@ -26,6 +27,10 @@ class SettingsSource(Protocol):
     async def revisions(self) -> dict[int, int]:
         """Id → revision, cheap to poll."""
         ...
+
+
+SettingsListener = Callable[[Sequence[Storyteller]], None]
+"""Told every storyteller whenever the daemon (re)loads the settings."""
 
 
 class EventInbox(Protocol):

@@ -2,9 +2,9 @@
 
 `SettingsWatch` polls the storytellers' revisions and the world's zone membership every
 ``reload_seconds``; on a difference it reloads the settings, re-routes, forgets storytellers
-that are gone, re-syncs heartbeats and asks the world pump to resubscribe when the watched rooms
-changed. Direct invocation finds a storyteller by id or name in that routing table and queues
-its turn.
+that are gone, re-syncs heartbeats, tells the settings listeners (the budget keeper) and asks
+the world pump to resubscribe when the watched rooms changed. Direct invocation finds a
+storyteller by id or name in that routing table and queues its turn.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ class SettingsWatch(DaemonState):
             if gone is not None:
                 self.pipeline.forget(gone)
         self.heartbeats.sync(storytellers)
+        for listener in self._settings_listeners:
+            listener(storytellers)
         self._revisions, self._zones = revisions, zones
         cells = self.pipeline.router.watched_cells()
         if cells != self._cells:

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.runtime.daemon.intake_watch import IntakeWatch
-from storyteller_daemon.runtime.daemon.ports import EventInbox, IdleWork, SettingsSource
+from storyteller_daemon.runtime.daemon.ports import (
+    EventInbox,
+    IdleWork,
+    SettingsListener,
+    SettingsSource,
+)
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError, WorldAdapterError
@@ -47,8 +52,10 @@ class DaemonState:
         intake_activity: Callable[[], int] | None = None,
         stall_seconds: float = 120.0,
         idle_work: IdleWork | None = None,
+        settings_listeners: Sequence[SettingsListener] = (),
     ) -> None:
         self._settings = settings
+        self._settings_listeners = tuple(settings_listeners)
         self._inbox = inbox
         self._world_key = world_key
         self._inbox_keep = inbox_keep

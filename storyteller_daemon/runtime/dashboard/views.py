@@ -24,7 +24,7 @@ from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runtime.dashboard.plot import cost_plots
-from storyteller_daemon.runtime.spending.budgets import storyteller_cap
+from storyteller_daemon.runtime.spending.budgets import daily_cap
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.dashboard import DashboardQueries, RunFilter
@@ -324,7 +324,7 @@ class DashboardData:
         rows = []
         for st in storytellers:
             sid = st.id or 0
-            cap = storyteller_cap(self._budgets, st.name)
+            cap = daily_cap(self._budgets, st)
             spent = spend.by_storyteller.get(sid, 0.0)
             if st.paused:
                 status = "paused"

@@ -1,8 +1,10 @@
 """Hard spending caps, checked before every model request, and who each request is for.
 
 Caps (``[budgets]``, 0 turns one off): all storytellers together per UTC day (``daily_usd``),
-each storyteller per UTC day (``storyteller_daily_usd`` or its entry in
-``storyteller_overrides``), and the tokens of one turn (``turn_tokens``).
+each storyteller per UTC day (its own ``daily_budget_usd`` setting when an admin set one, else
+``storyteller_daily_usd`` or its entry in ``storyteller_overrides``), and the tokens of one turn
+(``turn_tokens``). The keeper learns the settings whenever the daemon (re)loads the
+storytellers (`BudgetKeeper.learn`), so a changed budget applies without a restart.
 
 Every request first *reserves* its worst case: the request body's UTF-8 size as input tokens
 (no token is shorter than a byte) at the uncached input price, plus ``max_output_tokens`` at
@@ -28,21 +30,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
 from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.records import api_body
-from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, current_run, price_for
-from world_adapter.errors import WorldAdapterError
-from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +105,14 @@ def storyteller_cap(cfg: BudgetsConfig, name: str) -> float:
     )
 
 
+def daily_cap(cfg: BudgetsConfig, st: Storyteller) -> float:
+    """The daily USD cap that applies to a storyteller (0: none): its own setting, else the
+    configuration's (`storyteller_cap`)."""
+    if st.daily_budget_usd is not None:
+        return st.daily_budget_usd
+    return storyteller_cap(cfg, st.name)
+
+
 class BudgetKeeper:
     """Checks, reserves and settles every model request against the caps.
 
@@ -137,6 +144,8 @@ class BudgetKeeper:
         """Storyteller ids whose daily cap is reached; None stands for the global cap."""
         self._alerted: set[tuple[int | None, int]] = set()
         self._names: dict[int | None, str] = {}
+        self._settings: dict[int, float] = {}
+        """Storyteller id → its own daily cap, for those that set one (`learn`)."""
         self._freed = asyncio.Event()
         """Set (and replaced) whenever a reservation ends."""
         self.waiting = 0
@@ -154,10 +163,38 @@ class BudgetKeeper:
         for storyteller_id, usd in spend.by_storyteller.items():
             self._spent[storyteller_id] = usd
 
+    def learn(self, storytellers: Iterable[Storyteller]) -> None:
+        """Take the storytellers' own daily caps (the daemon calls this on every reload).
+
+        A storyteller whose cap changed is judged afresh: a raised cap (or none) lifts a
+        reached one, a cap lowered to today's spend or below is reached at once.
+        """
+        self._roll()
+        before = {sid: self.cap_for(sid, self._names.get(sid, "")) for sid in self._names}
+        self._settings = {}
+        for st in storytellers:
+            if st.id is None:
+                continue
+            self._names[st.id] = st.name
+            if st.daily_budget_usd is not None:
+                self._settings[st.id] = st.daily_budget_usd
+        for sid, name in self._names.items():
+            if sid is None:
+                continue
+            cap = self.cap_for(sid, name)
+            if sid in before and before[sid] == cap:
+                continue
+            self._reached.discard(sid)
+            self._alerted = {(scope, p) for scope, p in self._alerted if scope != sid}
+            self._crossed(sid, cap, self._spent.get(sid, 0.0))
+
     def cap_for(self, storyteller_id: int | None, name: str) -> float:
-        """The daily USD cap of a storyteller (0: none)."""
+        """The daily USD cap of a storyteller (0: none): its own setting, else the
+        configuration's."""
         if storyteller_id is None:
             return 0.0
+        if storyteller_id in self._settings:
+            return self._settings[storyteller_id]
         return storyteller_cap(self._cfg, name)
 
     def spent(self, storyteller_id: int | None = None) -> float:
@@ -325,46 +362,3 @@ class BudgetKeeper:
             self._alert(level, message)
         except Exception:  # an alert sink must never break accounting
             log.exception("budget alert could not be delivered: %s", message)
-
-
-class Admission:
-    """The pipeline's last checks before a model is called for a trigger.
-
-    A storyteller whose daily cap (or the global one) is reached is dropped at the ``budget``
-    stage. With `skip_idle_heartbeats`, a heartbeat is dropped at the ``idle`` stage while no
-    player is online in the storyteller's watched rooms (anywhere in the world, for a
-    storyteller that watches none): a world nobody is in costs nothing.
-
-    Args:
-        budget: the caps, or None.
-        world: asked who is online, or None.
-        skip_idle_heartbeats: ``budgets.skip_idle_heartbeats``.
-    """
-
-    def __init__(
-        self,
-        budget: BudgetKeeper | None,
-        world: WorldClient | None,
-        *,
-        skip_idle_heartbeats: bool = True,
-    ) -> None:
-        self._budget = budget
-        self._world = world
-        self._skip_idle = skip_idle_heartbeats
-
-    async def admit(
-        self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
-    ) -> tuple[str, str] | None:
-        """None to go on, or the stage and reason to drop the trigger with."""
-        if self._budget is not None and storyteller.id is not None:
-            reason = self._budget.blocked(storyteller.id, storyteller.name)
-            if reason is not None:
-                return "budget", reason
-        if self._skip_idle and self._world is not None and trigger.kind is TriggerKind.HEARTBEAT:
-            try:
-                players = await self._world.online_players()
-            except WorldAdapterError:
-                return None  # cannot tell: let the turn find out
-            if not any(p.is_player and (not watched or p.location_id in watched) for p in players):
-                return "idle", "no player is online in its watched rooms"
-        return None

@@ -1,0 +1,52 @@
+"""The pipeline's last checks before a model is called for a trigger: the budget and idleness."""
+
+from __future__ import annotations
+
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
+from world_adapter.errors import WorldAdapterError
+from world_adapter.protocol import WorldClient
+
+
+class Admission:
+    """The pipeline's last checks before a model is called for a trigger.
+
+    A storyteller whose daily cap (or the global one) is reached is dropped at the ``budget``
+    stage. With `skip_idle_heartbeats`, a heartbeat is dropped at the ``idle`` stage while no
+    player is online in the storyteller's watched rooms (anywhere in the world, for a
+    storyteller that watches none): a world nobody is in costs nothing.
+
+    Args:
+        budget: the caps, or None.
+        world: asked who is online, or None.
+        skip_idle_heartbeats: ``budgets.skip_idle_heartbeats``.
+    """
+
+    def __init__(
+        self,
+        budget: BudgetKeeper | None,
+        world: WorldClient | None,
+        *,
+        skip_idle_heartbeats: bool = True,
+    ) -> None:
+        self._budget = budget
+        self._world = world
+        self._skip_idle = skip_idle_heartbeats
+
+    async def admit(
+        self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
+    ) -> tuple[str, str] | None:
+        """None to go on, or the stage and reason to drop the trigger with."""
+        if self._budget is not None and storyteller.id is not None:
+            reason = self._budget.blocked(storyteller.id, storyteller.name)
+            if reason is not None:
+                return "budget", reason
+        if self._skip_idle and self._world is not None and trigger.kind is TriggerKind.HEARTBEAT:
+            try:
+                players = await self._world.online_players()
+            except WorldAdapterError:
+                return None  # cannot tell: let the turn find out
+            if not any(p.is_player and (not watched or p.location_id in watched) for p in players):
+                return "idle", "no player is online in its watched rooms"
+        return None
