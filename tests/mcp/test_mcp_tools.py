@@ -121,6 +121,27 @@ async def test_a_turn_calls_an_allowed_tool_of_a_stdio_server_and_replays_from_t
     assert report.replayed["calls"] == report.recorded["calls"]
 
 
+async def test_what_a_turn_writes_after_reading_a_servers_answer_is_marked(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    command, *args = weather_command(tmp_path)
+    cfg = McpConfig(servers={"weather": McpServerConfig(command=command, args=tuple(args))})
+    st = await granted(sqlite_store, McpGrant("weather", ("forecast",)))
+    note = {"Id": 1001, "Title": "Weather", "Details": "Sunny, says the server.", "Importance": 3}
+    model = ScriptedModel(
+        calls(("CreateMemory", {**note, "Title": "Before"})),
+        calls(("mcp__weather__forecast", {"city": "Oslo", "days": None})),
+        calls(("CreateMemory", note)),
+        text(""),
+    )
+    clock = FakeClock(T0)
+    async with McpHub(cfg, clock=clock) as hub:
+        await runner(sqlite_store, model, hub, clock).run_turn(st, HEARTBEAT)
+    assert st.id is not None
+    marks = {m.title: m.provenance.from_player for m in await sqlite_store.memories.list(st.id)}
+    assert marks == {"Before": False, "Weather": True}
+
+
 async def test_a_dead_server_is_a_tool_error_and_one_alert(sqlite_store: Store) -> None:
     command, *args = DEAD_COMMAND
     cfg = McpConfig(servers={"weather": McpServerConfig(command=command, args=tuple(args))})

@@ -79,6 +79,9 @@ class _McpRunner:
             raise ToolError(f"MCP server '{self.server}' is not available to this turn.")
         sent = {k: v for k, v in arguments.items() if not (v is None and k in self.optional)}
         outcome = await ctx.mcp.call_tool(self.server, self.tool, sent)
+        # What a server answers is outside text the daemon cannot vouch for, like players'
+        # words: what the turn writes after reading it is marked so.
+        ctx.taint.saw(True)
         if outcome.is_error:
             raise ToolError(
                 f"MCP tool '{self.tool}' of server '{self.server}' failed: "
