@@ -70,7 +70,9 @@ class DirectorView:
     claims_unavailable: str = ""
 
 
-def _event_features(trigger: Trigger) -> list[tuple[str, int | None, frozenset[int], str]]:
+def event_features(trigger: Trigger) -> list[tuple[str, int | None, frozenset[int], str]]:
+    """What a `WaitFor` is checked against, for each event of the trigger: its kind, room,
+    characters and text (a crime's type for a crime)."""
     features = []
     for each in trigger.all:
         event = each.event
@@ -89,7 +91,7 @@ def _due_why(step: PlanStep, trigger: Trigger) -> str | None:
     """Why the step is due in this turn (None: it is not)."""
     if step.wait_for is None:
         return "the heartbeat" if trigger.kind is TriggerKind.HEARTBEAT else None
-    if any(step.wait_for.met_by(*f) for f in _event_features(trigger)):
+    if any(step.wait_for.met_by(*f) for f in event_features(trigger)):
         return f"its condition was met ({step.wait_for.describe()})"
     return None
 

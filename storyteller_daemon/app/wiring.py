@@ -187,6 +187,7 @@ async def build_runtime(
         alerts=alerts,
         source=cfg.world.kind,
         observe=lookups.observe,
+        plans=store.plans,
     )
     reflection = None
     if cfg.reflection.enabled:

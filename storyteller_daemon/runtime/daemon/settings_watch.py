@@ -43,6 +43,7 @@ class SettingsWatch(DaemonState):
         storytellers = await self._settings.list()
         known = {s.id for s in self.pipeline.router.storytellers}
         self.pipeline.router.update(storytellers, zones)
+        self.pipeline.storytellers_reloaded()
         for gone in known - {s.id for s in storytellers}:
             if gone is not None:
                 self.pipeline.forget(gone)

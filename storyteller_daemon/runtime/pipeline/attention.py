@@ -3,8 +3,13 @@
 A storyteller's attention task waits for a burst window (no new event for ``quiet_seconds``,
 or the oldest waiting ``max_wait_seconds``; urgent kinds and a full batch go at once), then
 claims the oldest pending events, up to ``max_batch_events``, and judges them in a pass of
-their own (up to ``parallel_requests`` passes at once): attention rules and repeats are settled
-from memory, the rest in one model request, and every event gets a recorded decision. A failed
+their own (up to ``parallel_requests`` passes at once): attention rules, the waits of the
+storyteller's story plans and repeats are settled from memory, the rest in one model request,
+and every event gets a recorded decision.
+
+An event meeting the condition a due plan step waits for (`plan_waits`) is interesting without a
+model call, recorded with rule ``plan:<id>``, so its turn advances the plan. The storyteller's
+attention rules come first: an admin's ``ignore`` rule keeps an event from the plan too. A failed
 request leaves its events pending and delays the next pass (doubling, up to a minute); events
 still unjudged after ``max_age_seconds`` are expired, counted and alerted.
 """
@@ -108,6 +113,7 @@ class AttentionStage(PipelineState):
         if st is None:
             return False
         await self._expire(st, lane)
+        await self._load_plan_waits(st, lane)
         items = await self._backlog.pending(storyteller_id, limit, exclude=lane.in_flight)
         lane.more = len(items) >= limit
         if not items:
@@ -119,6 +125,20 @@ class AttentionStage(PipelineState):
         lane.tasks.append(task)
         task.add_done_callback(lane.tasks.remove)
         return True
+
+    async def _load_plan_waits(self, st: Storyteller, lane: _Lane) -> None:
+        """Reload the plan waits of a planning storyteller when a turn or reload made them stale."""
+        if self._plans is None or st.id is None or not st.direction.plans:
+            lane.plan_waits.clear()
+            return
+        if not lane.plan_waits.stale:
+            return
+        try:
+            plans = await self._plans.list(st.id, include_closed=False)
+        except Exception as exc:  # judged without the waits; the next pass tries again
+            log.warning("plan waits of storyteller %s could not be read: %s", st.name, exc)
+            return
+        lane.plan_waits.load(plans, self._clock.now())
 
     async def _finish_pass(
         self, st: Storyteller, lane: _Lane, items: Sequence[WorkItem], claimed: set[int]
@@ -176,13 +196,21 @@ class AttentionStage(PipelineState):
         first_in_batch: dict[str, int] = {}
         remembered: dict[int, Judged] = {}
         ruled: dict[int, AttentionRule] = {}
+        planned: dict[int, int] = {}  # index → the plan waiting for the event
         for index, (item, key) in enumerate(zip(items, keys, strict=True)):
             by_rule = lane.rules.decide(
                 st.attention_rules, item.kind, item.room_id, _rule_text(triggers[index]), now
             )
-            match = lane.repeats.match(key, item.room_id, now) if by_rule is None else None
+            plan = lane.plan_waits.waiting(triggers[index]) if by_rule is None else None
+            match = (
+                lane.repeats.match(key, item.room_id, now)
+                if by_rule is None and plan is None
+                else None
+            )
             if by_rule is not None:
                 ruled[index] = by_rule
+            elif plan is not None:
+                planned[index] = plan
             elif match is not None:
                 repeat, judged = match
                 inherited[index] = (repeat.rule, -1)
@@ -230,6 +258,13 @@ class AttentionStage(PipelineState):
                 attend = by.action is RuleAction.ATTEND
                 verdict: Verdict = _Inherited(attend, f"attention rule {by.name}")
                 decisions.append(self._decision(st, item, trigger, verdict, f"rule:{by.name}"))
+                continue
+            if index in planned:
+                self.stats.filtered["plan"] += 1
+                verdict = _Inherited(True, f"plan #{planned[index]} waits for this")
+                decisions.append(
+                    self._decision(st, item, trigger, verdict, f"plan:{planned[index]}")
+                )
                 continue
             if index in inherited:
                 rule, first = inherited[index]

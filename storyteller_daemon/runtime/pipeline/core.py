@@ -150,6 +150,11 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
         since = lane.active_at if lane is not None else None
         return self._clock.monotonic() - (since if since is not None else self._started_at)
 
+    def storytellers_reloaded(self) -> None:
+        """Reload every lane's plan waits before its next pass (settings may have changed)."""
+        for lane in self._lanes.values():
+            lane.plan_waits.stale = True
+
     def forget(self, storyteller_id: int) -> None:
         """Stop the tasks of a storyteller that no longer exists (its backlog stays)."""
         lane = self._lanes.pop(storyteller_id, None)

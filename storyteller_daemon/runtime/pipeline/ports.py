@@ -1,9 +1,10 @@
 """The pipeline's ports: what it needs from the agent, the storage and its observers.
 
 The pipeline sees the attention gate and the tool loop as a `TurnRunner`, the durable work
-items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the last checks before a
-model call as an `Admission`, and whoever follows its steps as an `Observer`; `Verdict` and
-`TurnOutcome` are the parts of the runner's answers it reads.
+items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the story plans as a
+`PlanReader`, the last checks before a model call as an `Admission`, and whoever follows its
+steps as an `Observer`; `Verdict` and `TurnOutcome` are the parts of the runner's answers it
+reads.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Protocol
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.story_plans import StoryPlan
 from storyteller_daemon.domain.work import Decision, NewWork, TurnClaim, WorkItem, WorkState
 from world_adapter.events import Speech
 
@@ -127,6 +129,16 @@ class SpeechRecorder(Protocol):
 
     async def record_many(self, events: Sequence[Speech]) -> object:
         """Store several speeches in one go."""
+        ...
+
+
+class PlanReader(Protocol):
+    """Where the storytellers' story plans are read (the story plan repository)."""
+
+    async def list(
+        self, storyteller_id: int | None = None, *, include_closed: bool = True
+    ) -> Sequence[StoryPlan]:
+        """Plans as stored (no expiry applied)."""
         ...
 
 

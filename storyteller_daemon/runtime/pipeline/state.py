@@ -23,10 +23,12 @@ from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import RuleBook
 from storyteller_daemon.domain.repeats import RepeatMemory
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.runtime.pipeline.plan_waits import PlanWaits
 from storyteller_daemon.runtime.pipeline.ports import (
     Admission,
     Backlog,
     Observer,
+    PlanReader,
     SpeechRecorder,
     TurnRunner,
 )
@@ -47,6 +49,7 @@ class _Lane:
 
     repeats: RepeatMemory
     rules: RuleBook = field(default_factory=RuleBook)
+    plan_waits: PlanWaits = field(default_factory=PlanWaits)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     turn_wake: asyncio.Event = field(default_factory=asyncio.Event)
     pending: int = 0
@@ -112,6 +115,7 @@ class PipelineState(abc.ABC):
         alerts: AlertSink | None = None,
         source: str = "world",
         observe: Callable[[WorldEvent], None] | None = None,
+        plans: PlanReader | None = None,
     ) -> None:
         self.router = router
         self._runner = runner
@@ -129,6 +133,8 @@ class PipelineState(abc.ABC):
         self._source = source
         self._observe = observe
         """Told of every event taken in (the look-up cache invalidates from it)."""
+        self._plans = plans
+        """Where the waits of planning storytellers' plans are read (`PlanWaits`)."""
         self._lanes: dict[int, _Lane] = {}
         self._group: asyncio.TaskGroup | None = None
         self._accepting = True

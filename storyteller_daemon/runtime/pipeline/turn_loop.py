@@ -94,6 +94,7 @@ class TurnStage(PipelineState):
             log.exception("turn %s of storyteller %s crashed", claim.turn_key, st.name)
         finally:
             lane.running_turn = False
+            lane.plan_waits.stale = True  # the turn may have made, advanced or ended plans
             if cut_off:
                 log.warning(
                     "storyteller %s: turn %s cut off by the stop; the next start runs it again",
