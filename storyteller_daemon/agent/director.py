@@ -195,7 +195,7 @@ def due_block(view: DirectorView) -> Block:
     """What is due now, for the model to do in this turn."""
 
     def line(due: DueStep) -> str:
-        text = f"- Plan #{due.plan_id} step {due.step} (due because of {due.why}): call {due.tool}"
+        text = f"- Plan #{due.plan_id} step {due.step} (due: {due.why}): call {due.tool}"
         text += f" to {quoted(due.intent)}"
         if due.arguments is not None:
             text += f", arguments in mind {quoted(due.arguments)}"

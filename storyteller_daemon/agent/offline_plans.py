@@ -31,7 +31,7 @@ RULE_REASON = "Rule-based stand-in: the failed step is dropped and the plan goes
 BELL_LINE = "The harbour bell rings out across the darkening water."
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _DUE = re.compile(
-    rf"^- Plan #(\d+) step \d+ \(due because of .*?\): call (\S+) to ({_QUOTED})"
+    rf"^- Plan #(\d+) step \d+ \(due: .*?\): call (\S+) to ({_QUOTED})"
     rf"(?:, arguments in mind ({_QUOTED}))?$",
     re.MULTILINE,
 )

@@ -39,9 +39,7 @@ async def test_a_three_step_plan_advances_one_step_per_heartbeat(db_url: str) ->
         plan_id = await make_plan(rig, *THREE_STEPS)
         await rig.advance(1)
         first = await rig.beat(calls(echo(QUAY, "Someone yells about a stolen ledger!")))
-        assert f"Plan #{plan_id} step 1 (due because of the heartbeat): call EchoToRoom" in (
-            prompt_of(rig)
-        )
+        assert f"Plan #{plan_id} step 1 (due: the heartbeat): call EchoToRoom" in (prompt_of(rig))
         assert first.calls[0].envelope["ok"] is True
         plan = await rig.store.plans.get(sid, plan_id)
         assert [s.state for s in plan.steps] == [StepState.DONE, StepState.PENDING] + [
@@ -165,7 +163,7 @@ async def test_a_step_waiting_for_an_event_comes_due_when_it_happens(sqlite_url:
         assert "Plan steps due now" not in prompt_of(rig)
         talk = Trigger.from_event(rig.world.say(MAREN, "Has anyone seen the ledger?"))
         await rig.beat(calls(echo(QUAY, "A dockhand looks up sharply.")), trigger=talk)
-        assert f"Plan #{plan_id} step 1 (due because of its condition was met" in prompt_of(rig)
+        assert f"Plan #{plan_id} step 1 (due: its condition was met" in prompt_of(rig)
         plan = await rig.store.plans.get(rig.teller.id or 0, plan_id)
         assert plan.status is PlanStatus.COMPLETED
 

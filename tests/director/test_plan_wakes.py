@@ -113,7 +113,7 @@ async def test_an_event_a_plan_waits_for_gets_a_turn_without_an_attention_call(
             assert (woke.state, woke.rule) == (WorkState.DONE, f"plan:{plan_id}")
             turn_prompt = str(rig.model.requests[-2].input[0]["content"])
             due = turn_prompt.split("Plan steps due now:\n", 1)[1].splitlines()[0]
-            assert due.startswith(f"- Plan #{plan_id} step 1 (due because")
+            assert due.startswith(f"- Plan #{plan_id} step 1 (due: ")
             assert "condition was met" in due
             assert attention_requests(rig) == 1  # settled from memory, not by the model
             plan = await rig.store.plans.get(sid, plan_id)

@@ -261,7 +261,7 @@ class AttentionStage(PipelineState):
                 continue
             if index in planned:
                 self.stats.filtered["plan"] += 1
-                verdict = _Inherited(True, f"plan #{planned[index]} waits for this")
+                verdict = _Inherited(True, f"story plan {planned[index]} waits for this")
                 decisions.append(
                     self._decision(st, item, trigger, verdict, f"plan:{planned[index]}")
                 )
