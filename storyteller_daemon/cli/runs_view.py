@@ -57,28 +57,7 @@ def usd(value: float) -> str:
 
 def summary_json(run: RunSummary) -> dict[str, Any]:
     """A run without its record, with stable keys."""
-    return {
-        "id": run.id,
-        "kind": run.kind,
-        "turn_key": run.turn_key,
-        "storyteller": {"id": run.storyteller_id, "name": run.storyteller_name},
-        "trigger": {"kind": run.trigger_kind, "label": run.trigger_label, "room_id": run.room_id},
-        "verdict": run.verdict,
-        "outcome": run.outcome,
-        "started_at": run.started_at.isoformat(),
-        "duration_seconds": run.duration_seconds,
-        "rounds": run.rounds,
-        "tool_calls": run.tool_calls,
-        "usage": {
-            "input_tokens": run.input_tokens,
-            "cached_tokens": run.cached_tokens,
-            "output_tokens": run.output_tokens,
-            "reasoning_tokens": run.reasoning_tokens,
-        },
-        "cost_usd": run.cost_usd,
-        "situation_id": run.situation_id,
-        "error": run.error,
-    }
+    return run.to_json()
 
 
 def list_runs(runs: list[RunSummary]) -> None:

@@ -213,6 +213,35 @@ class RunSummary:
     situation_id: int | None
     error: str | None
 
+    def to_json(self) -> dict[str, Any]:
+        """The run with stable keys, as the CLI's and the dashboard's JSON show it."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "turn_key": self.turn_key,
+            "storyteller": {"id": self.storyteller_id, "name": self.storyteller_name},
+            "trigger": {
+                "kind": self.trigger_kind,
+                "label": self.trigger_label,
+                "room_id": self.room_id,
+            },
+            "verdict": self.verdict,
+            "outcome": self.outcome,
+            "started_at": self.started_at.isoformat(),
+            "duration_seconds": self.duration_seconds,
+            "rounds": self.rounds,
+            "tool_calls": self.tool_calls,
+            "usage": {
+                "input_tokens": self.input_tokens,
+                "cached_tokens": self.cached_tokens,
+                "output_tokens": self.output_tokens,
+                "reasoning_tokens": self.reasoning_tokens,
+            },
+            "cost_usd": self.cost_usd,
+            "situation_id": self.situation_id,
+            "error": self.error,
+        }
+
 
 @dataclass(frozen=True)
 class StoredRun:

@@ -9,6 +9,8 @@ message). Text written back is checked against the characters XML can represent.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from lxml import etree
 
@@ -32,6 +34,40 @@ def reject_stray_text(container: etree._Element, where: str) -> None:
             raise InterchangeError(
                 f"{where} holds stray text {show(text.strip())}; put each value in its own element."
             )
+
+
+T = TypeVar("T")
+
+
+def named_entries(
+    element: etree._Element,
+    entry_tag: str,
+    parse: Callable[[etree._Element, int], T],
+    name_of: Callable[[T], str],
+) -> tuple[T, ...]:
+    """The entries of a ``<ToolCalls>`` list element (``<McpServers>``, ``<AttentionRules>``...),
+    each parsed by `parse` (given its 1-based position), in document order.
+
+    Raises:
+        InterchangeError: stray text, another element than `entry_tag`, or two entries with one
+            name.
+    """
+    where = f"ToolCalls <{element.tag}>"
+    reject_stray_text(element, where)
+    found: list[T] = []
+    for entry in element:
+        if entry.tag != entry_tag:
+            raise InterchangeError(
+                f"{where} has an unexpected element <{entry.tag}>; expected <{entry_tag}>."
+            )
+        item = parse(entry, len(found) + 1)
+        if any(name_of(other) == name_of(item) for other in found):
+            raise InterchangeError(
+                f"ToolCalls <{entry_tag}> <Name> value {name_of(item)!r} names more than one "
+                f"<{entry_tag}>."
+            )
+        found.append(item)
+    return tuple(found)
 
 
 def leaf_text(element: etree._Element, where: str) -> str:

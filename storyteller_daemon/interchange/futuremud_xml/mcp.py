@@ -25,6 +25,7 @@ from storyteller_daemon.domain.mcp import McpGrant
 from storyteller_daemon.errors import InterchangeError, ValidationError
 from storyteller_daemon.interchange.futuremud_xml.elements import (
     leaf_text,
+    named_entries,
     reject_stray_text,
     set_text,
     show,
@@ -37,22 +38,7 @@ _FIELDS = ("Name", "Tools")
 
 def parse_grants(element: etree._Element) -> tuple[McpGrant, ...]:
     """The grants of an ``<McpServers>`` element, in document order."""
-    where = f"ToolCalls <{MCP_TAG}>"
-    reject_stray_text(element, where)
-    grants: list[McpGrant] = []
-    for entry in element:
-        if entry.tag != "McpServer":
-            raise InterchangeError(
-                f"{where} has an unexpected element <{entry.tag}>; expected <McpServer>."
-            )
-        grant = _parse_grant(entry, len(grants) + 1)
-        if any(g.server == grant.server for g in grants):
-            raise InterchangeError(
-                f"ToolCalls <McpServer> <Name> value {grant.server!r} names more than one "
-                "<McpServer>."
-            )
-        grants.append(grant)
-    return tuple(grants)
+    return named_entries(element, "McpServer", _parse_grant, lambda g: g.server)
 
 
 def _parse_grant(element: etree._Element, position: int) -> McpGrant:

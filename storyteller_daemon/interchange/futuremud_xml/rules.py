@@ -21,6 +21,7 @@ from storyteller_daemon.interchange.futuremud_xml.durations import (
 )
 from storyteller_daemon.interchange.futuremud_xml.elements import (
     leaf_text,
+    named_entries,
     parse_id,
     reject_stray_text,
     set_text,
@@ -34,22 +35,7 @@ _RULE_FIELDS = ("Name", "Action", "Kinds", "Cells", "Pattern", "CooldownMillisec
 
 def parse_rules(element: etree._Element) -> tuple[AttentionRule, ...]:
     """The rules of an ``<AttentionRules>`` element, in document order."""
-    where = f"ToolCalls <{RULES_TAG}>"
-    reject_stray_text(element, where)
-    rules: list[AttentionRule] = []
-    for entry in element:
-        if entry.tag != "AttentionRule":
-            raise InterchangeError(
-                f"{where} has an unexpected element <{entry.tag}>; expected <AttentionRule>."
-            )
-        rule = _parse_rule(entry, len(rules) + 1)
-        if any(r.name == rule.name for r in rules):
-            raise InterchangeError(
-                f"ToolCalls <AttentionRule> <Name> value {rule.name!r} names more than one "
-                "<AttentionRule>."
-            )
-        rules.append(rule)
-    return tuple(rules)
+    return named_entries(element, "AttentionRule", _parse_rule, lambda r: r.name)
 
 
 def _parse_rule(element: etree._Element, position: int) -> AttentionRule:
