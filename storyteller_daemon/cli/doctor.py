@@ -73,6 +73,7 @@ class Doctor:
         findings.extend(await self.model(cfg, models))
         findings.append(self.prices(cfg, models))
         findings.append(await self.world(cfg))
+        findings.extend(await self.mcp(cfg))
         findings.append(await self.webhook(cfg, send_test_alert=send_test_alert))
         return findings
 
@@ -238,6 +239,33 @@ class Doctor:
             if close is not None:
                 await close()
         return ok("world", f"{cfg.world.kind} world answers ({len(zones)} zones)")
+
+    async def mcp(self, cfg: Config) -> list[Finding]:
+        """Each configured MCP server starts (or answers) and lists its tools; none: no check."""
+        if not cfg.mcp.servers:
+            return []
+        from storyteller_daemon.clock import SystemClock
+        from storyteller_daemon.mcp.client import McpHub
+
+        findings: list[Finding] = []
+        async with McpHub(cfg.mcp, clock=SystemClock(), environ=self._environ) as hub:
+            for name in cfg.mcp.servers:
+                check = f"mcp {name}"
+                try:
+                    tools = await hub.list_tools(name)
+                except StorytellerError as exc:
+                    findings.append(
+                        problem(
+                            check,
+                            str(exc),
+                            f"check [mcp.servers.{name}]: its command or url, token_env, and "
+                            "that the server runs",
+                        )
+                    )
+                    continue
+                names = ", ".join(sorted(t.name for t in tools)) or "none"
+                findings.append(ok(check, f"lists {len(tools)} tool(s): {names}"))
+        return findings
 
     async def webhook(self, cfg: Config, *, send_test_alert: bool) -> Finding:
         """The Discord webhook URL has the right shape; optionally post a test alert."""
