@@ -3,6 +3,7 @@
 Production code never imports this package (an import-linter contract keeps it so).
 """
 
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import (
     ScriptedModel,
@@ -31,6 +32,7 @@ from storyteller_daemon.testing.steps import (
 from storyteller_daemon.testing.world import InstrumentedWorld, WorldCall
 
 __all__ = [
+    "RecordedAlerts",
     "FakeClock",
     "Fault",
     "Injection",

@@ -11,8 +11,6 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from storyteller_daemon.alerts.sink import Severity
-
 TOKEN = "weather-token-1234"
 
 WEATHER_SCRIPT = '''
@@ -82,21 +80,3 @@ class SlowServer:
             return "unreachable"
 
         return server.streamable_http_app()
-
-
-@dataclass
-class RecordedAlerts:
-    """An `AlertSink` that keeps what it is told."""
-
-    alerts: list[tuple[str, str, str]] = field(default_factory=list)
-
-    def alert(
-        self,
-        kind: str,
-        title: str,
-        detail: str = "",
-        *,
-        severity: Severity = "error",
-        key: str | None = None,
-    ) -> None:
-        self.alerts.append((kind, title, key or kind))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_doubles import DEAD_COMMAND, TOKEN, RecordedAlerts, SlowServer, weather_command
+from mcp_doubles import DEAD_COMMAND, TOKEN, SlowServer, weather_command
 
 from storyteller_daemon.agent.model import Model
 from storyteller_daemon.agent.policy import Policy
@@ -36,6 +36,7 @@ from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from world_adapter.sim import SimWorld
@@ -158,7 +159,7 @@ async def test_a_dead_server_is_a_tool_error_and_one_alert(sqlite_store: Store) 
             assert "MCP server 'weather' is unavailable" in call.envelope["error"]
             assert "closed" in call.envelope["error"].lower()  # what went wrong, in one line
             assert record.outcome == "completed"
-    assert alerts.alerts == [
+    assert [(a.kind, a.title, a.key) for a in alerts.alerts] == [
         ("mcp_server", "MCP server weather is unavailable", "mcp_server:weather")
     ]
 
@@ -192,7 +193,7 @@ async def test_a_hanging_server_times_out_on_the_clock_and_is_not_asked_again(
     assert "MCP server 'tides' is unavailable" in results["mcp__tides__tide"]["error"]
     assert slow.calls == ["hang Quay"]
     assert record.outcome == "completed"
-    assert [a[0] for a in alerts.alerts] == ["mcp_server"]
+    assert alerts.kinds == ["mcp_server"]
 
 
 async def test_a_url_server_needs_its_token(sqlite_store: Store) -> None:

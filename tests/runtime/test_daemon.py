@@ -18,6 +18,7 @@ from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 from world_adapter.sim import SimWorld
 
@@ -216,14 +217,6 @@ async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
     assert pipeline.stats.turns["crashed"] == 0
 
 
-class Alerts:
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-
-    def alert(self, kind: str, title: str, detail: str = "", **_: object) -> None:
-        self.kinds.append(kind)
-
-
 async def test_the_daemon_goes_red_and_alerts_on_a_stalled_intake_and_recovers(
     sqlite_store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -234,7 +227,7 @@ async def test_the_daemon_goes_red_and_alerts_on_a_stalled_intake_and_recovers(
         replace(st, subscriptions=frozenset({EventKind.ROOM}),
                 surveillance=st.surveillance.toggled("include", 101))
     )  # fmt: skip
-    world, clock, alerts, activity = SimWorld.harbour_town(), FakeClock(), Alerts(), [0]
+    world, clock, alerts, activity = SimWorld.harbour_town(), FakeClock(), RecordedAlerts(), [0]
     daemon = Daemon(
         settings=sqlite_store.storytellers,
         world=world,

@@ -21,6 +21,7 @@ from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 from world_adapter.events import CharacterState, Crime, Cursor, RoomEcho, StateChange
 
@@ -96,24 +97,6 @@ class Recorder:
         self.finished += 1
 
 
-class Alerts:
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.details: list[str] = []
-
-    def alert(
-        self,
-        kind: str,
-        title: str,
-        detail: str = "",
-        *,
-        severity: str = "error",
-        key: str | None = None,
-    ) -> None:
-        self.keys.append(key or kind)
-        self.details.append(detail)
-
-
 WATCHER = Storyteller(
     name="Watch",
     id=1,
@@ -158,7 +141,7 @@ class Rig:
     recorder: Recorder
     clock: FakeClock
     backlog: BacklogRepository
-    alerts: Alerts
+    alerts: RecordedAlerts
     store: Store
 
     async def states(self) -> list[str]:
@@ -181,7 +164,7 @@ class Harness:
         router.update(storytellers, ZONES)
         runner = runner or FakeRunner()
         backlog = BacklogRepository(self.store.db, self.clock.now)
-        alerts = Alerts()
+        alerts = RecordedAlerts()
         pipeline = Pipeline(
             router=router,
             runner=runner,
@@ -717,7 +700,7 @@ async def test_events_past_the_maximum_age_are_expired_counted_and_alerted(
     item = (await rig.backlog.items(1))[0]
     assert item.rule == "max_age" and "60 s" in (item.reason or "")
     assert "work_expired:1" in rig.alerts.keys
-    assert "faster attention model" in rig.alerts.details[-1]
+    assert "faster attention model" in rig.alerts.alerts[-1].detail
 
 
 async def test_a_restart_resumes_pending_and_interested_work(harness: Harness) -> None:
