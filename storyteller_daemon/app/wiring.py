@@ -44,6 +44,7 @@ from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardD
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
+from storyteller_daemon.runtime.pipeline.ports import Finish
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.reflection import (
@@ -63,6 +64,7 @@ from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
@@ -99,7 +101,15 @@ async def build_runtime(
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
     ledger = LedgerRepository(store.db)
     await budget.load(ledger)  # today's spend survives a restart
-    recorder = RunRecorder(RunRepository(store.db), ledger, clock, record=cfg.runs.record)
+    journal = TurnJournalRepository(store.db, clock.now)
+    recorder = RunRecorder(
+        RunRepository(store.db),
+        ledger,
+        clock,
+        record=cfg.runs.record,
+        unit=store.db.unit,
+        journal=journal,
+    )
     if choice.model is None:
         log.warning("model: %s", choice.description)
     elif choice.offline:
@@ -166,6 +176,7 @@ async def build_runtime(
             lookups=lookups,
             policy=policy,
             mcp=mcp,
+            journal=journal,
         )
     summaries = None  # the log's minute summaries, unless the caller observes the pipeline
     if observer is None:
@@ -274,10 +285,19 @@ class _NoModel:
     async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         raise RuntimeError("no model configured")
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
+    async def run_turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, *, finish: Finish | None = None
+    ) -> TurnOutcome:
         raise RuntimeError("no model configured")
 
     async def interrupted(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
-    ) -> None:
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        attempt: int,
+        *,
+        given_up: bool = False,
+    ) -> int | None:
         """Nothing ran without a model, so nothing was cut off."""
+        return None

@@ -105,6 +105,9 @@ class AttentionConfig(_Section):
     a storyteller keeps up with `parallel_requests × max_batch_events` events per latency."""
     max_turn_events: PositiveInt = 20
     """Interested events handled together in one turn at most."""
+    turn_retries: Annotated[int, Field(ge=0, le=20)] = 3
+    """Times a turn a crash interrupted is run again before its events are marked failed (with
+    an alert; `storyteller runs retry` queues it again). A clean stop's cut is not counted."""
     repeat_seconds: NonNegativeFloat = 30.0
     """The same text heard in several rooms within this window is judged once (0: off)."""
     room_repeat_seconds: NonNegativeFloat = 300.0

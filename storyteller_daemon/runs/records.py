@@ -16,7 +16,6 @@ from storyteller_daemon.agent.records import TurnRecord, api_body, response_summ
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
 from storyteller_daemon.runs.tape import Services, Tape, encode_trigger
@@ -212,11 +211,19 @@ def turn_run(
 
 
 def interrupted_run(
-    storyteller: Storyteller, trigger: Trigger, key: str, attempt: int, at: datetime
+    storyteller: Storyteller,
+    trigger: Trigger,
+    key: str,
+    attempt: int,
+    at: datetime,
+    *,
+    given_up: bool = False,
 ) -> NewRun:
     """The stored run of a turn cut off by a stop or crash before it could be stored."""
-    note = f"interrupted by a stop or crash (attempt {attempt - 1}); " + (
-        "run again under the same key" if attempt <= MAX_TURN_ATTEMPTS else "not run again"
+    note = "interrupted by a stop or crash; " + (
+        f"given up after {attempt - 1} interruptions (storyteller runs retry queues it again)"
+        if given_up
+        else f"run again under the same key (attempt {attempt}), resuming from its journal"
     )
     record = {
         **_head("turn", storyteller, key, trigger),

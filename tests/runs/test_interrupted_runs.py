@@ -111,5 +111,10 @@ async def test_an_interrupted_turn_is_recorded_as_such(sqlite_store: Store) -> N
     [summary] = await runs.list(outcome="interrupted")
     assert summary.turn_key == "st4:direct:3"
     assert (
-        summary.error == "interrupted by a stop or crash (attempt 1); run again under the same key"
+        summary.error
+        == "interrupted by a stop or crash; run again under the same key (attempt 2), "
+        "resuming from its journal"
     )
+    await recorder.interrupted(WATCH, DIRECT, "st4:direct:3", 5, given_up=True)
+    given_up = (await runs.list(outcome="interrupted"))[0]
+    assert "given up after 4 interruptions" in (given_up.error or "")

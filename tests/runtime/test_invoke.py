@@ -3,6 +3,8 @@ reason, including a full queue (FutureMUD reported success even then, §9.15).""
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
@@ -42,12 +44,16 @@ class HeldRunner:
     async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[object]:
         raise AssertionError("a direct invocation never passes the attention gate")
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         await self.release.wait()
         self.turns.append(trigger)
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         self.interruptions.append((key, attempt))
 
 

@@ -3,6 +3,8 @@ failure does not stop the others, and the daemon's reflection task stops with th
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -45,12 +47,16 @@ class HeldRunner:
     async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         raise AssertionError("not asked")
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         self.started.set()
         await self.release.wait()
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         """Nothing is interrupted here."""
 
 

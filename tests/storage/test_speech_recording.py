@@ -3,6 +3,8 @@ or not, before the speech is judged, without blocking intake, and overflow is co
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -55,10 +57,14 @@ class HistoryReadingRunner:
         self.seen.append(await self._read())
         return [Verdict() for _ in triggers]
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         pass
 
 

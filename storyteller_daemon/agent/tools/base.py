@@ -31,6 +31,7 @@ from storyteller_daemon.agent.ports import (
     SceneClaimStore,
     SituationStore,
     StoryPlanStore,
+    TurnJournal,
 )
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.trigger import Trigger
@@ -92,6 +93,8 @@ class ToolContext:
         claims: the scene claims (None: scenes cannot be claimed).
         plannable: the tools a plan of this storyteller may name (`registry.plannable_tools`,
             set by the tool loop for each turn).
+        journal: what running turns have done (None: a turn re-run after a crash starts over;
+            its prog calls are still kept from running twice by their idempotency keys).
     """
 
     world: WorldClient
@@ -107,6 +110,7 @@ class ToolContext:
     plans: StoryPlanStore | None = None
     claims: SceneClaimStore | None = None
     plannable: frozenset[str] = frozenset()
+    journal: TurnJournal | None = None
 
     def for_turn(
         self, storyteller: Storyteller, turn_key: str, trigger: Trigger | None = None
@@ -182,6 +186,10 @@ class Tool:
     names: Callable[[Mapping[str, Any]], Effect] | None = None
     """For a built-in: the rooms and characters a call names, which the policy holds to the
     turn's scope on turns a player's words or actions start."""
+    writes: bool = False
+    """A built-in that creates or changes the storyteller's notes (situations, memories,
+    story plans, scene claims): its writes and its result are kept in one transaction in the
+    turn journal, so a turn re-run after a crash writes nothing twice."""
 
     @classmethod
     def define(
@@ -192,6 +200,7 @@ class Tool:
         properties: Mapping[str, Mapping[str, Any]] | None = None,
         required: Sequence[str] = (),
         names: Callable[[Mapping[str, Any]], Effect] | None = None,
+        writes: bool = False,
     ) -> Tool:
         """A tool from its authored schema, normalised for strict mode.
 
@@ -202,13 +211,14 @@ class Tool:
             properties: JSON-schema properties of the arguments, in order.
             required: the properties the model must supply; the others become nullable.
             names: the rooms and characters a call names (see `Tool.names`).
+            writes: whether it writes the storyteller's notes (see `Tool.writes`).
         """
         authored = {
             "type": "object",
             "properties": {k: dict(v) for k, v in (properties or {}).items()},
             "required": list(required),
         }
-        return cls(name, description, strict_schema(authored), handler, names=names)
+        return cls(name, description, strict_schema(authored), handler, names=names, writes=writes)
 
     def spec(self) -> ToolSpec:
         """How the tool is offered in a request."""

@@ -166,6 +166,7 @@ TOOLS: tuple[Tool, ...] = (
         },
         required=("Id", "Title", "Details"),
         names=named(characters=("Id",)),
+        writes=True,
     ),
     Tool.define(
         "UpdateMemory",
@@ -173,6 +174,7 @@ TOOLS: tuple[Tool, ...] = (
         update_memory,
         {"Id": _MEMORY_ID, "Title": _TITLE, "Details": _DETAILS, "Importance": _IMPORTANCE},
         required=("Id", "Title", "Details"),
+        writes=True,
     ),
     Tool.define(
         "ForgetMemory",
@@ -180,5 +182,6 @@ TOOLS: tuple[Tool, ...] = (
         forget_memory,
         {"Id": _MEMORY_ID},
         required=("Id",),
+        writes=True,
     ),
 )

@@ -76,6 +76,7 @@ TOOLS: tuple[Tool, ...] = (
         },
         required=("RoomId",),
         names=named(rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "ReleaseScene",
@@ -84,5 +85,6 @@ TOOLS: tuple[Tool, ...] = (
         {"RoomId": _ROOM},
         required=("RoomId",),
         names=named(rooms=("RoomId",)),
+        writes=True,
     ),
 )

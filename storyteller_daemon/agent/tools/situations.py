@@ -176,6 +176,7 @@ TOOLS: tuple[Tool, ...] = (
         {"Title": _TITLE, "Description": _DESCRIPTION, "CharacterId": _CHARACTER, "RoomId": _ROOM},
         required=("Title", "Description"),
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "UpdateSituation",
@@ -184,6 +185,7 @@ TOOLS: tuple[Tool, ...] = (
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "ResolveSituation",
@@ -193,6 +195,7 @@ TOOLS: tuple[Tool, ...] = (
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "ShowSituation",

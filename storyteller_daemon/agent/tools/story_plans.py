@@ -224,6 +224,7 @@ TOOLS: tuple[Tool, ...] = (
             "ExpiresInHours": _EXPIRY,
         },  # fmt: skip
         required=("Goal", "Steps"),
+        writes=True,
     ),
     Tool.define(
         "UpdateStoryPlan",
@@ -240,5 +241,6 @@ TOOLS: tuple[Tool, ...] = (
             "ExpiresInHours": _EXPIRY,
         },
         required=("Id", "Action"),
+        writes=True,
     ),
 )
