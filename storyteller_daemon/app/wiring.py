@@ -44,8 +44,8 @@ from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardD
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
-from storyteller_daemon.runtime.pipeline.ports import Finish
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline.ports import Finish
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.reflection import (
     DigestRefresher,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 

@@ -3,11 +3,10 @@ reason, including a full queue (FutureMUD reported success even then, §9.15).""
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 

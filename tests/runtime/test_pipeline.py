@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 

@@ -3,12 +3,11 @@ failure does not stop the others, and the daemon's reflection task stops with th
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 from reflection_rig import USAGE, Rig, reflection_rig, storyteller

@@ -3,13 +3,12 @@ or not, before the speech is judged, without blocking intake, and overflow is co
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
