@@ -150,6 +150,10 @@ class PipelineState(abc.ABC):
         self._started_at: float | None = None
         """When `Pipeline.run` began (monotonic); None while it does not run."""
 
+    def stopping(self) -> bool:
+        """Whether a clean stop has begun (`stop_intake`)."""
+        return self._stopping
+
     def _touch(self, lane: _Lane) -> None:
         """Note activity on a lane (quiet time starts over)."""
         lane.active_at = self._clock.monotonic()

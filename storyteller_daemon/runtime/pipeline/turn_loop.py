@@ -104,7 +104,7 @@ class TurnStage(PipelineState):
                 outcome = await self._runner.run_turn(st, trigger, claim.turn_key, finish=finish)
             except asyncio.CancelledError:
                 cut_off = True
-                if self._stopping:  # a clean stop: the next start runs it again uncounted
+                if self.stopping():  # a clean stop: the next start runs it again uncounted
                     await uncancelled(self._backlog.stopped(claim.turn_key))
                 raise
             except Exception:
