@@ -123,9 +123,10 @@ class TurnStage(PipelineState):
             lane.plan_waits.stale = True  # the turn may have made, advanced or ended plans
             if cut_off:
                 log.warning(
-                    "storyteller %s: turn %s cut off by the stop; the next start runs it again",
+                    "storyteller %s: turn %s cut off by %s; the next start runs it again",
                     st.name,
                     claim.turn_key,
+                    "the stop" if self.stopping() else "cancellation",
                 )
             else:
                 self._observer.turn_finished(st, trigger, outcome)
