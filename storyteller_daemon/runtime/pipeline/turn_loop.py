@@ -115,7 +115,7 @@ class TurnStage(PipelineState):
             else:
                 self.stats.turns[outcome.outcome] += 1
                 if outcome.outcome == "model_transient_error":
-                    self._alert_transient(st)
+                    self._alert_transient(st, claim.turn_key)
                 # A runner that stores no record leaves the items to this (no-op otherwise).
                 await finish(outcome.outcome)
         finally:
@@ -181,15 +181,16 @@ class TurnStage(PipelineState):
             key=f"turn_crashed:{st.id}",
         )
 
-    def _alert_transient(self, st: Storyteller) -> None:
+    def _alert_transient(self, st: Storyteller, key: str) -> None:
         if self._alerts is None:
             return
         self._alerts.alert(
             "turn_transient",
             f"{st.name}: a turn failed on a temporary model error",
-            "The endpoint kept failing (rate limit, server error or timeout) after retries, so "
-            "the turn ended early; its events are marked failed. Repeats of this alert mean "
-            "the endpoint is struggling: check its status and the [model] timeouts.",
+            f"The endpoint kept failing (rate limit, server error or timeout) after retries, so "
+            f"turn {key} ended early; its events are marked failed (`storyteller runs retry "
+            f"{key}` queues it again). Repeats of this alert mean the endpoint is struggling: "
+            "check its status and the [model] timeouts.",
             severity="warning",
             key=f"turn_transient:{st.id}",
         )
