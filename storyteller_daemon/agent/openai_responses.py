@@ -164,7 +164,9 @@ class OpenAIResponsesModel:
         except (AttributeError, TypeError, ValueError) as exc:
             raise ModelFatalError(
                 f"{self._name} answered with a body that is not a Responses-API response "
-                f"({type(exc).__name__}: {self._scrub(str(exc))})"
+                f"({type(exc).__name__}: {self._scrub(str(exc))})",
+                request_status="bad_response",
+                input_billed=True,
             ) from exc
 
     def _translate(
@@ -177,26 +179,43 @@ class OpenAIResponsesModel:
             timeout = request.timeout_seconds
         if request is not None and request.max_retries is not None:
             retries = request.max_retries
+        cause = exc.__cause__
+        # The provider may bill the input of a request whose body reached it (a timeout, a
+        # dropped connection, an unreadable answer); one refused with a status, or that never
+        # connected, bills nothing.
+        if _never_connected(cause):
+            reason = f" ({type(cause).__name__}: {self._scrub(str(cause))})"
+            return ModelTransientError(
+                f"{where}: could not connect{reason} (gave up after {retries} retries)",
+                request_status="unreachable",
+            )
         if isinstance(exc, openai.APITimeoutError):
             return ModelTransientError(
-                f"{where}: no answer within {timeout:g} s (gave up after {retries} retries)"
+                f"{where}: no answer within {timeout:g} s (gave up after {retries} retries)",
+                request_status="timeout",
+                input_billed=True,
             )
         if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
             reason = f" ({type(cause).__name__}: {self._scrub(str(cause))})" if cause else ""
             return ModelTransientError(
-                f"{where}: could not connect{reason} (gave up after {retries} retries)"
+                f"{where}: the connection failed{reason} (gave up after {retries} retries)",
+                request_status="connection_error",
+                input_billed=True,
             )
         if isinstance(exc, openai.APIResponseValidationError):
             return ModelFatalError(
-                f"{where}: HTTP {exc.status_code} with a body that is not a Responses-API response"
+                f"{where}: HTTP {exc.status_code} with a body that is not a Responses-API reply",
+                request_status="bad_response",
+                input_billed=True,
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             detail = self._status_detail(exc)
             if status in _TRANSIENT_STATUSES or status >= 500:
                 retried = f" (gave up after {retries} retries)"
-                return ModelTransientError(f"{where}: HTTP {status}{detail}{retried}")
+                return ModelTransientError(
+                    f"{where}: HTTP {status}{detail}{retried}", status=status
+                )
             if isinstance(exc, openai.AuthenticationError):
                 # OpenAI's 401 message quotes part of the key; the status and code suffice.
                 code = f" ({exc.code})" if exc.code else ""
@@ -220,6 +239,18 @@ class OpenAIResponsesModel:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "[api key]")
+
+
+_CONNECT_FAILURES = frozenset({"ConnectError", "ConnectTimeout"})
+
+
+def _never_connected(cause: BaseException | None) -> bool:
+    """Whether the HTTP client failed before a connection stood (so nothing was sent).
+
+    The SDK raises its timeout and connection errors from the HTTP library's; their class
+    names tell a connect failure from one after the request went out.
+    """
+    return cause is not None and any(c.__name__ in _CONNECT_FAILURES for c in type(cause).__mro__)
 
 
 def _display_url(url: str) -> str:

@@ -265,6 +265,10 @@ class ScriptedResponsesServer:
         if fault.kind == "hang":
             await self._stopping.wait()
             return _error(503, "The scripted server stopped.", None, None, "server_error")
+        if fault.kind == "drop":
+            if request.transport is not None:
+                request.transport.abort()
+            return _error(500, "The connection was dropped.", None, None, "server_error")
         headers: dict[str, str] = {}
         if fault.retry_after is not None:
             headers["retry-after-ms"] = f"{fault.retry_after * 1000:g}"
