@@ -1,7 +1,10 @@
 """The `Model` implementation over the OpenAI Responses API (the only module importing ``openai``).
 
 Every request is stateless (``store=False``): the caller resends instructions and the whole item
-list each round. Reasoning models therefore get ``include=["reasoning.encrypted_content"]``, and
+list each round. What the request's model does not take is left out first
+(`capabilities.shape_request`: no reasoning fields for a model that does not reason or an effort
+of ``none``, no strict schemas or prompt-cache key where it takes none). Reasoning models that
+return encrypted reasoning therefore get ``include=["reasoning.encrypted_content"]``, and
 reasoning items that came back without encrypted content are left out of the continuation,
 because a stateless request cannot refer to an item by id alone (the API answers "Item with id
 'rs_…' not found").
@@ -13,6 +16,7 @@ honouring ``retry-after`` headers); what still fails afterwards is translated he
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,6 +33,11 @@ from openai.types.responses.response_create_params import (
 )
 from openai.types.shared_params import Reasoning
 
+from storyteller_daemon.agent.capabilities import (
+    ModelCapabilities,
+    infer_capabilities,
+    shape_request,
+)
 from storyteller_daemon.agent.model import (
     FunctionCall,
     ModelRequest,
@@ -52,6 +61,9 @@ class OpenAIResponsesModel:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; None means OpenAI's.
         timeout_seconds: limit for one HTTP attempt.
         max_retries: how many times the SDK retries a retryable failure before giving up.
+        headers: extra headers sent with every request.
+        capabilities: what a model id takes (default: inferred from the id); what a model
+            does not take is left out of its requests (`capabilities.shape_request`).
 
     Raises:
         ValueError: an argument is empty or out of range.
@@ -64,6 +76,8 @@ class OpenAIResponsesModel:
         base_url: str | None = None,
         timeout_seconds: float = 60.0,
         max_retries: int = 2,
+        headers: Mapping[str, str] | None = None,
+        capabilities: Callable[[str], ModelCapabilities] = infer_capabilities,
     ) -> None:
         if not api_key.strip():
             raise ValueError("api_key must not be empty")
@@ -74,6 +88,7 @@ class OpenAIResponsesModel:
         if base_url is not None and urlsplit(base_url).scheme not in ("http", "https"):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
         self._api_key = api_key
+        self._capabilities = capabilities
         self._timeout_seconds = timeout_seconds
         self._max_retries = max_retries
         self._name = "openai:" + (_display_url(base_url) if base_url else "api.openai.com")
@@ -84,6 +99,7 @@ class OpenAIResponsesModel:
             base_url=base_url or DEFAULT_BASE_URL,
             timeout=timeout_seconds,
             max_retries=max_retries,
+            default_headers=dict(headers) if headers else None,
         )
 
     @property
@@ -111,7 +127,10 @@ class OpenAIResponsesModel:
                 answer that is not a Responses-API response.
         """
         omit = openai.omit
+        capabilities = self._capabilities(request.model)
+        request = shape_request(request, capabilities)
         effort = request.reasoning_effort
+        encrypted = effort is not None and capabilities.encrypted_reasoning
         client = self._client
         if request.max_retries is not None:
             client = client.with_options(max_retries=request.max_retries)
@@ -136,7 +155,7 @@ class OpenAIResponsesModel:
                     request.parallel_tool_calls if request.parallel_tool_calls is not None else omit
                 ),
                 reasoning=cast(Reasoning, {"effort": effort}) if effort is not None else omit,
-                include=[_ENCRYPTED_REASONING] if effort is not None else omit,
+                include=[_ENCRYPTED_REASONING] if encrypted else omit,
                 max_output_tokens=(
                     request.max_output_tokens if request.max_output_tokens is not None else omit
                 ),
