@@ -159,6 +159,11 @@ class Doctor:
         from storyteller_daemon.app.adapters import KEYLESS
         from storyteller_daemon.config import DEFAULT_ENDPOINT, endpoint_of
 
+        sent_elsewhere = bool(used) and all(
+            endpoint_of(cfg.models, m) != DEFAULT_ENDPOINT for m in used
+        )
+        if sent_elsewhere:
+            return [ok("model", "no model in use is sent to [model]'s endpoint")]
         used = {m: u for m, u in used.items() if endpoint_of(cfg.models, m) == DEFAULT_ENDPOINT}
         env = cfg.model.api_key_env
         key = self._environ.get(env, "").strip() if env else KEYLESS

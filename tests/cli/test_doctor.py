@@ -369,3 +369,19 @@ async def test_a_model_without_a_price_costs_nothing_and_is_no_problem(
     assert all(f.ok for f in findings), findings
     (prices,) = by_check(findings)["prices"]
     assert prices.detail == "2 model(s) in use; without a price, so counted as $0: gpt-5"
+
+
+async def test_a_missing_default_key_is_no_problem_when_every_model_is_served_elsewhere(
+    sqlite_url: str, storytellers: Store
+) -> None:
+    async with ScriptedResponsesServer(responder=doctor_answers) as local:
+        cfg = config(
+            sqlite_url,
+            endpoints={"local": {"base_url": local.base_url}},
+            models={"gpt-5": {"endpoint": "local"}, "gpt-5-nano": {"endpoint": "local"}},
+        )
+        findings = await Doctor({}).run(lambda: cfg)
+    assert all(f.ok for f in findings), findings
+    checks = by_check(findings)
+    assert checks["model"][0].detail == "no model in use is sent to [model]'s endpoint"
+    assert checks["model gpt-5"][0].ok and checks["model gpt-5-nano"][0].ok
