@@ -106,6 +106,8 @@ class ModelError(StorytellerError):
             when the endpoint did not say).
         input_billed: whether the provider may bill the request's input although no answer
             came (the body reached it: a timeout, a dropped connection, an unreadable answer).
+        billed_attempts: how many times it may bill that input (the HTTP client's retries that
+            went out and got no status each count).
     """
 
     exit_code = EX_UNAVAILABLE
@@ -122,6 +124,7 @@ class ModelError(StorytellerError):
         self.status = status
         self.request_status = request_status or (f"http_{status}" if status else "error")
         self.input_billed = input_billed
+        self.billed_attempts = 1
 
 
 class ModelTransientError(ModelError):

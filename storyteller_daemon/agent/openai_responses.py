@@ -17,6 +17,8 @@ honouring ``retry-after`` headers); what still fails afterwards is translated he
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -100,6 +102,12 @@ class OpenAIResponsesModel:
             timeout=timeout_seconds,
             max_retries=max_retries,
             default_headers=dict(headers) if headers else None,
+            # Counts each request's HTTP attempts (the SDK's retries included) and the answers
+            # they got, so a failed request's ledger row can say how many may be billed.
+            http_client=openai.DefaultAsyncHttpx2Client(
+                timeout=timeout_seconds,
+                event_hooks={"request": [_attempt_sent], "response": [_attempt_answered]},
+            ),
         )
 
     @property
@@ -134,6 +142,8 @@ class OpenAIResponsesModel:
         client = self._client
         if request.max_retries is not None:
             client = client.with_options(max_retries=request.max_retries)
+        attempts = _Attempts()
+        counting = _attempts.set(attempts)
         try:
             response = await client.responses.create(
                 model=request.model,
@@ -177,7 +187,13 @@ class OpenAIResponsesModel:
                 store=False,
             )
         except openai.OpenAIError as exc:
-            raise self._translate(exc, request) from exc
+            error = self._translate(exc, request)
+            if error.input_billed:
+                # Every attempt that went out and got no status may be billed for its input.
+                error.billed_attempts = max(attempts.sent - attempts.answered, 1)
+            raise error from exc
+        finally:
+            _attempts.reset(counting)
         try:
             return _convert(response)
         except (AttributeError, TypeError, ValueError) as exc:
@@ -258,6 +274,29 @@ class OpenAIResponsesModel:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "[api key]")
+
+
+@dataclass
+class _Attempts:
+    """The HTTP attempts of one request: sent, and answered with a status."""
+
+    sent: int = 0
+    answered: int = 0
+
+
+_attempts: ContextVar[_Attempts | None] = ContextVar("responses_attempts", default=None)
+
+
+async def _attempt_sent(request: object) -> None:
+    counted = _attempts.get()
+    if counted is not None:
+        counted.sent += 1
+
+
+async def _attempt_answered(response: object) -> None:
+    counted = _attempts.get()
+    if counted is not None:
+        counted.answered += 1
 
 
 _CONNECT_FAILURES = frozenset({"ConnectError", "ConnectTimeout"})

@@ -173,3 +173,24 @@ async def test_a_request_a_paused_model_never_sent_leaves_no_row(
                     await model.respond(REQUEST)
     assert len(server.requests) == 1  # the second was held back by the breaker
     assert await by_status(ledger) == {"http_401": (1, 0, 0, 0.0)}
+
+
+async def test_each_retry_that_went_out_unanswered_may_be_billed_again(
+    store: Store, server: ScriptedResponsesServer
+) -> None:
+    clock = FakeClock(T0)
+    ledger = LedgerRepository(store.db)
+    recorder = RunRecorder(RunRepository(store.db), ledger, clock)
+    # The SDK retries twice: a 503 (answered: not billed), then two attempts that time out.
+    server.enqueue(Fault.status(503, retry_after=0.01), Fault.hang(), Fault.hang())
+    endpoint = OpenAIResponsesModel(
+        api_key="k", base_url=server.base_url, timeout_seconds=0.2, max_retries=2
+    )
+    async with endpoint:
+        model = MeteredModel(endpoint, RuntimeStats(), PRICES, now=clock.now)
+        with pytest.raises(ModelTransientError, match="no answer within"):
+            async with recorder.turn(WATCH, DIRECT, "st4:direct:6", services(store)):
+                await model.respond(REQUEST)
+    assert len(server.requests) == 3
+    twice = 2 * input_estimate(REQUEST)
+    assert await by_status(ledger) == {"timeout": (1, twice, 0, pytest.approx(input_usd(twice)))}

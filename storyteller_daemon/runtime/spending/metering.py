@@ -138,14 +138,15 @@ class MeteredModel:
         """What a request that got no answer may be billed, and its ledger status.
 
         One whose body reached the provider (a timeout, a dropped connection, an unreadable
-        answer) may be billed for its input: the request's input estimate at the input price.
+        answer) may be billed for its input: the request's input estimate at the input price,
+        once per HTTP attempt that went out and got no status (retries included).
         One refused with a status, or never connected, bills nothing.
         """
         if not isinstance(exc, ModelError):
             return Usage(), 0.0, "error"
         if not exc.input_billed:
             return Usage(), 0.0, exc.request_status
-        input_tokens = input_estimate(request)
+        input_tokens = input_estimate(request) * max(exc.billed_attempts, 1)
         usage = Usage(input_tokens=input_tokens)
         return usage, cost_usd(self._prices, request.model, usage), exc.request_status
 
