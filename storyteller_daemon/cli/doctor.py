@@ -51,11 +51,15 @@ class Doctor:
     Args:
         environ: where secrets are read from.
         timeout_seconds: limit of each network check.
+        offline: contact no model endpoint (no model listing, no test requests).
     """
 
-    def __init__(self, environ: Mapping[str, str], timeout_seconds: float = 10.0) -> None:
+    def __init__(
+        self, environ: Mapping[str, str], timeout_seconds: float = 10.0, *, offline: bool = False
+    ) -> None:
         self._environ = environ
         self._timeout = timeout_seconds
+        self._offline = offline
 
     async def run(
         self, load: Callable[[], Config], *, send_test_alert: bool = False
@@ -72,24 +76,27 @@ class Doctor:
         findings.append(database)
         findings.extend(await self.model(cfg, models))
         findings.append(self.prices(cfg, models))
+        if not self._offline:
+            from storyteller_daemon.cli.doctor_models import probe_models
+
+            findings.extend(await probe_models(cfg, self._environ, models, self._timeout))
         findings.append(await self.world(cfg))
         findings.extend(await self.mcp(cfg))
         findings.append(await self.webhook(cfg, send_test_alert=send_test_alert))
         return findings
 
     def prices(self, cfg: Config, used: Mapping[str, list[str]]) -> Finding:
-        """Every model a storyteller uses has a price, or its spend is invisible to the caps."""
+        """Which models in use have a price; one without costs $0 (a local model), which is
+        no problem."""
         from storyteller_daemon.runs import price_for
 
         unpriced = sorted(name for name in used if price_for(cfg.model.prices, name) is None)
         if not unpriced:
             return ok("prices", f"{len(used)} model(s) in use, all priced")
-        users = "; ".join(f"{name} (used by {', '.join(sorted(used[name]))})" for name in unpriced)
-        return problem(
+        return ok(
             "prices",
-            f"no price for {users}: their requests count as $0, so the USD caps ignore them",
-            "add [model.prices.<model>] with input, cached_input and output in USD per million "
-            "tokens (config.example.toml has examples)",
+            f"{len(used)} model(s) in use; without a price, so counted as $0: "
+            + ", ".join(unpriced),
         )
 
     def http(self, cfg: Config) -> Finding:
@@ -148,9 +155,18 @@ class Doctor:
         return ok("database", detail), models
 
     async def model(self, cfg: Config, used: Mapping[str, list[str]]) -> list[Finding]:
-        """The endpoint answers with our key, and knows the models storytellers use."""
+        """The default endpoint answers with our key, and lists the models sent to it."""
+        from storyteller_daemon.app.adapters import KEYLESS
+        from storyteller_daemon.config import DEFAULT_ENDPOINT, endpoint_of
+
+        sent_elsewhere = bool(used) and all(
+            endpoint_of(cfg.models, m) != DEFAULT_ENDPOINT for m in used
+        )
+        if sent_elsewhere:
+            return [ok("model", "no model in use is sent to [model]'s endpoint")]
+        used = {m: u for m, u in used.items() if endpoint_of(cfg.models, m) == DEFAULT_ENDPOINT}
         env = cfg.model.api_key_env
-        key = self._environ.get(env, "").strip()
+        key = self._environ.get(env, "").strip() if env else KEYLESS
         if not key:
             if cfg.model.offline_when_no_key:
                 return [ok("model", f"{env} is not set: the offline stand-in answers (no LLM)")]
@@ -164,6 +180,8 @@ class Doctor:
         import aiohttp  # here, not at the top: `storyteller --help` stays quick
 
         base = (cfg.model.base_url or OPENAI_BASE_URL).rstrip("/")
+        if self._offline:
+            return [ok("model", f"{base} not contacted (--offline)")]
         try:
             status, listed = await self._list_models(base, key)
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -344,12 +362,21 @@ async def doctor(
     check_seconds: Annotated[
         float, typer.Option(help="Seconds each network check may take.", min=0.1)
     ] = 10.0,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Contact no model endpoint (by default each model in use gets two tiny test "
+            "requests, a tool call and a JSON schema, which cost a few tokens).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check the config, database, model endpoint, world and webhook; exit 1 on any problem."""
+    """Check the config, database, model endpoints and models, world and webhook; exit 1 on any
+    problem."""
     if config is not None:
         state(ctx).config_path = config
-    findings = await Doctor(os.environ, check_seconds).run(
+    findings = await Doctor(os.environ, check_seconds, offline=offline).run(
         state(ctx).config, send_test_alert=send_test_alert
     )
     if as_json:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from storyteller_daemon.config.endpoints import HeaderEnvs, Headers
 from storyteller_daemon.config.fields import (
     EnvVarName,
     NonNegativeFloat,
@@ -44,7 +45,7 @@ class ModelPrice(_Section):
 
 
 class ModelConfig(_Section):
-    """The Responses-API endpoint."""
+    """The default Responses-API endpoint (``[endpoints]`` adds more) and the price table."""
 
     api_key_env: EnvVarName = "OPENAI_API_KEY"
     base_url: str = ""
@@ -56,6 +57,10 @@ class ModelConfig(_Section):
     refused_pause_seconds: NonNegativeFloat = 300.0
     """After the endpoint refuses the key (401, 403) or a model (404), requests for that model
     are not sent for this long, then one is tried again (0: always send)."""
+    headers: Headers = Field(default_factory=dict)
+    """Extra headers sent with every request to this endpoint (not secret)."""
+    header_envs: HeaderEnvs = Field(default_factory=dict)
+    """Extra secret headers: header name → environment variable name."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
 

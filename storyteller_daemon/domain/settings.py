@@ -33,29 +33,38 @@ TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class ReasoningEffort(StrEnum):
-    """Reasoning effort sent to reasoning models; stored as FutureMUD's 0-3 codes or names."""
+    """Reasoning effort sent to reasoning models; stored as FutureMUD's 0-3 codes or names.
+
+    ``none`` asks for no reasoning: no reasoning fields are sent (a model that cannot skip
+    reasoning gets its lowest effort; `agent.capabilities`). FutureMUD has no code for it; it is
+    stored as its name.
+    """
 
     MINIMAL = "minimal"
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
+    NONE = "none"
 
     @property
     def code(self) -> str:
-        """FutureMUD's numeric encoding ("0".."3")."""
+        """FutureMUD's numeric encoding ("0".."3"); ``none`` is stored by name."""
+        if self is ReasoningEffort.NONE:
+            return self.value
         return str(list(ReasoningEffort).index(self))
 
     @classmethod
     def parse(cls, value: str) -> ReasoningEffort:
-        """Parse ``minimal|low|medium|high`` or ``0..3``; raise `ValidationError` otherwise."""
+        """Parse ``none|minimal|low|medium|high`` or ``0..3``; raise `ValidationError`
+        otherwise."""
         text = value.strip().lower()
-        if text.isdigit() and int(text) < len(cls):
+        if text.isdigit() and int(text) < len(cls) - 1:
             return list(cls)[int(text)]
         try:
             return cls(text)
         except ValueError:
             raise ValidationError(
-                f"'{value}' is not a reasoning effort; use minimal, low, medium, high or 0-3."
+                f"'{value}' is not a reasoning effort; use none, minimal, low, medium, high or 0-3."
             ) from None
 
     @classmethod

@@ -4,7 +4,8 @@
 refresh of reflection:
 
 * it makes the run the owner of the model requests made inside it (`attribution.attributed`),
-  so the budgets and the cost ledger know whose requests they are;
+  so the budgets and the cost ledger know whose requests they are; every request sent gets a
+  ledger row, answered (``ok``) or not (``timeout``, ``http_503``..., see `MeteredModel`);
 * for a turn, it tapes what the world and the repositories answered (`tape.Tape`), which is
   what a replay answers from, and which tells which situation the turn touched;
 * when the run ends (normally or with an error, but not when cancelled at shutdown) it stores
@@ -217,20 +218,24 @@ class RunRecorder:
         return row_id
 
     async def _discard_provisional(self, row_id: int) -> None:
+        """Remove the row of a request that was held back before it was sent."""
         if self._ledger is None:
             return
         try:
             await self._ledger.discard(row_id)
-        except Exception as exc:  # an unbilled request counted at worst case: too high, not lost
-            log.warning("a failed request's cost note could not be removed: %s", type(exc).__name__)
+        except Exception as exc:  # an unsent request counted at worst case: too high, not lost
+            log.warning(
+                "an unsent request's cost note could not be removed: %s", type(exc).__name__
+            )
 
     async def _write_charge(
         self, run: RunContext, charge: Charge, provisional: int | None
     ) -> int | None:
-        """The ledger row of a request, written as soon as it is answered (its id, or None).
+        """The ledger row of a request, written as soon as it is answered or has failed (its
+        id, or None).
 
-        A crash later in the run then still leaves every paid request in the ledger, so the
-        budgets reloaded at start-up count it.
+        A crash later in the run then still leaves every request in the ledger, so the budgets
+        reloaded at start-up count what it may have cost.
         """
         if self._ledger is None:
             return None

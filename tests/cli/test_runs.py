@@ -226,13 +226,13 @@ def test_replay_against_the_recording_is_identical_until_the_prompt_changes(cli:
 
 @contextlib.contextmanager
 def server_in_thread(
-    responder: Callable[[dict[str, Any]], Reply],
+    responder: Callable[[dict[str, Any]], Reply], *, reasoning: bool = True
 ) -> Iterator[ScriptedResponsesServer]:
     """The scripted server on its own loop, since a CLI command runs its own ``asyncio.run``."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    server = ScriptedResponsesServer(responder=responder)
+    server = ScriptedResponsesServer(responder=responder, reasoning=reasoning)
     try:
         asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
         yield server
