@@ -17,6 +17,9 @@ Settings (``server/conf/settings.py``):
                                        are served
 ``STORYTELLER_BRIDGE_REPLAY_EVENTS``   ``10000``: events kept for resuming daemons
 ``STORYTELLER_BRIDGE_PROG_SECONDS``    ``8``: a prog that has not finished by then fails
+``STORYTELLER_BRIDGE_STATE_DIR``       ``server/storyteller`` in the game dir: the event and
+                                       prog-outcome journals (see `journal`)
+``STORYTELLER_BRIDGE_OUTCOME_SECONDS`` ``3600``: prog outcomes kept at least this long
 ``STORYTELLER_BRIDGE_ZONE_CATEGORY``   ``"zone"``: tag category naming a room's zone
 ``STORYTELLER_BRIDGE_LANDMARK_CATEGORY`` ``"landmark"``: tag category naming landmarks
 =====================================  ================================================
@@ -47,7 +50,7 @@ from .params import (
     str_param,
 )
 from .pathing import MAX_STEPS
-from .registry import REGISTRY, ResultStore
+from .registry import REGISTRY
 from .session import MAX_FRAME_BYTES, BridgeSession
 from .tap import prog_origin
 
@@ -261,12 +264,15 @@ def start_plugin_services(server: Any) -> None:
         )
         return
     _load_progs()
-    executor = ProgExecutor(REGISTRY, ResultStore(), lookup=worldview.lookup, invoke=_invoke)
+    executor = ProgExecutor(
+        REGISTRY, state.prog_outcomes(), lookup=worldview.lookup, invoke=_invoke
+    )
     interface = str(getattr(settings, "STORYTELLER_BRIDGE_INTERFACE", "127.0.0.1"))
     service = BridgeService(int(port), BridgeFactory(token, executor), interface)
     service.setName("storyteller_bridge")
     service.setServiceParent(server)
     logger.log_info(
-        f"storyteller bridge: listening on {interface}:{port}, epoch {events.epoch}, "
+        f"storyteller bridge: listening on {interface}:{port}, epoch {events.epoch} "
+        f"({'continued' if events.restored else 'new'} at seq {events.last_seq}), "
         f"{len(REGISTRY)} progs"
     )
