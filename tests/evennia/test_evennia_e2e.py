@@ -483,3 +483,98 @@ async def _stored_speech(store: Store) -> list[tuple[str, int, str]]:
         for row in rows
         if row.kind == "speech"
     ]
+
+
+# ---------------------------------------------------------------- in-game admin commands
+
+
+async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
+    game: EvenniaGame, player: TelnetClient, sqlite_url: str
+) -> None:
+    store = Store.open(sqlite_url)
+    watch_id = await watch_limbo(store)
+    await store.close()
+    cfg = parse_config(
+        {
+            "database": {"url": sqlite_url},
+            "world": {"kind": "bridge", "url": game.bridge_url, "token_env": TOKEN_ENV},
+        },
+        "test",
+    )
+    runtime = await build_runtime(
+        cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(None, "none"),
+        admin_cli=[sys.executable, "-m", "storyteller_daemon", "--db", sqlite_url],
+    )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    daemon = runtime.daemon
+    try:
+        await asyncio.wait_for(daemon.ready.wait(), STEP_SECONDS)
+        await until(lambda: "connection from storyteller" in game.server_log(),
+                    "the daemon to connect")  # fmt: skip
+        watching = daemon.find_storyteller(watch_id)
+        assert watching is not None and not watching.paused
+
+        started = time.monotonic()
+        await player.send_line(f'ais pause "{WATCH}"')
+        await player.read_until(f"Storyteller {WATCH} is now paused.", within=5)
+        paused_after = time.monotonic() - started
+        paused = daemon.find_storyteller(watch_id)  # the daemon reloaded before it answered
+        assert paused is not None and paused.paused
+
+        await player.send_line(f"ais set {watch_id} model gpt-5-mini")
+        await player.read_until("uses gpt-5-mini for event calls", within=STEP_SECONDS)
+        changed = daemon.find_storyteller(watch_id)
+        assert changed is not None and changed.model == "gpt-5-mini"
+
+        await player.send_line("aisr create Tide Tables")
+        await player.read_until("Tide Tables", within=STEP_SECONDS)
+        await player.send_line("aisr search tide")
+        found = await player.read_until("Tide Tables", within=STEP_SECONDS)
+        await player.send_line("ais show nobody")
+        unknown = await player.read_until("nobody", within=STEP_SECONDS)
+
+        # A Builder reads, and every change is refused: by the game's lock, and by the daemon
+        # when a game sends the change anyway.
+        async with TelnetClient(game.telnet_port) as builder:
+            await builder.read_until("look will re-show")
+            await builder.send_line("create bob bobpass123")
+            await builder.read_until(r"\[Y\]/N")
+            await builder.send_line("y")
+            await builder.read_until("connect")
+            await player.send_line("perm *bob = Builder")
+            await player.read_until("Builder")
+            await builder.send_line("connect bob bobpass123")
+            await builder.read_until("You become bob")
+            await builder.send_line("ais list")
+            listed = await builder.read_until(WATCH, within=STEP_SECONDS)
+            await builder.send_line(f"ais unpause {watch_id}")
+            await builder.read_until("needs the Admin permission", within=STEP_SECONDS)
+            await builder.send_line("aisr delete 1 --yes")
+            await builder.read_until("needs the Developer permission", within=STEP_SECONDS)
+        await player.send_line(
+            "py from storyteller_bridge.service import send_admin; "
+            f'send_admin("ais", "unpause", ["{watch_id}"], "bob", "Builder", '
+            'lambda text, error, me=me: me.msg(f"daemon says: {error or text}"))'
+        )
+        refused = await player.read_until(r"daemon says: [^{\r\n]+", within=STEP_SECONDS)
+        still = daemon.find_storyteller(watch_id)
+        assert still is not None and still.paused
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, STEP_SECONDS)
+        await runtime.close()
+    store = Store.open(sqlite_url)
+    try:
+        entries = await store.audit.list(limit=20)
+    finally:
+        await store.close()
+    print(f"\nais pause answered and held after {paused_after:.2f} s")
+    assert paused_after < 5
+    assert "Tide Tables" in found and "no storyteller" in unknown.lower()
+    assert WATCH in listed
+    assert "needs the Admin permission; bob has Builder" in refused
+    actions = [(e.actor, e.action) for e in entries]
+    assert ("admin (game, Developer)", "pause") in actions  # the CLI's own entry, as the caller
+    assert ("admin (game, Developer)", "game_admin") in actions
+    assert ("bob (game, Builder)", "game_admin_refused") in actions

@@ -237,6 +237,29 @@ class BridgeService(internet.TCPServer):
         return defer.DeferredList([d for d in (stopped, goodbyes) if d is not None])
 
 
+_factory: BridgeFactory | None = None
+"""The listening bridge of this Server process (None until it listens)."""
+
+
+def send_admin(
+    command: str,
+    verb: str,
+    args: list[str],
+    caller: str,
+    level: str,
+    reply: Callable[[str | None, str | None], None],
+) -> bool:
+    """Send an in-game admin command over a daemon's open connection; False when no daemon is
+    connected. `reply` gets ``(text, None)`` or ``(None, error)`` once (see
+    `BridgeSession.send_admin`)."""
+    connections = [] if _factory is None else list(_factory.connections)
+    for connection in reversed(connections):  # the newest connection first
+        session = connection.session
+        if session is not None and session.send_admin(command, verb, args, caller, level, reply):
+            return True
+    return False
+
+
 def _load_progs() -> None:
     for module in getattr(settings, "STORYTELLER_BRIDGE_PROG_MODULES", []):
         try:
@@ -268,7 +291,9 @@ def start_plugin_services(server: Any) -> None:
         REGISTRY, state.prog_outcomes(), lookup=worldview.lookup, invoke=_invoke
     )
     interface = str(getattr(settings, "STORYTELLER_BRIDGE_INTERFACE", "127.0.0.1"))
-    service = BridgeService(int(port), BridgeFactory(token, executor), interface)
+    global _factory
+    _factory = BridgeFactory(token, executor)
+    service = BridgeService(int(port), _factory, interface)
     service.setName("storyteller_bridge")
     service.setServiceParent(server)
     logger.log_info(
