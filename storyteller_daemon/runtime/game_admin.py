@@ -110,9 +110,11 @@ def first_error_line(text: str) -> str:
     """The line of a failed command's output that says what was wrong, without decoration."""
     lines = [_BOX.sub(" ", line).strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
-    for line in reversed(lines):
-        if line.lower().startswith(("error", "error:")):
-            return line.removeprefix("error:").removeprefix("Error:").strip()
+    for index, line in enumerate(lines):
+        if line.lower() == "error" and index + 1 < len(lines):  # a box titled "Error"
+            return lines[index + 1]
+        if line.lower().startswith("error:"):
+            return line[len("error:") :].strip()
     return lines[-1] if lines else "The command failed."
 
 
