@@ -237,3 +237,18 @@ def test_a_key_sent_again_after_a_restart_replays_the_stored_outcome(tmp_path: P
     assert runs == ["bell"]
     stored = {"prog": "Ring", "return_type": "Text", "value": "BELL"}
     assert replies == [({**stored, "replayed": False}, None), ({**stored, "replayed": True}, None)]
+
+
+def test_without_sync_events_are_still_in_the_file_for_the_next_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = EventLog.kept_in(EventJournal(tmp_path, 10, sync=False), 10, clock=Clock())
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    log.append({"text": "a"})
+    monkeypatch.undo()
+    log.close()
+    assert synced == []
+    again = EventLog.kept_in(EventJournal(tmp_path, 10), 10, clock=Clock())
+    assert (again.epoch, _texts(again)) == (log.epoch, [(1, "a")])
+    again.close()

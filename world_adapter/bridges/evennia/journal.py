@@ -12,10 +12,12 @@ process, and with it everything held in memory; these two journals let the new p
   sends again after a reload or restart is answered with the stored outcome and runs nothing
   (docs/bridge-protocol.md: "keep at least the last hour's keys on disk").
 
-Both are JSON lines, written, flushed and ``fsync``-ed as each record arrives (events are
-human-paced, and Evennia writes its own database as often), and rewritten to their live records
-through a temporary file and an atomic rename when they have grown to about twice that. A torn
-last line (the process died while writing it) is ignored on reading: its event was never sent.
+Both are JSON lines. Each record is written and flushed as it arrives, and ``fsync``-ed (events
+are human-paced, and Evennia writes its own database as often); without the event journal's
+``sync`` an event still survives a reload or a crash, only not a power loss. A file is rewritten
+to its live records through a temporary file and an atomic rename once it has grown to about
+twice that. A torn last line (the process died while writing it) is ignored on reading: its
+event was never sent.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ def _read_lines(path: Path) -> Iterator[Record]:
 class _Appender:
     """One journal file: append a line durably, or replace the whole file atomically."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, sync: bool = True) -> None:
         self.path = path
+        self._sync = sync
         self._handle: IO[str] | None = None
         self.lines = 0
 
@@ -78,12 +81,14 @@ class _Appender:
         self._handle = self.path.open("a", encoding="utf-8")
 
     def append(self, record: Record) -> None:
-        """Add one line and wait until it is on disk."""
+        """Add one line: handed to the operating system (it survives the process), and with
+        `sync` on the disk too (it survives a power loss)."""
         if self._handle is None:
             raise ValueError(f"{self.path} is not open")
         self._handle.write(_line(record))
         self._handle.flush()
-        os.fsync(self._handle.fileno())
+        if self._sync:
+            os.fsync(self._handle.fileno())
         self.lines += 1
 
     def close(self) -> None:
@@ -111,10 +116,14 @@ class EventJournal:
         directory: Where the file ``events.jsonl`` lives.
         capacity: The replay buffer's capacity; the file is rewritten to the held events once it
             holds about twice as many.
+        sync: ``fsync`` each event (a few milliseconds each on a busy disk). Without it an
+            event survives the process (a reload, a crash) but not a power loss.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], capacity: int) -> None:
-        self._file = _Appender(Path(directory) / EVENTS_FILE)
+    def __init__(
+        self, directory: str | os.PathLike[str], capacity: int, *, sync: bool = True
+    ) -> None:
+        self._file = _Appender(Path(directory) / EVENTS_FILE, sync=sync)
         self._capacity = capacity
 
     @property

@@ -20,6 +20,8 @@ Settings (``server/conf/settings.py``):
 ``STORYTELLER_BRIDGE_STATE_DIR``       ``server/storyteller`` in the game dir: the event and
                                        prog-outcome journals (see `journal`)
 ``STORYTELLER_BRIDGE_OUTCOME_SECONDS`` ``3600``: prog outcomes kept at least this long
+``STORYTELLER_BRIDGE_SYNC_EVENTS``     ``True``: ``fsync`` each event (off: a power loss may
+                                       lose the newest events; a reload or crash never does)
 ``STORYTELLER_BRIDGE_ZONE_CATEGORY``   ``"zone"``: tag category naming a room's zone
 ``STORYTELLER_BRIDGE_LANDMARK_CATEGORY`` ``"landmark"``: tag category naming landmarks
 =====================================  ================================================

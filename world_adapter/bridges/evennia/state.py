@@ -35,7 +35,8 @@ def event_log() -> EventLog:
     global _log
     if _log is None:
         capacity = int(getattr(settings, "STORYTELLER_BRIDGE_REPLAY_EVENTS", DEFAULT_REPLAY_EVENTS))
-        _log = EventLog.kept_in(EventJournal(state_dir(), capacity), capacity)
+        sync = bool(getattr(settings, "STORYTELLER_BRIDGE_SYNC_EVENTS", True))
+        _log = EventLog.kept_in(EventJournal(state_dir(), capacity, sync=sync), capacity)
     return _log
 
 
