@@ -488,6 +488,9 @@ def test_admin_commands_go_to_the_daemon_and_its_answers_come_back(h: Harness) -
     replies: list[tuple[str | None, str | None]] = []
     assert not _admin(h, replies, "3")  # before the daemon said hello
     h.hello()
+    assert not h.session.subscribed
+    h.send({"type": "subscribe", "cells": [2], "after": None})
+    assert h.session.subscribed
     before = len(h.sent)
     assert _admin(h, replies, "3") and _admin(h, replies, "4")
     assert h.sent[before:] == [

@@ -30,6 +30,7 @@ Settings (``server/conf/settings.py``):
 from __future__ import annotations
 
 import importlib
+import itertools
 import logging
 import os
 from collections.abc import Callable
@@ -57,6 +58,7 @@ from .session import MAX_FRAME_BYTES, BridgeSession
 from .tap import prog_origin
 
 DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - a variable name, not a secret
+_OPENED = itertools.count(1)
 CLOSE_SECONDS = 1.0
 """How long a stopping Server waits for daemons to acknowledge its close frames."""
 
@@ -149,9 +151,12 @@ class BridgeProtocol(WebSocketServerProtocol):
     """One daemon connection; the protocol itself lives in `BridgeSession`."""
 
     session: BridgeSession | None = None
+    opened = 0
+    """The order in which connections opened."""
 
     def onOpen(self) -> None:
         factory = self.factory
+        self.opened = next(_OPENED)
         self.session = BridgeSession(
             token=factory.token,
             game=str(getattr(settings, "SERVERNAME", "")),
@@ -254,8 +259,13 @@ def send_admin(
     """Send an in-game admin command over a daemon's open connection; False when no daemon is
     connected. `reply` gets ``(text, None)`` or ``(None, error)`` once (see
     `BridgeSession.send_admin`)."""
-    connections = [] if _factory is None else list(_factory.connections)
-    for connection in reversed(connections):  # the newest connection first
+    # The running daemon's stream connection first: it subscribes and stays, while tools such
+    # as `storyteller bridge check` connect for a moment and take no admin commands.
+    connections = sorted(
+        [] if _factory is None else _factory.connections,
+        key=lambda c: (not (c.session and c.session.subscribed), c.opened),
+    )
+    for connection in connections:
         session = connection.session
         if session is not None and session.send_admin(command, verb, args, caller, level, reply):
             return True

@@ -223,6 +223,11 @@ class BridgeSession:
 
     # ------------------------------------------------------------------ admin commands
 
+    @property
+    def subscribed(self) -> bool:
+        """Whether the daemon subscribed on this connection (a daemon's stream, not a probe)."""
+        return self.state == "open" and self._cells is not None
+
     def send_admin(
         self,
         command: str,
