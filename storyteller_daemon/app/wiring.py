@@ -41,6 +41,7 @@ from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
+from storyteller_daemon.runtime.game_admin import GameAdmin
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
@@ -65,6 +66,7 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
+from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
@@ -85,10 +87,13 @@ async def build_runtime(
     reload_seconds: float = 5.0,
     drain_seconds: float | None = None,
     alerts: Alerts | None = None,
+    admin_cli: Sequence[str] | None = None,
 ) -> Runtime:
     """Wire the daemon. Checks the schema is current; warns once when there is no model.
 
-    `drain_seconds` defaults to ``[daemon] drain_seconds``; `alerts` to `build_alerts`.
+    `drain_seconds` defaults to ``[daemon] drain_seconds``; `alerts` to `build_alerts`. With
+    `admin_cli` (the command that starts this configuration's CLI), a bridged game's in-game
+    admin commands run through it (`GameAdmin`); without, the daemon refuses them.
     """
     token = http_token(cfg, environ)
     clock = clock or SystemClock()
@@ -232,6 +237,8 @@ async def build_runtime(
         ),
         settings_listeners=[budget.learn],
     )
+    if admin_cli is not None and isinstance(world, BridgeWorldClient):
+        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None

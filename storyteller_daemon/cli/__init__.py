@@ -100,9 +100,13 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    actor: Annotated[
+        str | None,
+        typer.Option("--actor", hidden=True, help="Who the audit log names (in-game commands)."),
+    ] = None,
 ) -> None:
     """Global options."""
-    ctx.obj = CliState(config_path=config, database_url=db)
+    ctx.obj = CliState(config_path=config, database_url=db, actor=actor)
 
 
 def _register() -> None:

@@ -22,7 +22,7 @@ import aiohttp
 
 from progs.types import ProgSignature
 from world_adapter.bridge.backoff import Backoff
-from world_adapter.bridge.connection import BridgeConnection, BridgeStats
+from world_adapter.bridge.connection import AdminHandler, BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import RemoteError
 from world_adapter.bridge.messages import FrameTooLarge
 from world_adapter.bridge.methods import world_methods
@@ -105,6 +105,8 @@ class BridgeWorldClient(WorldClient):
         self._requests_lock = asyncio.Lock()
         self._request_backoff = self._backoff()
         self._subscriptions: set[BridgeSubscription] = set()
+        self.admin: AdminHandler | None = None
+        """Runs admin commands the game sends (in-game ``ais``/``aisr``); None refuses them."""
 
     def __repr__(self) -> str:
         return f"BridgeWorldClient({self.url!r})"  # never the token
@@ -130,6 +132,7 @@ class BridgeWorldClient(WorldClient):
             timings=self._timings,
             stats=self.stats,
             client_name=self._client_name,
+            admin=self.admin,
         )
 
     async def close(self) -> None:
