@@ -1,6 +1,7 @@
 """One tool call of a turn, from the model's arguments to the envelope the model gets back.
 
-Malformed argument JSON is an error the loop counts; a tool the turn does not offer is refused
+Malformed argument JSON (blank, too long or too deeply nested for the ``[limits]``, checked
+before it is parsed) is an error the loop counts; a tool the turn does not offer is refused
 (naming the destructive rule when the policy withholds it); a call identical to one already
 dispatched in the turn is skipped. The call then passes the policy point: a shadowed call gets a
 simulated success, a refused one the rule's error, and one that needs approval is parked. Only
@@ -30,6 +31,7 @@ from storyteller_daemon.agent.tools.base import (
 )
 from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval, ApprovalState
 from storyteller_daemon.domain.settings import Storyteller
 
@@ -76,6 +78,8 @@ class TurnState:
     """Whether an earlier round ran a tool other than Noop successfully."""
     prog_calls: int = 0
     """Prog calls that ran (or were simulated in shadow mode) in this turn."""
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    """The turn's limits; a call's argument text is held to its size and depth bounds."""
 
 
 async def run_call(turn: TurnState, call: FunctionCall, policy: Policy | None) -> CallRecord:
@@ -99,7 +103,11 @@ async def run_call(turn: TurnState, call: FunctionCall, policy: Policy | None) -
         )
 
     try:
-        arguments = parse_arguments(call.arguments)
+        arguments = parse_arguments(
+            call.arguments,
+            max_chars=turn.limits.max_argument_chars,
+            max_depth=turn.limits.max_argument_depth,
+        )
     except MalformedArguments as exc:
         return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
     tool = turn.tools.find(call.name)

@@ -145,6 +145,7 @@ class ToolLoop:
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
+            limits=self._limits,
         )
         try:
             turn.record.outcome = await self._drive(turn, started)

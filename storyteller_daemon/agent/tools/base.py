@@ -12,6 +12,7 @@ or objects with an ``Id`` key.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -34,6 +35,12 @@ from storyteller_daemon.agent.ports import (
 )
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.argument_limits import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_DEPTH,
+    MalformedJson,
+    json_object,
+)
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
@@ -182,6 +189,9 @@ class Tool:
     names: Callable[[Mapping[str, Any]], Effect] | None = None
     """For a built-in: the rooms and characters a call names, which the policy holds to the
     turn's scope on turns a player's words or actions start."""
+    text_limits: Mapping[str, int] = field(default_factory=dict)
+    """Argument path (``Title``, ``Steps[].Intent``) → the most characters its text may have
+    (`domain.argument_limits`); stated in the schema's descriptions, checked by `invoke`."""
 
     @classmethod
     def define(
@@ -192,6 +202,7 @@ class Tool:
         properties: Mapping[str, Mapping[str, Any]] | None = None,
         required: Sequence[str] = (),
         names: Callable[[Mapping[str, Any]], Effect] | None = None,
+        limits: Mapping[str, int] | None = None,
     ) -> Tool:
         """A tool from its authored schema, normalised for strict mode.
 
@@ -202,13 +213,27 @@ class Tool:
             properties: JSON-schema properties of the arguments, in order.
             required: the properties the model must supply; the others become nullable.
             names: the rooms and characters a call names (see `Tool.names`).
+            limits: the longest text each text argument may have, by path (see
+                `Tool.text_limits`); each path must lead to a property of `properties`.
         """
         authored = {
             "type": "object",
-            "properties": {k: dict(v) for k, v in (properties or {}).items()},
+            "properties": copy.deepcopy({k: dict(v) for k, v in (properties or {}).items()}),
             "required": list(required),
         }
-        return cls(name, description, strict_schema(authored), handler, names=names)
+        for path, limit in (limits or {}).items():
+            prop = _property_at(authored, path)
+            if "enum" not in prop:  # a choice of words needs no length, only the check
+                said = f"{prop.get('description', '')} At most {limit} characters."
+                prop["description"] = said.strip()
+        return cls(
+            name,
+            description,
+            strict_schema(authored),
+            handler,
+            names=names,
+            text_limits=dict(limits or {}),
+        )
 
     def spec(self) -> ToolSpec:
         """How the tool is offered in a request."""
@@ -231,24 +256,72 @@ def dump_envelope(envelope: Envelope) -> str:
 
 
 class MalformedArguments(Exception):
-    """A call's argument text is not a JSON object; the message says why."""
+    """A call's argument text is not a JSON object within the bounds; the message says why."""
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Parse a call's argument text; blank text means no arguments.
+def parse_arguments(
+    raw: str, *, max_chars: int = DEFAULT_MAX_CHARS, max_depth: int = DEFAULT_MAX_DEPTH
+) -> dict[str, Any]:
+    """Parse a call's argument text, its size and nesting checked before it is parsed.
+
+    Blank text is malformed: a call without arguments sends ``{}``.
 
     Raises:
-        MalformedArguments: the text is not JSON, or not a JSON object.
+        MalformedArguments: the text is too long or too deep, not JSON, or not a JSON object.
     """
-    if not raw.strip():
-        return {}
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+        return json_object(raw, max_chars=max_chars, max_depth=max_depth)
+    except MalformedJson as exc:
         raise MalformedArguments(str(exc)) from None
-    if not isinstance(value, dict):
-        raise MalformedArguments(f"expected a JSON object, got {type(value).__name__}")
-    return value
+
+
+def check_text_limits(tool: Tool, arguments: Mapping[str, Any]) -> None:
+    """Refuse a text argument longer than its limit (`Tool.text_limits`).
+
+    A value that is not a string is measured as the JSON text a handler would keep of it.
+
+    Raises:
+        ToolError: one line naming the argument, its length and the limit.
+    """
+    for path, limit in tool.text_limits.items():
+        for where, value in _values_at(arguments, path.split("."), ""):
+            if value is None:
+                continue
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if len(text) > limit:
+                raise ToolError(
+                    f"Property '{where}' is {len(text)} characters long; at most {limit} are "
+                    "allowed."
+                )
+
+
+def _values_at(value: Any, steps: list[str], where: str) -> list[tuple[str, Any]]:
+    """The values at a path like ``Steps[].WaitFor.Words``, each with its concrete path."""
+    if not steps:
+        return [(where, value)]
+    if not isinstance(value, Mapping):
+        return []
+    key, many = steps[0].removesuffix("[]"), steps[0].endswith("[]")
+    here = f"{where}.{key}" if where else key
+    child = value.get(key)
+    if not many:
+        return _values_at(child, steps[1:], here)
+    if not isinstance(child, list):
+        return _values_at(child, steps[1:], here)
+    found: list[tuple[str, Any]] = []
+    for index, item in enumerate(child):
+        found.extend(_values_at(item, steps[1:], f"{here}[{index}]"))
+    return found
+
+
+def _property_at(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    """The property schema a limit path names (``Steps[].Intent``: an array's items' one)."""
+    node = schema
+    for step in path.split("."):
+        node = node["properties"][step.removesuffix("[]")]
+        if step.endswith("[]"):
+            node = node["items"]
+    return node
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
@@ -273,6 +346,7 @@ async def invoke(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> Env
     because its message may hold internals.
     """
     try:
+        check_text_limits(tool, arguments)
         return ok(await tool.handler(arguments, ctx))
     except _MODEL_VISIBLE_ERRORS as exc:
         return error(str(exc))

@@ -22,6 +22,7 @@ from storyteller_daemon.agent.tools.base import (
     required_id,
     required_text,
 )
+from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import DEFAULT_IMPORTANCE, CharacterMemory
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CharacterInfo
@@ -131,6 +132,7 @@ async def forget_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
 _MEMORY_ID = {"type": "integer", "description": "The memory's id, as listed by the memory tools."}
 _TITLE = {"type": "string", "description": "A short title for the memory."}
 _DETAILS = {"type": "string", "description": "What to remember."}
+_LIMITS = {"Title": TITLE_CHARS, "Details": TEXT_CHARS}
 _IMPORTANCE = {
     "type": "integer",
     "description": "How much this matters to your remit, 1 (trivia) to 10 (pivotal); "
@@ -166,6 +168,7 @@ TOOLS: tuple[Tool, ...] = (
         },
         required=("Id", "Title", "Details"),
         names=named(characters=("Id",)),
+        limits=_LIMITS,
     ),
     Tool.define(
         "UpdateMemory",
@@ -173,6 +176,7 @@ TOOLS: tuple[Tool, ...] = (
         update_memory,
         {"Id": _MEMORY_ID, "Title": _TITLE, "Details": _DETAILS, "Importance": _IMPORTANCE},
         required=("Id", "Title", "Details"),
+        limits=_LIMITS,
     ),
     Tool.define(
         "ForgetMemory",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, required_id, required_text
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import MAX_PATH_EXITS, CharacterInfo, DoorRule, PathRule
 
@@ -180,6 +181,7 @@ TOOLS: tuple[Tool, ...] = (
             "PathSearchFunction": _ROOM_SEARCH,
         },
         required=("OriginRoomId", "DestinationRoomId", "PathSearchFunction"),
+        limits={"PathSearchFunction": WORD_CHARS},
     ),
     Tool.define(
         "PathFromCharacterToRoom",
@@ -192,6 +194,7 @@ TOOLS: tuple[Tool, ...] = (
             "PathSearchFunction": _CHARACTER_SEARCH,
         },
         required=("OriginCharacterId", "DestinationRoomId", "PathSearchFunction"),
+        limits={"PathSearchFunction": WORD_CHARS},
     ),
     Tool.define(
         "PathBetweenCharacters",
@@ -204,5 +207,6 @@ TOOLS: tuple[Tool, ...] = (
             "PathSearchFunction": _CHARACTER_SEARCH,
         },
         required=("OriginCharacterId", "DestinationCharacterId", "PathSearchFunction"),
+        limits={"PathSearchFunction": WORD_CHARS},
     ),
 )

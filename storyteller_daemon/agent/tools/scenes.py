@@ -20,6 +20,7 @@ from storyteller_daemon.agent.tools.base import (
     optional_text,
     required_id,
 )
+from storyteller_daemon.domain.argument_limits import CLAIM_REASON_CHARS
 from storyteller_daemon.domain.scenes import SceneClaim
 from storyteller_daemon.errors import ToolError
 
@@ -76,6 +77,7 @@ TOOLS: tuple[Tool, ...] = (
         },
         required=("RoomId",),
         names=named(rooms=("RoomId",)),
+        limits={"Reason": CLAIM_REASON_CHARS},
     ),
     Tool.define(
         "ReleaseScene",

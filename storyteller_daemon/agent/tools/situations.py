@@ -21,6 +21,7 @@ from storyteller_daemon.agent.tools.base import (
     required_id,
     required_text,
 )
+from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import Situation, check_scope
 from storyteller_daemon.errors import ToolError, ValidationError
 
@@ -37,6 +38,7 @@ _ROOM = {
 }
 _CHANGE_CHARACTER = {"type": "integer", "description": "If given, re-scopes to this character."}
 _CHANGE_ROOM = {"type": "integer", "description": "If given, re-scopes to this room."}
+_LIMITS = {"Title": TITLE_CHARS, "Description": TEXT_CHARS}
 _CLEAR_SCOPE = {
     "type": "boolean",
     "description": "If true, makes the situation universal again (not with CharacterId/RoomId).",
@@ -175,6 +177,7 @@ TOOLS: tuple[Tool, ...] = (
         create_situation,
         {"Title": _TITLE, "Description": _DESCRIPTION, "CharacterId": _CHARACTER, "RoomId": _ROOM},
         required=("Title", "Description"),
+        limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
     ),
     Tool.define(
@@ -183,6 +186,7 @@ TOOLS: tuple[Tool, ...] = (
         update_situation,
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
+        limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
     ),
     Tool.define(
@@ -192,6 +196,7 @@ TOOLS: tuple[Tool, ...] = (
         resolve_situation,
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
+        limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
     ),
     Tool.define(

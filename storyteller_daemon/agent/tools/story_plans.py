@@ -28,6 +28,13 @@ from storyteller_daemon.agent.tools.base import (
     required_id,
     required_text,
 )
+from storyteller_daemon.domain.argument_limits import (
+    GOAL_CHARS,
+    INTENT_CHARS,
+    PLAN_REASON_CHARS,
+    STEP_ARGUMENTS_CHARS,
+    WORD_CHARS,
+)
 from storyteller_daemon.domain.story_plans import (
     EVENT_KINDS,
     MAX_STEPS,
@@ -70,6 +77,13 @@ _STEPS = {
     "type": "array",
     "items": _STEP,
     "description": f"The steps in order, 1 to {MAX_STEPS}, one per heartbeat.",
+}
+_STEP_LIMITS = {
+    "Steps[].Tool": WORD_CHARS,
+    "Steps[].Intent": INTENT_CHARS,
+    "Steps[].Arguments": STEP_ARGUMENTS_CHARS,
+    "Steps[].WaitFor.Kind": WORD_CHARS,
+    "Steps[].WaitFor.Words": WORD_CHARS,
 }
 _EXPIRY = {
     "type": "integer",
@@ -224,6 +238,7 @@ TOOLS: tuple[Tool, ...] = (
             "ExpiresInHours": _EXPIRY,
         },  # fmt: skip
         required=("Goal", "Steps"),
+        limits={"Goal": GOAL_CHARS, **_STEP_LIMITS},
     ),
     Tool.define(
         "UpdateStoryPlan",
@@ -240,5 +255,11 @@ TOOLS: tuple[Tool, ...] = (
             "ExpiresInHours": _EXPIRY,
         },
         required=("Id", "Action"),
+        limits={
+            "Action": WORD_CHARS,
+            "Reason": PLAN_REASON_CHARS,
+            "Goal": GOAL_CHARS,
+            **_STEP_LIMITS,
+        },
     ),
 )

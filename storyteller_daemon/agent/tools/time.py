@@ -17,6 +17,7 @@ from storyteller_daemon.agent.tools.base import (
     optional_id,
     required_text,
 )
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CalendarInfo, CalendarMonth, DateTimeReading, SpecialDay
 
@@ -216,5 +217,6 @@ TOOLS: tuple[Tool, ...] = (
             },
         },
         required=("Id",),
+        limits={"Id": WORD_CHARS},
     ),
 )
