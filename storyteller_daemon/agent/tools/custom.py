@@ -12,9 +12,10 @@ Invalid tools are never offered, and a call to one is refused with the reason. E
 are offered on room-echo and speech triggers only.
 
 Dispatch strips markup and chat mentions from text arguments, converts the arguments with
-`progs.convert`, then runs the prog with an idempotency key derived from the turn key, the tool
-name and the converted arguments, so that re-running a turn after a crash returns the stored
-outcome instead of acting twice.
+`progs.convert`, checks every character, room, item and exit they name against the world
+(`world_ids`: a null or unknown id is refused and the game is not asked), then runs the prog
+with an idempotency key derived from the turn key, the tool name and the converted arguments,
+so that re-running a turn after a crash returns the stored outcome instead of acting twice.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from storyteller_daemon.agent.tools.base import (
     parse_arguments,
 )
 from storyteller_daemon.agent.tools.mcp import approved_mcp_tool
+from storyteller_daemon.agent.tools.world_ids import check_world_ids
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.mcp import PREFIX as MCP_PREFIX
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
@@ -142,6 +144,7 @@ class _ProgRunner:
             converted = convert_arguments(self.signature.parameters, arguments)
         except (ArgumentError, UnsupportedParameterType) as exc:
             raise ToolError(str(exc)) from None
+        await check_world_ids(self.signature.parameters, converted, ctx.world)
         key = idempotency_key(ctx.turn_key, self.tool_name, converted)
         outcome = await ctx.world.execute_prog(str(self.signature.id), converted, key)
         return custom_tool_result(self.tool_name, self.signature.return_type, outcome.value)
