@@ -28,7 +28,8 @@ _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 
 
 def integer_value(value: Any) -> int | None:
-    """The integer a JSON number or integer text holds, else None."""
+    """The integer a JSON number or integer text holds, else None (also for integer text too
+    long for Python to read: over 4,300 digits)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -36,7 +37,10 @@ def integer_value(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-        return int(value.strip())
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
     return None
 
 
@@ -49,7 +53,10 @@ def number_value(value: Any) -> int | float | None:
     if isinstance(value, str):
         text = value.strip()
         if _INTEGER_TEXT.fullmatch(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # past Python's digit limit: read as a float (infinite) below
+                pass
         if not _NUMBER_TEXT.fullmatch(text):
             return None
         value = float(text)

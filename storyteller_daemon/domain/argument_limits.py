@@ -70,7 +70,9 @@ def json_object(
     except json.JSONDecodeError as exc:
         raise MalformedJson(str(exc)) from None
     except ValueError as exc:  # an integer past Python's digit limit, or a constant refused
-        raise MalformedJson(str(exc).split("\n", 1)[0]) from None
+        if str(exc).startswith("Exceeds the limit"):
+            raise MalformedJson("a number has too many digits to read") from None
+        raise MalformedJson(str(exc)) from None
     if not isinstance(value, dict):
         raise MalformedJson(f"expected a JSON object, got {type(value).__name__}")
     return value

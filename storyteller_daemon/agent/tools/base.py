@@ -45,11 +45,15 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
 from world_adapter.errors import WorldCommandError
+from world_adapter.facts import CharacterInfo, RoomInfo
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
 Envelope = dict[str, Any]
+_INT64_MAX = 2**63 - 1
+MAX_ERROR_CHARS = 500
+"""The longest error message a tool call gets back."""
 MALFORMED_PREFIX = "Malformed tool-call JSON: "
 
 # Errors whose message is written for the model (ids and rules, never secrets or player text
@@ -349,10 +353,17 @@ async def invoke(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> Env
         check_text_limits(tool, arguments)
         return ok(await tool.handler(arguments, ctx))
     except _MODEL_VISIBLE_ERRORS as exc:
-        return error(str(exc))
+        return error(one_line(str(exc)))
     except Exception as exc:
         log.exception("tool %s failed for storyteller %s", tool.name, ctx.storyteller_id)
         return error(f"Tool handler error: {type(exc).__name__}.")
+
+
+def one_line(message: str) -> str:
+    """An error message as one line of at most `MAX_ERROR_CHARS` characters: a game or a
+    check may quote the model's own (possibly huge) argument back."""
+    line = " ".join(message.split())
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 3] + "..."
 
 
 def _as_id(value: Any) -> int | None:
@@ -366,10 +377,13 @@ def _as_id(value: Any) -> int | None:
 
 
 def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
-    """An optional id argument (null or absent gives None).
+    """An optional id argument (null or absent gives None), within signed 64 bits.
+
+    Zero and negative ids pass, as in FutureMUD, whose tools then report them as not found;
+    `world_character` and `world_room` answer those without asking the world.
 
     Raises:
-        ToolError: the value is present but not an id.
+        ToolError: the value is present but not an id, or past what any store can hold.
     """
     value = arguments.get(key)
     if value is None:
@@ -377,7 +391,24 @@ def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
     parsed = _as_id(value)
     if parsed is None:
         raise ToolError(f"Property '{key}' must contain an integer id.")
+    if not -_INT64_MAX - 1 <= parsed <= _INT64_MAX:
+        raise ToolError(f"Property '{key}' must be a positive id; {_shown(parsed)} is not one.")
     return parsed
+
+
+def holdable_id(number: int) -> bool:
+    """Whether a world can have a thing with this id: a positive signed 64-bit integer."""
+    return 0 < number <= _INT64_MAX
+
+
+async def world_character(ctx: ToolContext, character_id: int) -> CharacterInfo | None:
+    """The character with this id, or None; an id no world holds is not asked of it."""
+    return await ctx.world.character(character_id) if holdable_id(character_id) else None
+
+
+async def world_room(ctx: ToolContext, room_id: int) -> RoomInfo | None:
+    """The room with this id, or None; an id no world holds is not asked of it."""
+    return await ctx.world.room(room_id) if holdable_id(room_id) else None
 
 
 def required_id(arguments: Mapping[str, Any], key: str) -> int:
@@ -393,10 +424,10 @@ def required_id(arguments: Mapping[str, Any], key: str) -> int:
 
 
 def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
-    """An optional integer argument (null or absent gives None).
+    """An optional integer argument (null or absent gives None), within signed 64 bits.
 
     Raises:
-        ToolError: the value is present but not an integer.
+        ToolError: the value is present but not an integer, or too large to store.
     """
     value = arguments.get(key)
     if value is None:
@@ -404,7 +435,15 @@ def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
     parsed = integer_value(value)
     if parsed is None:
         raise ToolError(f"Property '{key}' must be an integer.")
+    if not -_INT64_MAX - 1 <= parsed <= _INT64_MAX:
+        raise ToolError(f"Property '{key}' is out of range; {_shown(parsed)} is too large.")
     return parsed
+
+
+def _shown(number: int) -> str:
+    """A number for an error message: long ones cut short."""
+    text = str(number)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
 
 
 def optional_text(arguments: Mapping[str, Any], key: str) -> str | None:

@@ -21,6 +21,7 @@ from storyteller_daemon.agent.tools.base import (
     optional_int,
     required_id,
     required_text,
+    world_character,
 )
 from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import DEFAULT_IMPORTANCE, CharacterMemory
@@ -52,7 +53,7 @@ async def player_character(ctx: ToolContext, character_id: int) -> CharacterInfo
     Raises:
         ToolError: no character has that id, or it is not a player character.
     """
-    character = await ctx.world.character(character_id)
+    character = await world_character(ctx, character_id)
     if character is None or not character.is_player:
         raise ToolError(f"No player character with id {character_id} exists.")
     return character
@@ -91,7 +92,7 @@ async def create_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
     title = required_text(arguments, "Title")
     details = required_text(arguments, "Details")
     importance = _importance(arguments) or DEFAULT_IMPORTANCE
-    character = await ctx.world.character(character_id)
+    character = await world_character(ctx, character_id)
     if character is None:
         raise ToolError(f"No character with id {character_id} exists.")
     memory = await ctx.memories.create(

@@ -19,6 +19,7 @@ from storyteller_daemon.agent.tools.base import (
     optional_int,
     optional_text,
     required_id,
+    world_room,
 )
 from storyteller_daemon.domain.argument_limits import CLAIM_REASON_CHARS
 from storyteller_daemon.domain.scenes import SceneClaim
@@ -47,7 +48,7 @@ def _summary(claim: SceneClaim) -> dict[str, Any]:
 async def claim_scene(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ClaimScene."""
     room_id = required_id(arguments, "RoomId")
-    if await ctx.world.room(room_id) is None:
+    if await world_room(ctx, room_id) is None:
         raise ToolError(f"No room with id {room_id} exists.")
     minutes = optional_int(arguments, "Minutes") or DEFAULT_MINUTES
     claim = await _store(ctx).claim(

@@ -20,6 +20,8 @@ from storyteller_daemon.agent.tools.base import (
     optional_id,
     required_id,
     required_text,
+    world_character,
+    world_room,
 )
 from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import Situation, check_scope
@@ -71,9 +73,9 @@ async def resolve_scope(
         check_scope(character_id, room_id)
     except ValidationError as exc:
         raise ToolError(str(exc)) from None
-    if character_id is not None and await ctx.world.character(character_id) is None:
+    if character_id is not None and await world_character(ctx, character_id) is None:
         raise ToolError(f"No character with id {character_id} exists.")
-    if room_id is not None and await ctx.world.room(room_id) is None:
+    if room_id is not None and await world_room(ctx, room_id) is None:
         raise ToolError(f"No room with id {room_id} exists.")
     return character_id, room_id
 

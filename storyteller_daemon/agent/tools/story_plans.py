@@ -22,7 +22,9 @@ from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
     from_players,
+    holdable_id,
     iso,
+    optional_id,
     optional_int,
     optional_text,
     required_id,
@@ -103,11 +105,15 @@ def _wait_for(value: Any, where: str) -> WaitFor | None:
         return None
     if not isinstance(value, dict):
         raise ToolError(f"{where} WaitFor must be an object or null.")
+    room_id, character_id = optional_id(value, "RoomId"), optional_id(value, "CharacterId")
+    for key, number in (("RoomId", room_id), ("CharacterId", character_id)):
+        if number is not None and not holdable_id(number):
+            raise ToolError(f"{where} WaitFor {key} must be a positive id, not {number}.")
     try:
         return WaitFor(
             kind=optional_text(value, "Kind"),
-            room_id=optional_int(value, "RoomId"),
-            character_id=optional_int(value, "CharacterId"),
+            room_id=room_id,
+            character_id=character_id,
             words=optional_text(value, "Words"),
         )
     except ValidationError as exc:
