@@ -117,8 +117,11 @@ def _case(entry: Mapping[str, Any], bases: Mapping[str, dict[str, Any]]) -> Case
     if "raw" in entry:
         text = str(entry["raw"])
     elif "deep" in entry:
-        depth = int(entry["deep"])
-        text = '{"' + entry.get("key", "Id") + '": ' + "[" * depth + "]" * depth + "}"
+        depth, key = int(entry["deep"]), json.dumps(entry.get("key", "Id"))
+        if entry.get("nest") == "object":
+            text = f"{{{key}: " * depth + "1" + "}" * depth
+        else:
+            text = f"{{{key}: " + "[" * depth + "]" * depth + "}"
     else:
         arguments = dict(bases[entry["base"]]) if "base" in entry else {}
         arguments.update(entry.get("set", {}))
@@ -126,6 +129,8 @@ def _case(entry: Mapping[str, Any], bases: Mapping[str, dict[str, Any]]) -> Case
             arguments.pop(key, None)
         for key, length in entry.get("long", {}).items():
             arguments[key] = "x" * int(length)
+        for key, length in entry.get("digits", {}).items():
+            arguments[key] = "7" * int(length)
         text = json.dumps(arguments, ensure_ascii=False)
     return Case(str(entry["id"]), str(entry["tool"]), str(entry["kind"]), text, entry["expect"])
 

@@ -227,6 +227,8 @@ class Tool:
         }
         for path, limit in (limits or {}).items():
             prop = _property_at(authored, path)
+            # Stated in words, not as `maxLength`: strict function tools may refuse that keyword
+            # (the whole request fails), and the check below holds the limit either way.
             if "enum" not in prop:  # a choice of words needs no length, only the check
                 said = f"{prop.get('description', '')} At most {limit} characters."
                 prop["description"] = said.strip()
