@@ -7,6 +7,7 @@ network), on a throw-away SQLite file, so their numbers say what the daemon itse
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 import statistics
 import tempfile
@@ -216,7 +217,14 @@ async def arguments(
     if not path.is_file():
         console.print(f"[red]No case set at {path}; give one with --cases.[/]")
         raise typer.Exit(2)
-    report, outcomes = await run_arguments_bench(path)
+    # The policy refuses many of the cases, each with a warning; the report counts them.
+    policy_log = logging.getLogger("storyteller_daemon.agent.policy")
+    level = policy_log.level
+    policy_log.setLevel(logging.ERROR)
+    try:
+        report, outcomes = await run_arguments_bench(path)
+    finally:
+        policy_log.setLevel(level)
     if show and not as_json:
         for o in outcomes:
             said = o.crash or (o.envelope or {}).get("error") or "ok"

@@ -12,7 +12,9 @@ from agent_doubles import ManualClock, ScriptedModel, calls, execute
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.records import TurnOutcome
 from storyteller_daemon.agent.tools.base import (
+    MAX_ERROR_CHARS,
     MalformedArguments,
+    Tool,
     ToolContext,
     check_text_limits,
     invoke,
@@ -249,3 +251,14 @@ def test_a_plan_steps_arguments_are_bounded_too() -> None:
     deep = '{"a": ' + "[" * 900 + "]" * 900 + "}"
     with pytest.raises(ValidationError, match="JSON object's text"):
         PlanStep("Noop", "wait", arguments=deep)
+
+
+async def test_a_tool_error_reaches_the_model_as_one_short_line(ctx: ToolContext) -> None:
+    async def echoes(arguments: dict[str, Any], ctx: ToolContext) -> None:
+        raise ToolError(f"'{arguments['Text']}' is not a mud datetime:\n  expected never.")
+
+    tool = Tool.define("Echoes", "Quotes its argument back.", echoes, {"Text": {"type": "string"}})
+    short = await invoke(tool, {"Text": "soon"}, ctx)
+    assert short == {"ok": False, "error": "'soon' is not a mud datetime: expected never."}
+    long = await invoke(tool, {"Text": "x" * 50_000}, ctx)
+    assert len(long["error"]) == MAX_ERROR_CHARS and long["error"].endswith("xxx...")
