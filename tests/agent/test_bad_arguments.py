@@ -13,7 +13,13 @@ import pytest_asyncio
 from progs.types import ProgType, ValueType, supports_tool_parameter
 from storyteller_daemon.agent.tools import custom
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
-from storyteller_daemon.cli.bench_arguments import ArgumentsRig, Case, arguments_rig, load_cases
+from storyteller_daemon.cli.bench_arguments import (
+    ArgumentsRig,
+    Case,
+    arguments_rig,
+    load_cases,
+    run_arguments_bench,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -80,3 +86,11 @@ async def test_the_rig_counts_an_invalid_id_that_reaches_the_game(
     assert outcome.invalid_ids == ["InspectThings.Item: Item 1001"]
     assert outcome.prog_calls == 1
     assert outcome.envelope == {"ok": False, "error": "No item with id 1001 exists."}
+
+
+@pytest.mark.postgres
+async def test_the_whole_set_holds_on_postgresql_too(pg_url: str) -> None:
+    report, outcomes = await run_arguments_bench(database_url=pg_url)
+    assert [o.case.id for o in outcomes if o.crash] == []
+    assert report["crashes"] == report["invalid ids sent to the game"] == 0
+    assert report["not as the case set expects"] == []
