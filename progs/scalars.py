@@ -21,7 +21,8 @@ class ArgumentError(ValueError):
 
 
 ID_KEYS = ("Id", "ID", "id")
-_INT64_MAX = 2**63 - 1
+MAX_ID = 2**63 - 1
+"""The largest id a game can have: ids are positive signed 64-bit integers."""
 _FLOAT_EXACT = 2**53
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -75,8 +76,13 @@ def first_present(obj: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, Any
     return None
 
 
+def is_id(number: int) -> bool:
+    """Whether a game can have a thing with this id (a positive signed 64-bit integer)."""
+    return 0 < number <= MAX_ID
+
+
 def checked_id(number: int, what: str) -> int:
-    if not 0 < number <= _INT64_MAX:
+    if not is_id(number):
         raise ArgumentError(f"{what} ids are positive integers; {number} is not one.")
     return number
 

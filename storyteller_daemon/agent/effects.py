@@ -13,10 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from progs.scalars import ID_KEYS, integer_value
+from progs.scalars import ID_KEYS, integer_value, is_id
 from progs.types import ProgParameter, ProgType
-
-_ID_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ def _ids(value: Any) -> list[int | None]:
             key = next((k for k in ID_KEYS if k in each), None)
             each = each[key] if key is not None else None
         number = integer_value(each)
-        found.append(number if number is not None and 0 < number <= _ID_MAX else None)
+        found.append(number if number is not None and is_id(number) else None)
     return found
 
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from progs.scalars import is_id
 from progs.types import ProgParameter, ProgSignature, ProgType, supports_tool_parameter
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
@@ -48,7 +49,6 @@ CASES = Path(__file__).resolve().parents[2] / "tests" / "data" / "bad_arguments.
 """The case set, in a source checkout."""
 HANDLER_ERROR = "Tool handler error: "
 """How an envelope begins when a handler failed unexpectedly (`agent.tools.base.invoke`)."""
-_ID_MAX = 2**63 - 1
 _KINDS = {
     ProgType.CHARACTER: EntityKind.CHARACTER,
     ProgType.LOCATION: EntityKind.LOCATION,
@@ -232,7 +232,7 @@ def _out_of_range(*values: Any) -> list[int]:
         value = stack.pop()
         if isinstance(value, bool):
             continue
-        if isinstance(value, int) and not 0 < value <= _ID_MAX:
+        if isinstance(value, int) and not is_id(value):
             found.append(value)
         elif isinstance(value, Mapping):
             stack.extend(value.values())

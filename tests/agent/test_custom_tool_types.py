@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from agent_doubles import call_offered
 
-from storyteller_daemon.agent.tools.base import Envelope, ToolContext, idempotency_key, invoke
+from storyteller_daemon.agent.tools.base import ToolContext, idempotency_key
 from storyteller_daemon.agent.tools.registry import toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat
+from storyteller_daemon.domain.settings import CustomTool
 from world_adapter.sim import SimWorld
 
 MAREN, HOLT, AGNA = 1001, 2001, 2002
@@ -79,13 +80,7 @@ async def tooled(ctx: ToolContext) -> ToolContext:
     return await with_catalogue(ctx.for_turn(storyteller, "turn-1"))
 
 
-async def _call(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Envelope:
-    trigger = Trigger(
-        TriggerKind.HEARTBEAT, datetime(2026, 5, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
-    )
-    tool = toolset(ctx.current, trigger, ctx).find(name)
-    assert tool is not None, name
-    return await invoke(tool, arguments, ctx)
+_call = call_offered
 
 
 async def _result(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Any:

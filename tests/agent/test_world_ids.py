@@ -4,15 +4,14 @@ the game is asked: null, another kind's id, an unknown id. Run against the sim w
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from agent_doubles import call_offered
 
-from storyteller_daemon.agent.tools.base import Envelope, ToolContext, invoke
-from storyteller_daemon.agent.tools.registry import toolset, with_catalogue
-from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.registry import with_catalogue
+from storyteller_daemon.domain.settings import CustomTool, Storyteller
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.world import InstrumentedWorld
@@ -61,13 +60,7 @@ async def turn(
     return await with_catalogue(ctx.for_turn(with_tools, "turn-ids"))
 
 
-async def call(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Envelope:
-    trigger = Trigger(
-        TriggerKind.HEARTBEAT, datetime(2026, 5, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
-    )
-    tool = toolset(ctx.current, trigger, ctx).find(name)
-    assert tool is not None, name
-    return await invoke(tool, arguments, ctx)
+call = call_offered
 
 
 async def test_known_things_of_the_right_kind_reach_the_game(

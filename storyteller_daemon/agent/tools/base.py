@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from progs.scalars import ID_KEYS, integer_value
+from progs.scalars import ID_KEYS, MAX_ID, integer_value, is_id
 from progs.types import ProgSignature
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.model import ToolSpec
@@ -51,7 +51,6 @@ from world_adapter.protocol import WorldClient
 log = logging.getLogger(__name__)
 
 Envelope = dict[str, Any]
-_INT64_MAX = 2**63 - 1
 MAX_ERROR_CHARS = 500
 """The longest error message a tool call gets back."""
 MALFORMED_PREFIX = "Malformed tool-call JSON: "
@@ -393,24 +392,19 @@ def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
     parsed = _as_id(value)
     if parsed is None:
         raise ToolError(f"Property '{key}' must contain an integer id.")
-    if not -_INT64_MAX - 1 <= parsed <= _INT64_MAX:
+    if not -MAX_ID - 1 <= parsed <= MAX_ID:
         raise ToolError(f"Property '{key}' must be a positive id; {_shown(parsed)} is not one.")
     return parsed
 
 
-def holdable_id(number: int) -> bool:
-    """Whether a world can have a thing with this id: a positive signed 64-bit integer."""
-    return 0 < number <= _INT64_MAX
-
-
 async def world_character(ctx: ToolContext, character_id: int) -> CharacterInfo | None:
     """The character with this id, or None; an id no world holds is not asked of it."""
-    return await ctx.world.character(character_id) if holdable_id(character_id) else None
+    return await ctx.world.character(character_id) if is_id(character_id) else None
 
 
 async def world_room(ctx: ToolContext, room_id: int) -> RoomInfo | None:
     """The room with this id, or None; an id no world holds is not asked of it."""
-    return await ctx.world.room(room_id) if holdable_id(room_id) else None
+    return await ctx.world.room(room_id) if is_id(room_id) else None
 
 
 def required_id(arguments: Mapping[str, Any], key: str) -> int:
@@ -437,7 +431,7 @@ def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
     parsed = integer_value(value)
     if parsed is None:
         raise ToolError(f"Property '{key}' must be an integer.")
-    if not -_INT64_MAX - 1 <= parsed <= _INT64_MAX:
+    if not -MAX_ID - 1 <= parsed <= MAX_ID:
         raise ToolError(f"Property '{key}' is out of range; {_shown(parsed)} is too large.")
     return parsed
 

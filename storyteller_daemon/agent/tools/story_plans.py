@@ -17,12 +17,12 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from progs.scalars import is_id
 from storyteller_daemon.agent.ports import StoryPlanStore
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
     from_players,
-    holdable_id,
     iso,
     optional_id,
     optional_int,
@@ -107,7 +107,7 @@ def _wait_for(value: Any, where: str) -> WaitFor | None:
         raise ToolError(f"{where} WaitFor must be an object or null.")
     room_id, character_id = optional_id(value, "RoomId"), optional_id(value, "CharacterId")
     for key, number in (("RoomId", room_id), ("CharacterId", character_id)):
-        if number is not None and not holdable_id(number):
+        if number is not None and not is_id(number):
             raise ToolError(f"{where} WaitFor {key} must be a positive id, not {number}.")
     try:
         return WaitFor(
