@@ -1,6 +1,7 @@
 """One tool call of a turn, from the model's arguments to the envelope the model gets back.
 
-Malformed argument JSON is an error the loop counts; a tool the turn does not offer is refused
+Malformed argument JSON (blank, too long or too deeply nested for the ``[limits]``, checked
+before it is parsed) is an error the loop counts; a tool the turn does not offer is refused
 (naming the destructive rule when the policy withholds it); a call identical to one already
 dispatched in the turn is skipped. The call then passes the policy point: a shadowed call gets a
 simulated success, a refused one the rule's error, and one that needs approval is parked. Only
@@ -36,6 +37,7 @@ from storyteller_daemon.agent.tools.base import (
 )
 from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval, ApprovalState
 from storyteller_daemon.domain.settings import Storyteller
 
@@ -84,6 +86,8 @@ class TurnState:
     """Prog calls that ran (or were simulated in shadow mode) in this turn."""
     kept: dict[str, str] = field(default_factory=dict)
     """What an earlier attempt of this turn kept in the journal, by entry name."""
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    """The turn's limits; a call's argument text is held to its size and depth bounds."""
 
 
 async def note(turn: TurnState, entry: str, body: str) -> None:
@@ -161,7 +165,11 @@ async def _run_call(
         )
 
     try:
-        arguments = parse_arguments(call.arguments)
+        arguments = parse_arguments(
+            call.arguments,
+            max_chars=turn.limits.max_argument_chars,
+            max_depth=turn.limits.max_argument_depth,
+        )
     except MalformedArguments as exc:
         return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
     tool = turn.tools.find(call.name)

@@ -155,6 +155,7 @@ class ToolLoop:
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
             kept=await _kept(ctx, turn_key),
+            limits=self._limits,
         )
         try:
             turn.record.outcome = await self._drive(turn, started)

@@ -79,6 +79,10 @@ class LimitsConfig(_Section):
     (`agent.context` shares it out by priority)."""
     max_situation_titles: PositiveInt = 25
     """Open situations listed at most in each of a prompt's two situation blocks."""
+    max_argument_chars: PositiveInt = 65_536
+    """Characters of one tool call's argument text; a longer one is refused as malformed."""
+    max_argument_depth: PositiveInt = 32
+    """Nesting of arrays and objects in one tool call's arguments, checked before parsing."""
 
     @model_validator(mode="before")
     @classmethod

@@ -24,12 +24,12 @@ from progs.types import ProgSignature
 from world_adapter.bridge.backoff import Backoff
 from world_adapter.bridge.connection import AdminHandler, BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import RemoteError
-from world_adapter.bridge.messages import FrameTooLarge
+from world_adapter.bridge.messages import ErrorCode, FrameTooLarge
 from world_adapter.bridge.methods import world_methods
 from world_adapter.bridge.stream import BridgeSubscription, Sleep
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, SystemBridgeClock
 from world_adapter.codec import CodecError
-from world_adapter.errors import TransientStreamError, WorldCommandError
+from world_adapter.errors import TransientStreamError, UnsupportedRequest, WorldCommandError
 from world_adapter.events import Cursor
 from world_adapter.facts import (
     MAX_PATH_EXITS,
@@ -38,6 +38,8 @@ from world_adapter.facts import (
     CharacterPlan,
     CharacterSummary,
     DateTimeReading,
+    EntityInfo,
+    EntityKind,
     LandmarkInfo,
     LandmarkSummary,
     PathRule,
@@ -206,6 +208,8 @@ class BridgeWorldClient(WorldClient):
                 connection = await self._request_connection()
                 return await connection.request(method, params, remaining), connection
             except RemoteError as exc:
+                if exc.code == ErrorCode.UNKNOWN_METHOD:
+                    raise UnsupportedRequest(exc.message) from None
                 raise WorldCommandError(exc.message) from None
             except FrameTooLarge:
                 raise WorldCommandError(f"The {method} request is too large to send.") from None
@@ -254,6 +258,11 @@ class BridgeWorldClient(WorldClient):
     async def room(self, room_id: int) -> RoomInfo | None:
         """One room, or None."""
         result: RoomInfo | None = await self.call("room", room_id=room_id)
+        return result
+
+    async def entity(self, kind: EntityKind, entity_id: int) -> EntityInfo | None:
+        """The thing of this kind with this id, or None."""
+        result: EntityInfo | None = await self.call("entity", kind=kind, entity_id=entity_id)
         return result
 
     async def progs(self) -> list[ProgSignature]:

@@ -110,6 +110,7 @@ METHODS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "online_players": _no_params(worldview.online_players),
     "character": lambda p: worldview.character_info(int_param(p, "character_id")),
     "room": lambda p: worldview.room_info(int_param(p, "room_id")),
+    "entity": lambda p: worldview.entity_info(str_param(p, "kind"), int_param(p, "entity_id")),
     "progs": _no_params(REGISTRY.catalogue),
     "landmarks": _no_params(worldview.landmarks),
     "landmark": lambda p: worldview.landmark(str_param(p, "name")),
