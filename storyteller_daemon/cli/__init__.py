@@ -124,6 +124,7 @@ def _register() -> None:
         runs,
         seed,
         sim,
+        world,
     )
 
     app.add_typer(db.app, name="db")
@@ -132,6 +133,7 @@ def _register() -> None:
     app.add_typer(seed.app, name="seed")
     app.add_typer(sim.app, name="sim")
     app.add_typer(bridge.app, name="bridge")
+    app.add_typer(world.app, name="world")
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
