@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from storyteller_daemon.app.adapters import build_world, close_if_closable
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.world_fit import WorldFacts, rooms_to_confirm
 from storyteller_daemon.errors import ServiceUnavailable
 from world_adapter.errors import FatalStreamError, WorldAdapterError
 
@@ -87,3 +89,21 @@ async def reach_world(
         yield ReachedWorld(world, identity, where)
     finally:
         await close_if_closable(world)
+
+
+async def world_facts(world: ReachedWorld, storytellers: Sequence[Storyteller]) -> WorldFacts:
+    """What `world` says about everything `storytellers` name: zones, rooms, progs.
+
+    Raises:
+        ServiceUnavailable: If the world stops answering.
+    """
+    try:
+        zones = await world.client.zones()
+        progs = await world.client.progs()
+        rooms = set().union(*zones.values()) if zones else set()
+        for room_id in sorted(rooms_to_confirm(storytellers, zones)):
+            if await world.client.room(room_id) is not None:
+                rooms.add(room_id)
+    except WorldAdapterError as exc:
+        raise world_unavailable(exc, world.where) from None
+    return WorldFacts(world.identity, zones, frozenset(rooms), progs)
