@@ -118,6 +118,7 @@ def _register() -> None:
         db,
         demo,
         doctor,
+        init,
         mcp,
         policy,
         run,
@@ -144,6 +145,7 @@ def _register() -> None:
     app.command("run")(run.run)
     app.command("demo")(demo.demo)
     app.command("doctor")(doctor.doctor)
+    app.command("init")(init.init)
 
 
 _register()

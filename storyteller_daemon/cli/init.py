@@ -1,0 +1,180 @@
+"""``storyteller init DIR``: start from your own world.
+
+Probes the game over the bridge, then writes into DIR a ``storyteller.toml`` for that game and
+a starter pack made from what the game answered (see `init_files`), plus a README of the next
+steps. On a terminal it asks for what the flags leave out; elsewhere the flags (or their
+defaults) are all it uses. It writes nothing when the game cannot be reached, and never
+overwrites a file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
+from storyteller_daemon.errors import EX_CONFIG, EX_USAGE, ConflictError, NotFoundError
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _choose_zones(given: list[int], zones: dict[int, frozenset[int]], ask: bool) -> tuple[int, ...]:
+    if not zones:
+        raise NotFoundError("the game lists no zones, so there is nothing a storyteller can watch")
+    known = ", ".join(str(z) for z in sorted(zones))
+    if not given and ask:
+        for zone in sorted(zones):
+            console.print(f"zone {zone}: {len(zones[zone])} room(s)")
+        answer = typer.prompt("Zones to watch (comma-separated)", default=known)
+        try:
+            given = [int(word) for word in answer.replace(",", " ").split()]
+        except ValueError:
+            raise typer.BadParameter(f"'{answer}' is not a list of zone ids") from None
+    chosen = tuple(sorted(set(given))) if given else tuple(sorted(zones))
+    for zone in chosen:
+        if zone not in zones:
+            raise NotFoundError(f"the game has no zone {zone} (zones: {known})")
+    return chosen
+
+
+@run_async
+async def init(
+    directory: Annotated[
+        Path, typer.Argument(help="Where to write the configuration and the pack.", metavar="DIR")
+    ],
+    game_url: Annotated[
+        str | None, typer.Option(help="The game's bridge URL, ws://host:port/path.")
+    ] = None,
+    token_env: Annotated[
+        str | None, typer.Option(help="Environment variable holding the bridge's shared secret.")
+    ] = None,
+    pack: Annotated[
+        str | None, typer.Option(help="The pack's directory name (default: from the game's name).")
+    ] = None,
+    zone: Annotated[
+        list[int] | None,
+        typer.Option("--zone", help="A zone to watch; repeat for more (default: every zone)."),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The storyteller's name (default: from the game's name).")
+    ] = None,
+    model: Annotated[str, typer.Option(help="The model of event turns.")] = "gpt-5-mini",
+    attention_model: Annotated[
+        str, typer.Option(help="The model of the attention gate.")
+    ] = "gpt-5-nano",
+    model_url: Annotated[
+        str, typer.Option(help="A Responses-API endpoint (default: OpenAI).")
+    ] = "",
+    api_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the model endpoint's key.")
+    ] = "OPENAI_API_KEY",
+    database: Annotated[
+        str | None,
+        typer.Option(help="Database URL (default: a SQLite file in DIR).", show_default=False),
+    ] = None,
+    seconds: Annotated[
+        float, typer.Option("--timeout", help="Seconds the game may take to answer.", min=0.1)
+    ] = 10.0,
+) -> None:
+    """Probe your game over the bridge and write a configuration and a starter pack for it."""
+    from storyteller_daemon.app.world_access import reach_world, world_facts
+    from storyteller_daemon.cli.init_files import (
+        InitChoices,
+        pack_slug,
+        render_attention_prompt,
+        render_config,
+        render_pack,
+        render_readme,
+        render_system_prompt,
+        usable_progs,
+    )
+    from storyteller_daemon.cli.world import ask as ask_world
+    from storyteller_daemon.config import parse_config
+    from storyteller_daemon.storage.pack_files import read_pack
+    from world_adapter.bridge.client import check_bridge_url
+
+    interactive = _interactive()
+    root = directory.expanduser().resolve()
+    if (root / "storyteller.toml").exists():
+        raise ConflictError(f"{root / 'storyteller.toml'} exists already; init never overwrites")
+    if game_url is None:
+        if not interactive:
+            raise fail("--game-url is required off a terminal (the game's bridge URL)", EX_USAGE)
+        game_url = typer.prompt("The game's bridge URL", default="ws://127.0.0.1:4010/storyteller")
+    try:
+        check_bridge_url(game_url)
+    except ValueError as exc:
+        raise fail(str(exc), EX_USAGE) from None
+    if token_env is None:
+        token_env = (
+            typer.prompt("Variable holding the bridge token", default=DEFAULT_TOKEN_ENV)
+            if interactive
+            else DEFAULT_TOKEN_ENV
+        )
+    if not os.environ.get(token_env, "").strip():
+        raise fail(f"environment variable {token_env} is not set (the bridge token)", EX_CONFIG)
+    database_url = database or f"sqlite+aiosqlite:///{root / 'storyteller.db'}"
+    probe = parse_config(
+        {
+            "database": {"url": database_url},
+            "world": {"kind": "bridge", "url": game_url, "token_env": token_env},
+        },
+        "storyteller init",
+    )
+    async with reach_world(probe, os.environ, seconds=seconds) as world:
+        zones = await ask_world(world, world.client.zones())
+        facts = await world_facts(world, ())
+    chosen = _choose_zones(list(zone or ()), zones, interactive)
+    default_pack = pack_slug(facts.identity)
+    if pack is None:
+        pack = typer.prompt("Pack name", default=default_pack) if interactive else default_pack
+    if name is None:
+        default_name = f"{facts.identity} Storyteller"
+        name = (
+            typer.prompt("Storyteller name", default=default_name) if interactive else default_name
+        )
+    pack_dir = root / pack
+    if pack_dir.exists():
+        raise ConflictError(f"{pack_dir} exists already; init never overwrites")
+    choices = InitChoices(
+        directory=root,
+        game_url=game_url,
+        token_env=token_env,
+        pack=pack,
+        storyteller=name,
+        zones=chosen,
+        database_url=database_url,
+        model=model,
+        attention_model=attention_model,
+        model_url=model_url,
+        api_key_env=api_key_env,
+    )
+    tools, left_out = usable_progs(facts.progs)
+    (pack_dir / "prompts").mkdir(parents=True)
+    files = {
+        pack_dir / "pack.toml": render_pack(choices, facts, tools),
+        pack_dir / "prompts" / "system.md": render_system_prompt(choices, facts),
+        pack_dir / "prompts" / "attention.md": render_attention_prompt(choices, facts),
+        root / "storyteller.toml": render_config(choices, facts),
+        root / "README.md": render_readme(choices, facts, left_out),
+    }
+    for path, text in files.items():
+        if path.exists():
+            raise ConflictError(f"{path} exists already; init never overwrites")
+        path.write_text(text, encoding="utf-8")
+    read_pack(pack_dir)  # what seed load will read: a ConfigError here is ours to fix
+    console.print(f"{facts.identity}: {len(zones)} zone(s), {len(facts.progs)} prog(s)")
+    for path in files:
+        console.print(f"wrote {path}", markup=False)
+    console.print(
+        f'storyteller "{name}" (paused) watches zone(s) {", ".join(map(str, chosen))} with '
+        f"{len(tools)} prog tool(s); next steps: {root / 'README.md'}",
+        markup=False,
+    )
