@@ -2,9 +2,10 @@
 
 Probes the game over the bridge, then writes into DIR a ``storyteller.toml`` for that game and
 a starter pack made from what the game answered (see `init_files`), plus a README of the next
-steps. On a terminal it asks for what the flags leave out; elsewhere the flags (or their
-defaults) are all it uses. It writes nothing when the game cannot be reached, and never
-overwrites a file.
+steps. Given ``--config`` (an installed daemon's configuration), it uses that file's game and
+database and writes only the pack and the README. On a terminal it asks for what the flags
+leave out; elsewhere the flags (or their defaults) are all it uses. It writes nothing when the
+game cannot be reached, and never overwrites a file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.cli.common import console, fail, run_async, state
 from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
 from storyteller_daemon.errors import EX_CONFIG, EX_USAGE, ConflictError, NotFoundError
 
@@ -44,8 +45,13 @@ def _choose_zones(given: list[int], zones: dict[int, frozenset[int]], ask: bool)
     return chosen
 
 
+def _config_file(configured: str | None, root: Path) -> Path:
+    return Path(configured).resolve() if configured else root / "storyteller.toml"
+
+
 @run_async
 async def init(
+    ctx: typer.Context,
     directory: Annotated[
         Path, typer.Argument(help="Where to write the configuration and the pack.", metavar="DIR")
     ],
@@ -102,8 +108,25 @@ async def init(
 
     interactive = _interactive()
     root = directory.expanduser().resolve()
-    if (root / "storyteller.toml").exists():
-        raise ConflictError(f"{root / 'storyteller.toml'} exists already; init never overwrites")
+    configured = state(ctx).config_path
+    if configured is not None:  # an installed daemon's config: its world, its database
+        if game_url is not None or token_env is not None or database is not None:
+            raise fail(
+                "--game-url, --token-env and --database come from the configuration given with "
+                "--config; leave them out",
+                EX_USAGE,
+            )
+        cfg = state(ctx).config()
+        if cfg.world.kind != "bridge":
+            raise fail(
+                f'{configured}: [world] kind is "{cfg.world.kind}"; init writes a pack for a game '
+                'over the bridge (kind = "bridge", url, token_env)',
+                EX_CONFIG,
+            )
+        game_url, token_env, database = cfg.world.url, cfg.world.token_env, cfg.database.url
+    config_file = _config_file(configured, root)
+    if configured is None and config_file.exists():
+        raise ConflictError(f"{config_file} exists already; init never overwrites")
     if game_url is None:
         if not interactive:
             raise fail("--game-url is required off a terminal (the game's bridge URL)", EX_USAGE)
@@ -155,19 +178,22 @@ async def init(
         attention_model=attention_model,
         model_url=model_url,
         api_key_env=api_key_env,
+        config_file=config_file,
     )
     tools, left_out = usable_progs(facts.progs)
-    (pack_dir / "prompts").mkdir(parents=True)
     files = {
         pack_dir / "pack.toml": render_pack(choices, facts, tools),
         pack_dir / "prompts" / "system.md": render_system_prompt(choices, facts),
         pack_dir / "prompts" / "attention.md": render_attention_prompt(choices, facts),
-        root / "storyteller.toml": render_config(choices, facts),
         root / "README.md": render_readme(choices, facts, left_out),
     }
-    for path, text in files.items():
+    if configured is None:
+        files[config_file] = render_config(choices, facts)
+    for path in files:
         if path.exists():
             raise ConflictError(f"{path} exists already; init never overwrites")
+    (pack_dir / "prompts").mkdir(parents=True)
+    for path, text in files.items():
         path.write_text(text, encoding="utf-8")
     read_pack(pack_dir)  # what seed load will read: a ConfigError here is ours to fix
     console.print(f"{facts.identity}: {len(zones)} zone(s), {len(facts.progs)} prog(s)")

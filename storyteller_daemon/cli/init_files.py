@@ -44,6 +44,8 @@ class InitChoices:
     attention_model: str = "gpt-5-nano"
     model_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"
+    config_file: Path | None = None
+    """The configuration the next steps name (default: DIR/storyteller.toml)."""
 
 
 def toml_text(value: str) -> str:
@@ -241,7 +243,7 @@ token_env = {toml_text(choices.token_env)}
 
 def render_readme(choices: InitChoices, world: WorldFacts, left_out: Sequence[str]) -> str:
     """The next steps, in order, with this directory's names filled in."""
-    config = choices.directory / "storyteller.toml"
+    config = choices.config_file or choices.directory / "storyteller.toml"
     pack = choices.directory / choices.pack
     name = choices.storyteller
     skipped = "".join(f"\n- {line}" for line in left_out)
@@ -255,8 +257,8 @@ def render_readme(choices: InitChoices, world: WorldFacts, left_out: Sequence[st
 
 `storyteller init` wrote, for the game at {choices.game_url}:
 
-- `storyteller.toml`: the daemon's configuration (the game over the bridge, the database, the
-  model endpoint).
+- `{config}`: the daemon's configuration (the game over the bridge, the database, the model
+  endpoint), unless it was there already.
 - `{choices.pack}/`: a starter pack. One storyteller, "{name}", paused, watching zone(s)
   {", ".join(str(z) for z in choices.zones)}; every prog of the game as a custom tool.
 {skipped_note}

@@ -86,3 +86,24 @@ def test_a_refused_token_writes_nothing(game: ServedSim, tmp_path: Path) -> None
     code, _, err = init(str(tmp_path / "x"), "--game-url", game.url, env={"INIT_TOKEN": "wrong"})
     assert code == 69 and "refused the bridge token" in err
     assert not (tmp_path / "x").exists()
+
+
+def test_with_a_config_init_uses_its_game_and_writes_only_the_pack(
+    game: ServedSim, tmp_path: Path
+) -> None:
+    config = tmp_path / "installed.toml"
+    config.write_text(
+        f'[database]\nurl = "sqlite+aiosqlite:///{tmp_path}/st.db"\n\n'
+        f'[world]\nkind = "bridge"\nurl = "{game.url}"\ntoken_env = "INIT_TOKEN"\n',
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    args = ["--config", str(config), "init", str(tmp_path / "packs"), "--pack", "keep"]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "packs").iterdir()) == ["README.md", "keep"]
+    assert f"storyteller --config {config} seed load" in (
+        tmp_path / "packs" / "README.md"
+    ).read_text(encoding="utf-8")
+    result = runner.invoke(app, [*args[:3], "other", "--game-url", game.url], env=ENV)
+    assert result.exit_code == 64 and "come from the configuration" in result.stderr
