@@ -125,6 +125,7 @@ def _register() -> None:
         runs,
         seed,
         sim,
+        tools,
         world,
     )
 
@@ -135,6 +136,7 @@ def _register() -> None:
     app.add_typer(sim.app, name="sim")
     app.add_typer(bridge.app, name="bridge")
     app.add_typer(world.app, name="world")
+    app.add_typer(tools.app, name="tools")
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
