@@ -1,11 +1,11 @@
 """Whether a storyteller fits a world: the ids and progs it names exist there, as it expects.
 
 A storyteller names world things its pack or an admin chose: surveillance zones and rooms, the
-progs behind its custom tools, status and player-information progs, and (from its pack) the
-world it was written for and the prog types its tools expect. `misfits` compares all of that
-with what a world answered (`WorldFacts`) and returns one `Misfit` per problem, each naming
-the storyteller, the field and the value, so `storyteller doctor` and ``seed load
---check-world`` can say exactly what to change.
+progs behind its custom tools, its status, player-information and context-provider progs, and
+(from its pack) the world it was written for and the prog types its tools expect. `misfits`
+compares all of that with what a world answered (`WorldFacts`) and returns one `Misfit` per
+problem, each naming the storyteller, the field and the value, so `storyteller doctor` and
+``seed load --check-world`` can say exactly what to change.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from progs.types import ProgSignature
+from storyteller_daemon.domain.direction import ProviderKind
 from storyteller_daemon.domain.settings import CustomTool, Storyteller
 
 
@@ -157,6 +158,11 @@ def misfits(st: Storyteller, world: WorldFacts) -> list[Misfit]:
     if st.player_info_prog:
         misfit = _prog_misfit(st, "player_info_prog", st.player_info_prog, world)
         found.extend([misfit] if misfit else [])
+    for provider in st.direction.providers:
+        if provider.kind is ProviderKind.PROG:
+            field = f"direction.providers.{provider.name}.source"
+            misfit = _prog_misfit(st, field, provider.source, world)
+            found.extend([misfit] if misfit else [])
     for tool in st.custom_tools:
         found.extend(_tool_misfits(st, tool, world))
     return found
