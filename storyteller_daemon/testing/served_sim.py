@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -19,25 +19,12 @@ from world_adapter.sim import SimWorld
 
 @dataclass(frozen=True)
 class ServedSim:
-    """A running stand-in game: its bridge URL and the server (its world is `server.world`)."""
+    """A running stand-in game: its bridge URL, the server (its world is `server.world`) and
+    the event loop it runs on."""
 
     url: str
     server: BridgeServer
     loop: asyncio.AbstractEventLoop
-
-    def call(self, action: Callable[[], object]) -> None:
-        """Run `action` on the game's own loop (e.g. make something happen) and wait for it."""
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                action()
-            finally:
-                done.set()
-
-        self.loop.call_soon_threadsafe(run)
-        if not done.wait(10):
-            raise TimeoutError("the served sim did not run the action")
 
 
 @contextmanager
