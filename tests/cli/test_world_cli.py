@@ -129,3 +129,15 @@ def test_an_unreachable_game_is_one_line(tmp_path: Path) -> None:
 def test_an_unset_token_variable_is_a_config_error(game: ServedSim, tmp_path: Path) -> None:
     code, _, err = world(_config(tmp_path, game.url), "zones", env={"WORLD_TOKEN": ""})
     assert code == 78 and "WORLD_TOKEN is not set" in err and err.count("\n") == 1
+
+
+def test_the_embedded_sim_world_answers_too(tmp_path: Path) -> None:
+    config = tmp_path / "sim.toml"
+    config.write_text(
+        f'[database]\nurl = "sqlite+aiosqlite:///{tmp_path}/st.db"\n[world]\nkind = "sim"\n',
+        encoding="utf-8",
+    )
+    code, out, _ = world(str(config), "zones")
+    assert code == 0 and "Zones of sim" in out
+    code, out, err = world(str(config), "room", "4242")
+    assert code == 65 and "the embedded sim world has no room 4242" in err
