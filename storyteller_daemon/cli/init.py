@@ -100,6 +100,7 @@ async def init(
         render_readme,
         render_system_prompt,
         usable_progs,
+        zones_phrase,
     )
     from storyteller_daemon.cli.world import ask as ask_world
     from storyteller_daemon.config import parse_config
@@ -200,7 +201,7 @@ async def init(
     for path in files:
         console.print(f"wrote {path}", markup=False)
     console.print(
-        f'storyteller "{name}" (paused) watches zone(s) {", ".join(map(str, chosen))} with '
+        f'storyteller "{name}" (paused) watches {zones_phrase(chosen)} with '
         f"{len(tools)} prog tool(s); next steps: {root / 'README.md'}",
         markup=False,
     )

@@ -53,6 +53,17 @@ def toml_text(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def toml_key(name: str) -> str:
+    """`name` as a TOML key: bare when it may be, quoted otherwise."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else toml_text(name)
+
+
+def zones_phrase(zones: Sequence[int]) -> str:
+    """``zone 1`` or ``zones 1, 2``."""
+    ids = ", ".join(str(z) for z in zones)
+    return f"zone {ids}" if len(zones) == 1 else f"zones {ids}"
+
+
 def pack_slug(name: str) -> str:
     """A directory name from a game's name: ``Harbour Town (sim)`` → ``harbour-town-sim``."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
@@ -83,7 +94,7 @@ def usable_progs(progs: Sequence[ProgSignature]) -> tuple[list[ProgSignature], l
     usable, left_out = [], []
     for prog in sorted(progs, key=lambda p: p.name.casefold()):
         probe = CustomTool(
-            name="Probe",
+            name=_tool_name(prog, set()),
             description="",
             prog=prog.name,
             parameter_descriptions=tuple((p, "x") for p in prog.parameter_names),
@@ -92,7 +103,7 @@ def usable_progs(progs: Sequence[ProgSignature]) -> tuple[list[ProgSignature], l
         if problem is None:
             usable.append(prog)
         else:
-            left_out.append(f"{prog.name}: {problem.replace('Custom tool', 'as a tool,', 1)}")
+            left_out.append(f"{prog.name}: {problem}")
     return usable, left_out
 
 
@@ -108,14 +119,16 @@ def render_tools(progs: Sequence[ProgSignature]) -> str:
             f"prog = {toml_text(prog.name)}",
             f"returns = {toml_text(prog.return_type.describe())}",
             "echo_only = false",
-            "",
-            "[storyteller.tools.parameters]",
         ]
-        for p in prog.parameters:
-            text = _parameter_text(p.name, p.type.describe(), p.type.element)
-            lines.append(f"{toml_text(p.name)} = {toml_text(text)}")
-        lines += ["", "[storyteller.tools.types]"]
-        lines += [f"{toml_text(p.name)} = {toml_text(p.type.describe())}" for p in prog.parameters]
+        if prog.parameters:
+            lines += ["", "[storyteller.tools.parameters]"]
+            for p in prog.parameters:
+                text = _parameter_text(p.name, p.type.describe(), p.type.element)
+                lines.append(f"{toml_key(p.name)} = {toml_text(text)}")
+            lines += ["", "[storyteller.tools.types]"]
+            lines += [
+                f"{toml_key(p.name)} = {toml_text(p.type.describe())}" for p in prog.parameters
+            ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -125,10 +138,11 @@ def render_pack(choices: InitChoices, world: WorldFacts, progs: Sequence[ProgSig
     zones = ", ".join(str(z) for z in choices.zones)
     header = f"""# A starter pack for {world.identity}, written by `storyteller init`.
 #
-# One storyteller, paused, watching zone(s) {zones}. Every prog the game offered became a custom
-# tool with its parameter and return types; delete the tools this storyteller should not have
-# and describe the parameters of the rest. Search the prompts for "{EDIT_MARK}" and write its
-# remit before you unpause it. seed/README.md in the storyteller distribution documents every key.
+# One storyteller, paused, watching {zones_phrase(choices.zones)}.
+# Every prog the game offered became a custom tool with its parameter and return types; delete
+# the tools this storyteller should not have and describe the parameters of the rest. Search the
+# prompts for "{EDIT_MARK}" and write its remit before you unpause it. seed/README.md in the
+# storyteller distribution documents every key.
 
 [pack]
 description = {toml_text(f"A starter storyteller for {world.identity}.")}
@@ -137,7 +151,7 @@ world = {toml_text(world.identity)}
 
 [[storyteller]]
 name = {toml_text(choices.storyteller)}
-description = {toml_text(f"The storyteller of {world.identity} (zones {zones}).")}
+description = {toml_text(f"The storyteller of {world.identity}, {zones_phrase(choices.zones)}.")}
 starts_paused = true
 subscriptions = ["room", "speech", "crime", "state"]
 
@@ -257,27 +271,28 @@ def render_readme(choices: InitChoices, world: WorldFacts, left_out: Sequence[st
 
 `storyteller init` wrote, for the game at {choices.game_url}:
 
-- `{config}`: the daemon's configuration (the game over the bridge, the database, the model
-  endpoint), unless it was there already.
-- `{choices.pack}/`: a starter pack. One storyteller, "{name}", paused, watching zone(s)
-  {", ".join(str(z) for z in choices.zones)}; every prog of the game as a custom tool.
+- the daemon's configuration (the game over the bridge, the database, the model endpoint),
+  unless it was there already: `{config}`
+- a starter pack, `{choices.pack}/`: one storyteller, "{name}", paused, watching
+  {zones_phrase(choices.zones)}, with every prog of the game as a custom tool.
 {skipped_note}
 ## Next steps
 
 1. Write the remit: search `{choices.pack}/prompts/` for "{EDIT_MARK}" and replace each mark.
    Delete the tools this storyteller should not have from `{choices.pack}/pack.toml`.
-2. Put the secrets in the daemon's environment: `{choices.token_env}` (the bridge token the game
-   was given) and `{choices.api_key_env}` (the model endpoint's key).
-3. Create the database, load the pack and check everything:
+2. Put the secrets in the daemon's environment: `{choices.token_env}` (the bridge token the
+   game was given) and `{choices.api_key_env}` (the model endpoint's key).
+3. Create the database, load the pack, check everything and start the storyteller:
 
    ```sh
    storyteller --config {config} db upgrade
    storyteller --config {config} seed load {pack} --check-world
    storyteller --config {config} doctor
+   storyteller --config {config} ais unpause "{name}"
+   storyteller --config {config} run
    ```
 
-4. Start it: `storyteller --config {config} ais unpause "{name}"`, then
-   `storyteller --config {config} run` (or install the systemd unit; see docs/operations.md).
+   Under systemd, install the unit instead of `run` (docs/operations.md).
 
 `storyteller --config {config} world zones` (and `rooms`, `progs`, `online`) shows the game's
 ids while you edit the pack; run `seed load` again after each change.

@@ -69,7 +69,7 @@ async def test_a_new_admin_gets_a_turn_on_their_own_world(tmp_path: Path) -> Non
                 "--model-url", api.base_url, env=env,
             )  # fmt: skip
             assert code == 0, err
-            assert f'storyteller "{STORYTELLER}" (paused) watches zone(s) 1' in out
+            assert f'storyteller "{STORYTELLER}" (paused) watches zone 1' in out
             pack = home / "harbour-town-sim"
             assert sorted(p.name for p in home.iterdir()) == [
                 "README.md", "harbour-town-sim", "storyteller.toml"
