@@ -11,7 +11,9 @@ game cannot be reached, and never overwrites a file.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -43,6 +45,23 @@ def _choose_zones(given: list[int], zones: dict[int, frozenset[int]], ask: bool)
         if zone not in zones:
             raise NotFoundError(f"the game has no zone {zone} (zones: {known})")
     return chosen
+
+
+def _write_pack(pack_dir: Path, files: dict[str, str]) -> None:
+    """Write the pack beside its final place, read it as ``seed load`` will, then move it there:
+    a pack that would not load (a name the rules refuse, say) leaves nothing behind."""
+    from storyteller_daemon.storage.pack_files import read_pack
+
+    pack_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".init-", dir=pack_dir.parent))
+    try:
+        for name, text in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text, encoding="utf-8")
+        read_pack(staging)
+        staging.rename(pack_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _config_file(configured: str | None, root: Path) -> Path:
@@ -104,7 +123,6 @@ async def init(
     )
     from storyteller_daemon.cli.world import ask as ask_world
     from storyteller_daemon.config import parse_config
-    from storyteller_daemon.storage.pack_files import read_pack
     from world_adapter.bridge.client import check_bridge_url
 
     interactive = _interactive()
@@ -164,6 +182,8 @@ async def init(
         name = (
             typer.prompt("Storyteller name", default=default_name) if interactive else default_name
         )
+    if Path(pack).name != pack or pack in ("", ".", ".."):
+        raise fail(f"--pack '{pack}' must be a directory name, not a path", EX_USAGE)
     pack_dir = root / pack
     if pack_dir.exists():
         raise ConflictError(f"{pack_dir} exists already; init never overwrites")
@@ -182,21 +202,21 @@ async def init(
         config_file=config_file,
     )
     tools, left_out = usable_progs(facts.progs)
-    files = {
-        pack_dir / "pack.toml": render_pack(choices, facts, tools),
-        pack_dir / "prompts" / "system.md": render_system_prompt(choices, facts),
-        pack_dir / "prompts" / "attention.md": render_attention_prompt(choices, facts),
-        root / "README.md": render_readme(choices, facts, left_out),
+    pack_files = {
+        "pack.toml": render_pack(choices, facts, tools),
+        "prompts/system.md": render_system_prompt(choices, facts),
+        "prompts/attention.md": render_attention_prompt(choices, facts),
     }
+    others = {root / "README.md": render_readme(choices, facts, left_out)}
     if configured is None:
-        files[config_file] = render_config(choices, facts)
-    for path in files:
+        others[config_file] = render_config(choices, facts)
+    for path in others:
         if path.exists():
             raise ConflictError(f"{path} exists already; init never overwrites")
-    (pack_dir / "prompts").mkdir(parents=True)
-    for path, text in files.items():
+    _write_pack(pack_dir, pack_files)
+    for path, text in others.items():
         path.write_text(text, encoding="utf-8")
-    read_pack(pack_dir)  # what seed load will read: a ConfigError here is ours to fix
+    files = [*(pack_dir / name for name in pack_files), *others]
     console.print(f"{facts.identity}: {len(zones)} zone(s), {len(facts.progs)} prog(s)")
     for path in files:
         console.print(f"wrote {path}", markup=False)

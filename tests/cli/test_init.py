@@ -107,3 +107,11 @@ def test_with_a_config_init_uses_its_game_and_writes_only_the_pack(
     ).read_text(encoding="utf-8")
     result = runner.invoke(app, [*args[:3], "other", "--game-url", game.url], env=ENV)
     assert result.exit_code == 64 and "come from the configuration" in result.stderr
+
+
+def test_a_pack_that_would_not_load_leaves_nothing_behind(game: ServedSim, tmp_path: Path) -> None:
+    code, _, err = init(str(tmp_path / "x"), "--game-url", game.url, "--name", "  ")
+    assert code == 78 and "name" in err and err.count("\n") == 1
+    assert list((tmp_path / "x").iterdir()) == []
+    code, _, err = init(str(tmp_path / "y"), "--game-url", game.url, "--pack", "../elsewhere")
+    assert code == 64 and "must be a directory name" in err
