@@ -76,16 +76,17 @@ async def list_(
     seed_dir: SeedDir = SEED_DIR,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show the packs under seed/: their storytellers and how many documents each holds."""
+    """Show the packs under seed/: the world each was written for, its storytellers and how many
+    documents it holds."""
     from storyteller_daemon.storage.seeding import list_packs, read_pack
 
-    rows: list[tuple[str, str, str, str]] = []
+    rows: list[tuple[str, str, str, str, str]] = []
     packs: list[dict[str, object]] = []
     for pack_dir in list_packs(seed_dir):
         try:
             pack = read_pack(pack_dir, seed_dir)
         except ConfigError as exc:
-            rows.append((pack_dir.name, f"invalid: {exc}", "", ""))
+            rows.append((pack_dir.name, f"invalid: {exc}", "", "", ""))
             packs.append({"name": pack_dir.name, "error": str(exc)})
             continue
         storytellers = [st.name for st in pack.storytellers]
@@ -93,6 +94,7 @@ async def list_(
             (
                 pack.name,
                 pack.description,
+                pack.world or "unsaid",
                 ", ".join(storytellers) or "none",
                 str(len(pack.documents)),
             )
@@ -103,12 +105,13 @@ async def list_(
                 "description": pack.description,
                 "storytellers": storytellers,
                 "documents": len(pack.documents),
+                "world": pack.world,
             }
         )
     if as_json:
         print_json(packs)
         return
-    print_table("Packs", ["Pack", "Description", "Storytellers", "Documents"], rows)
+    print_table("Packs", ["Pack", "Description", "Written for", "Storytellers", "Documents"], rows)
 
 
 @app.command("load")
