@@ -398,7 +398,8 @@ async def doctor(
     ] = 10.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check the config, database, model endpoint, world and webhook; exit 1 on any problem."""
+    """Check the config, database, model endpoint, world (and that storytellers fit it) and webhook;
+    exit 1 on any problem."""
     if config is not None:
         state(ctx).config_path = config
     findings = await Doctor(os.environ, check_seconds).run(
