@@ -122,12 +122,15 @@ def _register() -> None:
         db,
         demo,
         doctor,
+        init,
         mcp,
         policy,
         run,
         runs,
         seed,
         sim,
+        tools,
+        world,
     )
 
     app.add_typer(db.app, name="db")
@@ -136,6 +139,8 @@ def _register() -> None:
     app.add_typer(seed.app, name="seed")
     app.add_typer(sim.app, name="sim")
     app.add_typer(bridge.app, name="bridge")
+    app.add_typer(world.app, name="world")
+    app.add_typer(tools.app, name="tools")
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
@@ -146,6 +151,7 @@ def _register() -> None:
     app.command("run")(run.run)
     app.command("demo")(demo.demo)
     app.command("doctor")(doctor.doctor)
+    app.command("init")(init.init)
 
 
 _register()

@@ -80,7 +80,10 @@ class Doctor:
             from storyteller_daemon.cli.doctor_models import probe_models
 
             findings.extend(await probe_models(cfg, self._environ, models, self._timeout))
-        findings.append(await self.world(cfg))
+        world = await self.world(cfg)
+        findings.append(world)
+        if database.ok and world.ok:
+            findings.extend(await self.fit(cfg))
         findings.extend(await self.mcp(cfg))
         findings.append(await self.webhook(cfg, send_test_alert=send_test_alert))
         return findings
@@ -240,7 +243,7 @@ class Doctor:
         from storyteller_daemon.app import build_world
 
         try:
-            world = build_world(cfg)
+            world = build_world(cfg, self._environ)
         except ConfigError as exc:
             return problem("world", exc.problem, "fix [world] in the configuration")
         try:
@@ -257,6 +260,37 @@ class Doctor:
             if close is not None:
                 await close()
         return ok("world", f"{cfg.world.kind} world answers ({len(zones)} zones)")
+
+    async def fit(self, cfg: Config) -> list[Finding]:
+        """Each storyteller's zones, rooms and progs exist in the world, as it expects them.
+
+        One problem per mismatch, naming the storyteller, the field and the value.
+        """
+        from storyteller_daemon.app import open_store
+        from storyteller_daemon.app.world_access import reach_world, world_facts
+        from storyteller_daemon.domain.world_fit import misfits
+
+        store = open_store(cfg, self._environ)
+        try:
+            storytellers = await store.storytellers.list()
+        finally:
+            await store.close()
+        if not storytellers:
+            return [ok("fit", "no storytellers yet to check against the world")]
+        try:
+            async with (
+                asyncio.timeout(self._timeout * 3),
+                reach_world(cfg, self._environ, seconds=self._timeout) as world,
+            ):
+                facts = await world_facts(world, storytellers)
+        except (StorytellerError, TimeoutError) as exc:
+            detail = str(exc) or "the world did not answer in time"
+            return [problem("fit", detail, "check that the game and its bridge run")]
+        found = [m for st in storytellers for m in misfits(st, facts)]
+        if not found:
+            detail = f"{len(storytellers)} storyteller(s) name only zones, rooms and progs "
+            return [ok("fit", detail + f"that {facts.identity} has")]
+        return [problem("fit", str(m), _fit_fix(m.field, m.storyteller)) for m in found]
 
     async def mcp(self, cfg: Config) -> list[Finding]:
         """Each configured MCP server starts (or answers) and lists its tools; none: no check."""
@@ -328,6 +362,24 @@ class Doctor:
         )
 
 
+def _fit_fix(field: str, storyteller: str) -> str:
+    """What to do about one misfit, by the kind of field."""
+    if field == "world":
+        return (
+            "load a pack written for this world (`storyteller init` writes one), or, once the "
+            "pack is adapted, set its [pack] world to this world's name and load it again"
+        )
+    if field.startswith("surveillance."):
+        return (
+            "`storyteller world zones` and `storyteller world rooms` list the ids; fix the pack "
+            f'and load it again, or `storyteller ais set "{storyteller}" surveillance`'
+        )
+    return (
+        "`storyteller world progs` lists the progs with their types; fix the pack and load it "
+        "again, or change the storyteller with `storyteller ais set`"
+    )
+
+
 def _missing_sqlite_file(url: str) -> str | None:
     """The path of a SQLite database file that does not exist yet, else None."""
     scheme, _, rest = url.partition(":///")
@@ -372,8 +424,8 @@ async def doctor(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check the config, database, model endpoints and models, world and webhook; exit 1 on any
-    problem."""
+    """Check the config, database, model endpoints and models, world (and that storytellers fit
+    it) and webhook; exit 1 on any problem."""
     if config is not None:
         state(ctx).config_path = config
     findings = await Doctor(os.environ, check_seconds, offline=offline).run(

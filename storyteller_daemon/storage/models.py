@@ -94,6 +94,8 @@ class StorytellerRow(Base):
     (see `direction_json`)."""
     daily_budget_usd: Mapped[float | None] = mapped_column(Float)
     """Its own daily USD cap (0: none); NULL leaves it to ``[budgets]``."""
+    written_for: Mapped[str | None] = mapped_column(String(200))
+    """The world its pack was written for (``sim`` or a game's name); NULL: unsaid."""
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -137,6 +139,8 @@ class CustomToolRow(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     prog: Mapped[str] = mapped_column(String(200))
     echo_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    return_type: Mapped[str | None] = mapped_column(String(100))
+    """The prog return type the tool was written for; NULL: unsaid."""
 
     parameters: Mapped[list[CustomToolParameterRow]] = relationship(
         cascade="all, delete-orphan",
@@ -157,6 +161,8 @@ class CustomToolParameterRow(Base):
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     position: Mapped[int] = mapped_column(Integer)
     description: Mapped[str] = mapped_column(Text, default="")
+    type_name: Mapped[str | None] = mapped_column(String(100))
+    """The prog type the tool was written for (``Number``); NULL: unsaid."""
 
 
 class SituationRow(Base):

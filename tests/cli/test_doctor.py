@@ -81,7 +81,7 @@ async def test_a_healthy_setup_passes_every_check(
     checks = by_check(findings)
     assert list(checks) == [
         "config", "http", "database", "model", "models", "prices", "model gpt-5",
-        "model gpt-5-nano", "world", "webhook"
+        "model gpt-5-nano", "world", "fit", "webhook"
     ]  # fmt: skip
     assert checks["database"][0].detail.startswith("sqlite database reachable, schema current")
     assert checks["model"][0].detail == f"{endpoint.base_url} accepts the key and lists 3 models"
@@ -347,6 +347,7 @@ def test_the_command_prints_a_line_per_check_and_exits_1_on_a_problem(tmp_path: 
         ["fix", "put"],
         ["ok", "prices"],
         ["ok", "world"],
+        ["ok", "fit"],
         ["ok", "webhook"],
     ]
     assert "DOCTOR_TEST_UNSET_KEY is not set" in lines[3]

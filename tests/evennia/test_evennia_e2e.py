@@ -5,7 +5,9 @@ own. A player logs in over telnet and speaks; the daemon (SQLite, the harbour-wa
 set to watch the player's room, the scripted Responses server through the real openai SDK) hears
 it over the bridge, creates a situation and runs the game's EchoToRoom prog, whose words the
 player sees. The conformance suite passes against the same game, and the room tap reports moves
-and poses. Everything started here is stopped here.
+and poses. A new admin goes from an empty directory to a turn with the CLI alone (`init`, `db
+upgrade`, `seed load --check-world`, `doctor`, `ais unpause`, `run`). Everything started here is
+stopped here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -578,3 +581,74 @@ async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
     assert ("admin (game, Developer)", "pause") in actions  # the CLI's own entry, as the caller
     assert ("admin (game, Developer)", "game_admin") in actions
     assert ("bob (game, Builder)", "game_admin_refused") in actions
+
+
+# ---------------------------------------------------------------- a new admin, from nothing
+
+
+async def _storyteller(*args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`storyteller ARGS` in its own process, as an admin types it; exit code and output."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "storyteller_daemon", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+async def test_a_new_admin_goes_from_an_empty_directory_to_a_turn(
+    game: EvenniaGame, player: TelnetClient, tmp_path: Any
+) -> None:
+    """init → db upgrade → seed load --check-world → doctor → ais unpause → run, on Evennia."""
+    from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+
+    await player.send_line("@tag here = limbo:zone")
+    await player.read_until("limbo")
+    home = tmp_path / "my-game"
+    key = "sk-evennia-admin"
+    async with ScriptedResponsesServer(responder=ModelResponder(OfflineStandInModel())) as api:
+        api.models, api.api_key = ["gpt-5-mini", "gpt-5-nano"], key
+        env = {**os.environ, TOKEN_ENV: game.token, "OPENAI_API_KEY": key}
+        env.pop("STORYTELLER_CONFIG", None)
+        code, out = await _storyteller(
+            "init", str(home), "--game-url", game.bridge_url, "--pack", "my-game",
+            "--name", "Limbo Storyteller", "--model-url", api.base_url, env=env,
+        )  # fmt: skip
+        assert code == 0, out
+        pack = read_pack(home / "my-game")
+        [st] = pack.storytellers
+        assert pack.world == "game" and st.paused  # Evennia's SERVERNAME of `evennia --init game`
+        echo = st.tool("EchoToRoom")
+        assert echo is not None and echo.parameter_types == (("Room", "Location"), ("Text", "Text"))
+        base = ["--config", str(home / "storyteller.toml")]
+        for step in (["db", "upgrade"], ["seed", "load", str(home / "my-game"), "--check-world"]):
+            code, out = await _storyteller(*base, *step, env=env)
+            assert code == 0, out
+        code, out = await _storyteller(*base, "doctor", env=env)
+        assert code == 0, out
+        assert all(line.startswith("ok") for line in out.splitlines() if line.strip()), out
+        code, out = await _storyteller(*base, "ais", "unpause", "Limbo Storyteller", env=env)
+        assert code == 0, out
+
+        subscribed = game.server_log().count("subscribed to")
+        daemon = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "storyteller_daemon", *base, "run", "--seconds", "120",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            await until(
+                lambda: game.server_log().count("subscribed to") > subscribed,
+                "the daemon to subscribe",
+                seconds=60,
+            )
+            await player.send_line("say Stop, thief!")
+            # the stand-in's turn runs a prog taking a room and a text: the player sees it
+            await player.read_until(DEFAULT_AMBIENT_LINE, within=60)
+            daemon.send_signal(signal.SIGTERM)
+            out_bytes, _ = await asyncio.wait_for(daemon.communicate(), 60)
+        finally:
+            if daemon.returncode is None:
+                daemon.kill()
+                await daemon.wait()
+        assert daemon.returncode == 0, out_bytes.decode()

@@ -238,6 +238,15 @@ class BridgeWorldClient(WorldClient):
                 await self._requests.close()
                 self._requests = None
 
+    async def game(self) -> str:
+        """The game's name from its welcome (``""`` when it gives none), connecting if need be.
+
+        Raises:
+            FatalStreamError: If the game refuses the token or the protocol version.
+            TransientStreamError: If the game cannot be reached or the handshake fails.
+        """
+        return (await self._request_connection()).welcome.game
+
     # ------------------------------------------------------------------ WorldClient queries
 
     async def zones(self) -> dict[int, frozenset[int]]:
