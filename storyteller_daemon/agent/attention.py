@@ -6,10 +6,15 @@ reason, and the ids it ignores, bare numbers (a free-text reason on every ignore
 cost more output tokens than all the rest; ``debug_reasons`` asks for one anyway). Every id must
 appear exactly once.
 
-The reply is checked id by id: an id that is missing or given twice is asked about again, once,
-in a request holding only those events; what is still unresolved after that is a contract
-violation for that event alone. Ids the batch did not contain are counted as violations and
-otherwise ignored. Nothing is silently taken as interested or ignored.
+Every request numbers its events from 1; which event each number stands for stays here. The
+reply is checked id by id: an unknown id, junk in one field or a reply cut off mid-way spoils
+only what it touches, and every verdict the reply gives once is kept. An id that is missing or
+given twice is asked about again, once, in a request holding only those events (numbered from 1
+again); each event still unresolved after that is judged alone with the simplest contract (one
+event, one decision: `decision_format`). What even that leaves unresolved is a contract
+violation for that event alone, which the pipeline records (and, for urgent kinds, lets through:
+it fails open). Ids the batch did not contain are counted as violations and otherwise ignored.
+Nothing is silently taken as interested or ignored.
 
 Requests are built for the provider's prompt cache: the instructions come first and are the same
 for every batch of a storyteller (its remit, that is its system prompt, then its attention
@@ -27,6 +32,7 @@ The verdicts' schema and the reading of a reply are `verdicts`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -37,6 +43,8 @@ from storyteller_daemon.agent.model import Model, ModelRequest
 from storyteller_daemon.agent.prompts import truncate, user_message
 from storyteller_daemon.agent.verdicts import (
     AttentionVerdict,
+    BatchReply,
+    decision_format,
     parse_batch,
     parse_decision,
     verdict_format,
@@ -67,6 +75,13 @@ CONTRACT = _CONTRACT.format(
 DEBUG_CONTRACT = _CONTRACT.format(
     ignore='[{"id": <id>, "why": "<at most 12 words>"}]', ignore_note=""
 )
+SINGLE_CONTRACT = (
+    "You are given one world event. Decide whether it matters to your remit. Answer with JSON "
+    'only: {"decision": "attend", "why": "<at most 12 words>"} or {"decision": "ignore", '
+    f'"why": ""}}. {_FENCE_RULE.replace("The events sit", "The event sits")}'
+)
+"""The simplest contract, for an event two batch replies left unresolved: one event, one
+decision."""
 REFERENCE_CONTRACT = (
     'Answer with JSON only: {"Decision": "interested", "Reason": "<short reason>"} when the '
     'event matters to your remit, else {"Decision": "ignore"}.'
@@ -79,6 +94,8 @@ REMIT_HEAD = (
 )
 OUTPUT_TOKENS_PER_EVENT = 16
 """Room in `max_output_tokens` per event of a batch, on top of the configured base."""
+ALONE_PARALLEL = 4
+"""Events judged alone at once at most, after a failed re-ask."""
 
 
 @dataclass(frozen=True)
@@ -91,11 +108,19 @@ class BatchEntry:
 
 @dataclass
 class BatchJudgement:
-    """The verdicts of a batch, one per id, and what it took to get them."""
+    """The verdicts of a batch, one per id, and what it took to get them.
+
+    Attributes:
+        verdicts: one per entry id.
+        requests: model requests made (the batch, a re-ask, one per event judged alone).
+        problems: what was wrong with the replies, one line each.
+        alone: events judged alone after a failed re-ask.
+    """
 
     verdicts: dict[str, AttentionVerdict]
     requests: int
     problems: list[str]
+    alone: int = 0
 
 
 REMIT_MAX_CHARS = 12_000
@@ -108,12 +133,17 @@ def _attention_prompt(storyteller: Storyteller) -> str:
 
 
 def attention_instructions(
-    storyteller: Storyteller, *, debug_reasons: bool = False, remit_max_chars: int = REMIT_MAX_CHARS
+    storyteller: Storyteller,
+    *,
+    debug_reasons: bool = False,
+    remit_max_chars: int = REMIT_MAX_CHARS,
+    contract: str | None = None,
 ) -> str:
     """The storyteller's remit (its system prompt, cut to `remit_max_chars`; none when that is
     0 or the prompt is blank), its attention prompt (a default if blank) and the batch
-    contract: the same for every batch."""
-    parts = [_attention_prompt(storyteller), DEBUG_CONTRACT if debug_reasons else CONTRACT]
+    contract (or `contract`): the same for every batch."""
+    chosen = contract or (DEBUG_CONTRACT if debug_reasons else CONTRACT)
+    parts = [_attention_prompt(storyteller), chosen]
     system = storyteller.system_prompt.strip()
     if remit_max_chars > 0 and system:
         head = REMIT_HEAD.format(name=json.dumps(storyteller.name, ensure_ascii=False))
@@ -179,12 +209,23 @@ class AttentionGate:
         context: str,
         entries: Sequence[BatchEntry],
         fence: Fence | None = None,
+        *,
+        alone: bool = False,
     ) -> ModelRequest:
-        """The attention request for a batch (its events inside `fence`, else a new one)."""
+        """The attention request for a batch (its events inside `fence`, else a new one), or,
+        `alone`, for its one event under the simplest contract."""
         debug = self.options.debug_reasons
         per_event = OUTPUT_TOKENS_PER_EVENT * (2 if debug else 1)
         text_format = verdict_format(debug_reasons=debug)
-        if self.options.reference:
+        if alone:
+            if len(entries) != 1:
+                raise ValueError("an event judged alone is one event")
+            instructions = attention_instructions(
+                storyteller, remit_max_chars=self.options.remit_max_chars, contract=SINGLE_CONTRACT
+            )
+            text = attention_input(context, entries, fence)
+            text_format = decision_format()
+        elif self.options.reference:
             if len(entries) != 1:
                 raise ValueError("the reference design judges one event per request")
             instructions = f"{_attention_prompt(storyteller)}\n\n{REFERENCE_CONTRACT}"
@@ -215,10 +256,11 @@ class AttentionGate:
         entries: Sequence[BatchEntry],
         fence: Fence | None = None,
     ) -> BatchJudgement:
-        """One verdict per entry id, asking again once about ids the first reply got wrong.
+        """One verdict per entry id: the batch, a re-ask about the ids its reply got wrong,
+        then each event still unresolved alone.
 
-        The first request's events sit inside `fence` (a new random one unless given); a
-        second request gets a new one.
+        Every request numbers its events from 1. The first request's events sit inside `fence`
+        (a new random one unless given); later requests get new ones.
 
         Raises:
             ValueError: the storyteller has no id, or two entries share an id.
@@ -237,29 +279,79 @@ class AttentionGate:
         for attempt in (1, 2):
             if not asking:
                 break
-            request = self.request_for(
+            settled, unresolved, found = await self._ask(
                 storyteller, context, asking, fence if attempt == 1 else None
             )
-            response = await self._model.respond(request)
             requests += 1
-            reply = (
-                parse_decision(response.output_text, asking[0].id)
-                if self.options.reference
-                else parse_batch(response.output_text, [e.id for e in asking])
-            )
-            if reply.unresolved and response.incomplete_reason:
-                reply.problems.append(f"response incomplete: {response.incomplete_reason}")
-            verdicts.update(reply.verdicts)
-            problems += [f"attempt {attempt}: {p}" for p in reply.problems]
-            unresolved = set(reply.unresolved)
-            asking = [e for e in asking if e.id in unresolved]
+            verdicts.update(settled)
+            problems += [f"attempt {attempt}: {p}" for p in found]
+            asking = unresolved
+        alone = len(asking) if not self.options.reference else 0
+        if alone:
+            asking = await self._judge_alone(storyteller, context, asking, verdicts, problems)
+            requests += alone
         summary = "; ".join(problems[-3:]) or "no verdict"
         for entry in asking:
             verdicts[entry.id] = AttentionVerdict(
-                interested=False, violation=f"no single verdict after a re-ask ({summary})"
+                interested=False,
+                violation=f"no verdict from the batch, its re-ask or alone ({summary})",
             )
         self._count(storyteller.id, problems, len(asking))
-        return BatchJudgement(verdicts, requests, problems)
+        return BatchJudgement(verdicts, requests, problems, alone)
+
+    async def _ask(
+        self,
+        storyteller: Storyteller,
+        context: str,
+        asking: Sequence[BatchEntry],
+        fence: Fence | None,
+        *,
+        alone: bool = False,
+    ) -> tuple[dict[str, AttentionVerdict], list[BatchEntry], list[str]]:
+        """One request about `asking`, its events numbered from 1: the verdicts it settled and
+        the entries it left unresolved (by entry id), and its problems."""
+        numbered = {str(number): entry for number, entry in enumerate(asking, start=1)}
+        local = [BatchEntry(number, entry.line) for number, entry in numbered.items()]
+        request = self.request_for(storyteller, context, local, fence, alone=alone)
+        response = await self._model.respond(request)
+        reply: BatchReply = (
+            parse_decision(response.output_text, "1")
+            if alone or self.options.reference
+            else parse_batch(response.output_text, list(numbered))
+        )
+        if reply.unresolved and response.incomplete_reason:
+            reply.problems.append(f"response incomplete: {response.incomplete_reason}")
+        settled = {numbered[n].id: verdict for n, verdict in reply.verdicts.items()}
+        return settled, [numbered[n] for n in reply.unresolved], reply.problems
+
+    async def _judge_alone(
+        self,
+        storyteller: Storyteller,
+        context: str,
+        asking: Sequence[BatchEntry],
+        verdicts: dict[str, AttentionVerdict],
+        problems: list[str],
+    ) -> list[BatchEntry]:
+        """Judge each entry in a request of its own (a few at once); the entries still
+        unresolved. A request that fails raises once all of them have ended."""
+        gate = asyncio.Semaphore(ALONE_PARALLEL)
+
+        async def one(entry: BatchEntry) -> tuple[dict[str, AttentionVerdict], list[str]]:
+            async with gate:
+                settled, _, found = await self._ask(storyteller, context, [entry], None, alone=True)
+            return settled, found
+
+        answers = await asyncio.gather(*(one(e) for e in asking), return_exceptions=True)
+        left: list[BatchEntry] = []
+        for entry, answer in zip(asking, answers, strict=True):
+            if isinstance(answer, BaseException):
+                raise answer
+            settled, found = answer
+            verdicts.update(settled)
+            problems += [f"alone ({entry.id}): {p}" for p in found]
+            if entry.id not in settled:
+                left.append(entry)
+        return left
 
     def consecutive_violations(self, storyteller_id: int) -> int:
         """How many batches in a row broke the contract for this storyteller."""

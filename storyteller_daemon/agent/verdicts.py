@@ -3,8 +3,10 @@
 `verdict_format` is the ``text.format`` a batch request asks for: the attended ids, each with a
 short reason, and the ignored ids as one string of ids and ranges (`format_ids` writes them the
 same way). `parse_batch` reads a reply against the ids that were asked about, settling each id
-given exactly once and leaving the rest unresolved, with a problem line for everything wrong;
-`parse_decision` reads the reference design's reply about one event.
+given exactly once and leaving the rest unresolved, with a problem line for everything wrong:
+an unknown id or junk in one field spoils only itself, and a reply cut off mid-way keeps the
+verdicts it completed. `decision_format` is the simplest contract (one event, one decision),
+and `parse_decision` reads it as well as the reference design's reply about one event.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic_core import from_json
 
 INTERESTED = "interested"
 IGNORE = "ignore"
@@ -30,6 +34,9 @@ _REASONED = {
 }
 _CODE_BLOCK = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _RANGE = re.compile(r"^(\d{1,9})\s*-\s*(\d{1,9})$")
+_WRAPPED_ID = re.compile(r"^\[?\s*(?:#|id\s*)?(\d{1,9})\s*\]?$", re.IGNORECASE)
+DECISION_KEY = "decision"
+WHY_KEY = "why"
 
 
 def verdict_format(*, debug_reasons: bool = False) -> dict[str, Any]:
@@ -49,6 +56,24 @@ def verdict_format(*, debug_reasons: bool = False) -> dict[str, Any]:
                 IGNORE_KEY: ignored,
             },
             "required": [ATTEND_KEY, IGNORE_KEY],
+            "additionalProperties": False,
+        },
+    }
+
+
+def decision_format() -> dict[str, Any]:
+    """The strict ``text.format`` of the simplest contract: one event, one decision."""
+    return {
+        "type": "json_schema",
+        "name": "attention_decision",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {
+                DECISION_KEY: {"type": "string", "enum": [ATTEND_KEY, IGNORE]},
+                WHY_KEY: {"type": "string"},
+            },
+            "required": [DECISION_KEY, WHY_KEY],
             "additionalProperties": False,
         },
     }
@@ -95,18 +120,27 @@ def _strip_fence(text: str) -> str:
 
 
 def _id(value: Any) -> str | None:
-    """An id as the batch names it: a number (or a number written as a string)."""
+    """An id as the batch names it: a number, or a number written as a string (also as the
+    request shows it, ``"[3]"``, or ``"#3"``); other text is returned as it is, to be named."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str) and value.strip():
-        return value.strip()
+        match = _WRAPPED_ID.match(value.strip())
+        return str(int(match.group(1))) if match else value.strip()
     return None
 
 
-def _entry(value: Any) -> tuple[str | None, str]:
-    """(id, why) of one list element: a bare id or an ``{"id", "why"}`` object."""
+def _entry(value: Any, *, cut: bool = False) -> tuple[str | None, str]:
+    """(id, why) of one list element: a bare id or an ``{"id", "why"}`` object.
+
+    In a reply that was cut off (`cut`), an object counts only once its reason is there: an id
+    just before the cut may itself have been cut ("1" of "12")."""
     if isinstance(value, Mapping):
-        why = value.get("why")
+        why = value.get(WHY_KEY)
+        if cut and not isinstance(why, str):
+            return None, ""
         return _id(value.get("id")), why.strip() if isinstance(why, str) else ""
     return _id(value), ""
 
@@ -146,15 +180,35 @@ def _expand(listed: Any, key: str, size: int, problems: list[str]) -> list[Any] 
     return elements
 
 
+def _read_cut(body: str) -> Any:
+    """What a reply cut off mid-way (at the output limit, or by a broken connection) still
+    holds: complete values only (an unfinished string is left out), or None."""
+    try:
+        return from_json(body, allow_partial=True)
+    except ValueError:
+        return None
+
+
 def parse_batch(text: str, ids: Sequence[str]) -> BatchReply:
-    """Read a batch verdict against the ids that were asked about; never raises."""
+    """Read a batch verdict against the ids that were asked about; never raises.
+
+    Each id given exactly once is settled, whatever else is wrong with the reply; a reply that
+    is cut off keeps the verdicts it completed (the last, possibly cut, bare id of a list is
+    left out).
+    """
     reply = BatchReply()
     body = _strip_fence(text.strip())
+    cut = False
     try:
         value = json.loads(body) if body else None
     except json.JSONDecodeError as exc:
         reply.problems.append(f"the reply was not valid JSON: {exc}")
-        value = None
+        value = _read_cut(body) if body.startswith("{") else None
+        cut = isinstance(value, Mapping) and bool(value)
+        if not cut:
+            value = None
+    if cut:
+        reply.problems.append("the reply was cut off; the verdicts it completed are kept")
     if not isinstance(value, Mapping):
         if body and not reply.problems:
             reply.problems.append("the reply must be a JSON object with attend and ignore")
@@ -169,11 +223,14 @@ def parse_batch(text: str, ids: Sequence[str]) -> BatchReply:
         listed = value.get(key)
         if listed is None:
             continue
-        elements = _expand(listed, key, len(ids), reply.problems)
-        for element in elements or ():
-            item_id, why = _entry(element)
+        elements = list(_expand(listed, key, len(ids), reply.problems) or ())
+        if cut and isinstance(listed, list) and elements and not isinstance(elements[-1], Mapping):
+            elements.pop()
+        for element in elements:
+            item_id, why = _entry(element, cut=cut)
             if item_id is None:
-                reply.problems.append(f"an entry of {key} has no id")
+                if not cut:
+                    reply.problems.append(f"an entry of {key} has no id")
                 continue
             if item_id not in asked:
                 reply.problems.append(f"unknown id {item_id!r} in {key}")
@@ -191,8 +248,18 @@ def parse_batch(text: str, ids: Sequence[str]) -> BatchReply:
     return reply
 
 
+def _field(value: Any, *names: str) -> Any:
+    """The first of `names` an object has, in any case; None if none."""
+    if not isinstance(value, Mapping):
+        return None
+    folded = {str(k).casefold(): v for k, v in value.items()}
+    return next((folded[n] for n in names if n in folded), None)
+
+
 def parse_decision(text: str, item_id: str) -> BatchReply:
-    """Read a reference-design reply (``{"Decision": ..., "Reason": ...}``) about one event."""
+    """Read a reply about one event: the simplest contract (``{"decision": "attend" |
+    "ignore", "why": ...}``) or the reference design's (``{"Decision": "interested", "Reason":
+    ...}``)."""
     reply = BatchReply()
     body = _strip_fence(text.strip())
     try:
@@ -200,10 +267,11 @@ def parse_decision(text: str, item_id: str) -> BatchReply:
     except json.JSONDecodeError as exc:
         value = None
         reply.problems.append(f"the reply was not valid JSON: {exc}")
-    decision = value.get("Decision") if isinstance(value, Mapping) else None
+    decision = _field(value, DECISION_KEY)
     choice = decision.strip().casefold() if isinstance(decision, str) else ""
+    choice = INTERESTED if choice == ATTEND_KEY else choice
     if choice in (INTERESTED, IGNORE):
-        why = value.get("Reason") if isinstance(value, Mapping) else None
+        why = _field(value, "reason", WHY_KEY)
         reason = why.strip() if isinstance(why, str) else ""
         interested = choice == INTERESTED
         reply.verdicts[item_id] = AttentionVerdict(

@@ -105,7 +105,8 @@ class AttentionConfig(_Section):
     urgent_kinds: Annotated[
         tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
     ] = ("crime",)
-    """Event kinds judged at once, without waiting for the window."""
+    """Event kinds judged at once, without waiting for the window; they also fail open (get a
+    turn when no reply could judge them; crimes always do)."""
     max_batch_events: Annotated[int, Field(gt=0, le=500)] = 60
     """Events judged in one attention request at most (a bigger backlog is judged in turns)."""
     parallel_requests: Annotated[int, Field(ge=1, le=16)] = 4

@@ -165,13 +165,24 @@ class AgentTurnRunner:
         streak = self.gate.consecutive_violations(storyteller.id)
         if streak == VIOLATION_ALERT_STREAK:
             # One bad reply is noise; a run of them means a wrong model or prompt.
+            last = "; ".join(judgement.problems[-2:]) or "unknown"
             log.error(
                 "storyteller %s: the attention model broke the verdict contract in %d batches "
                 "in a row (last: %s); check its attention model and prompt",
                 storyteller.name,
                 streak,
-                "; ".join(judgement.problems[-2:]) or "unknown",
+                last,
             )
+            if self._alerts is not None:
+                self._alerts.alert(
+                    "attention_violations",
+                    f"{storyteller.name}: its attention model keeps breaking the verdict contract",
+                    f"{streak} batches in a row had events no reply judged (last: {last}). "
+                    "Events of urgent kinds still get turns (rule fail_open); the others are "
+                    "recorded as violations. Check the storyteller's attention model and prompt.",
+                    severity="warning",
+                    key=f"attention_violations:{storyteller.id}",
+                )
         return verdicts
 
     async def interrupted(

@@ -16,6 +16,7 @@ from storyteller_daemon.agent.attention import (
     OUTPUT_TOKENS_PER_EVENT,
     REFERENCE_CONTRACT,
     REMIT_HEAD,
+    SINGLE_CONTRACT,
     AttentionGate,
     AttentionOptions,
     BatchEntry,
@@ -25,6 +26,7 @@ from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
 from storyteller_daemon.agent.verdicts import (
     NO_REASON,
     AttentionVerdict,
+    decision_format,
     format_ids,
     parse_batch,
     parse_decision,
@@ -140,6 +142,42 @@ def test_unknown_ids_in_a_range_are_named() -> None:
     assert "unknown id '3' in ignore" in result.problems and result.unresolved == ["1"]
 
 
+@pytest.mark.parametrize(
+    ("answer", "kept", "unresolved"),
+    [
+        # cut in ignore: every attended id is kept, the unfinished string is not read
+        (
+            '{"attend": [{"id": 3, "why": "a theft"}], "ignore": "1-2,4-',
+            {"3": True},
+            ["1", "2", "4"],
+        ),
+        # cut inside an attend object: the object without its reason is not read
+        ('{"attend": [{"id": 3, "why": "a theft"}, {"id": 1', {"3": True}, ["1", "2", "4"]),
+        # a complete ignore string before the cut is read
+        ('{"attend": [], "ignore": "1-2,4"', {"1": False, "2": False, "4": False}, ["3"]),
+        # bare ids: the last one may have been cut ("1" of "12") and is not read
+        (
+            '{"attend": [{"id": 3, "why": "x"}], "ignore": [2, 1',
+            {"3": True, "2": False},
+            ["1", "4"],
+        ),
+    ],
+)
+def test_a_reply_cut_off_keeps_the_verdicts_it_completed(
+    answer: str, kept: dict[str, bool], unresolved: list[str]
+) -> None:
+    result = parse_batch(answer, ["1", "2", "3", "4"])
+    assert {k: v.interested for k, v in result.verdicts.items()} == kept
+    assert result.unresolved == unresolved
+    assert "the reply was cut off; the verdicts it completed are kept" in result.problems
+
+
+@pytest.mark.parametrize("written", ["[2]", "#2", " 2 ", 2.0, "id 2"])
+def test_ids_are_read_as_the_request_shows_them(written: object) -> None:
+    result = parse_batch(json.dumps({"attend": [], "ignore": [written, 1]}), ["1", "2"])
+    assert set(result.verdicts) == {"1", "2"} and result.problems == []
+
+
 def test_ids_are_written_as_ranges() -> None:
     assert format_ids([9, 1, 2, 3, 5, 8, 2]) == "1-3,5,8-9"
     assert format_ids([]) == ""
@@ -151,6 +189,8 @@ def test_ids_are_written_as_ranges() -> None:
 @pytest.mark.parametrize(
     ("answer", "verdict"),
     [
+        ('{"decision": "attend", "why": "a theft"}', AttentionVerdict(True, "a theft")),
+        ('{"decision": "ignore", "why": ""}', AttentionVerdict(False, "")),
         ('{"Decision": "interested", "Reason": "a theft"}', AttentionVerdict(True, "a theft")),
         ('{"Decision": " Interested "}', AttentionVerdict(True, NO_REASON)),
         ('{"Decision": "ignore"}', AttentionVerdict(False, "")),
@@ -275,28 +315,73 @@ async def test_ids_a_reply_got_wrong_are_asked_about_again_once() -> None:
     assert gate.consecutive_violations(7) == 0  # fixed by the re-ask: no violation
 
 
-async def test_only_the_unresolved_ids_are_asked_again() -> None:
+async def test_only_the_unresolved_ids_are_asked_again_numbered_from_one() -> None:
     model = ScriptedModel(
         text(reply([{"id": "1", "why": "theft"}], ["2"])),
-        text(reply([], ["3"])),
+        text(reply([], ["1"])),
     )
     judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES)
     second = model.requests[1].input[0]["content"]
-    assert "[3]" in second and "[1]" not in second and "[2]" not in second
+    # The third event is the re-ask's first: every request numbers its events from 1.
+    assert '[1] 20:00:03 #101 echo: "Per coils a rope."' in second
+    assert "[2]" not in second and "[3]" not in second
     assert judgement.verdicts["1"] == AttentionVerdict(True, "theft")
+    assert judgement.verdicts["3"] == AttentionVerdict(False, "")
 
 
-async def test_what_the_re_ask_leaves_unresolved_is_a_violation_never_a_guess(
+async def test_what_the_re_ask_leaves_unresolved_is_judged_alone() -> None:
+    model = ScriptedModel(
+        text("nonsense"),
+        text(reply([], ["1"])),  # the re-ask settles the first event only
+        text('{"decision": "attend", "why": "a gull steals a fish"}'),
+    )
+    gate = AttentionGate(model, LimitsConfig())
+    judgement = await gate.judge(TELLER, "Open situations: none.", ENTRIES[:2])
+    assert judgement.requests == 3 and judgement.alone == 1
+    assert judgement.verdicts == {
+        "1": AttentionVerdict(False, ""),
+        "2": AttentionVerdict(True, "a gull steals a fish"),
+    }
+    alone = model.requests[2]
+    assert alone.text_format == decision_format()
+    assert alone.instructions == attention_instructions(TELLER, contract=SINGLE_CONTRACT)
+    content = alone.input[0]["content"]
+    assert content.startswith("Open situations: none.\n\n<<world-text ")
+    assert '[1] 20:00:02 #102 echo: "Gulls cry."' in content and "Wren" not in content
+    assert gate.consecutive_violations(7) == 0  # settled: no violation
+
+
+async def test_each_unresolved_event_is_judged_in_a_request_of_its_own() -> None:
+    model = ScriptedModel(
+        text(""),
+        text('{"attend": [], "ignore": "n/a"}'),
+        then=text('{"decision": "ignore", "why": ""}'),
+    )
+    judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES)
+    assert judgement.requests == 5 and judgement.alone == 3
+    alone = [r.input[0]["content"] for r in model.requests[2:]]
+    assert all(c.count("\n[") == 1 and "[1] " in c for c in alone)
+    assert sorted(c.split("echo: ")[1].split("\n")[0] for c in alone) == [
+        '"Gulls cry."',
+        '"Per coils a rope."',
+        '"Wren lifts a purse."',
+    ]
+    assert all(v == AttentionVerdict(False, "") for v in judgement.verdicts.values())
+
+
+async def test_what_even_a_lone_request_leaves_unresolved_is_a_violation_never_a_guess(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    model = ScriptedModel(text("nonsense"), text(reply([], ["1"])))
+    model = ScriptedModel(
+        text("nonsense"), text(reply([], ["1"])), text('{"decision": "maybe", "why": ""}')
+    )
     gate = AttentionGate(model, LimitsConfig())
     with caplog.at_level(logging.WARNING):
         judgement = await gate.judge(TELLER, "", ENTRIES[:2])
     assert judgement.verdicts["1"] == AttentionVerdict(False, "")
     violation = judgement.verdicts["2"]
     assert violation.interested is False and violation.violation is not None
-    assert "no single verdict after a re-ask" in violation.violation
+    assert "no verdict from the batch, its re-ask or alone" in violation.violation
     assert gate.consecutive_violations(7) == 1
     assert "broke the verdict contract" in caplog.text
 
@@ -309,15 +394,29 @@ async def test_unknown_ids_count_as_a_violation_but_spoil_nothing_else() -> None
     assert gate.consecutive_violations(7) == 1
 
 
+async def test_a_partial_reply_keeps_its_valid_verdicts() -> None:
+    """Junk in ignore, an unknown id in attend and a cut-off reply spoil only themselves."""
+    model = ScriptedModel(
+        text(
+            json.dumps(
+                {"attend": [{"id": 1, "why": "theft"}, {"id": 8, "why": "?"}], "ignore": "n/a"}
+            )
+        ),
+        text('{"attend": [{"id": 2, "why": "gulls'),  # cut off; the re-ask of 2 and 3
+        text('{"decision": "ignore", "why": ""}'),
+        text('{"decision": "ignore", "why": ""}'),
+    )
+    judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES)
+    assert judgement.verdicts["1"] == AttentionVerdict(True, "theft")  # kept from the first
+    assert judgement.requests == 4
+    assert not judgement.verdicts["2"].interested and not judgement.verdicts["3"].interested
+    assert any("unknown id '8' in attend" in p for p in judgement.problems)
+    assert any("unknown id 'n/a' in ignore" in p for p in judgement.problems)
+
+
 async def test_violations_are_counted_per_storyteller_and_reset() -> None:
     other = replace(TELLER, id=9)
-    model = ScriptedModel(
-        text(""),
-        text(""),
-        text(""),
-        text(""),
-        text(reply([], ["1"])),
-    )
+    model = ScriptedModel(*[text("") for _ in range(6)], text(reply([], ["1"])))
     gate = AttentionGate(model, LimitsConfig())
     await gate.judge(TELLER, "", ENTRIES[:1])
     await gate.judge(other, "", ENTRIES[:1])
@@ -327,9 +426,7 @@ async def test_violations_are_counted_per_storyteller_and_reset() -> None:
 
 
 async def test_an_incomplete_reply_says_why() -> None:
-    model = ScriptedModel(
-        text("", incomplete="max_output_tokens"), text("", incomplete="max_output_tokens")
-    )
+    model = ScriptedModel(then=text("", incomplete="max_output_tokens"))
     judgement = await AttentionGate(model, LimitsConfig()).judge(TELLER, "", ENTRIES[:1])
     violation = judgement.verdicts["1"].violation
     assert violation is not None and "response incomplete: max_output_tokens" in violation

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -251,6 +252,32 @@ async def test_ignored_and_violating_verdicts_are_recorded_and_counted(rig: Rig)
     ]
     assert rig.pipeline.stats.verdicts == {"ignore": 1, "violation": 1}
     assert await rig.states() == ["ignored", "violation"]
+
+
+@pytest.mark.parametrize(
+    ("urgent_kinds", "echo_state"),
+    [(("crime",), "violation"), ((), "violation"), (("crime", "room_echo"), "done")],
+)
+async def test_urgent_kinds_fail_open_when_the_gate_cannot_judge_them(
+    harness: Harness, urgent_kinds: tuple[str, ...], echo_state: str
+) -> None:
+    """Crimes always, and any kind the admin lists, get a turn after a contract violation."""
+    rig = await harness.start(AT_ONCE.model_copy(update={"urgent_kinds": urgent_kinds}))
+    rig.runner.verdict = Verdict(False, "", violation="no verdict from the batch")
+    await rig.pipeline.ingest(crime(1))
+    await rig.pipeline.wait_idle()
+    await rig.pipeline.ingest(echo(seq=2))
+    await rig.pipeline.wait_idle()
+    [crime_item] = [i for i in await rig.backlog.items(1) if i.kind == "crime"]
+    assert (crime_item.state, crime_item.rule) == (WorkState.DONE, "fail_open")
+    assert [t.kind for t in rig.runner.turn_triggers][0] is TriggerKind.CRIME
+    assert "broke the verdict contract" in (rig.runner.turn_triggers[0].attention_reason or "")
+    [echo_item] = [i for i in await rig.backlog.items(1) if i.kind == "room_echo"]
+    assert echo_item.state.value == echo_state
+    failed_open = 2 if echo_state == "done" else 1
+    assert +rig.pipeline.stats.verdicts == +Counter(
+        {"fail_open": failed_open, "violation": 2 - failed_open}
+    )
 
 
 async def test_prefilter_drops_own_progs_excluded_rooms_and_unsubscribed_kinds(rig: Rig) -> None:

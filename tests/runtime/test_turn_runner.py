@@ -16,6 +16,7 @@ from storyteller_daemon.domain.settings import EventKind, Heartbeat
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from world_adapter.events import Cursor, RoomEcho, Speech
@@ -33,9 +34,13 @@ def answering(answer: str) -> ScriptedModel:
 
 
 def runner(
-    store: Store, model: ScriptedModel, attention: AttentionOptions | None = None
+    store: Store,
+    model: ScriptedModel,
+    attention: AttentionOptions | None = None,
+    alerts: RecordedAlerts | None = None,
 ) -> AgentTurnRunner:
     return AgentTurnRunner(
+        alerts=alerts,
         world=SimWorld.harbour_town(),
         situations=store.situations,
         memories=store.memories,
@@ -73,7 +78,8 @@ async def test_persistent_contract_violations_raise_one_error(
 ) -> None:
     st = await sqlite_store.storytellers.create("Gate")
     st = replace(st, paused=False, subscriptions=frozenset({EventKind.ROOM}))
-    gate_runner = runner(sqlite_store, answering("interested, obviously"))
+    alerts = RecordedAlerts()
+    gate_runner = runner(sqlite_store, answering("interested, obviously"), alerts=alerts)
     echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
     caplog.set_level(logging.ERROR)
     for _ in range(VIOLATION_ALERT_STREAK * 2):
@@ -81,6 +87,9 @@ async def test_persistent_contract_violations_raise_one_error(
         assert verdict.violation
     errors = [r for r in caplog.records if "broke the verdict contract" in r.getMessage()]
     assert len(errors) == 1
+    [alert] = alerts.alerts
+    assert alert.title.startswith("Gate: its attention model keeps breaking")
+    assert "fail_open" in alert.detail
 
 
 def test_turn_keys_are_stable_per_trigger() -> None:

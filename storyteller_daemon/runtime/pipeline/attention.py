@@ -12,6 +12,11 @@ model call, recorded with rule ``plan:<id>``, so its turn advances the plan. The
 attention rules come first: an admin's ``ignore`` rule keeps an event from the plan too. A failed
 request leaves its events pending and delays the next pass (doubling, up to a minute); events
 still unjudged after ``max_age_seconds`` are expired, counted and alerted.
+
+An event the gate could not judge at all (its batch, the re-ask and a request of its own all
+broke the verdict contract) is a violation, counted; an urgent one (a crime, a state change, a
+direct invocation, or a kind in ``urgent_kinds``) fails open instead: it gets a turn, recorded
+with rule ``fail_open``, so no crime vanishes because a model slipped.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ from storyteller_daemon.runtime.pipeline.ports import Verdict
 from storyteller_daemon.runtime.pipeline.state import PipelineState, _Lane, log
 from world_adapter.events import Crime, RoomEcho, Speech
 
+FAIL_OPEN = "fail_open"
+"""The rule of an urgent event that gets a turn because the gate could not judge it."""
+ALWAYS_URGENT = frozenset({TriggerKind.CRIME, TriggerKind.STATE, TriggerKind.DIRECT})
+"""Kinds that fail open whatever ``urgent_kinds`` lists."""
 RETRY_CAP_SECONDS = 60.0
 EXPIRY_EVERY_SECONDS = 60.0
 """How often a storyteller's backlog is checked for events past the maximum age."""
@@ -294,8 +303,16 @@ class AttentionStage(PipelineState):
     def _decision(
         self, st: Storyteller, item: WorkItem, trigger: Trigger, verdict: Verdict, rule: str | None
     ) -> Decision:
-        self._observer.judged(st, trigger, verdict)
         self.stats.events_judged += 1
+        if verdict.violation and self._fails_open(item.kind):
+            self.stats.verdicts[FAIL_OPEN] += 1
+            reason = (
+                "urgent, so it gets a turn although the attention model broke the verdict "
+                "contract about it"
+            )
+            self._observer.judged(st, trigger, _Inherited(True, reason))
+            return Decision(item.id, WorkState.INTERESTED, reason, FAIL_OPEN)
+        self._observer.judged(st, trigger, verdict)
         if verdict.violation:
             self.stats.verdicts["violation"] += 1
             self._drop(st, trigger, "attention", f"contract violation: {verdict.violation}")
@@ -311,6 +328,10 @@ class AttentionStage(PipelineState):
             return Decision(item.id, WorkState.IGNORED, verdict.reason or None, rule)
         self.stats.verdicts["interested"] += 1
         return Decision(item.id, WorkState.INTERESTED, verdict.reason, rule)
+
+    def _fails_open(self, kind: str) -> bool:
+        """Whether an event of `kind` gets a turn when the gate could not judge it."""
+        return kind in ALWAYS_URGENT or kind in self._cfg.urgent_kinds
 
     async def _attention_failed(
         self, st: Storyteller, lane: _Lane, items: Sequence[WorkItem], exc: Exception
