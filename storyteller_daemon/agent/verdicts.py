@@ -219,6 +219,7 @@ def parse_batch(text: str, ids: Sequence[str]) -> BatchReply:
     asked = set(ids)
     seen: Counter[str] = Counter()
     found: dict[str, AttentionVerdict] = {}
+    named: list[str] = []
     for key, interested in ((ATTEND_KEY, True), (IGNORE_KEY, False)):
         listed = value.get(key)
         if listed is None:
@@ -232,12 +233,22 @@ def parse_batch(text: str, ids: Sequence[str]) -> BatchReply:
                 if not cut:
                     reply.problems.append(f"an entry of {key} has no id")
                 continue
+            named.append(item_id)
             if item_id not in asked:
                 reply.problems.append(f"unknown id {item_id!r} in {key}")
                 continue
             seen[item_id] += 1
             reason = (why or NO_REASON) if interested else why
             found[item_id] = AttentionVerdict(interested=interested, reason=reason)
+    shift = _shift(named, ids)
+    if shift:
+        # Every id named once, all moved by the same amount: the reply numbered the events
+        # from another start, so the ids it shares with the batch name other events.
+        reply.problems.append(
+            f"the reply numbered the events from {shift + 1}, not from 1; none of it is taken"
+        )
+        reply.unresolved = list(ids)
+        return reply
     for item_id in ids:
         if seen[item_id] == 1:
             reply.verdicts[item_id] = found[item_id]
@@ -246,6 +257,18 @@ def parse_batch(text: str, ids: Sequence[str]) -> BatchReply:
                 reply.problems.append(f"id {item_id!r} was judged {seen[item_id]} times")
             reply.unresolved.append(item_id)
     return reply
+
+
+def _shift(named: Sequence[str], ids: Sequence[str]) -> int:
+    """How far a reply's ids are moved from a batch numbered 1 to n: k > 0 when they are
+    exactly k+1 to k+n, each once; else 0."""
+    if not named or list(ids) != [str(n) for n in range(1, len(ids) + 1)]:
+        return 0
+    if not all(n.isdigit() for n in named):
+        return 0
+    numbers = sorted(int(n) for n in named)
+    shift = numbers[0] - 1
+    return shift if shift > 0 and numbers == list(range(shift + 1, shift + len(ids) + 1)) else 0
 
 
 def _field(value: Any, *names: str) -> Any:

@@ -323,6 +323,24 @@ async def stream(
         int,
         typer.Option(help="Hidden reasoning tokens billed on every model request.", min=0),
     ] = 0,
+    contract_faults: Annotated[
+        float,
+        typer.Option(
+            metavar="SHARE",
+            help="Share of attention replies in which the stand-in breaks the verdict contract "
+            "(wrong ids, junk fields, truncated JSON).",
+            min=0,
+            max=1,
+        ),
+    ] = 0.0,
+    short_prompts: Annotated[
+        bool,
+        typer.Option(
+            "--short-prompts",
+            help="Cut the storyteller's system prompt to its remit, so its attention "
+            "instructions stay under the 1,024-token cache floor.",
+        ),
+    ] = False,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -362,6 +380,8 @@ async def stream(
         reasoning_tokens=reasoning_tokens,
         quiet_seconds=quiet,
         max_wait_seconds=max_wait,
+        contract_faults=contract_faults,
+        short_prompts=short_prompts,
     )
     with LogLineCounter() as log_lines:
         report = await _with_progress(run_stream_bench, options, quiet=as_json)

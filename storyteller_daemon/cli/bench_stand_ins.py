@@ -1,9 +1,10 @@
 """The stand-ins `storyteller bench stream` runs the daemon against, and what they count.
 
 `ScaledClock` is the daemon's clock running faster than real time. `Oracle` is the model: it
-answers attention requests from the stream's labels and turn rounds with ``Noop`` (or one
-narration through ``EchoToRoom``), with latency and with token counts estimated from request and
-reply sizes, logging them in a `RequestLog`. `ProgLog` counts what the world ran, and
+answers attention requests from the stream's labels (breaking the verdict contract on a share of
+them, `bench_contract_faults`) and turn rounds with ``Noop`` (or one narration through
+``EchoToRoom``), with latency and with token counts estimated from request and reply sizes,
+logging them in a `RequestLog`. `ProgLog` counts what the world ran, and
 `cost_usd` prices the model's tokens at `LIST_PRICES`.
 """
 
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from storyteller_daemon.agent.model import Usage
-from storyteller_daemon.agent.verdicts import format_ids
+from storyteller_daemon.cli.bench_contract_faults import ContractFaults
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_answers import Fault, Reply
@@ -119,8 +120,10 @@ class Oracle:
         seed: int = 1,
         acting: bool = False,
         reasoning_tokens: int = 0,
+        contract_faults: float = 0.0,
     ) -> None:
         self._relevant = relevant_texts
+        self.faults = ContractFaults(contract_faults, seed + 1)
         self._acting = acting
         self._reasoning = reasoning_tokens
         self._fail_share = fail_share
@@ -143,9 +146,15 @@ class Oracle:
                 )
             )
         prompt = _prompt_text(body)
-        answer = (body.get("text") or {}).get("format", {}).get("type")
+        text_format = (body.get("text") or {}).get("format", {})
+        answer = text_format.get("type")
         if answer in ("json_schema", "json_object"):
-            output = self._verdicts(body) if answer == "json_schema" else self._decision(body)
+            if answer == "json_object":
+                output = self._decision(body)
+            elif text_format.get("name") == "attention_decision":
+                output = self._alone(body)
+            else:
+                output = self._verdicts(body)
             reply = Reply.text(output)
             kind, delay = "attention", self._attention_delay
         else:
@@ -174,14 +183,20 @@ class Oracle:
 
     def _verdicts(self, body: dict[str, Any]) -> str:
         """A batch verdict: attended ids with a reason, ignored ids as ranges."""
-        attend: list[dict[str, Any]] = []
+        attend: list[tuple[int, str]] = []
         ignore: list[int] = []
-        for number, line in _LINE.findall(_input_text(body)):
+        lines = _LINE.findall(_input_text(body))
+        for number, line in lines:
             if self._matters(line):
-                attend.append({"id": int(number), "why": "matters to the remit"})
+                attend.append((int(number), "matters to the remit"))
             else:
                 ignore.append(int(number))
-        return json.dumps({"attend": attend, "ignore": format_ids(ignore)})
+        return self.faults.batch(attend, ignore, len(lines))
+
+    def _alone(self, body: dict[str, Any]) -> str:
+        """The decision about one event, judged alone."""
+        matters = any(self._matters(line) for _, line in _LINE.findall(_input_text(body)))
+        return self.faults.alone(matters, "matters to the remit")
 
     def _decision(self, body: dict[str, Any]) -> str:
         """The reference design's verdict about its one event: an echo's raw text, or the whole

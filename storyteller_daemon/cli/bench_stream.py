@@ -21,6 +21,13 @@ model latency alike, so an hour of stream takes a minute at 60×. All times in t
 stream seconds. ``--one-call-per-event`` runs the reference design (no window, no batching, no
 repeats, one turn per event; its classifier sees an echo's raw text and the whole prompt of
 speech and crimes) on the same stream for comparison.
+
+``--contract-faults SHARE`` has the stand-in break the verdict contract on that share of
+attention replies (`bench_contract_faults`); the report counts the faults, the events that
+failed open and the violations, and the urgent events (crimes) that got no turn.
+``--short-prompts`` cuts the storyteller's system prompt to its remit (its first two sections),
+so its remit plus attention prompt stay under the provider's 1,024-token cache floor, as most
+admins' prompts do: attention requests then get no cached prefix.
 """
 
 from __future__ import annotations
@@ -36,8 +43,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from storyteller_daemon.agent.attention import attention_instructions
 from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.cli.bench_stand_ins import (
+    CACHE_MINIMUM_TOKENS,
+    CHARS_PER_TOKEN,
     LIST_PRICES,
     Oracle,
     ProgLog,
@@ -47,6 +57,14 @@ from storyteller_daemon.cli.bench_stand_ins import (
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.events import Cursor, RoomEcho, Speech, WorldEvent
+
+SHORT_REMIT_END = "\nHow you act"
+"""Where `--short-prompts` cuts the harbour watch's system prompt: after its remit."""
+
+
+def short_remit(system_prompt: str) -> str:
+    """A system prompt cut to what comes before `SHORT_REMIT_END` (all of it if absent)."""
+    return system_prompt.split(SHORT_REMIT_END, 1)[0].strip()
 
 
 def _event_text(event: WorldEvent) -> str | None:
@@ -95,6 +113,10 @@ class StreamBenchOptions:
     drain_seconds: float | None = None
     """Stream seconds the daemon gets after the last event to settle its backlog (default:
     15 minutes, or, for the one-call design, long enough to judge every event one by one)."""
+    contract_faults: float = 0.0
+    """Share of attention replies in which the stand-in breaks the verdict contract."""
+    short_prompts: bool = False
+    """Cut the storyteller's system prompt to its remit, under the cache floor (see above)."""
 
 
 async def run_stream_bench(
@@ -144,6 +166,7 @@ async def run_stream_bench(
         seed=options.seed,
         acting=options.acting_turns,
         reasoning_tokens=options.reasoning_tokens,
+        contract_faults=options.contract_faults,
     )
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
@@ -174,6 +197,14 @@ async def run_stream_bench(
                 return watch.surveillance
             return Surveillance(included=frozenset({rooms[(number - 1) % len(rooms)]}))
 
+        if options.short_prompts:
+            watch = replace(watch, system_prompt=short_remit(watch.system_prompt))
+        instruction_tokens = len(attention_instructions(watch)) // CHARS_PER_TOKEN
+        if options.short_prompts and instruction_tokens >= CACHE_MINIMUM_TOKENS:
+            raise ValueError(
+                f"--short-prompts left {instruction_tokens} tokens of attention instructions, "
+                f"not under {CACHE_MINIMUM_TOKENS}"
+            )
         watch = await store.storytellers.save(
             replace(watch, paused=False, surveillance=watching(1))
         )
@@ -339,6 +370,7 @@ async def run_stream_bench(
         filtered.update(before.filtered)
     heard_relevant = [w for w in work if labels.get(w.source)]
     reached = [w for w in heard_relevant if w.turn_key is not None]
+    urgent = [w for w in work if w.source in labels and w.kind == "crime"]
     # The stream's events; heartbeat turns go on while the report is read, so one may be
     # running at that instant.
     streamed = [w for w in work if w.source in labels]
@@ -374,6 +406,17 @@ async def run_stream_bench(
         "events per attention request": round(stats.batch_sizes.total / stats.batch_sizes.count, 1)
         if stats.batch_sizes.count
         else 0,
+        "urgent events (crimes) heard / without a turn": [
+            len(urgent),
+            sum(1 for w in urgent if w.turn_key is None),
+        ],
+        "contract faults made by the stand-in": dict(oracle.faults.made),
+        "events judged alone / failed open / violations": [
+            stats.events_judged_alone,
+            sum(1 for w in work if w.rule == "fail_open"),
+            sum(1 for w in work if w.state.value == "violation"),
+        ],
+        "attention instructions (tokens, est.)": instruction_tokens,
         "settled by rule": dict(filtered),
         "work item states": dict(states),
         "why work failed": dict(

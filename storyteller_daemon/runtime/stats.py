@@ -65,7 +65,7 @@ class RuntimeStats:
     """Stage name → triggers dropped there (pause, api_key, prefilter, attention, queue...)."""
     attention_calls: int = 0
     verdicts: Counter[str] = field(default_factory=Counter)
-    """interested / ignore / violation."""
+    """interested / ignore / violation / fail_open."""
     turns: Counter[str] = field(default_factory=Counter)
     """Turn outcome → count."""
     requests: int = 0
@@ -76,6 +76,9 @@ class RuntimeStats:
     """Storyteller name → work items rejected because its queue was full."""
     events_judged: int = 0
     """Events given a verdict (by the model, or inherited from a repeat)."""
+    events_judged_alone: int = 0
+    """Events judged in a request of their own after a batch and its re-ask left them
+    unresolved."""
     attention_failures: int = 0
     """Attention requests that failed (their events stayed pending)."""
     filtered: Counter[str] = field(default_factory=Counter)

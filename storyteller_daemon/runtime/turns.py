@@ -160,6 +160,7 @@ class AgentTurnRunner:
             judgement = await self.gate.judge(storyteller, context, entries, fence)
             run.verdicts = [judgement.verdicts[e.id] for e in entries]
         self._stats.attention_calls += judgement.requests
+        self._stats.events_judged_alone += judgement.alone
         verdicts = run.verdicts
         assert storyteller.id is not None
         streak = self.gate.consecutive_violations(storyteller.id)

@@ -138,8 +138,8 @@ def test_a_range_outside_the_batch_or_overlapping_an_attend_is_caught() -> None:
 
 
 def test_unknown_ids_in_a_range_are_named() -> None:
-    result = parse_batch(json.dumps({"attend": [], "ignore": "2-3"}), ["1", "2"])
-    assert "unknown id '3' in ignore" in result.problems and result.unresolved == ["1"]
+    result = parse_batch(json.dumps({"attend": [], "ignore": "3-4"}), ["1", "2", "3"])
+    assert "unknown id '4' in ignore" in result.problems and result.unresolved == ["1", "2"]
 
 
 @pytest.mark.parametrize(
@@ -176,6 +176,19 @@ def test_a_reply_cut_off_keeps_the_verdicts_it_completed(
 def test_ids_are_read_as_the_request_shows_them(written: object) -> None:
     result = parse_batch(json.dumps({"attend": [], "ignore": [written, 1]}), ["1", "2"])
     assert set(result.verdicts) == {"1", "2"} and result.problems == []
+
+
+def test_a_reply_numbered_from_another_start_is_not_taken() -> None:
+    """Ids 4-6 for a batch of three: the ids 1-3 it shares name other events, so none count."""
+    shifted = json.dumps({"attend": [{"id": 4, "why": "theft"}], "ignore": "5-6"})
+    result = parse_batch(shifted, ["1", "2", "3"])
+    assert result.verdicts == {} and result.unresolved == ["1", "2", "3"]
+    assert "the reply numbered the events from 4, not from 1; none of it is taken" in (
+        result.problems
+    )
+    # One stray id among the right ones is no shift: the rest is kept.
+    stray = json.dumps({"attend": [{"id": 7, "why": "theft"}], "ignore": "2-3"})
+    assert set(parse_batch(stray, ["1", "2", "3"]).verdicts) == {"2", "3"}
 
 
 def test_ids_are_written_as_ranges() -> None:

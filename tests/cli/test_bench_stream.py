@@ -114,3 +114,28 @@ async def test_stops_and_crashes_with_acting_turns_repeat_no_prog(tmp_path: Path
     assert report["situations written"] > 0  # type: ignore[operator]
     assert report["relevant events failed / without an alert"][1] == 0  # type: ignore[index]
     assert report["stop took at most (s, wall clock)"] > 0  # type: ignore[operator]
+
+
+async def test_contract_faults_lose_no_urgent_event_and_short_prompts_are_not_cached(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "stream.jsonl"
+    write_stream(path, labelled_stream(seed=3, hours=0.05, relevant_share=0.2))  # 11 crimes
+    report = await run_stream_bench(
+        StreamBenchOptions(
+            stream=path,
+            speedup=120,
+            contract_faults=0.3,
+            short_prompts=True,
+            drain_seconds=SETTLE,
+        )
+    )
+    assert report["backlog settled"] is True
+    faults = report["contract faults made by the stand-in"]
+    assert isinstance(faults, dict) and sum(faults.values()) >= 3, faults
+    crimes, without_turn = report["urgent events (crimes) heard / without a turn"]  # type: ignore[misc]
+    assert crimes > 0 and without_turn == 0
+    assert report["recall"] >= 0.97, report  # type: ignore[operator]
+    assert report["attention instructions (tokens, est.)"] < 1024  # type: ignore[operator]
+    tokens = report["tokens by request kind (input / cached / output)"]
+    assert isinstance(tokens, dict) and tokens["attention"][1] == 0  # nothing cached
