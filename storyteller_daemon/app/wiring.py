@@ -66,6 +66,7 @@ from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
+from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.protocol import WorldClient
 
@@ -204,6 +205,7 @@ async def build_runtime(
         source=cfg.world.kind,
         observe=lookups.observe,
         plans=store.plans,
+        verdict_memory=VerdictMemoryRepository(store.db, clock.now),
     )
     reflection = None
     if cfg.reflection.enabled:

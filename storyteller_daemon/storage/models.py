@@ -428,6 +428,30 @@ class WorkRow(Base):
     """A clean stop cut the running turn off: its next run is not counted as a retry."""
 
 
+class SettledVerdictRow(Base):
+    """An attention ignore verdict, kept to settle repeats (`domain.verdict_memory`)."""
+
+    __tablename__ = "settled_verdicts"
+    __table_args__ = (
+        UniqueConstraint("storyteller_id", "key", name="uq_settled_verdicts_key"),
+        Index("ix_settled_verdicts_ignored", "storyteller_id", "ignored_on"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller_id: Mapped[int] = mapped_column(BigInteger)
+    key: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of kind, speaker, room class and normalised text."""
+    kind: Mapped[str] = mapped_column(String(40))
+    speaker_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    room_class: Mapped[str] = mapped_column(String(60))
+    text: Mapped[str] = mapped_column(Text)
+    item_id: Mapped[int] = mapped_column(BigInteger)
+    prompts: Mapped[str] = mapped_column(String(64))
+    ignored_on: Mapped[datetime] = mapped_column(UtcDateTime)
+    hits: Mapped[int] = mapped_column(Integer, default=0)
+    last_hit_on: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
 class TurnJournalRow(Base):
     """What a running turn has done: a model answer or a call's result (`storage.turn_journal`)."""
 

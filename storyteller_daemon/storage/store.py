@@ -15,6 +15,7 @@ from storyteller_daemon.storage.scene_claims import SceneClaimRepository
 from storyteller_daemon.storage.speech import SpeechHistoryRepository
 from storyteller_daemon.storage.story_plans import StoryPlanRepository
 from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
+from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 
 
 class Store:
@@ -34,6 +35,7 @@ class Store:
         self.plans = StoryPlanRepository(db, clock)
         self.claims = SceneClaimRepository(db, clock)
         self.queries = ProviderQueryRepository(db)
+        self.verdicts = VerdictMemoryRepository(db, clock)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:

@@ -19,6 +19,7 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.pipeline.ports import VerdictMemory
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
@@ -165,6 +166,7 @@ class Harness:
         attention: AttentionConfig = AT_ONCE,
         runner: FakeRunner | None = None,
         storytellers: Sequence[Storyteller] = (WATCHER,),
+        verdict_memory: VerdictMemory | None = None,
     ) -> Rig:
         router = Router()
         router.update(storytellers, ZONES)
@@ -181,6 +183,7 @@ class Harness:
             attention=attention,
             queue_size=25,
             alerts=alerts,
+            verdict_memory=verdict_memory,
         )
         self.tasks.append(asyncio.create_task(pipeline.run()))
         await settle()

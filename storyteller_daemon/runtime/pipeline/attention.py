@@ -4,8 +4,9 @@ A storyteller's attention task waits for a burst window (no new event for ``quie
 or the oldest waiting ``max_wait_seconds``; urgent kinds and a full batch go at once), then
 claims the oldest pending events, up to ``max_batch_events``, and judges them in a pass of
 their own (up to ``parallel_requests`` passes at once): attention rules, the waits of the
-storyteller's story plans and repeats are settled from memory, the rest in one model request,
-and every event gets a recorded decision.
+storyteller's story plans and repeats are settled from memory, then what the verdict memory
+settles (`settled`: text the model ignored within hours, rule ``repeat_of:<item>``), the rest
+in one model request, and every event gets a recorded decision.
 
 An event meeting the condition a due plan step waits for (`plan_waits`) is interesting without a
 model call, recorded with rule ``plan:<id>``, so its turn advances the plan. The storyteller's
@@ -36,6 +37,7 @@ from storyteller_daemon.domain.repeats import (
     repeat_key,
 )
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.verdict_memory import RULE_PREFIX, settled_rule
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import decode_trigger
@@ -237,6 +239,13 @@ class AttentionStage(PipelineState):
                     first_in_batch.setdefault(key, index)
                 ask.append(index)
         verdicts: dict[int, Verdict] = {}
+        found = await self._settled.recall(st, lane.memory, triggers, ask, self._clock.now())
+        for index, entry in found.settled.items():
+            when = entry.ignored_at.strftime("%H:%M")
+            verdicts[index] = _Inherited(
+                False, f"the same text was ignored as work item {entry.item_id} at {when} UTC"
+            )
+        ask = [index for index in ask if index not in found.settled]
         if ask:
             asked = [triggers[i] for i in ask]
             refusal = await self._admitted(st, asked[0])
@@ -257,6 +266,8 @@ class AttentionStage(PipelineState):
                 await self._attention_failed(st, lane, items, exc)
                 return None
             verdicts.update(zip(ask, answers, strict=True))
+        ignored = [i for i in ask if not verdicts[i].interested and verdicts[i].violation is None]
+        await self._settled.record(st, found, items, ignored)
         decisions: list[Decision] = []
         for index, item in enumerate(items):
             trigger = triggers[index]
@@ -274,6 +285,11 @@ class AttentionStage(PipelineState):
                 decisions.append(
                     self._decision(st, item, trigger, verdict, f"plan:{planned[index]}")
                 )
+                continue
+            if index in found.settled:
+                self.stats.filtered[RULE_PREFIX] += 1
+                rule = settled_rule(found.settled[index].item_id)
+                decisions.append(self._decision(st, item, trigger, verdicts[index], rule))
                 continue
             if index in inherited:
                 rule, first = inherited[index]

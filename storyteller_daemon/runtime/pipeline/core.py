@@ -77,7 +77,8 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
         return count
 
     async def _prune_hourly(self) -> None:
-        """Delete finished work older than ``retention_hours``, now and then every hour."""
+        """Delete finished work older than ``retention_hours``, and settled verdicts past
+        their horizon, now and then every hour."""
         while True:
             cutoff = self._clock.now() - timedelta(hours=self._cfg.retention_hours)
             try:
@@ -87,6 +88,10 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
             else:
                 if pruned:
                     log.info("pruned %d finished work items", pruned)
+            try:
+                await self._settled.prune(self._clock.now())
+            except Exception as exc:  # the next hour tries again
+                log.warning("settled verdicts could not be pruned: %s", type(exc).__name__)
             await self._clock.sleep(3600)
 
     def stop_intake(self) -> None:

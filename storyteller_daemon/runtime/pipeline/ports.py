@@ -2,9 +2,9 @@
 
 The pipeline sees the attention gate and the tool loop as a `TurnRunner`, the durable work
 items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the story plans as a
-`PlanReader`, the last checks before a model call as an `Admission`, and whoever follows its
-steps as an `Observer`; `Verdict` and `TurnOutcome` are the parts of the runner's answers it
-reads.
+`PlanReader`, the kept ignore verdicts as a `VerdictMemory`, the last checks before a model
+call as an `Admission`, and whoever follows its steps as an `Observer`; `Verdict` and
+`TurnOutcome` are the parts of the runner's answers it reads.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Protocol
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.story_plans import StoryPlan
+from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
 from storyteller_daemon.domain.work import Decision, NewWork, TurnClaim, WorkItem, WorkState
 from world_adapter.events import Speech
 
@@ -171,6 +172,38 @@ class PlanReader(Protocol):
         self, storyteller_id: int | None = None, *, include_closed: bool = True
     ) -> Sequence[StoryPlan]:
         """Plans as stored (no expiry applied)."""
+        ...
+
+
+class VerdictMemory(Protocol):
+    """Where ignore verdicts are kept to settle repeats (the verdict memory repository)."""
+
+    async def recall(
+        self, storyteller_id: int, keys: Collection[str], *, prompts: str, since: datetime
+    ) -> Mapping[str, SettledVerdict]:
+        """The entries for `keys` made under `prompts` at or after `since`, by key."""
+        ...
+
+    async def hit(self, ids: Sequence[int]) -> None:
+        """Count one settled event against each entry of `ids`."""
+        ...
+
+    async def remember(
+        self, storyteller_id: int, ignored: Sequence[tuple[Recallable, int]], *, prompts: str
+    ) -> None:
+        """Keep what the model ignored (event, work item)."""
+        ...
+
+    async def invalidate(self, storyteller_id: int, *, keep_prompts: str) -> int:
+        """Clear the entries made under other prompts."""
+        ...
+
+    async def relevant_characters(self, storyteller_id: int) -> frozenset[int]:
+        """Characters the storyteller keeps notes on."""
+        ...
+
+    async def prune(self, *, ignored_before: datetime) -> int:
+        """Delete entries older than any horizon reaches."""
         ...
 
 

@@ -31,8 +31,10 @@ from storyteller_daemon.runtime.pipeline.ports import (
     PlanReader,
     SpeechRecorder,
     TurnRunner,
+    VerdictMemory,
 )
 from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.pipeline.settled import MemoryLane, SettledVerdicts
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.events import Speech, WorldEvent
 
@@ -50,6 +52,7 @@ class _Lane:
     repeats: RepeatMemory
     rules: RuleBook = field(default_factory=RuleBook)
     plan_waits: PlanWaits = field(default_factory=PlanWaits)
+    memory: MemoryLane = field(default_factory=MemoryLane)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     turn_wake: asyncio.Event = field(default_factory=asyncio.Event)
     pending: int = 0
@@ -116,6 +119,7 @@ class PipelineState(abc.ABC):
         source: str = "world",
         observe: Callable[[WorldEvent], None] | None = None,
         plans: PlanReader | None = None,
+        verdict_memory: VerdictMemory | None = None,
     ) -> None:
         self.router = router
         self._runner = runner
@@ -135,6 +139,8 @@ class PipelineState(abc.ABC):
         """Told of every event taken in (the look-up cache invalidates from it)."""
         self._plans = plans
         """Where the waits of planning storytellers' plans are read (`PlanWaits`)."""
+        self._settled = SettledVerdicts(verdict_memory, self._cfg.verdict_memory_hours)
+        """Ignore verdicts kept to settle repeats without a model call."""
         self._lanes: dict[int, _Lane] = {}
         self._group: asyncio.TaskGroup | None = None
         self._accepting = True

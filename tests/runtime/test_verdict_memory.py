@@ -1,0 +1,196 @@
+"""The verdict memory: text the model ignored is settled by rule for hours, except where it
+must not be, and forgotten when the storyteller's prompts change."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from test_pipeline import AT_ONCE, T0, WATCHER, ZONES, Harness, Rig, Verdict, crime, echo
+
+from storyteller_daemon.config import AttentionConfig
+from storyteller_daemon.domain.settings import EventKind
+from storyteller_daemon.domain.verdict_memory import prompts_digest, recallable
+from storyteller_daemon.domain.work import WorkItem
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
+from storyteller_daemon.testing.clock import FakeClock
+from world_adapter.events import Cursor, Speech
+
+HOURS = 2.0
+# In-memory repeats off, so every repeat below is the verdict memory's to settle.
+REMEMBERING: AttentionConfig = AT_ONCE.model_copy(
+    update={"repeat_seconds": 0, "room_repeat_seconds": 0, "verdict_memory_hours": HOURS}
+)
+GULLS = "Gulls wheel and shriek above the masts."
+LISTENER = replace(WATCHER, subscriptions=WATCHER.subscriptions | {EventKind.SPEECH})
+
+
+def speech(seq: int, speaker: int = 1001, target: int | None = None, text: str = GULLS) -> Speech:
+    return Speech(
+        cursor=Cursor("e", seq),
+        cell_id=101,
+        zone_id=1,
+        occurred_at=echo().occurred_at,
+        speaker_id=speaker,
+        speaker_name="Lucan Ashby",
+        text=text,
+        target_id=target,
+        target_kind="character" if target is not None else None,
+    )
+
+
+@pytest.fixture
+async def harness(sqlite_store: Store) -> AsyncIterator[Harness]:
+    h = Harness(sqlite_store)
+    try:
+        yield h
+    finally:
+        await h.crash()
+
+
+@pytest.fixture
+async def memory_rig(harness: Harness, sqlite_store: Store) -> Rig:
+    saved = await sqlite_store.storytellers.create("Watch")  # the rows' storyteller
+    assert saved.id == WATCHER.id
+    memory = VerdictMemoryRepository(sqlite_store.db, harness.clock.now)
+    rig = await harness.start(REMEMBERING, storytellers=(LISTENER,), verdict_memory=memory)
+    rig.runner.verdict = Verdict(False, "")
+    return rig
+
+
+async def judge(rig: Rig, *events: object) -> list[WorkItem]:
+    """Take `events` in, let them be judged; the new work items, oldest first."""
+    before = {i.id for i in await rig.backlog.items(1)}
+    for event in events:
+        await rig.pipeline.ingest(event)  # type: ignore[arg-type]
+        await rig.pipeline.wait_idle()
+    return sorted((i for i in await rig.backlog.items(1) if i.id not in before), key=lambda i: i.id)
+
+
+async def test_ignored_text_is_settled_by_rule_without_a_model_call(memory_rig: Rig) -> None:
+    [first] = await judge(memory_rig, echo(text=GULLS))
+    assert first.state.value == "ignored" and first.rule is None
+    asked = len(memory_rig.runner.judged)
+    await memory_rig.clock.advance(3600)
+    # The same text in another room of the zone, in other case and spacing.
+    [again] = await judge(
+        memory_rig, echo(cell=102, seq=2, text="  gulls WHEEL and shriek above the masts. ")
+    )
+    assert len(memory_rig.runner.judged) == asked  # no model call
+    assert again.state.value == "ignored" and again.rule == f"repeat_of:{first.id}"
+    assert again.reason is not None and f"work item {first.id}" in again.reason
+    assert memory_rig.pipeline.stats.filtered["repeat_of"] == 1
+    [entry] = await VerdictMemoryRepository(memory_rig.store.db).list(1)
+    assert (entry.item_id, entry.hits, entry.text) == (first.id, 1, GULLS.casefold())
+
+
+async def test_past_the_horizon_or_in_another_zone_the_model_judges_again(memory_rig: Rig) -> None:
+    await judge(memory_rig, echo(text=GULLS))
+    other_zone = replace(echo(seq=2, text=GULLS), zone_id=2)
+    await judge(memory_rig, other_zone)
+    await memory_rig.clock.advance(HOURS * 3600 + 1)
+    [late] = await judge(memory_rig, echo(seq=3, text=GULLS))
+    assert len(memory_rig.runner.judged) == 3 and late.rule is None
+
+
+async def test_only_ignored_verdicts_are_kept(memory_rig: Rig) -> None:
+    memory_rig.runner.verdict = Verdict(True, "matters")
+    await judge(memory_rig, echo(text=GULLS))
+    await judge(memory_rig, echo(seq=2, text=GULLS))
+    assert len(memory_rig.runner.judged) == 2
+    memory_rig.runner.verdict = Verdict(False, "", violation="no verdict")
+    await judge(memory_rig, echo(seq=3, text="A bell tolls."))
+    await judge(memory_rig, echo(seq=4, text="A bell tolls."))
+    assert len(memory_rig.runner.judged) == 4
+    assert await VerdictMemoryRepository(memory_rig.store.db).list(1) == []
+
+
+async def test_crimes_are_always_judged(memory_rig: Rig) -> None:
+    await judge(memory_rig, crime(1))
+    [again] = await judge(memory_rig, crime(2))
+    assert len(memory_rig.runner.judged) == 2 and again.rule is None
+    assert recallable("crime", "Theft", room_id=101, zone_id=1) is None
+    assert recallable("state", "Dead", room_id=101, zone_id=1) is None
+    assert recallable("direct", "look at this", room_id=101, zone_id=1) is None
+
+
+async def test_speech_is_settled_per_speaker(memory_rig: Rig) -> None:
+    [first] = await judge(memory_rig, speech(1))
+    [same] = await judge(memory_rig, speech(2))
+    [other] = await judge(memory_rig, speech(3, speaker=1002))
+    assert same.rule == f"repeat_of:{first.id}" and other.rule is None
+    assert len(memory_rig.runner.judged) == 2
+
+
+@pytest.mark.parametrize("noted", ["situation", "memory"])
+async def test_speech_by_or_to_a_character_with_notes_is_always_judged(
+    memory_rig: Rig, sqlite_store: Store, noted: str
+) -> None:
+    await judge(memory_rig, speech(1), speech(2, target=2002))
+    if noted == "situation":
+        await sqlite_store.situations.create(1, "Ashby owes money", "", character_id=1001)
+    else:
+        await sqlite_store.memories.create(1, 2002, "Fenna", "Fenna runs the ferry.")
+    asked = len(memory_rig.runner.judged)
+    by_speaker, to_target, unrelated = await judge(
+        memory_rig, speech(3), speech(4, target=2002), speech(5, speaker=1003)
+    )
+    await judge(memory_rig, speech(6, speaker=1003))
+    if noted == "situation":  # the speaker has notes: both of his lines are judged
+        assert (by_speaker.rule, to_target.rule) == (None, None)
+    else:  # only the line addressed to Fenna is
+        assert by_speaker.rule is not None and by_speaker.rule.startswith("repeat_of:")
+        assert to_target.rule is None
+    assert unrelated.rule is None  # a new speaker: nothing kept yet
+    judged_now = len(memory_rig.runner.judged) - asked
+    assert judged_now == (3 if noted == "situation" else 2)
+
+
+async def test_a_prompt_change_forgets_what_was_settled(memory_rig: Rig) -> None:
+    await judge(memory_rig, echo(text=GULLS))
+    memory = VerdictMemoryRepository(memory_rig.store.db)
+    [entry] = await memory.list(1)
+    assert entry.prompts == prompts_digest(WATCHER.system_prompt, WATCHER.attention_prompt)
+    memory_rig.pipeline.router.update(
+        [replace(LISTENER, attention_prompt="Gulls are omens now.")], ZONES
+    )
+    [again] = await judge(memory_rig, echo(seq=2, text=GULLS))
+    assert again.rule is None and len(memory_rig.runner.judged) == 2
+    [entry] = await memory.list(1)  # the new verdict, under the new prompts
+    assert entry.item_id == again.id
+    memory_rig.pipeline.router.update([replace(LISTENER, system_prompt="A new remit.")], ZONES)
+    await judge(memory_rig, echo(seq=3, text=GULLS))
+    assert len(memory_rig.runner.judged) == 3
+
+
+async def test_settled_verdicts_are_listed_cleared_and_pruned(store: Store) -> None:
+    clock = FakeClock(T0)
+    memory = VerdictMemoryRepository(store.db, clock.now)
+    event = recallable("room_echo", GULLS, room_id=101, zone_id=None)
+    bell = recallable("room_echo", "A bell tolls.", room_id=101, zone_id=None)
+    assert event is not None and bell is not None and event.room_class == "room:101"
+    await memory.remember(1, [(event, 10), (bell, 11)], prompts="p")
+    await memory.remember(2, [(event, 12)], prompts="p")
+    listed = await memory.list(1)
+    assert {e.item_id for e in listed} == {10, 11}
+    assert await memory.clear(1, [listed[0].id]) == 1
+    assert len(await memory.list(1)) == 1 and await memory.clear(1) == 1
+    assert len(await memory.list(2)) == 1
+    assert listed[0].ignored_at == T0
+    later = T0 + timedelta(seconds=1)
+    recalled = await memory.recall(2, [event.key, bell.key], prompts="p", since=later)
+    assert recalled == {}
+    assert set(await memory.recall(2, [event.key, bell.key], prompts="p", since=T0)) == {event.key}
+    assert await memory.recall(2, [event.key], prompts="q", since=T0) == {}
+    assert await memory.invalidate(2, keep_prompts="q") == 1
+    await memory.remember(2, [(event, 12)], prompts="p")
+    await memory.remember(3, [(event, 13)], prompts="p")
+    await clock.advance(2)
+    await memory.remember(3, [(bell, 14)], prompts="p")  # newer than `later`: kept
+    await memory.hit([(await memory.list(2))[0].id] * 2)
+    assert (await memory.list(2))[0].hits == 2
+    assert await memory.prune(ignored_before=later) == 2
+    assert [e.item_id for e in await memory.list(3)] == [14]
