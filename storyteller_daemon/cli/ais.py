@@ -7,6 +7,7 @@ it works on (an id or a case-insensitive name). Delete and clone, missing in Fut
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -22,6 +23,7 @@ from storyteller_daemon.cli import (
     ais_rules,
     ais_set,
     ais_set_inputs,
+    ais_settled,
     ais_tools,
     ais_xml,
 )
@@ -105,16 +107,23 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
         st = await store.storytellers.get(ref)
         assert st.id is not None
         situations = await store.situations.list(st.id)
+        cfg = state(ctx).config()
+        hours = cfg.attention.verdict_memory_hours
+        settled = ais_settled.summary(
+            await ais_settled.holding(store, st, hours, datetime.now(UTC)), hours
+        )
     catalogue = await load_catalogue(ctx)
-    cfg = state(ctx).config()
     limits = cfg.policy.for_storyteller(st.name, [t.name for t in st.custom_tools])
     if json_out:
         budget = ais_budget.budget_json(st, cfg.budgets)
         print_json(
-            storyteller_json(st, catalogue, situations) | {"policy": limits, "budget": budget}
+            storyteller_json(st, catalogue, situations)
+            | {"policy": limits, "budget": budget, "verdict_memory": settled}
         )
     else:
-        show_storyteller(st, catalogue, situations)
+        show_storyteller(
+            st, catalogue, situations, settled=ais_settled.summary_line(settled, st.id)
+        )
         ais_budget.show_budget(st, cfg.budgets)
         show_policy(limits)
 

@@ -3,6 +3,7 @@
 A rule ignores, or always attends to, the events it matches without asking the attention model
 (`domain.attention_rules`). Rules are checked in order and the first that matches decides, so a
 new rule goes last; to move one, remove it and add it again. FutureMUD has no such setting.
+The same group lists and clears the verdict memory (`ais_settled`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from storyteller_daemon.domain.attention_rules import RULE_KINDS, AttentionRule,
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 
-app = command_group("Attention rules: add or remove. Alias: rules.")
+app = command_group(
+    "Attention rules: add or remove; the verdict memory: list or forget. Alias: rules."
+)
 
 RuleName = Annotated[
     str, typer.Argument(metavar="RULENAME", help="Lower-case letters, digits, '-' or '_'.")

@@ -288,8 +288,15 @@ def _block(title: str, text: str) -> None:
         say(f"  {line}")
 
 
-def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Situation]) -> None:
-    """Print the full human-readable description of a storyteller."""
+def show_storyteller(
+    st: Storyteller,
+    catalogue: Catalogue,
+    situations: list[Situation],
+    *,
+    settled: str | None = None,
+) -> None:
+    """Print the full human-readable description of a storyteller (`settled`: the verdict
+    memory's line, after the attention rules)."""
     say(f"Storyteller #{st.id}: {st.name}")
     say(f"Paused: {yes_no(st.paused)}")
     for scope in Scope:
@@ -310,6 +317,8 @@ def show_storyteller(st: Storyteller, catalogue: Catalogue, situations: list[Sit
     say(f"Surveillance: {st.surveillance.describe()}")
     _block("Attention prompt", st.attention_prompt)
     show_rules(st)
+    if settled is not None:
+        say(settled)
     _block("System prompt", st.system_prompt)
     if st.time_system_prompt is None:
         say("Time system prompt: (falls back to the system prompt)")

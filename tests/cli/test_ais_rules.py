@@ -201,3 +201,42 @@ def test_a_bad_rule_in_an_imported_document_changes_nothing(cli: Cli) -> None:
         "ToolCalls <AttentionRule> 'bell' is rejected: rule bell: unknown kind 'weather' "
         "(expected crime, room_echo, speech)."
     )
+
+
+def _remember(cli: Cli, *texts: str, prompts: str | None = None) -> None:
+    from storyteller_daemon.domain.verdict_memory import prompts_digest, recallable
+
+    async def work(store: Any) -> None:
+        st = await store.storytellers.get("Watcher")
+        digest = prompts or prompts_digest(st.system_prompt, st.attention_prompt)
+        events = [recallable("room_echo", t, room_id=101, zone_id=1) for t in texts]
+        await store.verdicts.remember(
+            st.id, [(e, 40 + n) for n, e in enumerate(events) if e is not None], prompts=digest
+        )
+
+    cli.with_store(work)
+
+
+def test_the_verdict_memory_is_shown_listed_and_cleared(cli: Cli) -> None:
+    assert "Verdict memory: 0 ignored texts settle repeats" in cli.ok("ais", "show", "Watcher")
+    _remember(cli, "Gulls cry.", "A bell tolls.")
+    _remember(cli, "Made under other prompts.", prompts="stale")
+    assert cli.show("Watcher")["verdict_memory"] == {
+        "hours": 6.0,
+        "texts": 2,
+        "events_settled": 0,
+    }
+    listed = cli.json("ais", "set", "Watcher", "rule", "memory", "--json")
+    assert sorted((e["text"], e["room_class"], e["item_id"]) for e in listed["entries"]) == [
+        ("a bell tolls.", "zone:1", 41),
+        ("gulls cry.", "zone:1", 40),
+    ]
+    assert "gulls cry." in rule(cli, "memory")
+    first = listed["entries"][0]["id"]
+    assert fail(cli, "forget") == "Give the ids of the entries to clear, or --all (not both)."
+    assert "has no verdict-memory entry 999" in fail(cli, "forget", str(first), "999")
+    assert rule(cli, "forget", str(first)) == (
+        "Cleared 1 verdict-memory entries of Watcher; those texts are judged again."
+    )
+    assert rule(cli, "forget", "--all").startswith("Cleared 2 verdict-memory entries")
+    assert cli.show("Watcher")["verdict_memory"]["texts"] == 0

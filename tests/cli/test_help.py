@@ -51,7 +51,7 @@ AIS_SET = [
     "provider",
 ]
 AIS_TOOL = ["add", "remove", "description", "parameter", "prog", "echo"]
-AIS_RULE = ["add", "remove"]
+AIS_RULE = ["add", "remove", "memory", "forget"]
 AIS_MCP = ["add", "remove"]
 AISR = ["list", "create", "show", "delete", "clone", "search", "set"]
 AISR_SET = [
