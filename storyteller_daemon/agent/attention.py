@@ -38,6 +38,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storyteller_daemon.agent.attention_examples import with_examples
 from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.model import Model, ModelRequest
 from storyteller_daemon.agent.prompts import truncate, user_message
@@ -138,10 +139,12 @@ def attention_instructions(
     debug_reasons: bool = False,
     remit_max_chars: int = REMIT_MAX_CHARS,
     contract: str | None = None,
+    cache_floor_tokens: int = 0,
 ) -> str:
     """The storyteller's remit (its system prompt, cut to `remit_max_chars`; none when that is
     0 or the prompt is blank), its attention prompt (a default if blank) and the batch
-    contract (or `contract`): the same for every batch."""
+    contract (or `contract`): the same for every batch. Batch instructions shorter than
+    `cache_floor_tokens` get worked examples of the contract (`attention_examples`)."""
     chosen = contract or (DEBUG_CONTRACT if debug_reasons else CONTRACT)
     parts = [_attention_prompt(storyteller), chosen]
     system = storyteller.system_prompt.strip()
@@ -149,7 +152,8 @@ def attention_instructions(
         head = REMIT_HEAD.format(name=json.dumps(storyteller.name, ensure_ascii=False))
         remit = truncate(system, remit_max_chars)
         parts.insert(0, f"{head}\n\n{remit}\n\nHow to judge events for it:")
-    return "\n\n".join(parts)
+    text = "\n\n".join(parts)
+    return with_examples(text, cache_floor_tokens) if chosen == CONTRACT else text
 
 
 def attention_input(context: str, entries: Sequence[BatchEntry], fence: Fence | None = None) -> str:
@@ -170,6 +174,8 @@ class AttentionOptions:
         max_retries: retries of one attention request (None: the endpoint's).
         debug_reasons: ask for a reason on ignore verdicts too (costs output tokens).
         remit_max_chars: how much of the system prompt the instructions carry (0: none).
+        cache_floor_tokens: batch instructions shorter than this get worked examples of the
+            contract, so their prefix reaches the provider's cache floor (0: never).
         reference: send what the one-call-per-event reference design sends, for the
             benchmark's comparison: the attention prompt and a short contract, then the event
             line alone (no remit, no context, no fence).
@@ -180,6 +186,7 @@ class AttentionOptions:
     debug_reasons: bool = False
     reference: bool = False
     remit_max_chars: int = REMIT_MAX_CHARS
+    cache_floor_tokens: int = 0
 
 
 class AttentionGate:
@@ -233,7 +240,10 @@ class AttentionGate:
             text_format = {"type": "json_object"}
         else:
             instructions = attention_instructions(
-                storyteller, debug_reasons=debug, remit_max_chars=self.options.remit_max_chars
+                storyteller,
+                debug_reasons=debug,
+                remit_max_chars=self.options.remit_max_chars,
+                cache_floor_tokens=self.options.cache_floor_tokens,
             )
             text = attention_input(context, entries, fence)
         return ModelRequest(

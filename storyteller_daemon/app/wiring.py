@@ -178,6 +178,7 @@ async def build_runtime(
                 debug_reasons=cfg.attention.debug_reasons,
                 reference=cfg.attention.one_call_per_event,
                 remit_max_chars=cfg.attention.remit_max_chars,
+                cache_floor_tokens=cfg.attention.cache_floor_tokens,
             ),
             lookups=lookups,
             policy=policy,

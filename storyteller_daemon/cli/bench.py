@@ -341,6 +341,12 @@ async def stream(
             "instructions stay under the 1,024-token cache floor.",
         ),
     ] = False,
+    cache_floor: Annotated[
+        int | None,
+        typer.Option(
+            help="Override [attention] cache_floor_tokens (0: no contract examples).", min=0
+        ),
+    ] = None,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -382,6 +388,7 @@ async def stream(
         max_wait_seconds=max_wait,
         contract_faults=contract_faults,
         short_prompts=short_prompts,
+        cache_floor=cache_floor,
     )
     with LogLineCounter() as log_lines:
         report = await _with_progress(run_stream_bench, options, quiet=as_json)

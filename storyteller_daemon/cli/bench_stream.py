@@ -27,7 +27,9 @@ attention replies (`bench_contract_faults`); the report counts the faults, the e
 failed open and the violations, and the urgent events (crimes) that got no turn.
 ``--short-prompts`` cuts the storyteller's system prompt to its remit (its first two sections),
 so its remit plus attention prompt stay under the provider's 1,024-token cache floor, as most
-admins' prompts do: attention requests then get no cached prefix.
+admins' prompts do; ``--cache-floor 0`` sends them as they are (no cached prefix), the default
+brings them to the floor with worked examples of the contract (``[attention]
+cache_floor_tokens``).
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ class StreamBenchOptions:
     """Share of attention replies in which the stand-in breaks the verdict contract."""
     short_prompts: bool = False
     """Cut the storyteller's system prompt to its remit, under the cache floor (see above)."""
+    cache_floor: int | None = None
+    """Override of ``[attention] cache_floor_tokens`` (None: the default)."""
 
 
 async def run_stream_bench(
@@ -238,6 +242,11 @@ async def run_stream_bench(
                         {}
                         if options.max_wait_seconds is None
                         else {"max_wait_seconds": options.max_wait_seconds}
+                    ),
+                    **(
+                        {}
+                        if options.cache_floor is None
+                        else {"cache_floor_tokens": options.cache_floor}
                     ),
                 },
                 "limits": {"turn_seconds": 3600.0},
@@ -416,7 +425,11 @@ async def run_stream_bench(
             sum(1 for w in work if w.rule == "fail_open"),
             sum(1 for w in work if w.state.value == "violation"),
         ],
-        "attention instructions (tokens, est.)": instruction_tokens,
+        "attention instructions / with contract examples (tokens, est.)": [
+            instruction_tokens,
+            len(attention_instructions(watch, cache_floor_tokens=cfg.attention.cache_floor_tokens))
+            // CHARS_PER_TOKEN,
+        ],
         "settled by rule": dict(filtered),
         "work item states": dict(states),
         "why work failed": dict(

@@ -138,6 +138,9 @@ class AttentionConfig(_Section):
     remit_max_chars: NonNegativeInt = 12_000
     """How much of a storyteller's system prompt its attention requests carry as its remit, in
     their cached prefix (0: none)."""
+    cache_floor_tokens: NonNegativeInt = 1024
+    """The provider's prompt-cache floor: batch instructions shorter than this get worked
+    examples of the verdict contract, so their prefix is cached (0: never)."""
     one_call_per_event: bool = False
     """The reference design, for comparison: no window, no batching, no repeats, one turn each."""
     retention_hours: PositiveFloat = 24.0

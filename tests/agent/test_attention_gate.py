@@ -22,6 +22,7 @@ from storyteller_daemon.agent.attention import (
     BatchEntry,
     attention_instructions,
 )
+from storyteller_daemon.agent.attention_examples import CHARS_PER_TOKEN, EXAMPLES, EXAMPLES_HEAD
 from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
 from storyteller_daemon.agent.verdicts import (
     NO_REASON,
@@ -460,3 +461,45 @@ async def test_model_errors_and_budget_refusals_reach_the_caller() -> None:
         await gate.judge(Storyteller(name="Unsaved"), "", ENTRIES)
     with pytest.raises(ValueError, match="distinct ids"):
         await gate.judge(TELLER, "", [ENTRIES[0], ENTRIES[0]])
+
+
+# ---------------------------------------------------------------------- the cache floor
+
+
+def test_short_instructions_get_contract_examples_up_to_the_cache_floor() -> None:
+    medium = replace(TELLER, system_prompt="You watch the harbour for thieves. " * 40)
+    plain = attention_instructions(medium)
+    padded = attention_instructions(medium, cache_floor_tokens=1024)
+    assert padded.startswith(plain + "\n\n" + EXAMPLES_HEAD)
+    assert len(plain) < 1024 * CHARS_PER_TOKEN <= len(padded)
+    # Only as many examples as the floor needs, in order.
+    shown = [e for e in EXAMPLES if e in padded]
+    assert shown == list(EXAMPLES[: len(shown)]) and 0 < len(shown) < len(EXAMPLES)
+    assert len(padded) - len(shown[-1]) - 2 < 1024 * CHARS_PER_TOKEN
+    # Long instructions, the debug contract and a floor of 0 are left as they are.
+    long = replace(TELLER, system_prompt="You watch the harbour. " * 400)
+    assert attention_instructions(long, cache_floor_tokens=1024) == attention_instructions(long)
+    assert EXAMPLES_HEAD not in attention_instructions(
+        TELLER, debug_reasons=True, cache_floor_tokens=1024
+    )
+    assert attention_instructions(medium, cache_floor_tokens=0) == plain
+    # Instructions too short for every example to fill get them all, and no more.
+    tiny = attention_instructions(TELLER, cache_floor_tokens=1024)
+    assert all(e in tiny for e in EXAMPLES) and len(tiny) < 1024 * CHARS_PER_TOKEN
+
+
+def test_every_example_keeps_the_contract() -> None:
+    for example in EXAMPLES:
+        lines = [line for line in example.splitlines() if line.startswith("[")]
+        answer = example.split("Answer", 1)[1].split("{", 1)[1].rsplit("}", 1)[0]
+        ids = [line[1 : line.index("]")] for line in lines]
+        reply = parse_batch("{" + answer + "}", ids)
+        assert reply.problems == [] and reply.unresolved == [], example
+
+
+async def test_the_gate_sends_the_examples_when_configured() -> None:
+    model = ScriptedModel(text(reply([], "1-3")))
+    gate = AttentionGate(model, LimitsConfig(), options=AttentionOptions(cache_floor_tokens=1024))
+    await gate.judge(TELLER, "", ENTRIES)
+    instructions = model.requests[0].instructions
+    assert instructions == attention_instructions(TELLER, cache_floor_tokens=1024)

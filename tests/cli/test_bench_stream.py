@@ -136,6 +136,7 @@ async def test_contract_faults_lose_no_urgent_event_and_short_prompts_are_not_ca
     crimes, without_turn = report["urgent events (crimes) heard / without a turn"]  # type: ignore[misc]
     assert crimes > 0 and without_turn == 0
     assert report["recall"] >= 0.97, report  # type: ignore[operator]
-    assert report["attention instructions (tokens, est.)"] < 1024  # type: ignore[operator]
+    plain, padded = report["attention instructions / with contract examples (tokens, est.)"]  # type: ignore[misc]
+    assert plain < 1024 <= padded
     tokens = report["tokens by request kind (input / cached / output)"]
-    assert isinstance(tokens, dict) and tokens["attention"][1] == 0  # nothing cached
+    assert isinstance(tokens, dict) and tokens["attention"][1] > 0  # cached: examples
