@@ -186,12 +186,14 @@ class DigestOptions:
         reasoning_effort: the effort to ask for (None: none is sent).
         max_chars: the digest's length bound.
         max_output_tokens: the request's output cap (reasoning included).
+        service_tier: the provider's tier to ask for (None: the endpoint's default).
     """
 
     model: str
     reasoning_effort: str | None
     max_chars: int
     max_output_tokens: int
+    service_tier: str | None = None
 
 
 def digest_request(
@@ -213,6 +215,7 @@ def digest_request(
         max_output_tokens=options.max_output_tokens,
         truncation="auto",
         prompt_cache_key=f"storyteller-{storyteller_id}-digest",
+        service_tier=options.service_tier,
     )
 
 

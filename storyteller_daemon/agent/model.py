@@ -56,6 +56,9 @@ class ModelRequest:
     """Limit for one HTTP attempt of this request (None: the endpoint's default)."""
     max_retries: int | None = None
     """Retries of this request on a retryable failure (None: the endpoint's default)."""
+    service_tier: str | None = None
+    """The provider's processing tier (``flex`` for work that can wait, at a lower price);
+    None: the endpoint's default. `TierFallback` sends a refused one again without it."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class ModelResponse:
     continuation: tuple[ResponseItem, ...]
     usage: Usage
     incomplete_reason: str | None = None
+    service_tier: str | None = None
+    """The tier that served the request, when the provider says (it prices the usage)."""
 
 
 def response_to_json(response: ModelResponse) -> dict[str, Any]:

@@ -179,6 +179,9 @@ class OpenAIResponsesModel:
                 prompt_cache_key=(
                     request.prompt_cache_key if request.prompt_cache_key is not None else omit
                 ),
+                service_tier=(
+                    cast(Any, request.service_tier) if request.service_tier is not None else omit
+                ),
                 timeout=(
                     request.timeout_seconds
                     if request.timeout_seconds is not None
@@ -340,6 +343,7 @@ def _convert(response: Response) -> ModelResponse:
         continuation=tuple(continuation),
         usage=_usage(response),
         incomplete_reason=incomplete.reason if incomplete is not None else None,
+        service_tier=response.service_tier,
     )
 
 

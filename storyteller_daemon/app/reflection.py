@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 
+from storyteller_daemon.agent.service_tiers import TierFallback
 from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
 from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import Config
@@ -62,7 +63,7 @@ async def one_shot_reflection(
         refresher = DigestRefresher(
             store=store,
             runs=runs if cfg.runs.record else None,
-            model=model,
+            model=TierFallback(model, clock.monotonic) if model is not None else None,
             recorder=RunRecorder(runs, ledger, clock, record=cfg.runs.record),
             clock=clock,
             cfg=cfg.reflection,

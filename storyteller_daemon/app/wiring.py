@@ -19,6 +19,7 @@ from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.breaker import CircuitBreaker
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path
+from storyteller_daemon.agent.service_tiers import TierFallback
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
@@ -213,7 +214,7 @@ async def build_runtime(
         refresher = DigestRefresher(
             store=store,
             runs=RunRepository(store.db) if cfg.runs.record else None,
-            model=metered,
+            model=TierFallback(metered, clock.monotonic) if metered is not None else None,
             recorder=recorder,
             clock=clock,
             cfg=cfg.reflection,

@@ -256,6 +256,10 @@ class ReflectionConfig(_Section):
     """The digest's length bound: asked of the model, and a longer answer is cut."""
     max_output_tokens: PositiveInt = 2000
     """max_output_tokens of a digest request (reasoning tokens included)."""
+    service_tier: Literal["", "auto", "default", "flex", "priority"] = "flex"
+    """The provider's processing tier for digest requests: ``flex`` costs half and may be
+    slower or refused, in which case the request is sent again at the default tier; empty:
+    the endpoint's default."""
     max_changes: PositiveInt = 30
     """Of each kind of change (resolved situations, open ones, turns, memory changes), the
     newest this many go into a digest request; the rest are counted."""

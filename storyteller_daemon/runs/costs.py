@@ -16,14 +16,26 @@ def price_for(prices: Mapping[str, ModelPrice], model: str) -> ModelPrice | None
     return prices[max(candidates, key=len)] if candidates else None
 
 
-def cost_usd(prices: Mapping[str, ModelPrice], model: str, usage: Usage) -> float:
-    """USD for one request; 0 for a model with no configured price."""
+TIER_PRICE_SHARES = {"flex": 0.5}
+"""What a service tier costs as a share of the list price (the others cost the list price)."""
+
+
+def cost_usd(
+    prices: Mapping[str, ModelPrice], model: str, usage: Usage, tier: str | None = None
+) -> float:
+    """USD for one request, at the price of the service `tier` that served it; 0 for a model
+    with no configured price."""
     price = price_for(prices, model)
     if price is None:
         return 0.0
     uncached = max(usage.input_tokens - usage.cached_tokens, 0)
+    share = TIER_PRICE_SHARES.get(tier or "", 1.0)
     return (
-        uncached * price.input
-        + usage.cached_tokens * price.cached_input
-        + usage.output_tokens * price.output
-    ) / 1_000_000
+        share
+        * (
+            uncached * price.input
+            + usage.cached_tokens * price.cached_input
+            + usage.output_tokens * price.output
+        )
+        / 1_000_000
+    )

@@ -373,7 +373,7 @@ class ScriptedResponsesServer:
             "parallel_tool_calls": body.get("parallel_tool_calls", True),
             "previous_response_id": None,
             "reasoning": {"effort": reasoning_settings.get("effort"), "summary": None},
-            "service_tier": "default",
+            "service_tier": body.get("service_tier") or "default",  # served as asked
             "store": body.get("store", True),
             "temperature": 1.0,
             "text": body.get("text") or {"format": {"type": "text"}},

@@ -141,8 +141,22 @@ async def test_unset_settings_are_not_sent(
         "text",
         "truncation",
         "metadata",
+        "service_tier",
     ):
         assert key not in body, key
+
+
+async def test_a_service_tier_is_sent_and_the_serving_tier_read(
+    server: ScriptedResponsesServer, make_model: ModelFactory
+) -> None:
+    server.enqueue(Reply.text("a digest"))
+
+    response = await make_model().respond(
+        ModelRequest(model="gpt-5-test", input=[USER], service_tier="flex")
+    )
+
+    assert server.requests[0]["service_tier"] == "flex"
+    assert response.service_tier == "flex"
 
 
 async def test_text_format_is_sent_as_text_format(

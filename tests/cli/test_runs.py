@@ -290,7 +290,7 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
     usage = Usage(300, 0, 9)
     batch = ScriptedModel(
         text('{"attend": [{"id": "1", "why": "a theft"}], "ignore": []}', usage),  # e2 missing
-        text('{"attend": [], "ignore": ["2"]}', usage),
+        text('{"attend": [], "ignore": ["1"]}', usage),  # the re-ask numbers e2 from 1
     )
 
     async def work(store: Store) -> None:

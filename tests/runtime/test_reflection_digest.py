@@ -105,22 +105,29 @@ async def test_a_refresh_asks_with_the_previous_digest_and_the_fenced_changes(st
     assert digest.fingerprint not in ("", OLD.fingerprint)
 
 
-async def test_the_refresh_is_recorded_as_a_digest_run_with_its_cost(store: Store) -> None:
-    rig = reflection_rig(store.db, ScriptedModel(text("Wren robbed Maren.", USAGE)))
+@pytest.mark.parametrize(("tier", "share"), [("flex", 0.5), ("", 1.0)])
+async def test_the_refresh_is_recorded_as_a_digest_run_with_its_cost(
+    store: Store, tier: str, share: float
+) -> None:
+    """Digests ask for the flex tier by default and are priced at it (half the list price)."""
+    model = ScriptedModel(text("Wren robbed Maren.", USAGE))
+    rig = reflection_rig(store.db, model, cfg=ReflectionConfig(service_tier=tier))  # type: ignore[arg-type]
     st = await storyteller(rig.store)
     assert st.id is not None
     await happenings(rig.store, st.id)
 
     report = await rig.reflection.reflect(st)
 
-    assert report.digest.cost_usd == pytest.approx(COST)
+    assert model.requests[0].service_tier == (tier or None)
+    cost = COST * share
+    assert report.digest.cost_usd == pytest.approx(cost)
     [run] = await rig.runs.list(kind="digest")
     assert (run.turn_key, run.outcome, run.trigger_kind) == (
         report.digest.run_key,
         "refreshed",
         "reflection",
     )
-    assert run.cost_usd == pytest.approx(COST) and (run.input_tokens, run.output_tokens) == (
+    assert run.cost_usd == pytest.approx(cost) and (run.input_tokens, run.output_tokens) == (
         1000,
         200,
     )
@@ -136,8 +143,8 @@ async def test_the_refresh_is_recorded_as_a_digest_run_with_its_cost(store: Stor
     assert stored.record["request"]["model"] == "gpt-5-mini"
     by_purpose = {line.key: line for line in await rig.ledger.totals("purpose")}
     assert by_purpose["digest"].requests == 1
-    assert by_purpose["digest"].cost_usd == pytest.approx(COST)
-    assert rig.budget.spent(st.id) == pytest.approx(COST)  # counted against the budgets
+    assert by_purpose["digest"].cost_usd == pytest.approx(cost)
+    assert rig.budget.spent(st.id) == pytest.approx(cost)  # counted against the budgets
     assert rig.stats.reflections["digest_refreshed"] == 1
 
 

@@ -66,6 +66,7 @@ def digest_options(cfg: ReflectionConfig, storyteller: Storyteller) -> DigestOpt
         reasoning_effort=None if effort == "none" else effort,
         max_chars=cfg.digest_max_chars,
         max_output_tokens=cfg.max_output_tokens,
+        service_tier=cfg.service_tier or None,
     )
 
 

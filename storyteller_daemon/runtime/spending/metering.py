@@ -128,7 +128,9 @@ class MeteredModel:
             await self._account(request, reservation, run, usage, cost, status, provisional)
             raise
         exchange.response = response
-        cost = cost_usd(self._prices, request.model, response.usage)
+        # Priced at the tier that served it; a provider that does not say served the asked one.
+        tier = response.service_tier or request.service_tier
+        cost = cost_usd(self._prices, request.model, response.usage, tier)
         await self._account(
             request, reservation, run, response.usage, cost, REQUEST_OK, provisional
         )
