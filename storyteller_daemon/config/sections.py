@@ -142,7 +142,8 @@ class AttentionConfig(_Section):
     """The provider's prompt-cache floor: batch instructions shorter than this get worked
     examples of the verdict contract, so their prefix is cached (0: never)."""
     one_call_per_event: bool = False
-    """The reference design, for comparison: no window, no batching, no repeats, one turn each."""
+    """The reference design, for comparison: no window, no batching, no repeats or verdict
+    memory, one turn each."""
     retention_hours: PositiveFloat = 24.0
     """Finished work items are kept this long for `storyteller` inspection, then pruned."""
 

@@ -194,3 +194,16 @@ async def test_settled_verdicts_are_listed_cleared_and_pruned(store: Store) -> N
     assert (await memory.list(2))[0].hits == 2
     assert await memory.prune(ignored_before=later) == 2
     assert [e.item_id for e in await memory.list(3)] == [14]
+
+
+async def test_the_one_call_design_keeps_no_verdict_memory(
+    harness: Harness, sqlite_store: Store
+) -> None:
+    await sqlite_store.storytellers.create("Watch")
+    reference = REMEMBERING.model_copy(update={"one_call_per_event": True})
+    memory = VerdictMemoryRepository(sqlite_store.db, harness.clock.now)
+    rig = await harness.start(reference, verdict_memory=memory)
+    rig.runner.verdict = Verdict(False, "")
+    await judge(rig, echo(text=GULLS), echo(seq=2, text=GULLS))
+    assert len(rig.runner.judged) == 2
+    assert await memory.list(1) == []

@@ -139,8 +139,10 @@ class PipelineState(abc.ABC):
         """Told of every event taken in (the look-up cache invalidates from it)."""
         self._plans = plans
         """Where the waits of planning storytellers' plans are read (`PlanWaits`)."""
-        self._settled = SettledVerdicts(verdict_memory, self._cfg.verdict_memory_hours)
-        """Ignore verdicts kept to settle repeats without a model call."""
+        hours = 0.0 if self._cfg.one_call_per_event else self._cfg.verdict_memory_hours
+        self._settled = SettledVerdicts(verdict_memory, hours)
+        """Ignore verdicts kept to settle repeats without a model call (never in the reference
+        design, which judges every event)."""
         self._lanes: dict[int, _Lane] = {}
         self._group: asyncio.TaskGroup | None = None
         self._accepting = True
