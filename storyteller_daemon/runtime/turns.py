@@ -178,9 +178,10 @@ class AgentTurnRunner:
                 self._alerts.alert(
                     "attention_violations",
                     f"{storyteller.name}: its attention model keeps breaking the verdict contract",
-                    f"{streak} batches in a row had events no reply judged (last: {last}). "
-                    "Events of urgent kinds still get turns (rule fail_open); the others are "
-                    "recorded as violations. Check the storyteller's attention model and prompt.",
+                    f"{streak} batches in a row broke it (last: {last}). Events are asked "
+                    "about again, then alone; those no reply judges get turns when urgent (rule "
+                    "fail_open) and are recorded as violations otherwise. Check the "
+                    "storyteller's attention model and prompt.",
                     severity="warning",
                     key=f"attention_violations:{storyteller.id}",
                 )

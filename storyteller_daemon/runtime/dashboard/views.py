@@ -21,6 +21,7 @@ from storyteller_daemon.agent.policy_rules import kill_switch_on
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, PolicyConfig
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
+from storyteller_daemon.domain.verdict_memory import RULE_PREFIX as SETTLED_RULE
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runtime.dashboard.plot import cost_plots
@@ -209,8 +210,11 @@ def _stages(counts: Counter[tuple[str, str | None]]) -> dict[str, Any]:
     """Events of a window: how many came in, were judged, were interesting, were dropped."""
     by_state: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
+    settled = 0  # ignored by the verdict memory, without a model call
     for (state, rule), n in counts.items():
         by_state[state] += n
+        if state == WorkState.IGNORED and rule and rule.startswith(f"{SETTLED_RULE}:"):
+            settled += n
         if state == WorkState.FILTERED:
             dropped[rule or "filtered"] += n
         elif state in (WorkState.EXPIRED, WorkState.VIOLATION):
@@ -221,6 +225,7 @@ def _stages(counts: Counter[tuple[str, str | None]]) -> dict[str, Any]:
         "judged": interested + by_state["ignored"] + by_state["violation"],
         "interested": interested,
         "ignored": by_state["ignored"],
+        "settled": settled,
         "pending": by_state["pending"],
         "dropped": dict(sorted(dropped.items())),
     }
