@@ -347,6 +347,10 @@ async def stream(
             help="Override [attention] cache_floor_tokens (0: no contract examples).", min=0
         ),
     ] = None,
+    verdict_memory_hours: Annotated[
+        float | None,
+        typer.Option(help="Override [attention] verdict_memory_hours (0: off).", min=0),
+    ] = None,
     quiet: Annotated[
         float | None, typer.Option(help="Override [attention] quiet_seconds.", min=0)
     ] = None,
@@ -389,6 +393,7 @@ async def stream(
         contract_faults=contract_faults,
         short_prompts=short_prompts,
         cache_floor=cache_floor,
+        verdict_memory_hours=verdict_memory_hours,
     )
     with LogLineCounter() as log_lines:
         report = await _with_progress(run_stream_bench, options, quiet=as_json)

@@ -121,6 +121,8 @@ class StreamBenchOptions:
     """Cut the storyteller's system prompt to its remit, under the cache floor (see above)."""
     cache_floor: int | None = None
     """Override of ``[attention] cache_floor_tokens`` (None: the default)."""
+    verdict_memory_hours: float | None = None
+    """Override of ``[attention] verdict_memory_hours`` (None: the default; 0: off)."""
 
 
 async def run_stream_bench(
@@ -247,6 +249,11 @@ async def run_stream_bench(
                         {}
                         if options.cache_floor is None
                         else {"cache_floor_tokens": options.cache_floor}
+                    ),
+                    **(
+                        {}
+                        if options.verdict_memory_hours is None
+                        else {"verdict_memory_hours": options.verdict_memory_hours}
                     ),
                 },
                 "limits": {"turn_seconds": 3600.0},
