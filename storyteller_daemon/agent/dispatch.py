@@ -20,6 +20,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
+from storyteller_daemon.agent.dictation import CallVoice
 from storyteller_daemon.agent.model import FunctionCall, ResponseItem
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import APPROVAL, DESTRUCTIVE_RULE, NOT_OFFERED, Decision
@@ -34,6 +35,7 @@ from storyteller_daemon.agent.tools.base import (
     invoke,
     ok,
     parse_arguments,
+    texts_from_players,
 )
 from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
@@ -133,6 +135,9 @@ def _replayed(turn: TurnState, call: FunctionCall, envelope: dict[str, object]) 
         pass
     if tool is not None and tool.effect is not None and envelope.get("ok"):
         turn.prog_calls += 1
+    turn.ctx.taint.hear(
+        texts_from_players(envelope.get("result"), marked=tool is not None and tool.outside)
+    )
     return CallRecord(
         turn.record.rounds,
         call.call_id,
@@ -191,6 +196,14 @@ async def _run_call(
             names=tool.names(arguments) if tool.names is not None else None,
             world=turn.ctx.world,
             calls_this_turn=turn.prog_calls,
+            voice=CallVoice(
+                heard=tuple(turn.ctx.taint.heard),
+                noted=tuple(turn.ctx.taint.noted),
+                from_player=turn.ctx.taint.seen,
+                modes=tool.dictation,
+                properties=tool.parameters.get("properties") or {},
+                stores=tool.writes,
+            ),
         )
         if decision.shadow:
             turn.prog_calls += 1
@@ -221,9 +234,11 @@ async def _run_call(
         journalled.append(True)
         envelope = json.loads(body)
         if before:
+            turn.ctx.taint.hear(texts_from_players(envelope.get("result"), marked=tool.outside))
             return record(envelope, replayed=True)
     else:
         envelope = await invoke(tool, arguments, turn.ctx)
+    turn.ctx.taint.hear(texts_from_players(envelope.get("result"), marked=tool.outside))
     if effect is not None and envelope["ok"]:
         turn.prog_calls += 1
         if policy is not None:

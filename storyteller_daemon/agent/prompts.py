@@ -97,12 +97,14 @@ class TurnPrompt:
         report: what the budget kept and dropped (for the run record).
         from_player: whether stored text written from players' words is in the prompt; the
             turn is then one players' text reached (`tools.base.Taint`).
+        player_notes: the texts of those stored entries (`Taint.noted`).
     """
 
     text: str
     attention_input: str | None
     report: ContextReport
     from_player: bool = False
+    player_notes: tuple[str, ...] = ()
 
     @property
     def stable_prefix(self) -> str:
@@ -248,7 +250,13 @@ class PromptBuilder(TriggerRenderer):
             attention = assembly.text
         elif attention is not None:
             attention = cut_to_tokens(attention, budget, TRUNCATION_MARKER, self._count)
-        return TurnPrompt(assembly.text, attention, assembly.report, assembly.from_player)
+        return TurnPrompt(
+            assembly.text,
+            attention,
+            assembly.report,
+            assembly.from_player,
+            assembly.player_notes,
+        )
 
     def _events_block(self, lines: list[str], fence: Fence, reason: str | None) -> Block:
         """What happened, after the note on world text; cut (keeping the reason) only if it
