@@ -128,7 +128,9 @@ _CONFUSABLES = str.maketrans(
 # vowel separator, Hangul fillers.
 _INVISIBLE = re.compile("[\u00ad\u034f\u180e\u115f\u1160\u3164\uffa0]")
 _WORD = re.compile(r"[^\W_]+")
-_QUOTED = re.compile(r'"([^"\n]+)"|(?<![^\W_])\'([^\'\n]+)\'(?![^\W_])')
+# Double and single quotation marks are looked for apart, so a span in one kind nested in the
+# other is found too; a single quote inside a word ("Maren's") neither opens nor closes one.
+_QUOTED = (re.compile(r'"([^"\n]+)"'), re.compile(r"(?<![^\W_])'([^'\n]+)'(?![^\W_])"))
 
 NUMBER_WORDS = {
     **dict.fromkeys(("zero", "none", "nil"), 0),
@@ -177,7 +179,7 @@ class Words:
 
     def quoted(self) -> frozenset[int]:
         """The indexes of the words that stand between quotation marks."""
-        regions = [m.span() for m in _QUOTED.finditer(self.folded)]
+        regions = [m.span() for pattern in _QUOTED for m in pattern.finditer(self.folded)]
         return frozenset(
             i
             for i, (start, end) in enumerate(self.spans)
@@ -194,10 +196,11 @@ def quoted_spans(text: str, min_words: int) -> list[tuple[str, ...]]:
     """The word runs `text` puts in quotation marks, those of at least `min_words` words."""
     folded = fold(text)
     spans = []
-    for match in _QUOTED.finditer(folded):
-        inner = tuple(_WORD.findall(match.group(1) or match.group(2) or ""))
-        if len(inner) >= min_words:
-            spans.append(inner)
+    for pattern in _QUOTED:
+        for match in pattern.finditer(folded):
+            inner = tuple(_WORD.findall(match.group(1)))
+            if len(inner) >= min_words:
+                spans.append(inner)
     return spans
 
 

@@ -67,6 +67,11 @@ def test_quoted_spans_in_any_quotation_marks() -> None:
         ("big", "day"),
     ]
     assert ("one",) in quoted_spans(text, 1)
+    nested = quoted_spans("He grins: \"let the gulls cry 'Wicker wins' at dawn\"", 2)
+    assert nested == [
+        ("let", "the", "gulls", "cry", "wicker", "wins", "at", "dawn"),
+        ("wicker", "wins"),
+    ]
 
 
 def test_a_quoted_span_counts_however_short() -> None:
