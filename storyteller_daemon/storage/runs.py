@@ -404,21 +404,19 @@ class RunRepository:
 
     async def records_since(
         self,
-        storyteller_id: int,
+        storyteller_id: int | None,
         since: datetime | None,
         *,
         kind: str,
         limit: int,
         min_tool_calls: int = 0,
     ) -> builtins.list[StoredRun]:
-        """The newest `limit` runs of one kind of a storyteller started at or after `since`
-        (None: any time) with at least `min_tool_calls` tool calls, with their records, oldest
-        first."""
-        query = select(RunRow).where(
-            RunRow.storyteller_id == storyteller_id,
-            RunRow.kind == kind,
-            RunRow.tool_calls >= min_tool_calls,
-        )
+        """The newest `limit` runs of one kind of a storyteller (None: of every one) started at
+        or after `since` (None: any time) with at least `min_tool_calls` tool calls, with their
+        records, oldest first."""
+        query = select(RunRow).where(RunRow.kind == kind, RunRow.tool_calls >= min_tool_calls)
+        if storyteller_id is not None:
+            query = query.where(RunRow.storyteller_id == storyteller_id)
         if since is not None:
             query = query.where(RunRow.started_at >= since)
         query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
