@@ -143,7 +143,6 @@ class PolicyConfig(_Section):
                     "shadow": self.shadows(storyteller, tool),
                     "approve": self.needs_approval(storyteller, tool),
                     "dictated_words": self.dictated_words_for(tool),
-                    "dictated": self.dictated_mode(tool, "*", "refuse"),
                     "prescribed_values": self.prescribes(tool),
                 }
                 for tool in tools

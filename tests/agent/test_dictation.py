@@ -142,10 +142,8 @@ async def test_n_and_the_mode_are_set_per_tool(
     allowed = policy(dictated={"EchoToRoom": "allow"})
     record = await turn(allowed, teller, services, said(world, KING), echo(KING))
     assert outcomes(record) == ["ok"]
-    assert (
-        allowed.cfg.for_storyteller(teller.name, ["EchoToRoom"])["tools"]["EchoToRoom"]["dictated"]
-        == "allow"
-    )
+    limits = longer.cfg.for_storyteller(teller.name, ["EchoToRoom"])["tools"]["EchoToRoom"]
+    assert limits["dictated_words"] == 8 and limits["prescribed_values"] is False
 
 
 async def test_memory_bodies_keep_players_words_only_as_quotations(
