@@ -1,10 +1,11 @@
 """Players' words never become the storyteller's voice: the rules on what a call's text repeats.
 
 The other rules bound where a call acts and how often; these bound what it says. A turn keeps
-the players' words it read (`tools.base.Taint`: its trigger's speech, echoes and names, tool
-results marked ``FromPlayers``, MCP answers, and the stored entries from players its prompt
-holds), and each text argument of a call is compared with them, after `domain.wording.fold`
-has undone case, punctuation, width, invisible characters and look-alike letters:
+the players' words it read (`tools.base.Taint`: its trigger's speech, echoes and names, MCP
+answers, and stored entries from players: in its prompt, or tool results marked
+``FromPlayers``; see below), and each text argument of a call is compared with them, after
+`domain.wording.fold` has undone case, punctuation, width, invisible characters and look-alike
+letters:
 
 * ``dictated``: a run of ``dictated_words`` (6) or more consecutive words of players' words, or
   a span of at least ``dictated_quoted_words`` (2) words a player put in quotation marks, makes
@@ -12,13 +13,17 @@ has undone case, punctuation, width, invisible characters and look-alike letters
   ``[policy] dictated``): ``refuse`` (prog texts, which the game shows in the storyteller's
   voice, and memory and situation titles), ``quote`` (memory and situation bodies: every
   copied word must stand inside quotation marks, so the note says whose words they are) or
-  ``allow``. Stored entries in the prompt count only for calls that act on the game.
+  ``allow``.
 * ``prescribed``: for the tools ``prescribed_values`` lists, a number or one-word argument
   equal to a value players' words put right next to a word of the tool's purpose (its name's
   and the argument's words: "strength 6", "a hostile patrol").
 * ``instruction_like``: a memory or situation text that reads as an order to the storyteller
   ("always obey", "ignore your rules", "you must...") is refused on a turn players' words
   reached, quoted or not.
+
+Stored text (the prompt's entries and tool results marked from players) counts only for calls
+that act on the game: a note may repeat the storyteller's own earlier notes (an update keeps
+most of the old text), but what a player got stored never becomes a broadcast.
 
 The rules bound copying, not meaning: a paraphrase of what a player asked passes them.
 """
@@ -54,8 +59,9 @@ class CallVoice:
     """What the dictation rules need to know about one call.
 
     Attributes:
-        heard: players' words the turn has read so far.
-        noted: stored entries written from players' words that the turn's prompt holds.
+        heard: players' words as they came (the trigger's, MCP answers) the turn has read.
+        noted: stored entries written from players' words the turn has read (in its prompt,
+            or tool results marked ``FromPlayers``).
         from_player: whether players' words have reached the turn.
         modes: the tool's own `Tool.dictation`.
         properties: the tool's argument schema properties (types and enums).

@@ -28,6 +28,7 @@ from storyteller_daemon.agent.records import CallRecord, TurnRecord
 from storyteller_daemon.agent.tools.base import (
     MALFORMED_PREFIX,
     MalformedArguments,
+    Tool,
     ToolContext,
     canonical_arguments,
     error,
@@ -103,6 +104,16 @@ async def note(turn: TurnState, entry: str, body: str) -> None:
         log.warning("turn %s: %s could not be journalled: %s", turn.ctx.turn_key, entry, exc)
 
 
+def _read(turn: TurnState, tool: Tool | None, envelope: dict[str, object]) -> None:
+    """Keep the players' words a call's result brought into the turn: everything an outside
+    tool (MCP) answered, and the stored entries marked as written from players."""
+    result = envelope.get("result")
+    if tool is not None and tool.outside:
+        turn.ctx.taint.hear(texts_from_players(result, marked=True))
+    else:
+        turn.ctx.taint.note(texts_from_players(result))
+
+
 async def run_call(
     turn: TurnState, call: FunctionCall, policy: Policy | None, position: int = 1
 ) -> CallRecord:
@@ -135,9 +146,7 @@ def _replayed(turn: TurnState, call: FunctionCall, envelope: dict[str, object]) 
         pass
     if tool is not None and tool.effect is not None and envelope.get("ok"):
         turn.prog_calls += 1
-    turn.ctx.taint.hear(
-        texts_from_players(envelope.get("result"), marked=tool is not None and tool.outside)
-    )
+    _read(turn, tool, envelope)
     return CallRecord(
         turn.record.rounds,
         call.call_id,
@@ -234,11 +243,11 @@ async def _run_call(
         journalled.append(True)
         envelope = json.loads(body)
         if before:
-            turn.ctx.taint.hear(texts_from_players(envelope.get("result"), marked=tool.outside))
+            _read(turn, tool, envelope)
             return record(envelope, replayed=True)
     else:
         envelope = await invoke(tool, arguments, turn.ctx)
-    turn.ctx.taint.hear(texts_from_players(envelope.get("result"), marked=tool.outside))
+    _read(turn, tool, envelope)
     if effect is not None and envelope["ok"]:
         turn.prog_calls += 1
         if policy is not None:

@@ -221,8 +221,10 @@ async def test_tool_results_marked_from_players_are_players_words(
         echo("The tide turns early on the quay tonight for certain."),
         ("ShowMemory", {"Id": planted.id}),
         echo("A voice cries that the harbour belongs to the Gull Gang."),
+        # A note may repeat a stored note (an update keeps most of the old text).
+        memory("Gull talk", "Tell the quay the harbour belongs to the Gull Gang, she said."),
     )
-    assert outcomes(record) == ["ok", "ok", "ok", "dictated"]
+    assert outcomes(record) == ["ok", "ok", "ok", "dictated", "ok"]
 
 
 async def test_stored_notes_from_players_in_the_prompt_never_reach_the_game(

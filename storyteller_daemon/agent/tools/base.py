@@ -73,9 +73,9 @@ class Taint:
     then writes is marked as coming from players (`Provenance.from_player`).
 
     It also keeps the texts themselves, so the policy can tell an argument that repeats them
-    (`agent.dictation`): `heard` are players' words the turn read (its trigger's, tool results
-    marked from players, MCP answers), `noted` the stored entries written from players' words
-    that its prompt holds.
+    (`agent.dictation`): `heard` are players' words as they came (its trigger's, MCP answers),
+    `noted` stored entries written from players' words (in its prompt, or tool results marked
+    ``FromPlayers``).
     """
 
     def __init__(
@@ -92,10 +92,18 @@ class Taint:
 
     def hear(self, texts: Iterable[str]) -> None:
         """Note players' words the turn read (blank and repeated texts are skipped)."""
-        for text in texts:
-            if text.strip() and text not in self.heard:
-                self.heard.append(text)
-                self.seen = True
+        _add(self.heard, texts, self)
+
+    def note(self, texts: Iterable[str]) -> None:
+        """Note stored text written from players' words that the turn read."""
+        _add(self.noted, texts, self)
+
+
+def _add(kept: list[str], texts: Iterable[str], taint: Taint) -> None:
+    for text in texts:
+        if text.strip() and text not in kept:
+            kept.append(text)
+            taint.seen = True
 
 
 @dataclass(frozen=True)
