@@ -107,7 +107,11 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
         situations = await store.situations.list(st.id)
     catalogue = await load_catalogue(ctx)
     cfg = state(ctx).config()
-    limits = cfg.policy.for_storyteller(st.name, [t.name for t in st.custom_tools])
+    limits = cfg.policy.for_storyteller(
+        st.name,
+        [t.name for t in st.custom_tools],
+        {t.name: t.dictated for t in st.custom_tools},
+    )
     if json_out:
         budget = ais_budget.budget_json(st, cfg.budgets)
         print_json(

@@ -24,6 +24,7 @@ from storyteller_daemon.config.fields import (
 _RunLength = Annotated[int, Field(ge=2, le=100)]
 DictatedMode = Literal["refuse", "quote", "allow"]
 """What a text argument that repeats players' words may do (`PolicyConfig.dictated`)."""
+_MODES: dict[str, DictatedMode] = {"refuse": "refuse", "quote": "quote", "allow": "allow"}
 
 
 class PolicyConfig(_Section):
@@ -125,8 +126,14 @@ class PolicyConfig(_Section):
             return setting
         return storyteller.strip().casefold() in {n.strip().casefold() for n in setting}
 
-    def for_storyteller(self, storyteller: str, tools: Sequence[str]) -> dict[str, Any]:
-        """The limits one storyteller's prog tools run under (``ais show``)."""
+    def for_storyteller(
+        self,
+        storyteller: str,
+        tools: Sequence[str],
+        dictated: Mapping[str, str | None] | None = None,
+    ) -> dict[str, Any]:
+        """The limits one storyteller's prog tools run under (``ais show``); `dictated` gives
+        each tool's own mode for players' words (its pack's; unnamed: refuse)."""
         return {
             "kill_switch": self.kill_switch,
             "max_prog_calls_per_turn": self.max_prog_calls_per_turn,
@@ -142,6 +149,9 @@ class PolicyConfig(_Section):
                     "cooldown_seconds": self.cooldown_for(tool),
                     "shadow": self.shadows(storyteller, tool),
                     "approve": self.needs_approval(storyteller, tool),
+                    "dictated": self.dictated_mode(
+                        tool, "*", _MODES.get((dictated or {}).get(tool) or "", "refuse")
+                    ),
                     "dictated_words": self.dictated_words_for(tool),
                     "prescribed_values": self.prescribes(tool),
                 }

@@ -144,6 +144,16 @@ async def test_n_and_the_mode_are_set_per_tool(
     assert outcomes(record) == ["ok"]
     limits = longer.cfg.for_storyteller(teller.name, ["EchoToRoom"])["tools"]["EchoToRoom"]
     assert limits["dictated_words"] == 8 and limits["prescribed_values"] is False
+    assert limits["dictated"] == "refuse"
+    own = {"EchoToRoom": "quote"}  # the pack's setting, which [policy] dictated overrides
+    assert (
+        longer.cfg.for_storyteller("x", ["EchoToRoom"], own)["tools"]["EchoToRoom"]["dictated"]
+        == "quote"
+    )
+    assert (
+        allowed.cfg.for_storyteller("x", ["EchoToRoom"], own)["tools"]["EchoToRoom"]["dictated"]
+        == "allow"
+    )
 
 
 async def test_memory_bodies_keep_players_words_only_as_quotations(
