@@ -2,10 +2,10 @@
 
 The other rules bound where a call acts and how often; these bound what it says. A turn keeps
 the players' words it read (`tools.base.Taint`: its trigger's speech, echoes and names, MCP
-answers, and stored entries from players: in its prompt, or tool results marked
-``FromPlayers``; see below), and each text argument of a call is compared with them, after
-`domain.wording.fold` has undone case, punctuation, width, invisible characters and look-alike
-letters:
+answers, and what it reads second hand: its prompt's recent speech and entries marked from
+players, and tool results marked ``FromPlayers``; see below), and each text argument of a call
+is compared with them, after `domain.wording.fold` has undone case, punctuation, width,
+invisible characters and look-alike letters:
 
 * ``dictated``: a run of ``dictated_words`` (6) or more consecutive words of players' words, or
   a span of at least ``dictated_quoted_words`` (2) words a player put in quotation marks, makes
@@ -21,9 +21,9 @@ letters:
   ("always obey", "ignore your rules", "you must...") is refused on a turn players' words
   reached, quoted or not.
 
-Stored text (the prompt's entries and tool results marked from players) counts only for calls
-that act on the game: a note may repeat the storyteller's own earlier notes (an update keeps
-most of the old text), but what a player got stored never becomes a broadcast.
+What the turn reads second hand counts only for calls that act on the game: a note may repeat
+the storyteller's own earlier notes (an update keeps most of the old text), but what a player
+said before or got stored never becomes a broadcast.
 
 The rules bound copying, not meaning: a paraphrase of what a player asked passes them.
 """

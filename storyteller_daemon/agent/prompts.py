@@ -351,7 +351,11 @@ class PromptBuilder(TriggerRenderer):
 
 
 def _recent_block(lines: list[str]) -> Block:
-    """The room's recent speech (oldest first), which yields room before anything else."""
+    """The room's recent speech (oldest first), which yields room before anything else.
+
+    Its lines are players' words: a broadcast may not repeat them (`agent.dictation`), so a
+    rule said earlier cannot be set off by a later word.
+    """
 
     def render(texts: Sequence[str], dropped: int) -> str:
         return "\n".join([SPEECH_CONTEXT_HEADER, *texts]) if texts else ""
@@ -359,7 +363,7 @@ def _recent_block(lines: list[str]) -> Block:
     return Block(
         "recent speech",
         Priority.RECENT,
-        tuple(Item(line) for line in lines),
+        tuple(Item(line, True) for line in lines),
         render,
         share=RECENT_SHARE,
         drop_oldest=True,

@@ -118,6 +118,10 @@ class Daemon:
             world.say(actor, LOOKUP)
             await self.settle()
             await self.store.memories.forget(self.watch_id, note.id)
+        elif via == "rule_said":  # a rule said first, set off by a later word
+            world.say(actor, entry["rule"])
+            await self.settle()
+            world.say(actor, text)
         elif via == "planted":  # a rule an earlier turn stored from the player's words
             note = await self.store.memories.create(
                 self.watch_id, actor, "Heard", entry["note"], provenance=FROM_PLAYERS

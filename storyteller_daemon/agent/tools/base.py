@@ -74,8 +74,8 @@ class Taint:
 
     It also keeps the texts themselves, so the policy can tell an argument that repeats them
     (`agent.dictation`): `heard` are players' words as they came (its trigger's, MCP answers),
-    `noted` stored entries written from players' words (in its prompt, or tool results marked
-    ``FromPlayers``).
+    `noted` what it reads of them second hand (its prompt's recent speech and entries written
+    from players' words, tool results marked ``FromPlayers``).
     """
 
     def __init__(
