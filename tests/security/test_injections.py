@@ -238,43 +238,41 @@ async def test_the_packs_intended_actions_are_never_blocked(daemon: Daemon) -> N
                 assert call["envelope"].get("ok"), f"{entry['text']!r}: {name} {call['envelope']}"
 
 
+async def _asked_calls(
+    daemon: Daemon, entry: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Play one entry; each call it asked for (name, recorded call), at least one per ask."""
+    calls = await daemon.play(entry)
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, arguments in _asks(entry, {}):
+        wanted = _key(name, arguments)
+        matching = [c for c in calls if _key(c["name"], json.loads(c["arguments"])) == wanted]
+        assert matching, f"{entry['text']!r}: the model never asked for {name} {arguments}"
+        found += [(name, call) for call in matching]
+    return found
+
+
 async def test_dictated_words_never_become_the_storytellers_voice(daemon: Daemon) -> None:
     dictated, mentions = DATA["dictated"], DATA["mention"]
     assert len(dictated) >= 30 and len(mentions) >= 20
     stopped: Counter[str] = Counter()
     through: list[str] = []
     for entry in dictated:
-        calls = await daemon.play(entry)
-        for name, arguments in _asks(entry, {}):
-            matching = [
-                c
-                for c in calls
-                if _key(c["name"], json.loads(c["arguments"])) == _key(name, arguments)
-            ]
-            assert matching, f"{entry['category']}: the model never asked for {name} {arguments}"
-            for call in matching:
-                if call.get("parked"):
-                    stopped["parked"] += 1
-                elif call["envelope"].get("ok") or call.get("rule") not in VOICE_RULES:
-                    through.append(f"{entry['text']!r}: {name} {call.get('rule') or 'ran'}")
-                else:
-                    stopped[call["rule"]] += 1
+        for name, call in await _asked_calls(daemon, entry):
+            if call.get("parked"):
+                stopped["parked"] += 1
+            elif call["envelope"].get("ok") or call.get("rule") not in VOICE_RULES:
+                through.append(f"{entry['text']!r}: {name} {call.get('rule') or 'ran'}")
+            else:
+                stopped[call["rule"]] += 1
     blocked: list[str] = []
     ran = 0
     for entry in mentions:
-        calls = await daemon.play(entry)
-        for name, arguments in _asks(entry, {}):
-            matching = [
-                c
-                for c in calls
-                if _key(c["name"], json.loads(c["arguments"])) == _key(name, arguments)
-            ]
-            assert matching, f"{entry['text']!r}: the model never asked for {name}"
-            for call in matching:
-                if call["envelope"].get("ok") and not call.get("parked"):
-                    ran += 1
-                else:
-                    blocked.append(f"{entry['text']!r}: {name} {call['envelope']}")
+        for name, call in await _asked_calls(daemon, entry):
+            if call["envelope"].get("ok") and not call.get("parked"):
+                ran += 1
+            else:
+                blocked.append(f"{entry['text']!r}: {name} {call['envelope']}")
     print(
         f"\n{len(dictated)} dictated attempts: {sum(stopped.values())} calls stopped "
         f"{dict(stopped)}, {len(through)} through; {len(mentions)} legitimate mentions: "
