@@ -20,6 +20,9 @@ are the ones the daemon enforces whatever the model says; each is a named rule:
 * ``text_cap``: text passed to a prog is at most ``max_text_chars`` long;
 * ``scene_claim``: no prog call in a room another storyteller has claimed (`domain.scenes`),
   unless the caller's remit co-operates;
+* ``dictated``, ``prescribed``, ``instruction_like``: a call's text may not repeat players'
+  words the turn read, take a value a player prescribed, or keep an order to the storyteller
+  as a note (`dictation`); a prog call they flag that needs approval is parked instead;
 * ``quiet_hours``, ``room_gap``, ``daily_allowance``, ``intensity``: the storyteller's own
   pacing (`pacing`), checked after every rule above.
 
