@@ -9,8 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated
+
+from annotated_types import Interval
 
 MAX_EPOCH_CHARS = 200
+MAX_WORLD_ID = 2**63 - 1
+"""The largest world id: ids are positive signed 64-bit integers (a BIGINT column holds them)."""
+
+WorldId = Annotated[int, Interval(ge=1, le=MAX_WORLD_ID)]
+"""The id of a room, zone, character, item or crime in an event: 1 to `MAX_WORLD_ID`. The codec
+refuses an event with any other value (docs/bridge-protocol.md, world ids)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -60,8 +69,8 @@ class WorldEvent:
     """Fields every event has."""
 
     cursor: Cursor
-    cell_id: int
-    zone_id: int | None
+    cell_id: WorldId
+    zone_id: WorldId | None
     occurred_at: datetime
     """Real-world UTC time the game observed the event."""
     origin: str = "world"
@@ -85,7 +94,7 @@ class RoomEcho(WorldEvent):
     """Something every occupant of a room perceives (an emote, an arrival, a departure...)."""
 
     text: str
-    source_character_id: int | None = None
+    source_character_id: WorldId | None = None
     kind: EventKind = EventKind.ROOM_ECHO
 
     @property
@@ -98,13 +107,13 @@ class RoomEcho(WorldEvent):
 class Speech(WorldEvent):
     """A character said something in a room (the raw text, not garbled by language skill)."""
 
-    speaker_id: int
+    speaker_id: WorldId
     speaker_name: str
     text: str
     language: str = ""
     accent: str = ""
     volume: str = "Normal"
-    target_id: int | None = None
+    target_id: WorldId | None = None
     target_kind: str | None = None
     target_description: str | None = None
     kind: EventKind = EventKind.SPEECH
@@ -122,11 +131,11 @@ class Speech(WorldEvent):
 class Crime(WorldEvent):
     """A crime was committed (or witnessed) in a room."""
 
-    crime_id: int
+    crime_id: WorldId
     crime_type: str
     legal_authority: str
-    criminal_id: int
-    victim_id: int | None = None
+    criminal_id: WorldId
+    victim_id: WorldId | None = None
     third_party: str | None = None
     witness_count: int = 0
     kind: EventKind = EventKind.CRIME
@@ -141,7 +150,7 @@ class Crime(WorldEvent):
 class StateChange(WorldEvent):
     """A character fell unconscious, passed out or died."""
 
-    character_id: int
+    character_id: WorldId
     state: CharacterState
     kind: EventKind = EventKind.STATE_CHANGE
 

@@ -9,7 +9,9 @@ use these definitions, and a test parses every example in the protocol document 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -258,6 +260,37 @@ def _storable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class NonFinite:
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` token, which Python's json reads but JSON has
+    not, or a number too large for a float (``1e400``): kept as a placeholder while parsing so
+    the error can name the field that held it."""
+
+    token: str
+
+
+def _note(found: list[NonFinite], value: NonFinite) -> NonFinite:
+    found.append(value)
+    return value
+
+
+def _finite_float(found: list[NonFinite], token: str) -> float | NonFinite:
+    number = float(token)
+    return number if math.isfinite(number) else _note(found, NonFinite(token))
+
+
+def _non_finite_values(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``(path, token)`` of each `NonFinite` in parsed JSON, in document order."""
+    if isinstance(value, NonFinite):
+        yield path or "(frame)", value.token
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite_values(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite_values(item, f"{path}[{index}]")
+
+
 def parse_frame(text: str, *, strict: bool = False) -> Frame:
     """The frame `text` holds.
 
@@ -267,11 +300,17 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
             them; the protocol document's examples are checked strictly).
 
     Raises:
-        BadFrame: If the text is not JSON, not an object, of unknown type, or a field is
-            missing or does not fit.
+        BadFrame: If the text is not JSON (``NaN`` and ``Infinity`` included), not an object,
+            of unknown type, or a field is missing or does not fit (an event's world id out of
+            1 to 2**63-1 included).
     """
+    non_finite: list[NonFinite] = []
     try:
-        data = json.loads(text)
+        data = json.loads(
+            text,
+            parse_constant=lambda token: _note(non_finite, NonFinite(token)),
+            parse_float=lambda token: _finite_float(non_finite, token),
+        )
     except (ValueError, RecursionError):
         raise BadFrame("Frame is not valid JSON.") from None
     if _UNSTORABLE_ESCAPE.search(text):
@@ -283,6 +322,11 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
     if cls is None:
         raise BadFrame(f"Unknown frame type {kind!r}.")
     request_id = data.get("id") if kind == "request" and isinstance(data.get("id"), str) else None
+    if non_finite:
+        where, token = next(_non_finite_values(data, ""))
+        raise BadFrame(
+            f"Bad {kind} frame: {where}: {token} is not a finite JSON number.", request_id
+        )
     body = {k: v for k, v in data.items() if k != "type"}
     try:
         if cls is EventFrame:
