@@ -18,7 +18,7 @@ from datetime import timedelta
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.breaker import CircuitBreaker
 from storyteller_daemon.agent.policy import Policy
-from storyteller_daemon.agent.policy_rules import kill_file_path
+from storyteller_daemon.agent.policy_rules import kill_file_path, kill_switch_on
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
@@ -63,6 +63,7 @@ from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
+from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
@@ -183,7 +184,12 @@ async def build_runtime(
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
         speech=store.speech,
-        admission=Admission(budget, lookups, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
+        admission=Admission(
+            budget,
+            lookups,
+            skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats,
+            kill_switch=lambda: kill_switch_on(cfg.policy, policy.kill_file),
+        ),
         alerts=alerts,
         source=cfg.world.kind,
         observe=lookups.observe,
@@ -220,6 +226,8 @@ async def build_runtime(
             else None
         ),
         settings_listeners=[budget.learn],
+        invocations=_invocation_channel(world),
+        turn_runs=RunRepository(store.db) if cfg.runs.record else None,
     )
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
@@ -256,6 +264,13 @@ async def build_runtime(
     runtime.budget, runtime.recorder = budget, recorder
     runtime.reflection = reflection
     return runtime
+
+
+def _invocation_channel(world: WorldClient) -> InvocationChannel | None:
+    """The bridge client, which carries the game's invocations (None for other worlds)."""
+    from world_adapter.bridge.client import BridgeWorldClient
+
+    return world if isinstance(world, BridgeWorldClient) else None
 
 
 def _stream_activity(world: WorldClient) -> Callable[[], int] | None:

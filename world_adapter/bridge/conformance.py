@@ -60,6 +60,7 @@ class Checker(ConnectionChecks, QueryChecks, ReplayChecks):
             ("resume", self.resume),
             ("foreign-epoch", self.foreign_epoch),
             ("idempotency", self.idempotency),
+            ("invocation-frames", self.invocation_frames),
             ("oversize", self.oversize),
             ("malformed", self.malformed),
         ]

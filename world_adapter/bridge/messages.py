@@ -19,6 +19,7 @@ from typing import Any
 from world_adapter.bridges.evennia import replaybuffer
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1_048_576
@@ -189,6 +190,9 @@ Frame = (
     | Error
     | Ping
     | Pong
+    | GameInvocation
+    | InvocationAnswer
+    | InvocationOutcome
 )
 FRAME_TYPES: dict[str, type[Any]] = {
     "hello": Hello,
@@ -202,6 +206,9 @@ FRAME_TYPES: dict[str, type[Any]] = {
     "error": Error,
     "ping": Ping,
     "pong": Pong,
+    "invoke": GameInvocation,
+    "invoked": InvocationAnswer,
+    "invoke_outcome": InvocationOutcome,
 }
 _TYPE_NAMES = {cls: name for name, cls in FRAME_TYPES.items()}
 
@@ -214,7 +221,8 @@ class BadFrame(ValueError):
     """Received text is not a valid frame.
 
     Attributes:
-        request_id: The ``id`` of a request frame that was bad, so the error can answer it.
+        request_id: The ``id`` of a request or invoke frame that was bad, so the error can
+            answer it.
     """
 
     def __init__(self, message: str, request_id: str | None = None) -> None:
@@ -321,7 +329,8 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
     cls = FRAME_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise BadFrame(f"Unknown frame type {kind!r}.")
-    request_id = data.get("id") if kind == "request" and isinstance(data.get("id"), str) else None
+    answerable = kind in ("request", "invoke") and isinstance(data.get("id"), str)
+    request_id = data["id"] if answerable else None
     if non_finite:
         where, token = next(_non_finite_values(data, ""))
         raise BadFrame(

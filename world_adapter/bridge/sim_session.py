@@ -42,6 +42,7 @@ from world_adapter.bridge.methods import method
 from world_adapter.bridge.timing import wait_or_timeout
 from world_adapter.codec import CodecError, encode
 from world_adapter.errors import WorldCommandError
+from world_adapter.invocations import InvocationAnswer, InvocationOutcome
 
 if TYPE_CHECKING:
     from world_adapter.bridge.sim_server import BridgeServer
@@ -151,6 +152,10 @@ class ServerSession:
             await self._subscribe(frame)
         elif isinstance(frame, Request):
             await self._answer(frame)
+        elif isinstance(frame, InvocationAnswer):
+            self._server.answered(frame)
+        elif isinstance(frame, InvocationOutcome):
+            await self._server.outcome_arrived(frame)
         elif isinstance(frame, Error):
             log.warning("a bridge client reports a problem with our frames: %s", frame.message)
         elif not isinstance(frame, Pong):

@@ -105,6 +105,7 @@ class TurnStage(PipelineState):
                 self._observer.turn_finished(st, trigger, outcome)
             await self._changed()
         await self._backlog.finish_turn(claim.turn_key, state, reason)
+        self._turn_ended(claim.turn_key)
         return True
 
     async def _end_turn(
@@ -114,6 +115,7 @@ class TurnStage(PipelineState):
             self._drop(st, each, stage, reason)
         # Refused before any model call (paused, over budget, idle): filtered, not failed.
         await self._backlog.finish_turn(claim.turn_key, WorkState.FILTERED, reason, rule=stage)
+        self._turn_ended(claim.turn_key)
 
     def _alert_transient(self, st: Storyteller) -> None:
         if self._alerts is None:
