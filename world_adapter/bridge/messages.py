@@ -27,6 +27,10 @@ MAX_FRAME_BYTES = 1_048_576
 MAX_ID_CHARS = 64
 MAX_IN_FLIGHT_REQUESTS = 64
 """Requests the daemon leaves unanswered on one connection at most."""
+CAUSE_EVENT = "cause_event"
+"""The optional request method of ``bridge check --events``: make one event of a kind happen."""
+CAUSABLE_KINDS = ("room_echo", "speech", "crime", "state_change", "invoke")
+"""What ``cause_event`` may be asked for: each event kind, and an ``invoke`` frame."""
 
 
 class CloseCode(IntEnum):

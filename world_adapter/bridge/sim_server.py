@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -74,6 +75,8 @@ class BridgeServer:
         handshake_seconds: How long a new connection may take to send hello.
         clock: Times the handshake.
         cut_every: Abort each connection after this many events (fault injection).
+        cause_event: Makes one event of a kind happen, to answer ``bridge check --events``'
+            ``cause_event`` requests (None: the method is unknown, as in most games).
 
     Raises:
         ValueError: If the token is blank or `cut_every` is below one.
@@ -90,6 +93,7 @@ class BridgeServer:
         handshake_seconds: float = 10.0,
         clock: BridgeClock | None = None,
         cut_every: int | None = None,
+        cause_event: Callable[[str], None] | None = None,
     ) -> None:
         if not token.strip():
             raise ValueError("the bridge token must not be blank")
@@ -104,6 +108,7 @@ class BridgeServer:
         self.handshake_seconds = handshake_seconds
         self.clock = clock or SystemBridgeClock()
         self.cut_every = cut_every
+        self.cause_event = cause_event
         self.stats = ServerStats()
         self._sessions: dict[ServerSession, None] = {}  # in the order they connected
         self._runner: web.AppRunner | None = None
