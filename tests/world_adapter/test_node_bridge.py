@@ -1,0 +1,99 @@
+"""A bridge in another language passes `storyteller bridge check`: the Node 20 bridge over a toy
+world (world_adapter/bridges/node, written from docs/bridge-protocol.md) is started on a free
+loopback port with a token, checked with every check (idempotency and --events included), and
+stopped. Its one dependency, `ws`, is installed from its lockfile when missing."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from storyteller_daemon.cli import app
+
+NODE_BRIDGE = Path(__file__).resolve().parents[2] / "world_adapter" / "bridges" / "node"
+TOKEN = "node-bridge-token"
+NODE = shutil.which("node")
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+def install_dependencies() -> None:
+    """`npm ci` from the lockfile, once: skipped when `ws` is already installed."""
+    if (NODE_BRIDGE / "node_modules" / "ws" / "package.json").exists():
+        return
+    npm = shutil.which("npm")
+    assert npm is not None, "node is installed but npm is not: install npm to run this test"
+    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_BRIDGE, check=True, timeout=300)
+
+
+@pytest.fixture
+def node_bridge() -> Iterator[str]:
+    """The Node bridge on a free port of 127.0.0.1; its URL. Stopped with SIGTERM afterwards."""
+    assert NODE is not None
+    install_dependencies()
+    env = {**os.environ, "NODE_BRIDGE_TOKEN": TOKEN}
+    command = [NODE, "server.js", "--port", "0", "--token-env", "NODE_BRIDGE_TOKEN"]
+    process = subprocess.Popen(
+        [*command, "--test-hooks"],
+        cwd=NODE_BRIDGE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    watchdog = threading.Timer(120, process.kill)  # a hung bridge must not hang the suite
+    watchdog.start()
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"(ws://127\.0\.0\.1:\d+/storyteller)", line)
+        assert match, line
+        yield match.group(1)
+        process.send_signal(signal.SIGTERM)
+        rest, _ = process.communicate(timeout=30)
+        assert process.returncode == 0, rest
+        assert "stopped" in rest
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_the_node_bridge_passes_every_check(node_bridge: str) -> None:
+    arguments = ["bridge", "check", node_bridge, "--token-env", "GAME_TOKEN", "--events"]
+    arguments += ["--event-timeout", "10", "--prog", "EchoToRoom"]
+    arguments += ["--prog-args", '{"Room": 1, "Text": "A lantern flares."}']
+    result = CliRunner().invoke(app, arguments, env={"GAME_TOKEN": TOKEN})
+    assert result.exit_code == 0, result.output
+    statuses = dict(
+        (name, status)
+        for status, name in re.findall(r"^(PASS|FAIL|SKIP)\s+(\S+)", result.output, re.M)
+    )
+    assert len(statuses) == 20 and set(statuses.values()) == {"PASS"}, result.output
+    assert "20 passed, 0 failed, 0 skipped" in result.output
+
+
+def test_the_node_bridge_refuses_to_start_without_its_token() -> None:
+    assert NODE is not None
+    install_dependencies()
+    env = {k: v for k, v in os.environ.items() if k != "NODE_BRIDGE_TOKEN"}
+    done = subprocess.run(
+        [NODE, "server.js", "--token-env", "NODE_BRIDGE_TOKEN"],
+        cwd=NODE_BRIDGE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 78
+    assert "NODE_BRIDGE_TOKEN is not set" in done.stderr
