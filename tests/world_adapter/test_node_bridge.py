@@ -75,10 +75,8 @@ def test_the_node_bridge_passes_every_check(node_bridge: str) -> None:
     arguments += ["--prog-args", '{"Room": 1, "Text": "A lantern flares."}']
     result = CliRunner().invoke(app, arguments, env={"GAME_TOKEN": TOKEN})
     assert result.exit_code == 0, result.output
-    statuses = dict(
-        (name, status)
-        for status, name in re.findall(r"^(PASS|FAIL|SKIP)\s+(\S+)", result.output, re.M)
-    )
+    found = re.findall(r"^(PASS|FAIL|SKIP)\s+(\S+)", result.output, re.M)
+    statuses = {name: status for status, name in found}
     assert len(statuses) == 20 and set(statuses.values()) == {"PASS"}, result.output
     assert "20 passed, 0 failed, 0 skipped" in result.output
 
