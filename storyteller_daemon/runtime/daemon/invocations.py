@@ -55,10 +55,14 @@ class GameInvocations(SettingsWatch):
         """Store the invocation's turn (or find it stored under its request id) and answer."""
         source = GAME_SOURCE + invocation.id
         storyteller = self.find_storyteller(invocation.storyteller)
+        watching = None
         if storyteller is not None and storyteller.id is not None and self.ready.is_set():
             stored = await self.pipeline.stored_work(storyteller.id, source)
             if stored is not None:
                 return await self._duplicate(invocation, stored)
+            # Watched before it is stored: its turn may end before `invoke` returns.
+            watching = f"st{storyteller.id}:{source}"  # as the turn lane names it
+            self._open_invocations[watching] = OpenInvocation(invocation.id, storyteller.id, source)
         result = await self.invoke(
             invocation.storyteller,
             invocation.text,
@@ -66,11 +70,13 @@ class GameInvocations(SettingsWatch):
             character_id=invocation.character_id,
             room_id=invocation.room_id,
         )
+        if watching is not None and (not result.accepted or result.storyteller_id is None):
+            self._open_invocations.pop(watching, None)
         if not result.accepted or result.storyteller_id is None:
             return self._refusal(invocation, result)
-        turn_key = f"st{result.storyteller_id}:{source}"  # as the turn lane names it
-        self._open_invocations[turn_key] = OpenInvocation(
-            invocation.id, result.storyteller_id, source
+        turn_key = f"st{result.storyteller_id}:{source}"
+        self._open_invocations.setdefault(
+            turn_key, OpenInvocation(invocation.id, result.storyteller_id, source)
         )
         log.info(
             "the game invoked storyteller #%s (request %s): queued as turn %s",
