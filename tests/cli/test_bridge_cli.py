@@ -38,7 +38,6 @@ CHECKS = [
     "resume",
     "foreign-epoch",
     "idempotency",
-    "invocation-frames",
     "oversize",
     "malformed",
 ]

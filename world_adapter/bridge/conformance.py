@@ -68,7 +68,6 @@ class Checker(ConnectionChecks, QueryChecks, ReplayChecks, EventChecks):
             ("resume", self.resume),
             ("foreign-epoch", self.foreign_epoch),
             ("idempotency", self.idempotency),
-            ("invocation-frames", self.invocation_frames),
             ("oversize", self.oversize),
             ("malformed", self.malformed),
         ]

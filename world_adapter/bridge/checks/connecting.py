@@ -4,8 +4,7 @@ A hello with the right token and version is welcomed with the protocol version; 
 or version is refused with its close code; a ping is answered with a pong carrying its nonce;
 a frame over the size limit closes the connection (1009, or a dropped connection); and frames
 that are not valid JSON, not objects or of an unknown type are each answered with a
-``bad_frame`` error while the connection stays usable; the daemon's ``invoked`` and
-``invoke_outcome`` frames are read without complaint even for an id the game does not know.
+``bad_frame`` error while the connection stays usable.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from world_adapter.bridge.messages import (
     frame_type,
 )
 from world_adapter.bridge.probe import CheckFailed, Closed
-from world_adapter.invocations import InvocationAnswer, InvocationOutcome, RefusalCode
 
 ABNORMAL_CLOSURE = 1006
 """The close code a client reports for a connection that ended without a close frame."""
@@ -105,22 +103,6 @@ class ConnectionChecks(CheckContext):
         if closed.code != CloseCode.TOO_BIG:
             raise CheckFailed(f"expected close 1009, got {close_code_name(closed.code)}")
         return "closed with 1009"
-
-    async def invocation_frames(self) -> str:
-        # The daemon's two frames about a game's invocations; a game that never invokes must
-        # still read them (an unknown id is ignored), not call them bad frames.
-        probe = await self._session_probe()
-        try:
-            request_id = "conformance-" + secrets.token_hex(4)
-            await probe.send(
-                InvocationAnswer(request_id, False, RefusalCode.NOT_SUPPORTED.value, "a check")
-            )
-            await probe.send(InvocationOutcome(request_id, "st0:direct:game:check", "noop"))
-            await probe.send(Ping("after-invocation-frames"))
-            await probe.expect(Pong, "pong after invoked and invoke_outcome (no error frame)")
-        finally:
-            await probe.ws.close()
-        return "invoked and invoke_outcome for an unknown id are taken without an error"
 
     async def malformed(self) -> str:
         probe = await self._session_probe()
