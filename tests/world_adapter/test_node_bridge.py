@@ -5,6 +5,7 @@ stopped. Its one dependency, `ws`, is installed from its lockfile when missing."
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -18,6 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
+from world_adapter.bridge.client import BridgeWorldClient
+from world_adapter.bridge.messages import CAUSE_EVENT
+from world_adapter.events import Speech
+from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
 
 NODE_BRIDGE = Path(__file__).resolve().parents[2] / "world_adapter" / "bridges" / "node"
 TOKEN = "node-bridge-token"
@@ -95,3 +100,45 @@ def test_the_node_bridge_refuses_to_start_without_its_token() -> None:
     )
     assert done.returncode == 78
     assert "NODE_BRIDGE_TOKEN is not set" in done.stderr
+
+
+async def test_the_daemons_client_follows_the_node_bridge(node_bridge: str) -> None:
+    """The daemon's own client against the Node bridge: queries, an event caused in the toy
+    world reaching a subscription, a prog run once under its key, and an invoke answered."""
+    client = BridgeWorldClient(node_bridge, TOKEN)
+    invocations: list[GameInvocation] = []
+
+    async def answer(invocation: GameInvocation) -> InvocationAnswer:
+        invocations.append(invocation)
+        return InvocationAnswer(invocation.id, accepted=True, reason="queued", turn_key="st1:x")
+
+    client.serve_invocations(answer)
+    try:
+        zones = await client.zones()
+        assert zones == {1: frozenset({1, 2, 3}), 2: frozenset({4})}
+        ada = await client.character(10)
+        assert ada is not None and ada.name == "Ada Wick" and ada.location_id == 1
+        assert await client.character(999) is None
+        events = client.subscribe(frozenset({1, 2, 3, 4}), None)
+        next_event = asyncio.ensure_future(anext(events))
+        hook = await client.connect()  # a game's test hook, reached as `bridge check` does
+        try:
+            while not next_event.done():  # until the subscription is in place and hears it
+                assert await hook.request(CAUSE_EVENT, {"kind": "speech"}, 5) is None
+                await asyncio.wait({next_event}, timeout=0.2)
+            event = next_event.result()
+            assert isinstance(event, Speech) and event.speaker_id == 10
+            assert await hook.request(CAUSE_EVENT, {"kind": "invoke"}, 5) is None
+            while not invocations:
+                await hook.request("zones", {}, 5)  # the invoke came first on this connection
+        finally:
+            await hook.close()
+            await events.aclose()
+        assert invocations[0].storyteller == "Lantern Watch" and invocations[0].room_id == 1
+        await client.send_outcome(InvocationOutcome(invocations[0].id, "st1:x", "completed"))
+        arguments = {"Room": 2, "Text": "A lantern flares."}
+        first = await client.execute_prog("EchoToRoom", arguments, "key-1")
+        again = await client.execute_prog("echotoroom", arguments, "key-1")
+        assert (first.value, first.replayed, again.replayed) == (True, False, True)
+    finally:
+        await client.close()
