@@ -18,6 +18,7 @@ from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
@@ -37,6 +38,7 @@ class Rig:
     game: BridgeServer
     store: Store
     watch_id: int
+    kill_switch: list[bool]
 
 
 @pytest.fixture
@@ -50,6 +52,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
     clock = FakeClock()
     client = BridgeWorldClient(game.url, TOKEN, clock=clock, rng=random.Random(3))
     runner = HeldRunner()
+    kill_switch = [False]
     pipeline = Pipeline(
         router=Router(),
         runner=runner,
@@ -59,6 +62,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
         backlog=BacklogRepository(store.db),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=5,
+        admission=Admission(None, None, kill_switch=lambda: kill_switch[0]),
     )
     daemon = Daemon(
         settings=store.storytellers,
@@ -72,7 +76,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
     task = asyncio.create_task(daemon.run(stop))
     try:
         await asyncio.wait_for(daemon.ready.wait(), WAIT)
-        yield Rig(daemon, runner, game, store, watch.id)
+        yield Rig(daemon, runner, game, store, watch.id, kill_switch)
     finally:
         runner.release.set()
         stop.set()
@@ -124,3 +128,12 @@ async def test_a_refused_request_id_stored_nothing_and_may_be_sent_again(rig: Ri
     again = await rig.game.invoke("Harbour Watch", "Now with words.", request_id="b-1")
     assert again.accepted and not again.duplicate
     await asyncio.wait_for(rig.game.wait_outcome("b-1"), WAIT)
+
+
+async def test_the_kill_switch_refuses_an_invocation_and_says_so(rig: Rig) -> None:
+    rig.kill_switch[0] = True
+    refused = await rig.game.invoke(rig.watch_id, "Act now.", request_id="k-1")
+    assert (refused.accepted, refused.reason) == (False, "kill_switch")
+    assert refused.message == "the kill switch is on" and refused.storyteller_id == rig.watch_id
+    rig.kill_switch[0] = False
+    assert (await rig.game.invoke(rig.watch_id, "Act now.", request_id="k-1")).accepted
