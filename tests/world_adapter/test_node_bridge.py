@@ -6,6 +6,7 @@ stopped. Its one dependency, `ws`, is installed from its lockfile when missing."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -40,15 +41,16 @@ def install_dependencies() -> None:
     subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_BRIDGE, check=True, timeout=300)
 
 
-@pytest.fixture
-def node_bridge() -> Iterator[str]:
-    """The Node bridge on a free port of 127.0.0.1; its URL. Stopped with SIGTERM afterwards."""
+@contextlib.contextmanager
+def running_node_bridge(*flags: str) -> Iterator[str]:
+    """The Node bridge on a free port of 127.0.0.1 with `flags`; its URL. Stopped with SIGTERM
+    afterwards, and it must stop cleanly."""
     assert NODE is not None
     install_dependencies()
     env = {**os.environ, "NODE_BRIDGE_TOKEN": TOKEN}
-    command = [NODE, "server.js", "--port", "0", "--token-env", "NODE_BRIDGE_TOKEN"]
+    command = [NODE, "server.js", "--port", "0", "--token-env", "NODE_BRIDGE_TOKEN", *flags]
     process = subprocess.Popen(
-        [*command, "--test-hooks"],
+        command,
         cwd=NODE_BRIDGE,
         env=env,
         stdout=subprocess.PIPE,
@@ -74,16 +76,47 @@ def node_bridge() -> Iterator[str]:
             process.wait()
 
 
-def test_the_node_bridge_passes_every_check(node_bridge: str) -> None:
-    arguments = ["bridge", "check", node_bridge, "--token-env", "GAME_TOKEN", "--events"]
-    arguments += ["--event-timeout", "10", "--prog", "EchoToRoom"]
-    arguments += ["--prog-args", '{"Room": 1, "Text": "A lantern flares."}']
+@pytest.fixture
+def node_bridge() -> Iterator[str]:
+    """The Node bridge with its test hook (cause_event) on."""
+    with running_node_bridge("--test-hooks") as url:
+        yield url
+
+
+def check(url: str, *extra: str) -> tuple[int, str, dict[str, str]]:
+    """`storyteller bridge check` of `url`: exit code, output and each check's status."""
+    arguments = ["bridge", "check", url, "--token-env", "GAME_TOKEN", *extra]
     result = CliRunner().invoke(app, arguments, env={"GAME_TOKEN": TOKEN})
-    assert result.exit_code == 0, result.output
     found = re.findall(r"^(PASS|FAIL|SKIP)\s+(\S+)", result.output, re.M)
-    statuses = {name: status for status, name in found}
-    assert len(statuses) == 19 and set(statuses.values()) == {"PASS"}, result.output
-    assert "19 passed, 0 failed, 0 skipped" in result.output
+    return result.exit_code, result.output, {name: status for status, name in found}
+
+
+def test_the_node_bridge_passes_every_check(node_bridge: str) -> None:
+    code, output, statuses = check(
+        node_bridge,
+        "--events",
+        "--event-timeout",
+        "10",
+        "--prog",
+        "EchoToRoom",
+        "--prog-args",
+        '{"Room": 1, "Text": "A lantern flares."}',
+    )
+    assert code == 0, output
+    assert len(statuses) == 19 and set(statuses.values()) == {"PASS"}, output
+    assert "19 passed, 0 failed, 0 skipped" in output
+
+
+def test_a_game_answering_the_minimal_profile_fails_no_check() -> None:
+    """The protocol document's minimal profile holds: empty answers wherever it allows them
+    (no zones, players, progs, landmarks or plans) fail nothing; checks that need the data skip."""
+    with running_node_bridge("--minimal") as url:
+        code, output, statuses = check(url)
+    assert code == 0, output
+    assert "FAIL" not in statuses.values()
+    skipped = {name for name, status in statuses.items() if status == "SKIP"}
+    assert {"subscribe", "resume", "idempotency"} <= skipped, output
+    assert statuses["methods"] == statuses["errors"] == statuses["handshake"] == "PASS"
 
 
 def test_the_node_bridge_refuses_to_start_without_its_token() -> None:

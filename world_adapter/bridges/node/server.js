@@ -3,11 +3,12 @@
 // the toy Lantern Market world. Usage:
 //
 //   STORYTELLER_BRIDGE_TOKEN=secret node server.js [--host 127.0.0.1] [--port 4010]
-//       [--token-env STORYTELLER_BRIDGE_TOKEN] [--test-hooks]
+//       [--token-env STORYTELLER_BRIDGE_TOKEN] [--test-hooks] [--minimal]
 //
 // It prints "listening ws://HOST:PORT/storyteller" once it accepts connections, and stops on
 // SIGTERM or SIGINT. --test-hooks answers the optional cause_event request (bridge check
-// --events); a production game leaves it off.
+// --events); a production game leaves it off. --minimal answers every method the protocol
+// document's minimal profile allows with its empty answer (only character and room are real).
 'use strict';
 
 const crypto = require('node:crypto');
@@ -24,13 +25,14 @@ const KEPT_KEYS = 1000;
 // ------------------------------------------------------------------ options
 
 function options(argv) {
-  const found = { host: '127.0.0.1', port: 4010, tokenEnv: 'STORYTELLER_BRIDGE_TOKEN', testHooks: false };
+  const found = { host: '127.0.0.1', port: 4010, tokenEnv: 'STORYTELLER_BRIDGE_TOKEN', testHooks: false, minimal: false };
   for (let i = 2; i < argv.length; i += 1) {
     const arg = argv[i];
     if (arg === '--host') found.host = argv[++i];
     else if (arg === '--port') found.port = Number(argv[++i]);
     else if (arg === '--token-env') found.tokenEnv = argv[++i];
     else if (arg === '--test-hooks') found.testHooks = true;
+    else if (arg === '--minimal') found.minimal = true;
     else throw new Error(`unknown argument ${arg}`);
   }
   return found;
@@ -63,17 +65,29 @@ const METHODS = {
   calendar: [['ref', isText, true], ['year', (v) => v === null || isInt(v), false]],
 };
 const CAUSABLE = ['room_echo', 'speech', 'crime', 'state_change', 'invoke'];
+// The minimal profile's answers (docs/bridge-protocol.md, "A minimal profile").
+const MINIMAL = {
+  zones: () => ({}),
+  online_players: () => [],
+  progs: () => [],
+  execute_prog: () => { throw new Refusal('This game runs no progs.'); },
+  landmarks: () => [],
+  landmark: () => null,
+  path: (p) => ({ origin_room_id: p.origin_room_id, destination_room_id: p.destination_room_id, directions: [], found: p.origin_room_id === p.destination_room_id }),
+  character_plan: () => null,
+};
 
 class Refusal extends Error {} // the world refuses: command_failed
 
 // ------------------------------------------------------------------ the game side
 
 class Bridge {
-  constructor(world, log, token, testHooks) {
+  constructor(world, log, token, { testHooks = false, minimal = false } = {}) {
     this.world = world;
     this.log = log;
     this.tokenDigest = digest(token);
     this.testHooks = testHooks;
+    this.minimal = minimal;
     this.outcomes = new Map(); // idempotency key -> prog outcome, newest last
     this.invocations = 0;
   }
@@ -195,6 +209,7 @@ class Bridge {
 
   call(method, p) {
     const w = this.world;
+    if (this.minimal && MINIMAL[method]) return MINIMAL[method](p);
     switch (method) {
       case 'zones': return w.zones();
       case 'online_players': return w.onlinePlayers();
@@ -271,7 +286,7 @@ function main() {
   for (const line of ['The lamplighter lights the first lantern.', 'The lamplighter lights a second lantern.', 'A stallholder rolls up her awning.']) {
     world.echo(1, line, 20); // a little history, so a daemon that subscribes from a cursor has some
   }
-  const bridge = new Bridge(world, log, token, opts.testHooks);
+  const bridge = new Bridge(world, log, token, { testHooks: opts.testHooks, minimal: opts.minimal });
   const server = new WebSocketServer({ host: opts.host, port: opts.port, path: '/storyteller', maxPayload: MAX_FRAME_BYTES });
   server.on('connection', (ws) => bridge.accept(ws));
   server.on('listening', () => {
