@@ -193,6 +193,10 @@ class BridgeWorldClient(WorldClient):
                 connection = await self._request_connection()
                 await connection.send(outcome)
                 return
+            except FrameTooLarge:
+                raise WorldCommandError(
+                    f"The outcome of {outcome.id} is too large to send."
+                ) from None
             except TransientStreamError as exc:
                 await self._drop_request_connection()
                 delay = min(self._request_backoff.delay(), max(remaining, 0))

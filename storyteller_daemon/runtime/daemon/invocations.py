@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from storyteller_daemon.agent.records import TurnOutcome
 from storyteller_daemon.domain.work import WorkItem, WorkState
+from storyteller_daemon.errors import StorageError
 from storyteller_daemon.runtime.daemon.settings_watch import InvocationResult, SettingsWatch
 from storyteller_daemon.runtime.daemon.state import OpenInvocation, log
 from world_adapter.errors import WorldAdapterError
@@ -134,19 +135,21 @@ class GameInvocations(SettingsWatch):
             waiting = self._open_invocations.pop(turn_key, None)
             if waiting is None:
                 continue
-            outcome = await self._outcome(turn_key, waiting)
-            if outcome is None:  # not ended after all (a duplicate raced the turn's end)
-                self._open_invocations[turn_key] = waiting
-                continue
             try:
+                outcome = await self._outcome(turn_key, waiting)
+                if outcome is None:  # not ended after all (a duplicate raced the turn's end)
+                    self._open_invocations[turn_key] = waiting
+                    continue
                 await self._invocation_channel.send_outcome(outcome)
-            except WorldAdapterError as exc:
+            except (WorldAdapterError, StorageError) as exc:
                 log.warning(
                     "could not tell the game the outcome of request %s (%s); it gets it "
                     "when it sends the same request again",
                     waiting.request_id,
                     exc,
                 )
+            except Exception:  # a bug must not stop the daemon: the game can ask again
+                log.exception("reporting the outcome of request %s failed", waiting.request_id)
 
     async def _outcome(self, turn_key: str, waiting: OpenInvocation) -> InvocationOutcome | None:
         item = await self.pipeline.stored_work(waiting.storyteller_id, waiting.source)
