@@ -6,20 +6,63 @@ a new epoch means the game restarted and older cursors cannot be resumed.
 
 from __future__ import annotations
 
+import functools
+import typing
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated
-
-from annotated_types import Interval
+from typing import Annotated, Any
 
 MAX_EPOCH_CHARS = 200
 MAX_WORLD_ID = 2**63 - 1
 """The largest world id: ids are positive signed 64-bit integers (a BIGINT column holds them)."""
 
-WorldId = Annotated[int, Interval(ge=1, le=MAX_WORLD_ID)]
-"""The id of a room, zone, character, item or crime in an event: 1 to `MAX_WORLD_ID`. The codec
-refuses an event with any other value (docs/bridge-protocol.md, world ids)."""
+
+class WorldIdRange:
+    """Marks an int field as a world id, 1 to `MAX_WORLD_ID`.
+
+    The range is checked where frames come in (`out_of_range_world_id`, used by the bridge at
+    the door), not whenever an event is read: a stored event whose ids were redacted to 0 by a
+    character's erasure must still read back. JSON Schemas generated from the types (pydantic
+    calls the hook below) state the range.
+    """
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        schema.update(minimum=1, maximum=MAX_WORLD_ID)
+        return schema
+
+    def __repr__(self) -> str:
+        return "WorldIdRange()"
+
+
+WORLD_ID_RANGE = WorldIdRange()
+WorldId = Annotated[int, WORLD_ID_RANGE]
+"""The id of a room, zone, character, item or crime: 1 to `MAX_WORLD_ID` (docs/bridge-protocol.md,
+world ids)."""
+
+
+def out_of_range_world_id(value: object) -> tuple[str, int] | None:
+    """The first world-id field of a dataclass instance whose value is out of range, with the
+    value, or None when every one is in range (None values are not ids)."""
+    cls: type = type(value)
+    for name in _world_id_fields(cls):
+        ident = getattr(value, name)
+        if isinstance(ident, int) and not 1 <= ident <= MAX_WORLD_ID:  # a name is no id
+            return name, ident
+    return None
+
+
+@functools.cache
+def _world_id_fields(cls: type) -> tuple[str, ...]:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return tuple(name for name, hint in hints.items() if _is_world_id(hint))
+
+
+def _is_world_id(hint: Any) -> bool:
+    if typing.get_origin(hint) is Annotated:
+        return any(isinstance(m, WorldIdRange) for m in hint.__metadata__)
+    return any(_is_world_id(option) for option in typing.get_args(hint))
 
 
 @dataclass(frozen=True, order=True)

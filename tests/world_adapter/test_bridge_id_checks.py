@@ -31,15 +31,17 @@ from world_adapter.bridge.messages import (
     Subscribed,
     parse_frame,
 )
+from world_adapter.codec import decode_event, encode_event
 from world_adapter.events import MAX_WORLD_ID, Cursor
 
 EPOCH = "boot-1"
+RANGE = f"a world id is an integer from 1 to {MAX_WORLD_ID}"
 BAD_IDS = [
-    ("-1", "greater than or equal to 1"),
-    ("0", "greater than or equal to 1"),
-    (str(2**63), f"less than or equal to {MAX_WORLD_ID}"),
-    (str(2**64 + 1), f"less than or equal to {MAX_WORLD_ID}"),
-    ("9" * 400, f"less than or equal to {MAX_WORLD_ID}"),
+    ("-1", f"{RANGE}, not -1."),
+    ("0", f"{RANGE}, not 0."),
+    (str(2**63), f"{RANGE}, not {2**63}."),
+    (str(2**64 + 1), f"{RANGE}, not {2**64 + 1}."),
+    ("9" * 400, f"{RANGE}, not 99999999999999999999… (400 digits)."),
     ("1.5", "valid integer"),
     ("3.0", "valid integer"),
     ('"101"', "valid integer"),
@@ -106,6 +108,22 @@ def test_a_null_is_refused_where_an_id_is_required_and_kept_where_it_is_optional
         parse_frame(event_text(1, "speech", speaker_id="null"))
     frame = parse_frame(event_text(1, "speech", zone_id="null", target_id="null"))
     assert isinstance(frame, EventFrame) and frame.event.zone_id is None
+
+
+def test_an_invocation_naming_a_storyteller_room_or_character_by_a_bad_id_is_refused() -> None:
+    base = {"type": "invoke", "id": "inv-1", "storyteller": "Watch", "text": "Hi."}
+    for field, value in [("storyteller", 0), ("room_id", -5), ("character_id", 2**63)]:
+        with pytest.raises(BadFrame, match=f"Bad invoke frame: {field}: {RANGE}") as caught:
+            parse_frame(json.dumps({**base, field: value}))
+        assert caught.value.request_id == "inv-1"
+
+
+def test_a_stored_event_with_a_redacted_id_still_reads_back() -> None:
+    """A character's erasure rewrites its id to 0 in stored events: only the door checks ids."""
+    frame = parse_frame(event_text(1, "speech"))
+    assert isinstance(frame, EventFrame)
+    stored = {**encode_event(frame.event), "speaker_id": 0}
+    assert decode_event(stored).involved_character_ids >= {0}
 
 
 def test_a_non_finite_number_elsewhere_is_refused_too_naming_where() -> None:

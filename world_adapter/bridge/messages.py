@@ -18,7 +18,7 @@ from typing import Any
 
 from world_adapter.bridges.evennia import replaybuffer
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
-from world_adapter.events import Cursor, WorldEvent
+from world_adapter.events import MAX_WORLD_ID, Cursor, WorldEvent, out_of_range_world_id
 from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
 
 PROTOCOL_VERSION = 1
@@ -342,11 +342,26 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
         )
     body = {k: v for k, v in data.items() if k != "type"}
     try:
-        if cls is EventFrame:
-            return EventFrame(decode_event(body, strict=strict))
-        frame: Frame = decode(body, cls, strict=strict)
+        frame: Frame = (
+            EventFrame(decode_event(body, strict=strict))
+            if cls is EventFrame
+            else decode(body, cls, strict=strict)
+        )
     except CodecError as exc:
         raise BadFrame(f"Bad {kind} frame: {exc}", request_id) from None
+    bad_id = out_of_range_world_id(frame.event if isinstance(frame, EventFrame) else frame)
+    if bad_id is not None:
+        name, value = bad_id
+        shown = (
+            str(value)
+            if len(str(value)) <= 30
+            else f"{str(value)[:20]}… ({len(str(value))} digits)"
+        )
+        raise BadFrame(
+            f"Bad {kind} frame: {name}: a world id is an integer from 1 to {MAX_WORLD_ID}, "
+            f"not {shown}.",
+            request_id,
+        )
     return frame
 
 
