@@ -21,14 +21,16 @@ class ArgumentError(ValueError):
 
 
 ID_KEYS = ("Id", "ID", "id")
-_INT64_MAX = 2**63 - 1
+MAX_ID = 2**63 - 1
+"""The largest id a game can have: ids are positive signed 64-bit integers."""
 _FLOAT_EXACT = 2**53
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def integer_value(value: Any) -> int | None:
-    """The integer a JSON number or integer text holds, else None."""
+    """The integer a JSON number or integer text holds, else None (also for integer text too
+    long for Python to read: over 4,300 digits)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -36,7 +38,10 @@ def integer_value(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-        return int(value.strip())
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
     return None
 
 
@@ -49,7 +54,10 @@ def number_value(value: Any) -> int | float | None:
     if isinstance(value, str):
         text = value.strip()
         if _INTEGER_TEXT.fullmatch(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # past Python's digit limit: read as a float (infinite) below
+                pass
         if not _NUMBER_TEXT.fullmatch(text):
             return None
         value = float(text)
@@ -68,8 +76,13 @@ def first_present(obj: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, Any
     return None
 
 
+def is_id(number: int) -> bool:
+    """Whether a game can have a thing with this id (a positive signed 64-bit integer)."""
+    return 0 < number <= MAX_ID
+
+
 def checked_id(number: int, what: str) -> int:
-    if not 0 < number <= _INT64_MAX:
+    if not is_id(number):
         raise ArgumentError(f"{what} ids are positive integers; {number} is not one.")
     return number
 

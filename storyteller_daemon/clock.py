@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -87,3 +88,18 @@ async def within(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     raise DeadlinePassed(f"not done within {seconds:.3g} s")
+
+
+async def uncancelled(work: Awaitable[object]) -> None:
+    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise).
+
+    For short writes that must not be cut in half by a stop: the stop waits for them.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.wait([task])
+            task.result()
+        raise

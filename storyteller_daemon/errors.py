@@ -92,10 +92,39 @@ class InterchangeError(StorytellerError):
     """An imported document is unsafe, malformed or holds invalid values."""
 
 
+REQUEST_NOT_SENT = "not_sent"
+"""`ModelError.request_status` of a request that was held back before it was sent."""
+
+
 class ModelError(StorytellerError):
-    """Something went wrong at the language-model boundary."""
+    """Something went wrong at the language-model boundary.
+
+    Attributes:
+        status: the HTTP status the endpoint answered, when it answered one.
+        request_status: how the request ended, as the cost ledger records it: ``timeout``,
+            ``connection_error``, ``unreachable``, ``http_503``, ``bad_response``... (``error``
+            when the endpoint did not say).
+        input_billed: whether the provider may bill the request's input although no answer
+            came (the body reached it: a timeout, a dropped connection, an unreadable answer).
+        billed_attempts: how many times it may bill that input (the HTTP client's retries that
+            went out and got no status each count).
+    """
 
     exit_code = EX_UNAVAILABLE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        request_status: str | None = None,
+        input_billed: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.request_status = request_status or (f"http_{status}" if status else "error")
+        self.input_billed = input_billed
+        self.billed_attempts = 1
 
 
 class ModelTransientError(ModelError):
@@ -103,15 +132,7 @@ class ModelTransientError(ModelError):
 
 
 class ModelFatalError(ModelError):
-    """Authentication failure, unknown model or a rejected request: retrying will not help.
-
-    Attributes:
-        status: the HTTP status the endpoint answered, when it answered one.
-    """
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+    """Authentication failure, unknown model or a rejected request: retrying will not help."""
 
 
 class BudgetExceeded(StorytellerError):

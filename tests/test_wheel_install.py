@@ -116,8 +116,13 @@ token_env = "STORYTELLER_BRIDGE_TOKEN"
         newest = max(m.name[:4] for m in (ROOT / "migrations" / "versions").glob("[0-9]*.py"))
         assert f"-> {newest}" in _run([storyteller, "db", "upgrade"], tmp_path, env)
         assert "harbour-ward" in _run([storyteller, "seed", "list"], tmp_path, env)
-        _run([storyteller, "seed", "load", "harbour-ward"], tmp_path, env)
-        _run([storyteller, "ais", "unpause", "Harbour Ward Watch"], tmp_path, env)
+        # a starter pack for the game, as the operations guide writes one (the shipped packs
+        # are written for the embedded sim, and doctor would say so against this game)
+        config = ["--config", "storyteller.toml"]
+        _run([storyteller, *config, "init", "packs", "--pack", "my-game", "--name", "Mine"],
+             tmp_path, env)  # fmt: skip
+        _run([storyteller, "seed", "load", "packs/my-game", "--check-world"], tmp_path, env)
+        _run([storyteller, "ais", "unpause", "Mine"], tmp_path, env)
         _run([storyteller, "doctor"], tmp_path, env)
         daemon = subprocess.Popen(
             [storyteller, "run"],

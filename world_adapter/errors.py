@@ -8,6 +8,7 @@ WorldAdapterError
 │   ├── FatalStreamError       bad token, unsupported protocol version: stop and alert
 │   └── CursorExpired          the game cannot replay from our cursor: gap, then resume live
 └── WorldCommandError          a query or prog call failed (unknown prog, bad arguments...)
+    └── UnsupportedRequest     the game does not offer this request (an older bridge)
 ```
 """
 
@@ -40,3 +41,7 @@ class CursorExpired(StreamError):
 
 class WorldCommandError(WorldAdapterError):
     """A query or a prog execution failed; the message is safe to show to the model."""
+
+
+class UnsupportedRequest(WorldCommandError):
+    """The game answered that it does not know the request; a caller may do without it."""

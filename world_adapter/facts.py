@@ -1,6 +1,7 @@
 """What the world tells the daemon about itself.
 
-Characters, rooms, landmarks, paths, plans, dates and calendars, and the results of progs. Every
+Characters, rooms, the kind of a thing an id names, landmarks, paths, plans, dates and
+calendars, and the results of progs. Every
 character id here is the world's one id for that character: the id the tools take and return.
 """
 
@@ -55,6 +56,24 @@ class RoomInfo:
     zone_id: int | None
     description: str = ""
     occupant_ids: tuple[int, ...] = field(default=())
+
+
+class EntityKind(StrEnum):
+    """The kinds of thing in the world a prog parameter names by id (its prog type's name)."""
+
+    CHARACTER = "Character"
+    LOCATION = "Location"
+    ITEM = "Item"
+    EXIT = "Exit"
+
+
+@dataclass(frozen=True)
+class EntityInfo:
+    """A thing in the world, as much as it takes to know an id names it."""
+
+    kind: EntityKind
+    id: int
+    name: str
 
 
 @dataclass(frozen=True)

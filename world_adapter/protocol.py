@@ -22,6 +22,8 @@ from world_adapter.facts import (
     CharacterPlan,
     CharacterSummary,
     DateTimeReading,
+    EntityInfo,
+    EntityKind,
     LandmarkInfo,
     LandmarkSummary,
     PathRule,
@@ -56,6 +58,16 @@ class WorldClient(Protocol):
 
     async def room(self, room_id: int) -> RoomInfo | None:
         """One room, or None."""
+        ...
+
+    async def entity(self, kind: EntityKind, entity_id: int) -> EntityInfo | None:
+        """The character, room, item or exit with this id, or None if the world has no thing
+        of that kind with that id (one of another kind does not count).
+
+        Raises:
+            UnsupportedRequest: the game does not answer this request (a bridge from before
+                it); callers then leave the check to the game.
+        """
         ...
 
     async def progs(self) -> list[ProgSignature]:

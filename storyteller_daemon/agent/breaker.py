@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse
-from storyteller_daemon.errors import ModelFatalError
+from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelFatalError
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class CircuitBreaker:
                 f"{opened.reason} (not sent: requests for {request.model} are paused for "
                 f"{left:.0f} s more)",
                 status=opened.status,
+                request_status=REQUEST_NOT_SENT,
             )
         try:
             response = await self._inner.respond(request)

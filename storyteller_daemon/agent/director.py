@@ -20,7 +20,6 @@ alone stays due; one it marked itself with ``UpdateStoryPlan`` is left as the mo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from storyteller_daemon.agent.context import Block, Item, Priority
 from storyteller_daemon.agent.fencing import Fence, quoted
 from storyteller_daemon.agent.ports import SceneClaimStore, StoryPlanStore
 from storyteller_daemon.agent.records import TurnRecord
+from storyteller_daemon.agent.tools.base import MalformedArguments, parse_arguments
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.scenes import SceneClaim
 from storyteller_daemon.domain.story_plans import PlanStatus, PlanStep, StepState, StoryPlan
@@ -245,10 +245,10 @@ def claims_block(view: DirectorView, storyteller_id: int) -> Block:
 
 def _names_plan(arguments: str, plan_id: int) -> bool:
     try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError:
+        value = parse_arguments(arguments)
+    except MalformedArguments:
         return False
-    return isinstance(value, dict) and str(value.get("Id")) == str(plan_id)
+    return str(value.get("Id")) == str(plan_id)
 
 
 async def settle(

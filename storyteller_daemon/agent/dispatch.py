@@ -1,15 +1,22 @@
 """One tool call of a turn, from the model's arguments to the envelope the model gets back.
 
-Malformed argument JSON is an error the loop counts; a tool the turn does not offer is refused
+Malformed argument JSON (blank, too long or too deeply nested for the ``[limits]``, checked
+before it is parsed) is an error the loop counts; a tool the turn does not offer is refused
 (naming the destructive rule when the policy withholds it); a call identical to one already
 dispatched in the turn is skipped. The call then passes the policy point: a shadowed call gets a
 simulated success, a refused one the rule's error, and one that needs approval is parked. Only
 then does the tool run; a prog call that ran is counted for the turn and reported to the policy.
 Calls are logged under the tool loop's logger.
+
+A call an earlier attempt of the turn ran (its result kept in the turn journal) is answered
+from there before anything else, policy included; a call to a tool that writes the
+storyteller's notes keeps its result in the journal in one transaction with its writes, and
+every other call's result is kept once it has run (see `loop`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 
@@ -30,6 +37,7 @@ from storyteller_daemon.agent.tools.base import (
 )
 from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval, ApprovalState
 from storyteller_daemon.domain.settings import Storyteller
 
@@ -76,16 +84,74 @@ class TurnState:
     """Whether an earlier round ran a tool other than Noop successfully."""
     prog_calls: int = 0
     """Prog calls that ran (or were simulated in shadow mode) in this turn."""
+    kept: dict[str, str] = field(default_factory=dict)
+    """What an earlier attempt of this turn kept in the journal, by entry name."""
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    """The turn's limits; a call's argument text is held to its size and depth bounds."""
 
 
-async def run_call(turn: TurnState, call: FunctionCall, policy: Policy | None) -> CallRecord:
+async def note(turn: TurnState, entry: str, body: str) -> None:
+    """Keep an entry in the turn's journal; a failure is logged and the turn goes on."""
+    journal = turn.ctx.journal
+    if journal is None:
+        return
+    try:
+        await journal.note(turn.ctx.turn_key, entry, body)
+    except Exception as exc:
+        log.warning("turn %s: %s could not be journalled: %s", turn.ctx.turn_key, entry, exc)
+
+
+async def run_call(
+    turn: TurnState, call: FunctionCall, policy: Policy | None, position: int = 1
+) -> CallRecord:
     """Run one call of the turn's current round and return its record.
 
     Args:
         turn: the running turn; its repeat set and prog-call count are updated.
         call: the model's call (with a call id).
         policy: the policy point every call passes (None: no limits beyond the offered tools).
+        position: the call's place in its round (1 for the first), which names its journal
+            entry.
     """
+    entry = f"call:{turn.record.rounds}:{position}"
+    kept = turn.kept.get(entry)
+    if kept is not None:
+        return _replayed(turn, call, json.loads(kept))
+    journalled: list[bool] = []
+    outcome = await _run_call(turn, call, policy, entry, journalled)
+    if not journalled:
+        await note(turn, entry, json.dumps(outcome.envelope, ensure_ascii=False))
+    return outcome
+
+
+def _replayed(turn: TurnState, call: FunctionCall, envelope: dict[str, object]) -> CallRecord:
+    """The record of a call an earlier attempt of the turn ran: its kept result, nothing run."""
+    tool = turn.tools.find(call.name)
+    try:
+        turn.dispatched.add((call.name, canonical_arguments(parse_arguments(call.arguments))))
+    except MalformedArguments:
+        pass
+    if tool is not None and tool.effect is not None and envelope.get("ok"):
+        turn.prog_calls += 1
+    return CallRecord(
+        turn.record.rounds,
+        call.call_id,
+        call.name,
+        call.arguments,
+        envelope,
+        replayed=True,
+    )
+
+
+async def _run_call(
+    turn: TurnState,
+    call: FunctionCall,
+    policy: Policy | None,
+    entry: str,
+    journalled: list[bool],
+) -> CallRecord:
+    """Run the call; `journalled` gets an item when its result went into the journal with its
+    writes (or was there already)."""
 
     def record(envelope: dict[str, object], rule: str | None = None, **flags: bool) -> CallRecord:
         return CallRecord(
@@ -99,7 +165,11 @@ async def run_call(turn: TurnState, call: FunctionCall, policy: Policy | None) -
         )
 
     try:
-        arguments = parse_arguments(call.arguments)
+        arguments = parse_arguments(
+            call.arguments,
+            max_chars=turn.limits.max_argument_chars,
+            max_depth=turn.limits.max_argument_depth,
+        )
     except MalformedArguments as exc:
         return record(error(MALFORMED_PREFIX + str(exc)), malformed=True)
     tool = turn.tools.find(call.name)
@@ -141,7 +211,19 @@ async def run_call(turn: TurnState, call: FunctionCall, policy: Policy | None) -
                 return record(error(parked.message()), refused=True, rule=parked.rule)
             turn.prog_calls += 1
             return record(ok(parked_result(parked)), rule=APPROVAL, parked=True)
-    envelope = await invoke(tool, arguments, turn.ctx)
+    journal = turn.ctx.journal
+    if tool.writes and journal is not None:
+
+        async def write() -> str:
+            return json.dumps(await invoke(tool, arguments, turn.ctx), ensure_ascii=False)
+
+        body, before = await journal.once(turn.ctx.turn_key, entry, write)
+        journalled.append(True)
+        envelope = json.loads(body)
+        if before:
+            return record(envelope, replayed=True)
+    else:
+        envelope = await invoke(tool, arguments, turn.ctx)
     if effect is not None and envelope["ok"]:
         turn.prog_calls += 1
         if policy is not None:

@@ -3,8 +3,8 @@
 An `Effect` lists the rooms and characters a call acts on and the texts it passes on. A custom
 tool's effect comes from its prog's parameter types (`prog_effect`: ``Location``, ``Character``,
 ``Text`` and their collections); a built-in declares which of its arguments name rooms and
-characters (`named`). An argument that should be an id but is not counts as id -1, which no
-scope holds.
+characters (`named`). An argument that should be an id but is not (or is not a positive signed
+64-bit integer) counts as id -1, which no scope holds and which is never asked of the world.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from progs.scalars import ID_KEYS, integer_value
+from progs.scalars import ID_KEYS, integer_value, is_id
 from progs.types import ProgParameter, ProgType
 
 
@@ -36,7 +36,8 @@ def _ids(value: Any) -> list[int | None]:
         if isinstance(each, Mapping):
             key = next((k for k in ID_KEYS if k in each), None)
             each = each[key] if key is not None else None
-        found.append(integer_value(each))
+        number = integer_value(each)
+        found.append(number if number is not None and is_id(number) else None)
     return found
 
 

@@ -23,23 +23,32 @@ read it as a second success. A round in which every call was skipped ends the tu
 model is only repeating itself. Calls to tools not offered in this turn are refused.
 
 How one call is run (repeat check, policy point, approval parking) is `dispatch`.
+
+With a turn journal (`ToolContext.journal`) each answer is kept as it comes and each call's
+result with it (a call that writes notes keeps it in the same transaction as its writes). A turn
+run again under its key after a crash takes the answers and results kept before from the
+journal, so it asks the model nothing twice and writes nothing twice; it goes on from where the
+first attempt stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from storyteller_daemon.agent.dispatch import TurnState, run_call
+from storyteller_daemon.agent.dispatch import TurnState, note, run_call
 from storyteller_daemon.agent.model import (
     FunctionCall,
     Model,
     ModelRequest,
     ModelResponse,
     ResponseItem,
+    response_from_json,
+    response_to_json,
 )
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import DESTRUCTIVE_TOOLS
@@ -145,6 +154,8 @@ class ToolLoop:
             instructions=tool_loop_instructions(storyteller, trigger),
             record=TurnRecord(turn_key, storyteller.id, trigger.label),
             items=[user_message(user_prompt)],
+            kept=await _kept(ctx, turn_key),
+            limits=self._limits,
         )
         try:
             turn.record.outcome = await self._drive(turn, started)
@@ -252,6 +263,13 @@ class ToolLoop:
         turn.record.rounds += 1
         entry = RequestRecord(round=turn.record.rounds, request=api_body(request))
         turn.record.requests.append(entry)
+        name = f"round:{turn.record.rounds}"
+        kept = turn.kept.get(name)
+        if kept is not None:  # an earlier attempt of the turn got this answer
+            response = response_from_json(json.loads(kept))
+            entry.replayed = True
+            entry.response = response_summary(response)
+            return response
         began = self._clock()
         try:
             response = await within(self._sleep, remaining, self._model.respond(request))
@@ -271,6 +289,7 @@ class ToolLoop:
         entry.response = response_summary(response)
         entry.usage = response.usage
         turn.record.usage = turn.record.usage + response.usage
+        await note(turn, name, json.dumps(response_to_json(response), ensure_ascii=False))
         return response
 
     async def _run_batch(self, turn: TurnState, response: ModelResponse) -> list[CallRecord]:
@@ -279,8 +298,8 @@ class ToolLoop:
         calls = _with_call_ids(response.function_calls)
         turn.items.extend(_missing_call_items(response.continuation, calls))
         records: list[CallRecord] = []
-        for call in calls:
-            record = await run_call(turn, call, self._policy)
+        for position, call in enumerate(calls, start=1):
+            record = await run_call(turn, call, self._policy, position)
             records.append(record)
             turn.record.calls.append(record)
             turn.items.append(
@@ -291,6 +310,17 @@ class ToolLoop:
                 }
             )
         return records
+
+
+async def _kept(ctx: ToolContext, turn_key: str) -> dict[str, str]:
+    """What an earlier attempt of the turn kept in the journal (nothing without one)."""
+    if ctx.journal is None:
+        return {}
+    try:
+        return await ctx.journal.entries(turn_key)
+    except Exception as exc:  # a re-run without it still runs no prog twice (their keys)
+        log.warning("the journal of turn %s could not be read: %s", turn_key, exc)
+        return {}
 
 
 def _with_call_ids(calls: Sequence[FunctionCall]) -> list[FunctionCall]:

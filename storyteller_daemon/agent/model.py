@@ -105,6 +105,40 @@ class ModelResponse:
     incomplete_reason: str | None = None
 
 
+def response_to_json(response: ModelResponse) -> dict[str, Any]:
+    """The answer as JSON (for the turn journal); its usage is left out: a replayed answer
+    costs nothing again."""
+    return {
+        "id": response.id,
+        "model": response.model,
+        "status": response.status,
+        "function_calls": [
+            {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
+            for c in response.function_calls
+        ],
+        "output_text": response.output_text,
+        "continuation": list(response.continuation),
+        "incomplete_reason": response.incomplete_reason,
+    }
+
+
+def response_from_json(data: dict[str, Any]) -> ModelResponse:
+    """An answer `response_to_json` wrote, with no usage."""
+    return ModelResponse(
+        id=str(data["id"]),
+        model=str(data["model"]),
+        status=str(data["status"]),
+        function_calls=tuple(
+            FunctionCall(str(c["call_id"]), str(c["name"]), str(c["arguments"]))
+            for c in data["function_calls"]
+        ),
+        output_text=str(data["output_text"]),
+        continuation=tuple(data["continuation"]),
+        usage=Usage(),
+        incomplete_reason=data.get("incomplete_reason"),
+    )
+
+
 class Model(Protocol):
     """Anything that answers a `ModelRequest`.
 

@@ -1,7 +1,10 @@
 """The `Model` implementation over the OpenAI Responses API (the only module importing ``openai``).
 
 Every request is stateless (``store=False``): the caller resends instructions and the whole item
-list each round. Reasoning models therefore get ``include=["reasoning.encrypted_content"]``, and
+list each round. What the request's model does not take is left out first
+(`capabilities.shape_request`: no reasoning fields for a model that does not reason or an effort
+of ``none``, no strict schemas or prompt-cache key where it takes none). Reasoning models that
+return encrypted reasoning therefore get ``include=["reasoning.encrypted_content"]``, and
 reasoning items that came back without encrypted content are left out of the continuation,
 because a stateless request cannot refer to an item by id alone (the API answers "Item with id
 'rs_…' not found").
@@ -13,6 +16,9 @@ honouring ``retry-after`` headers); what still fails afterwards is translated he
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,6 +35,11 @@ from openai.types.responses.response_create_params import (
 )
 from openai.types.shared_params import Reasoning
 
+from storyteller_daemon.agent.capabilities import (
+    ModelCapabilities,
+    infer_capabilities,
+    shape_request,
+)
 from storyteller_daemon.agent.model import (
     FunctionCall,
     ModelRequest,
@@ -52,6 +63,9 @@ class OpenAIResponsesModel:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; None means OpenAI's.
         timeout_seconds: limit for one HTTP attempt.
         max_retries: how many times the SDK retries a retryable failure before giving up.
+        headers: extra headers sent with every request.
+        capabilities: what a model id takes (default: inferred from the id); what a model
+            does not take is left out of its requests (`capabilities.shape_request`).
 
     Raises:
         ValueError: an argument is empty or out of range.
@@ -64,6 +78,8 @@ class OpenAIResponsesModel:
         base_url: str | None = None,
         timeout_seconds: float = 60.0,
         max_retries: int = 2,
+        headers: Mapping[str, str] | None = None,
+        capabilities: Callable[[str], ModelCapabilities] = infer_capabilities,
     ) -> None:
         if not api_key.strip():
             raise ValueError("api_key must not be empty")
@@ -74,6 +90,7 @@ class OpenAIResponsesModel:
         if base_url is not None and urlsplit(base_url).scheme not in ("http", "https"):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
         self._api_key = api_key
+        self._capabilities = capabilities
         self._timeout_seconds = timeout_seconds
         self._max_retries = max_retries
         self._name = "openai:" + (_display_url(base_url) if base_url else "api.openai.com")
@@ -84,6 +101,13 @@ class OpenAIResponsesModel:
             base_url=base_url or DEFAULT_BASE_URL,
             timeout=timeout_seconds,
             max_retries=max_retries,
+            default_headers=dict(headers) if headers else None,
+            # Counts each request's HTTP attempts (the SDK's retries included) and the answers
+            # they got, so a failed request's ledger row can say how many may be billed.
+            http_client=openai.DefaultAsyncHttpx2Client(
+                timeout=timeout_seconds,
+                event_hooks={"request": [_attempt_sent], "response": [_attempt_answered]},
+            ),
         )
 
     @property
@@ -111,10 +135,15 @@ class OpenAIResponsesModel:
                 answer that is not a Responses-API response.
         """
         omit = openai.omit
+        capabilities = self._capabilities(request.model)
+        request = shape_request(request, capabilities)
         effort = request.reasoning_effort
+        encrypted = effort is not None and capabilities.encrypted_reasoning
         client = self._client
         if request.max_retries is not None:
             client = client.with_options(max_retries=request.max_retries)
+        attempts = _Attempts()
+        counting = _attempts.set(attempts)
         try:
             response = await client.responses.create(
                 model=request.model,
@@ -136,7 +165,7 @@ class OpenAIResponsesModel:
                     request.parallel_tool_calls if request.parallel_tool_calls is not None else omit
                 ),
                 reasoning=cast(Reasoning, {"effort": effort}) if effort is not None else omit,
-                include=[_ENCRYPTED_REASONING] if effort is not None else omit,
+                include=[_ENCRYPTED_REASONING] if encrypted else omit,
                 max_output_tokens=(
                     request.max_output_tokens if request.max_output_tokens is not None else omit
                 ),
@@ -158,13 +187,21 @@ class OpenAIResponsesModel:
                 store=False,
             )
         except openai.OpenAIError as exc:
-            raise self._translate(exc, request) from exc
+            error = self._translate(exc, request)
+            if error.input_billed:
+                # Every attempt that went out and got no status may be billed for its input.
+                error.billed_attempts = max(attempts.sent - attempts.answered, 1)
+            raise error from exc
+        finally:
+            _attempts.reset(counting)
         try:
             return _convert(response)
         except (AttributeError, TypeError, ValueError) as exc:
             raise ModelFatalError(
                 f"{self._name} answered with a body that is not a Responses-API response "
-                f"({type(exc).__name__}: {self._scrub(str(exc))})"
+                f"({type(exc).__name__}: {self._scrub(str(exc))})",
+                request_status="bad_response",
+                input_billed=True,
             ) from exc
 
     def _translate(
@@ -177,26 +214,43 @@ class OpenAIResponsesModel:
             timeout = request.timeout_seconds
         if request is not None and request.max_retries is not None:
             retries = request.max_retries
+        cause = exc.__cause__
+        # The provider may bill the input of a request whose body reached it (a timeout, a
+        # dropped connection, an unreadable answer); one refused with a status, or that never
+        # connected, bills nothing.
+        if _never_connected(cause):
+            reason = f" ({type(cause).__name__}: {self._scrub(str(cause))})"
+            return ModelTransientError(
+                f"{where}: could not connect{reason} (gave up after {retries} retries)",
+                request_status="unreachable",
+            )
         if isinstance(exc, openai.APITimeoutError):
             return ModelTransientError(
-                f"{where}: no answer within {timeout:g} s (gave up after {retries} retries)"
+                f"{where}: no answer within {timeout:g} s (gave up after {retries} retries)",
+                request_status="timeout",
+                input_billed=True,
             )
         if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
             reason = f" ({type(cause).__name__}: {self._scrub(str(cause))})" if cause else ""
             return ModelTransientError(
-                f"{where}: could not connect{reason} (gave up after {retries} retries)"
+                f"{where}: the connection failed{reason} (gave up after {retries} retries)",
+                request_status="connection_error",
+                input_billed=True,
             )
         if isinstance(exc, openai.APIResponseValidationError):
             return ModelFatalError(
-                f"{where}: HTTP {exc.status_code} with a body that is not a Responses-API response"
+                f"{where}: HTTP {exc.status_code} with a body that is not a Responses-API reply",
+                request_status="bad_response",
+                input_billed=True,
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             detail = self._status_detail(exc)
             if status in _TRANSIENT_STATUSES or status >= 500:
                 retried = f" (gave up after {retries} retries)"
-                return ModelTransientError(f"{where}: HTTP {status}{detail}{retried}")
+                return ModelTransientError(
+                    f"{where}: HTTP {status}{detail}{retried}", status=status
+                )
             if isinstance(exc, openai.AuthenticationError):
                 # OpenAI's 401 message quotes part of the key; the status and code suffice.
                 code = f" ({exc.code})" if exc.code else ""
@@ -220,6 +274,41 @@ class OpenAIResponsesModel:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "[api key]")
+
+
+@dataclass
+class _Attempts:
+    """The HTTP attempts of one request: sent, and answered with a status."""
+
+    sent: int = 0
+    answered: int = 0
+
+
+_attempts: ContextVar[_Attempts | None] = ContextVar("responses_attempts", default=None)
+
+
+async def _attempt_sent(request: object) -> None:
+    counted = _attempts.get()
+    if counted is not None:
+        counted.sent += 1
+
+
+async def _attempt_answered(response: object) -> None:
+    counted = _attempts.get()
+    if counted is not None:
+        counted.answered += 1
+
+
+_CONNECT_FAILURES = frozenset({"ConnectError", "ConnectTimeout"})
+
+
+def _never_connected(cause: BaseException | None) -> bool:
+    """Whether the HTTP client failed before a connection stood (so nothing was sent).
+
+    The SDK raises its timeout and connection errors from the HTTP library's; their class
+    names tell a connect failure from one after the request went out.
+    """
+    return cause is not None and any(c.__name__ in _CONNECT_FAILURES for c in type(cause).__mro__)
 
 
 def _display_url(url: str) -> str:

@@ -13,7 +13,7 @@ that breaks a domain rule; the messages are safe to show to a model.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -319,4 +319,32 @@ class ProviderQueries(Protocol):
 
     async def select(self, query: str, parameters: dict[str, Any]) -> QueryRows:
         """The rows of one SELECT; `ToolError` when it is refused, too slow or fails."""
+        ...
+
+
+@runtime_checkable
+class TurnJournal(Protocol):
+    """What a running turn has done, kept so a re-run after a crash repeats none of it.
+
+    Entries are named ``round:N`` (the model's N-th answer, JSON) and ``call:R:I`` (the envelope
+    call I of round R returned, JSON). Entries of a turn are deleted when it completes.
+    """
+
+    async def entries(self, turn_key: str) -> dict[str, str]:
+        """Every entry the turn has, by name (empty for a turn never run before)."""
+        ...
+
+    async def note(self, turn_key: str, entry: str, body: str) -> None:
+        """Keep an entry (one already kept under the name stays as it is)."""
+        ...
+
+    async def once(
+        self, turn_key: str, entry: str, write: Callable[[], Awaitable[str]]
+    ) -> tuple[str, bool]:
+        """Run `write` and keep what it returns under `entry`, in one transaction with the
+        writes it makes; when the entry is kept already, return it without running `write`.
+
+        Returns:
+            the body, and whether it was kept before (so `write` did not run).
+        """
         ...

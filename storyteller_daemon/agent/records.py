@@ -101,6 +101,8 @@ class RequestRecord:
         usage: token counts of the response.
         duration_seconds: time from sending to answer or failure.
         error: ``ExceptionType: message`` when the request failed.
+        replayed: the answer came from the turn journal (an earlier attempt of the turn got
+            it), so no request was sent.
     """
 
     round: int
@@ -109,6 +111,7 @@ class RequestRecord:
     usage: Usage = field(default_factory=Usage)
     duration_seconds: float = 0.0
     error: str | None = None
+    replayed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -119,6 +122,7 @@ class RequestRecord:
             "usage": usage_dict(self.usage),
             "duration_seconds": self.duration_seconds,
             "error": self.error,
+            "replayed": self.replayed,
         }
 
 
@@ -138,6 +142,8 @@ class CallRecord:
         rule: the policy rule that refused the call (or ``shadow``: recorded, not run).
         shadowed: shadow mode: the call was answered with a simulated success, not run.
         parked: the call waits for an admin's approval (rule ``approval``); it did not run.
+        replayed: an earlier attempt of the turn ran this call; its result came from the turn
+            journal and nothing ran again.
     """
 
     round: int
@@ -151,6 +157,7 @@ class CallRecord:
     rule: str | None = None
     shadowed: bool = False
     parked: bool = False
+    replayed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -166,6 +173,7 @@ class CallRecord:
             "rule": self.rule,
             "shadowed": self.shadowed,
             "parked": self.parked,
+            "replayed": self.replayed,
         }
 
 

@@ -22,7 +22,7 @@ from storyteller_daemon.agent.model import Model
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.config import Config, database_url
+from storyteller_daemon.config import DEFAULT_ENDPOINT, Config, database_url, endpoint_of
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.health import check_http_settings
 from storyteller_daemon.storage.store import Store
@@ -42,6 +42,9 @@ def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list
     URL): no tool argument may carry one out (see `agent.policy`)."""
     names = [
         cfg.model.api_key_env,
+        *cfg.model.header_envs.values(),
+        *(e.api_key_env for e in cfg.endpoints.values()),
+        *(v for e in cfg.endpoints.values() for v in e.header_envs.values()),
         cfg.world.token_env,
         cfg.alerts.discord_webhook_env,
         cfg.http.token_env,
@@ -64,28 +67,101 @@ class ModelChoice:
     offline: bool = False
 
 
-def choose_model(cfg: Config, environ: Mapping[str, str] = os.environ) -> ModelChoice:
-    """OpenAI (or a compatible server) with a key; the offline stand-in if allowed; else none."""
-    key = environ.get(cfg.model.api_key_env, "").strip()
-    if key:
-        from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+KEYLESS = "none"
+"""The bearer token sent to an endpoint configured without a key variable (a local server)."""
 
-        model = OpenAIResponsesModel(
-            api_key=key,
-            base_url=cfg.model.base_url or None,
+
+def _endpoint_model(
+    cfg: Config,
+    environ: Mapping[str, str],
+    *,
+    base_url: str,
+    key_env: str,
+    headers: Mapping[str, str],
+    header_envs: Mapping[str, str],
+    timeout_seconds: float,
+    max_retries: int,
+) -> Model | str:
+    """The model talking to one endpoint, or what is missing to use it."""
+    from storyteller_daemon.agent.capabilities import capabilities_for
+    from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+
+    key = environ.get(key_env, "").strip() if key_env else KEYLESS
+    if not key:
+        return f"{key_env} is not set"
+    sent = dict(headers)
+    for header, variable in header_envs.items():
+        value = environ.get(variable, "").strip()
+        if not value:
+            return f"{variable} (header {header}) is not set"
+        sent[header] = value
+    models = cfg.models
+    return OpenAIResponsesModel(
+        api_key=key,
+        base_url=base_url or None,
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+        headers=sent,
+        capabilities=lambda model: capabilities_for(model, models),
+    )
+
+
+def endpoint_models(cfg: Config, environ: Mapping[str, str] = os.environ) -> dict[str, Model | str]:
+    """Every configured endpoint (``default`` is ``[model]``'s): its model, or what is missing."""
+    found: dict[str, Model | str] = {
+        DEFAULT_ENDPOINT: _endpoint_model(
+            cfg,
+            environ,
+            base_url=cfg.model.base_url,
+            key_env=cfg.model.api_key_env,
+            headers=cfg.model.headers,
+            header_envs=cfg.model.header_envs,
             timeout_seconds=cfg.model.request_timeout_seconds,
             max_retries=cfg.model.max_retries,
         )
-        return ModelChoice(model, model.name)
+    }
+    for name, endpoint in cfg.endpoints.items():
+        found[name] = _endpoint_model(
+            cfg,
+            environ,
+            base_url=endpoint.base_url,
+            key_env=endpoint.api_key_env,
+            headers=endpoint.headers,
+            header_envs=endpoint.header_envs,
+            timeout_seconds=endpoint.request_timeout_seconds or cfg.model.request_timeout_seconds,
+            max_retries=(
+                cfg.model.max_retries if endpoint.max_retries is None else endpoint.max_retries
+            ),
+        )
+    return found
+
+
+def choose_model(cfg: Config, environ: Mapping[str, str] = os.environ) -> ModelChoice:
+    """OpenAI (or a compatible server) with a key; the offline stand-in if allowed; else none.
+
+    With ``[endpoints]`` configured, the model is an `EndpointRouter` sending each request to
+    its model's endpoint; an endpoint whose key is missing fails its requests unsent.
+    """
+    endpoints = endpoint_models(cfg, environ)
+    default = endpoints[DEFAULT_ENDPOINT]
+    if cfg.endpoints:
+        from storyteller_daemon.agent.endpoints import EndpointRouter, UnavailableEndpoint
+
+        usable = {
+            name: UnavailableEndpoint(name, found) if isinstance(found, str) else found
+            for name, found in endpoints.items()
+        }
+        models = cfg.models
+        router = EndpointRouter(usable, lambda model: endpoint_of(models, model))
+        return ModelChoice(router, router.name)
+    if not isinstance(default, str):
+        return ModelChoice(default, default.name)
     if cfg.model.offline_when_no_key:
         from storyteller_daemon.agent.offline import OfflineStandInModel
 
         offline = OfflineStandInModel()
         return ModelChoice(offline, offline.name, offline=True)
-    return ModelChoice(
-        None,
-        f"none: {cfg.model.api_key_env} is not set, so storytellers will not call a model",
-    )
+    return ModelChoice(None, f"none: {default}, so storytellers will not call a model")
 
 
 def build_world(

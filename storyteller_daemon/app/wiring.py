@@ -41,10 +41,12 @@ from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
+from storyteller_daemon.runtime.game_admin import GameAdmin
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
+from storyteller_daemon.runtime.pipeline.ports import Finish
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.reflection import (
     DigestRefresher,
@@ -63,6 +65,8 @@ from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.turn_journal import TurnJournalRepository
+from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
 
@@ -84,10 +88,13 @@ async def build_runtime(
     reload_seconds: float = 5.0,
     drain_seconds: float | None = None,
     alerts: Alerts | None = None,
+    admin_cli: Sequence[str] | None = None,
 ) -> Runtime:
     """Wire the daemon. Checks the schema is current; warns once when there is no model.
 
-    `drain_seconds` defaults to ``[daemon] drain_seconds``; `alerts` to `build_alerts`.
+    `drain_seconds` defaults to ``[daemon] drain_seconds``; `alerts` to `build_alerts`. With
+    `admin_cli` (the command that starts this configuration's CLI), a bridged game's in-game
+    admin commands run through it (`GameAdmin`); without, the daemon refuses them.
     """
     token = http_token(cfg, environ)
     clock = clock or SystemClock()
@@ -100,7 +107,15 @@ async def build_runtime(
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
     ledger = LedgerRepository(store.db)
     await budget.load(ledger)  # today's spend survives a restart
-    recorder = RunRecorder(RunRepository(store.db), ledger, clock, record=cfg.runs.record)
+    journal = TurnJournalRepository(store.db, clock.now)
+    recorder = RunRecorder(
+        RunRepository(store.db),
+        ledger,
+        clock,
+        record=cfg.runs.record,
+        unit=store.db.unit,
+        journal=journal,
+    )
     if choice.model is None:
         log.warning("model: %s", choice.description)
     elif choice.offline:
@@ -167,6 +182,7 @@ async def build_runtime(
             lookups=lookups,
             policy=policy,
             mcp=mcp,
+            journal=journal,
         )
     summaries = None  # the log's minute summaries, unless the caller observes the pipeline
     if observer is None:
@@ -229,6 +245,8 @@ async def build_runtime(
         invocations=_invocation_channel(world),
         turn_runs=RunRepository(store.db) if cfg.runs.record else None,
     )
+    if admin_cli is not None and isinstance(world, BridgeWorldClient):
+        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
@@ -289,10 +307,19 @@ class _NoModel:
     async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         raise RuntimeError("no model configured")
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
+    async def run_turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, *, finish: Finish | None = None
+    ) -> TurnOutcome:
         raise RuntimeError("no model configured")
 
     async def interrupted(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
-    ) -> None:
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        attempt: int,
+        *,
+        given_up: bool = False,
+    ) -> int | None:
         """Nothing ran without a model, so nothing was cut off."""
+        return None

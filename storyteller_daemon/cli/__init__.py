@@ -100,9 +100,13 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    actor: Annotated[
+        str | None,
+        typer.Option("--actor", hidden=True, help="Who the audit log names (in-game commands)."),
+    ] = None,
 ) -> None:
     """Global options."""
-    ctx.obj = CliState(config_path=config, database_url=db)
+    ctx.obj = CliState(config_path=config, database_url=db, actor=actor)
 
 
 def _register() -> None:
@@ -118,12 +122,15 @@ def _register() -> None:
         db,
         demo,
         doctor,
+        init,
         mcp,
         policy,
         run,
         runs,
         seed,
         sim,
+        tools,
+        world,
     )
 
     app.add_typer(db.app, name="db")
@@ -132,6 +139,8 @@ def _register() -> None:
     app.add_typer(seed.app, name="seed")
     app.add_typer(sim.app, name="sim")
     app.add_typer(bridge.app, name="bridge")
+    app.add_typer(world.app, name="world")
+    app.add_typer(tools.app, name="tools")
     app.add_typer(bench.app, name="bench")
     app.add_typer(runs.app, name="runs")
     app.add_typer(policy.app, name="policy")
@@ -142,6 +151,7 @@ def _register() -> None:
     app.command("run")(run.run)
     app.command("demo")(demo.demo)
     app.command("doctor")(doctor.doctor)
+    app.command("init")(init.init)
 
 
 _register()

@@ -38,8 +38,8 @@ from storyteller_daemon.cli.ais_view import (
 from storyteller_daemon.cli.aisr import DOCUMENT_COLUMNS, document_json, document_row
 from storyteller_daemon.cli.common import (
     JsonFlag,
+    acting_user,
     open_store,
-    os_user,
     print_json,
     run_async,
     state,
@@ -163,7 +163,7 @@ async def _set_paused(ctx: typer.Context, ref: str, paused: bool) -> None:
             raise ValidationError(f"Storyteller {st.name} is already {word}.")
         await store.storytellers.save(replace(st, paused=paused))
         action = "pause" if paused else "resume"
-        await store.audit.add(os_user(), action, f"storyteller {st.id}", {})
+        await store.audit.add(acting_user(ctx), action, f"storyteller {st.id}", {})
     say(f"Storyteller {st.name} is now {word}.")
 
 

@@ -17,7 +17,7 @@ import typer
 
 from storyteller_daemon.cli.ais_io import say
 from storyteller_daemon.cli.ais_set import selected
-from storyteller_daemon.cli.common import open_store, os_user, run_async, state
+from storyteller_daemon.cli.common import acting_user, open_store, run_async, state
 from storyteller_daemon.domain.settings import Storyteller, validate_daily_budget
 from storyteller_daemon.errors import ValidationError
 
@@ -83,7 +83,7 @@ async def set_budget(
         st = await store.storytellers.get(selected(ctx))
         saved = await store.storytellers.save(replace(st, daily_budget_usd=value))
         detail = {"daily_usd": value}
-        await store.audit.add(os_user(), "set_budget", f"storyteller {saved.id}", detail)
+        await store.audit.add(acting_user(ctx), "set_budget", f"storyteller {saved.id}", detail)
     say(f"Storyteller {saved.name}'s daily budget: {budget_line(saved, cfg)}.")
 
 

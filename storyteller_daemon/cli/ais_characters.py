@@ -21,9 +21,9 @@ from storyteller_daemon.cli.ais_io import command_group, parse_id, register, say
 from storyteller_daemon.cli.character_view import export_json, report_json, report_lines
 from storyteller_daemon.cli.common import (
     JsonFlag,
+    acting_user,
     fail,
     open_store,
-    os_user,
     print_json,
     run_async,
 )
@@ -69,7 +69,9 @@ async def export(
     sink = _open(output) if output is not None else None  # before the export is audited
     with sink or contextlib.nullcontext():
         async with open_store(ctx) as store:
-            record = await store.characters.export(ident, actor=actor or os_user(), also=also or ())
+            record = await store.characters.export(
+                ident, actor=actor or acting_user(ctx), also=also or ()
+            )
         document = export_json(record, datetime.now(UTC))
         if sink is None:
             print_json(document)
@@ -102,7 +104,7 @@ async def erase(
     """Delete a character's memories, their history, their situations and speech, and redact
     every other mention of their texts and id, in one transaction."""
     ident = parse_id(character, "character")
-    who, names = actor or os_user(), also or ()
+    who, names = actor or acting_user(ctx), also or ()
     async with open_store(ctx) as store:
         if not yes or dry_run:
             preview = await store.characters.erase(ident, actor=who, also=names, dry_run=True)

@@ -133,7 +133,7 @@ async def set_reasoning(
     scope: ScopeOption = "event",
     clear: ClearFlag = False,
 ) -> None:
-    """Set the reasoning effort of a scope: minimal, low, medium, high or 0-3."""
+    """Set the reasoning effort of a scope: none, minimal, low, medium, high or 0-3."""
     which = Scope.parse(scope)
     if clear == bool(effort and effort.strip()):
         raise ValidationError("Give either a reasoning effort or --clear.")

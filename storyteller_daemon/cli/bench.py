@@ -7,6 +7,7 @@ network), on a throw-away SQLite file, so their numbers say what the daemon itse
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 import statistics
 import tempfile
@@ -21,7 +22,8 @@ import typer
 from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async
 
 app = typer.Typer(
-    help="Benchmarks: pipeline throughput, reference search and the dashboard's pages.",
+    help="Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
+    "tool-call arguments.",
     no_args_is_help=True,
 )
 
@@ -194,6 +196,42 @@ async def dashboard(
 
     report = await run_dashboard_bench(runs, requests)
     _report("dashboard benchmark (SQLite, whole requests over loopback)", report, as_json)
+
+
+@app.command("arguments")
+@run_async
+async def arguments(
+    cases: Annotated[
+        Path | None,
+        typer.Option(help="The case set (default: tests/data/bad_arguments.json of a checkout)."),
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--show", help="Also print every case's outcome, one line each.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the bad tool-call arguments case set through whole turns on the sim world."""
+    from storyteller_daemon.cli.bench_arguments import CASES, run_arguments_bench
+
+    path = cases or CASES
+    if not path.is_file():
+        console.print(f"[red]No case set at {path}; give one with --cases.[/]")
+        raise typer.Exit(2)
+    # The policy refuses many of the cases, each with a warning; the report counts them.
+    policy_log = logging.getLogger("storyteller_daemon.agent.policy")
+    level = policy_log.level
+    policy_log.setLevel(logging.ERROR)
+    try:
+        report, outcomes = await run_arguments_bench(path)
+    finally:
+        policy_log.setLevel(level)
+    if show and not as_json:
+        for o in outcomes:
+            said = o.crash or (o.envelope or {}).get("error") or "ok"
+            console.print(f"  {o.case.id:<36} {o.case.kind:<16} {str(said)[:90]}", markup=False)
+    _report("bad-arguments benchmark (whole heartbeat turns, sim world)", report, as_json)
+    if report["crashes"] or report["invalid ids sent to the game"]:
+        raise typer.Exit(1)
 
 
 async def _with_progress(

@@ -213,7 +213,17 @@ class Oracle:
         if self._acting:
             act = _narration(body)
             if act is not None:
-                return Reply.calls(("EchoToRoom", act)), json.dumps(act)
+                acts: list[tuple[str, dict[str, Any]]] = [("EchoToRoom", act)]
+                if any(t.get("name") == "CreateSituation" for t in body.get("tools") or []):
+                    # A note too, so a turn run twice would show as a situation written twice.
+                    note = {
+                        "Title": act["Text"],
+                        "Description": "The watch keeps an eye on it.",
+                        "CharacterId": None,
+                        "RoomId": act["Room"],
+                    }
+                    acts.append(("CreateSituation", note))
+                return Reply.calls(*acts), json.dumps(acts)
         tool = next(
             (t for t in body.get("tools") or [] if t.get("name") == "Noop"),
             None,

@@ -88,7 +88,8 @@ class StreamBenchOptions:
     """Stop the daemon as SIGTERM does (drain, then exit) and start a new one every this many
     stream seconds (0: never); the report gives the longest stop in wall-clock seconds."""
     acting_turns: bool = False
-    """Each turn narrates once through a prog before it ends (see the module docstring)."""
+    """Each turn narrates once through a prog and opens a situation before it ends (see the
+    module docstring)."""
     reasoning_tokens: int = 0
     """Hidden output tokens billed on every answered request."""
     drain_seconds: float | None = None
@@ -100,6 +101,7 @@ async def run_stream_bench(
     options: StreamBenchOptions, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, object]:
     """Run the benchmark and return its report; `progress` hears (events played, total)."""
+    from storyteller_daemon.alerts.service import Alerts
     from storyteller_daemon.app import Runtime, build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.domain.surveillance import Surveillance
@@ -109,6 +111,7 @@ async def run_stream_bench(
     from storyteller_daemon.storage.runs import RunRepository
     from storyteller_daemon.storage.seeding import load_pack, read_pack
     from storyteller_daemon.storage.store import Store
+    from storyteller_daemon.testing import RecordedAlerts
     from world_adapter.bridge.sim_server import BridgeServer
     from world_adapter.sim import SimWorld
     from world_adapter.sim.stream import labelled_stream
@@ -214,12 +217,19 @@ async def run_stream_bench(
         )
         environ = {"BENCH_BRIDGE_TOKEN": token, "BENCH_MODEL_KEY": "bench-" + token}
         subscriptions = 0
+        alerted = RecordedAlerts()
 
         async def start_daemon(
             with_store: Store,
         ) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
             nonlocal subscriptions
-            runtime = await build_runtime(cfg, environ=environ, clock=clock, store=with_store)
+            runtime = await build_runtime(
+                cfg,
+                environ=environ,
+                clock=clock,
+                store=with_store,
+                alerts=Alerts(clock=clock, log_sink=alerted),
+            )
             stop = asyncio.Event()
             task = asyncio.create_task(runtime.run(stop))
             await asyncio.wait_for(runtime.daemon.ready.wait(), 30)
@@ -303,11 +313,18 @@ async def run_stream_bench(
             ledger_rows = sum(
                 line.requests for line in await LedgerRepository(db).totals("storyteller")
             )
-            interrupted = len(await RunRepository(db).list(outcome="interrupted", limit=100_000))
+            turn_runs = await RunRepository(db).list(kind="turn", limit=1_000_000)
+            interrupted = sum(1 for r in turn_runs if r.outcome == "interrupted")
+            ended = Counter(r.turn_key for r in turn_runs if r.outcome != "interrupted")
             work = []
+            written: Counter[str] = Counter()
             for st in await runtime.store.storytellers.list():
                 assert st.id is not None
                 work += await backlog.items(st.id, limit=len(items) * 2)
+                for situation in await runtime.store.situations.list(st.id):
+                    written[f"situation:{situation.provenance.run}"] += 1
+                for memory in await runtime.store.memories.list(st.id):
+                    written[f"memory:{memory.provenance.run}"] += 1
         finally:
             stop.set()
             await asyncio.gather(task, return_exceptions=True)
@@ -326,6 +343,12 @@ async def run_stream_bench(
     # running at that instant.
     streamed = [w for w in work if w.source in labels]
     states = Counter(w.state.value for w in streamed)
+    alert_text = "\n".join(a.detail for a in alerted.alerts)
+    failed_unalerted = [
+        w
+        for w in heard_relevant
+        if w.state.value == "failed" and (w.turn_key is None or w.turn_key not in alert_text)
+    ]
     requests = sum(oracle.log.requests.values())
     price = cfg.model.prices.get(options.price_model)
     usage_total = sum(oracle.log.usage.values(), Usage())
@@ -364,6 +387,16 @@ async def run_stream_bench(
         "crashes (daemon killed, restarted)": crashes,
         "bridge connections cut": cuts,
         "turns interrupted and run again": interrupted,
+        "turns ended twice": sum(1 for count in ended.values() if count > 1),
+        "situations / memories written twice by one turn": [
+            sum(n - 1 for key, n in written.items() if key.startswith("situation:") and n > 1),
+            sum(n - 1 for key, n in written.items() if key.startswith("memory:") and n > 1),
+        ],
+        "situations written": sum(n for key, n in written.items() if key.startswith("situation")),
+        "relevant events failed / without an alert": [
+            sum(1 for w in heard_relevant if w.state.value == "failed"),
+            len(failed_unalerted),
+        ],
         "stops (as on SIGTERM)": len(stop_times),
         "stop took at most (s, wall clock)": round(max(stop_times), 2) if stop_times else None,
         "prog runs / replayed by key / repeated": [

@@ -43,6 +43,8 @@ class CliState:
 
     config_path: str | None = None
     database_url: str | None = None
+    actor: str | None = None
+    """Who the audit log names instead of the OS user (the daemon running an in-game command)."""
     _loaded: Config | None = field(default=None, init=False, repr=False)
 
     def config(self) -> Config:
@@ -150,6 +152,12 @@ def os_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no user name for this uid (a bare container)
         return f"uid {os.getuid()}"
+
+
+def acting_user(ctx: typer.Context) -> str:
+    """Who runs this command, as the audit log names them: ``--actor`` when given, else the
+    operating-system user."""
+    return state(ctx).actor or os_user()
 
 
 def yes_no(value: bool) -> str:

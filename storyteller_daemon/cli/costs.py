@@ -1,6 +1,7 @@
 """``storyteller costs``: what the model requests cost, from the cost ledger.
 
 Every model request (attention, turn, digest, replay) is one ledger row with its tokens and USD,
+answered or not (a failed request's row says how it failed and what it may be billed),
 attributed to a storyteller, a trigger kind, a room and, when a tool of the turn touched one, a
 situation. This command sums them by one of those, over a time window.
 """
@@ -29,9 +30,10 @@ class Grouping(StrEnum):
     ROOM = "room"
     MODEL = "model"
     PURPOSE = "purpose"
+    STATUS = "status"
 
 
-COLUMNS = ("Requests", "Input", "Cached", "Output", "Reasoning", "Cost")
+COLUMNS = ("Requests", "Failed", "Input", "Cached", "Output", "Reasoning", "Cost")
 
 
 def _line_json(line: Any) -> dict[str, Any]:
@@ -39,6 +41,7 @@ def _line_json(line: Any) -> dict[str, Any]:
         "key": line.key,
         "label": line.label,
         "requests": line.requests,
+        "failed": line.failed,
         "input_tokens": line.input_tokens,
         "cached_tokens": line.cached_tokens,
         "output_tokens": line.output_tokens,
@@ -56,7 +59,8 @@ async def costs(
     storyteller: StorytellerOption = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Tokens and USD of model requests, summed by day, storyteller, trigger or situation."""
+    """Tokens and USD of model requests, summed by day, storyteller, trigger, situation or
+    status (failed requests included, with what they may be billed)."""
     from storyteller_daemon.storage.ledger import LedgerRepository
 
     start, end = window(since, until)
@@ -71,6 +75,7 @@ async def costs(
         )
     total = {
         "requests": sum(line.requests for line in lines),
+        "failed": sum(line.failed for line in lines),
         "input_tokens": sum(line.input_tokens for line in lines),
         "cached_tokens": sum(line.cached_tokens for line in lines),
         "output_tokens": sum(line.output_tokens for line in lines),
@@ -84,6 +89,7 @@ async def costs(
         (
             line.label,
             line.requests,
+            line.failed,
             line.input_tokens,
             line.cached_tokens,
             line.output_tokens,
@@ -94,8 +100,9 @@ async def costs(
     ]
     table(f"Costs by {by.value}", (by.value.capitalize(), *COLUMNS), rows, wide={"Situation"})
     if lines:
+        failed = f" ({total['failed']} without an answer)" if total["failed"] else ""
         say(
-            f"Total: {total['requests']} request(s), {total['input_tokens']} input "
+            f"Total: {total['requests']} request(s){failed}, {total['input_tokens']} input "
             f"({total['cached_tokens']} cached) and {total['output_tokens']} output "
             f"({total['reasoning_tokens']} reasoning) tokens, {usd(total['cost_usd'])}"
         )

@@ -51,11 +51,15 @@ class Doctor:
     Args:
         environ: where secrets are read from.
         timeout_seconds: limit of each network check.
+        offline: contact no model endpoint (no model listing, no test requests).
     """
 
-    def __init__(self, environ: Mapping[str, str], timeout_seconds: float = 10.0) -> None:
+    def __init__(
+        self, environ: Mapping[str, str], timeout_seconds: float = 10.0, *, offline: bool = False
+    ) -> None:
         self._environ = environ
         self._timeout = timeout_seconds
+        self._offline = offline
 
     async def run(
         self, load: Callable[[], Config], *, send_test_alert: bool = False
@@ -72,24 +76,30 @@ class Doctor:
         findings.append(database)
         findings.extend(await self.model(cfg, models))
         findings.append(self.prices(cfg, models))
-        findings.append(await self.world(cfg))
+        if not self._offline:
+            from storyteller_daemon.cli.doctor_models import probe_models
+
+            findings.extend(await probe_models(cfg, self._environ, models, self._timeout))
+        world = await self.world(cfg)
+        findings.append(world)
+        if database.ok and world.ok:
+            findings.extend(await self.fit(cfg))
         findings.extend(await self.mcp(cfg))
         findings.append(await self.webhook(cfg, send_test_alert=send_test_alert))
         return findings
 
     def prices(self, cfg: Config, used: Mapping[str, list[str]]) -> Finding:
-        """Every model a storyteller uses has a price, or its spend is invisible to the caps."""
+        """Which models in use have a price; one without costs $0 (a local model), which is
+        no problem."""
         from storyteller_daemon.runs import price_for
 
         unpriced = sorted(name for name in used if price_for(cfg.model.prices, name) is None)
         if not unpriced:
             return ok("prices", f"{len(used)} model(s) in use, all priced")
-        users = "; ".join(f"{name} (used by {', '.join(sorted(used[name]))})" for name in unpriced)
-        return problem(
+        return ok(
             "prices",
-            f"no price for {users}: their requests count as $0, so the USD caps ignore them",
-            "add [model.prices.<model>] with input, cached_input and output in USD per million "
-            "tokens (config.example.toml has examples)",
+            f"{len(used)} model(s) in use; without a price, so counted as $0: "
+            + ", ".join(unpriced),
         )
 
     def http(self, cfg: Config) -> Finding:
@@ -148,9 +158,18 @@ class Doctor:
         return ok("database", detail), models
 
     async def model(self, cfg: Config, used: Mapping[str, list[str]]) -> list[Finding]:
-        """The endpoint answers with our key, and knows the models storytellers use."""
+        """The default endpoint answers with our key, and lists the models sent to it."""
+        from storyteller_daemon.app.adapters import KEYLESS
+        from storyteller_daemon.config import DEFAULT_ENDPOINT, endpoint_of
+
+        sent_elsewhere = bool(used) and all(
+            endpoint_of(cfg.models, m) != DEFAULT_ENDPOINT for m in used
+        )
+        if sent_elsewhere:
+            return [ok("model", "no model in use is sent to [model]'s endpoint")]
+        used = {m: u for m, u in used.items() if endpoint_of(cfg.models, m) == DEFAULT_ENDPOINT}
         env = cfg.model.api_key_env
-        key = self._environ.get(env, "").strip()
+        key = self._environ.get(env, "").strip() if env else KEYLESS
         if not key:
             if cfg.model.offline_when_no_key:
                 return [ok("model", f"{env} is not set: the offline stand-in answers (no LLM)")]
@@ -164,6 +183,8 @@ class Doctor:
         import aiohttp  # here, not at the top: `storyteller --help` stays quick
 
         base = (cfg.model.base_url or OPENAI_BASE_URL).rstrip("/")
+        if self._offline:
+            return [ok("model", f"{base} not contacted (--offline)")]
         try:
             status, listed = await self._list_models(base, key)
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -222,7 +243,7 @@ class Doctor:
         from storyteller_daemon.app import build_world
 
         try:
-            world = build_world(cfg)
+            world = build_world(cfg, self._environ)
         except ConfigError as exc:
             return problem("world", exc.problem, "fix [world] in the configuration")
         try:
@@ -239,6 +260,37 @@ class Doctor:
             if close is not None:
                 await close()
         return ok("world", f"{cfg.world.kind} world answers ({len(zones)} zones)")
+
+    async def fit(self, cfg: Config) -> list[Finding]:
+        """Each storyteller's zones, rooms and progs exist in the world, as it expects them.
+
+        One problem per mismatch, naming the storyteller, the field and the value.
+        """
+        from storyteller_daemon.app import open_store
+        from storyteller_daemon.app.world_access import reach_world, world_facts
+        from storyteller_daemon.domain.world_fit import misfits
+
+        store = open_store(cfg, self._environ)
+        try:
+            storytellers = await store.storytellers.list()
+        finally:
+            await store.close()
+        if not storytellers:
+            return [ok("fit", "no storytellers yet to check against the world")]
+        try:
+            async with (
+                asyncio.timeout(self._timeout * 3),
+                reach_world(cfg, self._environ, seconds=self._timeout) as world,
+            ):
+                facts = await world_facts(world, storytellers)
+        except (StorytellerError, TimeoutError) as exc:
+            detail = str(exc) or "the world did not answer in time"
+            return [problem("fit", detail, "check that the game and its bridge run")]
+        found = [m for st in storytellers for m in misfits(st, facts)]
+        if not found:
+            detail = f"{len(storytellers)} storyteller(s) name only zones, rooms and progs "
+            return [ok("fit", detail + f"that {facts.identity} has")]
+        return [problem("fit", str(m), _fit_fix(m.field, m.storyteller)) for m in found]
 
     async def mcp(self, cfg: Config) -> list[Finding]:
         """Each configured MCP server starts (or answers) and lists its tools; none: no check."""
@@ -310,6 +362,24 @@ class Doctor:
         )
 
 
+def _fit_fix(field: str, storyteller: str) -> str:
+    """What to do about one misfit, by the kind of field."""
+    if field == "world":
+        return (
+            "load a pack written for this world (`storyteller init` writes one), or, once the "
+            "pack is adapted, set its [pack] world to this world's name and load it again"
+        )
+    if field.startswith("surveillance."):
+        return (
+            "`storyteller world zones` and `storyteller world rooms` list the ids; fix the pack "
+            f'and load it again, or `storyteller ais set "{storyteller}" surveillance`'
+        )
+    return (
+        "`storyteller world progs` lists the progs with their types; fix the pack and load it "
+        "again, or change the storyteller with `storyteller ais set`"
+    )
+
+
 def _missing_sqlite_file(url: str) -> str | None:
     """The path of a SQLite database file that does not exist yet, else None."""
     scheme, _, rest = url.partition(":///")
@@ -344,12 +414,21 @@ async def doctor(
     check_seconds: Annotated[
         float, typer.Option(help="Seconds each network check may take.", min=0.1)
     ] = 10.0,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Contact no model endpoint (by default each model in use gets two tiny test "
+            "requests, a tool call and a JSON schema, which cost a few tokens).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check the config, database, model endpoint, world and webhook; exit 1 on any problem."""
+    """Check the config, database, model endpoints and models, world (and that storytellers fit
+    it) and webhook; exit 1 on any problem."""
     if config is not None:
         state(ctx).config_path = config
-    findings = await Doctor(os.environ, check_seconds).run(
+    findings = await Doctor(os.environ, check_seconds, offline=offline).run(
         state(ctx).config, send_test_alert=send_test_alert
     )
     if as_json:

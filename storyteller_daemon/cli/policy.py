@@ -22,10 +22,10 @@ import typer
 from storyteller_daemon.cli.ais_io import say
 from storyteller_daemon.cli.common import (
     JsonFlag,
+    acting_user,
     console,
     fail,
     open_store,
-    os_user,
     print_json,
     print_table,
     run_async,
@@ -165,7 +165,7 @@ async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: 
 
     async with open_store(ctx) as store:
         return await ApprovalRepository(store.db).decide(
-            approval_id, approve=approve, now=datetime.now(UTC), by=os_user(), note=note
+            approval_id, approve=approve, now=datetime.now(UTC), by=acting_user(ctx), note=note
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
@@ -94,6 +95,18 @@ async def report_failed_start(alerts: Alerts, exc: Exception) -> None:
         pass  # leaving the block posts the queue (a few seconds at most)
 
 
+def own_cli(ctx: typer.Context) -> list[str]:
+    """The command that runs this CLI with the same configuration (in-game admin commands run
+    through it)."""
+    options = state(ctx)
+    argv = [sys.executable, "-m", "storyteller_daemon"]
+    if options.config_path is not None:
+        argv += ["--config", os.path.abspath(options.config_path)]
+    if options.database_url is not None:
+        argv += ["--db", options.database_url]
+    return argv
+
+
 @run_async
 async def run(
     ctx: typer.Context,
@@ -121,7 +134,7 @@ async def run(
     if history is not None:  # recorded first: failing starts are the ones that loop
         check_crash_loop(history, clock.now(), alerts)  # posted once the alerts run
     try:
-        runtime = await build_runtime(cfg, clock=clock, alerts=alerts)
+        runtime = await build_runtime(cfg, clock=clock, alerts=alerts, admin_cli=own_cli(ctx))
     except Exception as exc:
         await report_failed_start(alerts, exc)
         raise

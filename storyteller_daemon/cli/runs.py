@@ -3,7 +3,8 @@
 Every turn, attention call and digest refresh is stored as a run (see
 `storyteller_daemon.storage.runs`). ``list`` filters them, ``show`` prints one as a transcript,
 ``replay`` re-runs a turn with today's code against its recorded model answers (or a live model
-with ``--model``) and reports what differs, and ``prune`` deletes runs past the retention period.
+with ``--model``) and reports what differs, ``retry`` queues a failed turn again, and ``prune``
+deletes runs past the retention period.
 """
 
 from __future__ import annotations
@@ -228,6 +229,47 @@ def _live_model(cfg: Config, base_url: str | None) -> Model:
             f"No live model: set {cfg.model.api_key_env} to ask the configured endpoint."
         )
     return choice.model
+
+
+@register(app, "retry")
+@run_async
+async def retry(
+    ctx: typer.Context,
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="The failed turn: a run id (see `runs list`) or its turn key."
+        ),
+    ],
+    json_out: JsonFlag = False,
+) -> None:
+    """Queue a failed turn again: it resumes from its journal, so nothing it did runs twice."""
+    from storyteller_daemon.cli.common import os_user
+    from storyteller_daemon.storage.backlog import BacklogRepository
+    from storyteller_daemon.storage.runs import RunRepository
+
+    async with open_store(ctx) as store:
+        key = ref.strip()
+        if key.isdigit():
+            key = (await RunRepository(store.db).get(int(key))).summary.turn_key
+        async with store.db.unit():  # all of it, or nothing
+            items = await BacklogRepository(store.db).retry(key)
+            if not items:
+                raise ValidationError(f"turn {key} has no failed events to queue again")
+            sid = items[0].storyteller_id
+            try:  # a new revision makes a running daemon look at its backlog again
+                await store.storytellers.save(await store.storytellers.get(sid))
+            except NotFoundError:
+                raise ValidationError(f"turn {key}'s storyteller {sid} no longer exists") from None
+            detail = {"turn_key": key, "events": len(items)}
+            await store.audit.add(os_user(), "retry_turn", f"storyteller {sid}", detail)
+    if json_out:
+        print_json({"turn_key": key, "storyteller_id": sid, "events": len(items)})
+    else:
+        say(
+            f"Queued turn {key} again ({len(items)} event(s)); a running daemon takes it up at "
+            "its next settings poll, or the next start does."
+        )
 
 
 @register(app, "prune")

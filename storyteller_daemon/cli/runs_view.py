@@ -6,6 +6,7 @@ read as rich markup) and only when an admin asks for one run.
 
 from __future__ import annotations
 
+import collections
 import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -151,7 +152,7 @@ def _turn_lines(run: RunSummary, record: dict[str, Any], related: list[RunSummar
     lines += _budget_lines(record.get("prompt_budget"))
     lines += ["", "Prompt:", *_block(record.get("prompt", ""))]
     turn = record.get("turn") or {"requests": [], "calls": []}
-    charges = iter(record.get("charges", []))
+    charges = collections.deque(record.get("charges", []))
     for request in turn["requests"]:
         lines += ["", *_round_lines(request, charges, turn["calls"])]
     return lines
@@ -177,12 +178,19 @@ def _budget_lines(budget: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _round_lines(request: dict[str, Any], charges: Any, calls: list[dict[str, Any]]) -> list[str]:
+def _round_lines(
+    request: dict[str, Any], charges: collections.deque[dict[str, Any]], calls: list[dict[str, Any]]
+) -> list[str]:
     body, response = request["request"], request.get("response")
     head = f"Round {request['round']}: {body.get('model')}, tool_choice {body.get('tool_choice')}"
     if response is None:
+        # A failed request has a charge (its ledger status and what it may be billed) in
+        # records written since failed requests are in the ledger.
+        if charges and charges[0].get("status", "ok") != "ok":
+            failed = charges.popleft()
+            head += f", {failed['status']}, {usd(failed['cost_usd'])}"
         return [head, f"  failed: {request.get('error')}"]
-    charge = next(charges, None)
+    charge = charges.popleft() if charges else None
     cost = f", {usd(charge['cost_usd'])}" if charge else ""
     lines = [f"{head}, {_usage(request['usage'])}{cost}"]
     if response.get("output_text"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,16 +12,19 @@ from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.cli.common import (
     JsonFlag,
     console,
+    err_console,
+    fail,
     open_store,
     print_json,
     print_table,
     run_async,
+    state,
     working,
 )
-from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.errors import EX_DATAERR, ConfigError
 
 if TYPE_CHECKING:
-    from storyteller_daemon.storage.seeding import LoadReport
+    from storyteller_daemon.storage.seeding import LoadReport, Pack
 
 # storage (SQLAlchemy) is imported by the commands themselves, so `--help` stays quick.
 SEED_DIR = bundled_dir("seed")
@@ -48,22 +52,41 @@ def _summary(report: LoadReport) -> str:
     return f"pack {report.pack}: {counts}{suffix}"
 
 
+async def _check_world(ctx: typer.Context, pack: Pack) -> None:
+    """Refuse a pack whose storytellers name what the configured world does not have."""
+    from storyteller_daemon.app.world_access import reach_world, world_facts
+    from storyteller_daemon.domain.world_fit import misfits
+
+    async with reach_world(state(ctx).config(), os.environ) as world:
+        facts = await world_facts(world, pack.storytellers)
+    found = [m for st in pack.storytellers for m in misfits(st, facts)]
+    for misfit in found:
+        err_console.print(f"misfit: {misfit}", markup=False)
+    if found:
+        raise fail(
+            f"pack {pack.name} does not fit {facts.identity}: {len(found)} misfit(s) above; "
+            "nothing loaded (`storyteller world` lists the world's ids and progs)",
+            EX_DATAERR,
+        )
+
+
 @app.command("list")
 @run_async
 async def list_(
     seed_dir: SeedDir = SEED_DIR,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show the packs under seed/: their storytellers and how many documents each holds."""
+    """Show the packs under seed/: the world each was written for, its storytellers and how many
+    documents it holds."""
     from storyteller_daemon.storage.seeding import list_packs, read_pack
 
-    rows: list[tuple[str, str, str, str]] = []
+    rows: list[tuple[str, str, str, str, str]] = []
     packs: list[dict[str, object]] = []
     for pack_dir in list_packs(seed_dir):
         try:
             pack = read_pack(pack_dir, seed_dir)
         except ConfigError as exc:
-            rows.append((pack_dir.name, f"invalid: {exc}", "", ""))
+            rows.append((pack_dir.name, f"invalid: {exc}", "", "", ""))
             packs.append({"name": pack_dir.name, "error": str(exc)})
             continue
         storytellers = [st.name for st in pack.storytellers]
@@ -71,6 +94,7 @@ async def list_(
             (
                 pack.name,
                 pack.description,
+                pack.world or "unsaid",
                 ", ".join(storytellers) or "none",
                 str(len(pack.documents)),
             )
@@ -81,12 +105,13 @@ async def list_(
                 "description": pack.description,
                 "storytellers": storytellers,
                 "documents": len(pack.documents),
+                "world": pack.world,
             }
         )
     if as_json:
         print_json(packs)
         return
-    print_table("Packs", ["Pack", "Description", "Storytellers", "Documents"], rows)
+    print_table("Packs", ["Pack", "Description", "Written for", "Storytellers", "Documents"], rows)
 
 
 @app.command("load")
@@ -96,6 +121,13 @@ async def load(
     pack: Annotated[str, typer.Argument(help="A pack name under seed/, or a pack directory.")],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
+    ] = False,
+    check_world: Annotated[
+        bool,
+        typer.Option(
+            "--check-world",
+            help="First check the pack against the configured world; load nothing on a misfit.",
+        ),
     ] = False,
     seed_dir: SeedDir = SEED_DIR,
     as_json: JsonFlag = False,
@@ -109,6 +141,8 @@ async def load(
 
     with working(f"reading and loading pack {pack}"):
         parsed = read_pack(pack, seed_dir)
+        if check_world:
+            await _check_world(ctx, parsed)
         async with open_store(ctx) as store:
             report = await load_pack(store.db, parsed, dry_run=dry_run)
     if as_json:

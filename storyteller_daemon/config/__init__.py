@@ -5,10 +5,18 @@ variable, and the value is read from the environment by the composition root. Ev
 reported as a `ConfigError` naming the file, the dotted key and what is wrong.
 
 The package's modules: `fields` (the value types and the base of every section), `sections`
-(every section but two), `policy` (the ``[policy]`` section), `mcp` (the ``[mcp]`` section)
-and `loading` (the whole file, reading and validating it, the database URL).
+(every section but three), `policy` (the ``[policy]`` section), `mcp` (the ``[mcp]`` section),
+`endpoints` (``[endpoints]`` and ``[models]``: which server answers which model) and `loading`
+(the whole file, reading and validating it, the database URL).
 """
 
+from storyteller_daemon.config.endpoints import (
+    DEFAULT_ENDPOINT,
+    EndpointConfig,
+    ModelEntry,
+    endpoint_of,
+    model_entry,
+)
 from storyteller_daemon.config.fields import (
     ENV_NAME_PATTERN,
     EnvVarName,
@@ -38,6 +46,7 @@ from storyteller_daemon.config.sections import (
 )
 
 __all__ = [
+    "DEFAULT_ENDPOINT",
     "ENV_NAME_PATTERN",
     "AlertsConfig",
     "AttentionConfig",
@@ -45,6 +54,7 @@ __all__ = [
     "Config",
     "DaemonConfig",
     "DatabaseConfig",
+    "EndpointConfig",
     "EnvVarName",
     "HttpConfig",
     "LimitsConfig",
@@ -53,6 +63,7 @@ __all__ = [
     "McpServeConfig",
     "McpServerConfig",
     "ModelConfig",
+    "ModelEntry",
     "ModelPrice",
     "NonNegativeFloat",
     "NonNegativeInt",
@@ -63,7 +74,9 @@ __all__ = [
     "RunsConfig",
     "WorldConfig",
     "database_url",
+    "endpoint_of",
     "load_config",
+    "model_entry",
     "normalise_database_url",
     "parse_config",
 ]

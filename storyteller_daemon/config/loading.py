@@ -16,6 +16,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from storyteller_daemon.config.endpoints import (
+    DEFAULT_ENDPOINT,
+    EndpointConfig,
+    ModelEntry,
+    check_endpoint_names,
+)
 from storyteller_daemon.config.fields import _Section, normalise_database_url
 from storyteller_daemon.config.mcp import McpConfig
 from storyteller_daemon.config.policy import PolicyConfig
@@ -53,6 +59,23 @@ class Config(_Section):
     reflection: ReflectionConfig = Field(default_factory=ReflectionConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    endpoints: dict[str, EndpointConfig] = Field(default_factory=dict)
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+
+
+def _endpoint_problem(cfg: Config) -> tuple[str, str] | None:
+    """The first endpoint name or ``[models]`` entry that names no endpoint: (key, problem)."""
+    problem = check_endpoint_names(cfg.endpoints)
+    if problem is not None:
+        return "endpoints", problem
+    for model, entry in cfg.models.items():
+        if entry.endpoint != DEFAULT_ENDPOINT and entry.endpoint not in cfg.endpoints:
+            known = ", ".join([DEFAULT_ENDPOINT, *sorted(cfg.endpoints)])
+            return (
+                f"models.{model}.endpoint",
+                f"no endpoint is called {entry.endpoint!r} (known: {known})",
+            )
+    return None
 
 
 def _format_pydantic_error(err: dict[str, Any]) -> tuple[str, str]:
@@ -73,11 +96,15 @@ def _format_pydantic_error(err: dict[str, Any]) -> tuple[str, str]:
 def parse_config(data: dict[str, Any], path: str) -> Config:
     """Validate an already-parsed TOML table; raise `ConfigError` on the first problem."""
     try:
-        return Config.model_validate(data)
+        cfg = Config.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key, problem = _format_pydantic_error(dict(first))
         raise ConfigError(path, problem, key=key or None) from None
+    endpoint_problem = _endpoint_problem(cfg)
+    if endpoint_problem is not None:
+        raise ConfigError(path, endpoint_problem[1], key=endpoint_problem[0])
+    return cfg
 
 
 def load_config(path: str | Path) -> Config:

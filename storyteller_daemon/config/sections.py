@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from storyteller_daemon.config.endpoints import HeaderEnvs, Headers
 from storyteller_daemon.config.fields import (
     EnvVarName,
     NonNegativeFloat,
@@ -44,7 +45,7 @@ class ModelPrice(_Section):
 
 
 class ModelConfig(_Section):
-    """The Responses-API endpoint."""
+    """The default Responses-API endpoint (``[endpoints]`` adds more) and the price table."""
 
     api_key_env: EnvVarName = "OPENAI_API_KEY"
     base_url: str = ""
@@ -56,6 +57,10 @@ class ModelConfig(_Section):
     refused_pause_seconds: NonNegativeFloat = 300.0
     """After the endpoint refuses the key (401, 403) or a model (404), requests for that model
     are not sent for this long, then one is tried again (0: always send)."""
+    headers: Headers = Field(default_factory=dict)
+    """Extra headers sent with every request to this endpoint (not secret)."""
+    header_envs: HeaderEnvs = Field(default_factory=dict)
+    """Extra secret headers: header name → environment variable name."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
 
@@ -74,6 +79,10 @@ class LimitsConfig(_Section):
     (`agent.context` shares it out by priority)."""
     max_situation_titles: PositiveInt = 25
     """Open situations listed at most in each of a prompt's two situation blocks."""
+    max_argument_chars: PositiveInt = 65_536
+    """Characters of one tool call's argument text; a longer one is refused as malformed."""
+    max_argument_depth: PositiveInt = 32
+    """Nesting of arrays and objects in one tool call's arguments, checked before parsing."""
 
     @model_validator(mode="before")
     @classmethod
@@ -105,6 +114,9 @@ class AttentionConfig(_Section):
     a storyteller keeps up with `parallel_requests × max_batch_events` events per latency."""
     max_turn_events: PositiveInt = 20
     """Interested events handled together in one turn at most."""
+    turn_retries: Annotated[int, Field(ge=0, le=20)] = 3
+    """Times a turn a crash interrupted is run again before its events are marked failed (with
+    an alert; `storyteller runs retry` queues it again). A clean stop's cut is not counted."""
     repeat_seconds: NonNegativeFloat = 30.0
     """The same text heard in several rooms within this window is judged once (0: off)."""
     room_repeat_seconds: NonNegativeFloat = 300.0

@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from storyteller_daemon.domain.argument_limits import CLAIM_REASON_CHARS
 from storyteller_daemon.errors import ValidationError
 
 MAX_CLAIM = timedelta(hours=1)
 MIN_CLAIM = timedelta(minutes=1)
 MAX_CLAIMS_PER_STORYTELLER = 5
-MAX_CLAIM_REASON_CHARS = 200
+MAX_CLAIM_REASON_CHARS = CLAIM_REASON_CHARS
 
 
 @dataclass(frozen=True)

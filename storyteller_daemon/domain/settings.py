@@ -33,29 +33,38 @@ TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class ReasoningEffort(StrEnum):
-    """Reasoning effort sent to reasoning models; stored as FutureMUD's 0-3 codes or names."""
+    """Reasoning effort sent to reasoning models; stored as FutureMUD's 0-3 codes or names.
+
+    ``none`` asks for no reasoning: no reasoning fields are sent (a model that cannot skip
+    reasoning gets its lowest effort; `agent.capabilities`). FutureMUD has no code for it; it is
+    stored as its name.
+    """
 
     MINIMAL = "minimal"
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
+    NONE = "none"
 
     @property
     def code(self) -> str:
-        """FutureMUD's numeric encoding ("0".."3")."""
+        """FutureMUD's numeric encoding ("0".."3"); ``none`` is stored by name."""
+        if self is ReasoningEffort.NONE:
+            return self.value
         return str(list(ReasoningEffort).index(self))
 
     @classmethod
     def parse(cls, value: str) -> ReasoningEffort:
-        """Parse ``minimal|low|medium|high`` or ``0..3``; raise `ValidationError` otherwise."""
+        """Parse ``none|minimal|low|medium|high`` or ``0..3``; raise `ValidationError`
+        otherwise."""
         text = value.strip().lower()
-        if text.isdigit() and int(text) < len(cls):
+        if text.isdigit() and int(text) < len(cls) - 1:
             return list(cls)[int(text)]
         try:
             return cls(text)
         except ValueError:
             raise ValidationError(
-                f"'{value}' is not a reasoning effort; use minimal, low, medium, high or 0-3."
+                f"'{value}' is not a reasoning effort; use none, minimal, low, medium, high or 0-3."
             ) from None
 
     @classmethod
@@ -192,7 +201,9 @@ class CustomTool:
     """A tool the model may call that runs one of the game's progs.
 
     Parameters come from the prog's ordered named parameters; only their descriptions are stored
-    here, in the prog's order.
+    here, in the prog's order. A pack may also say which types it expects the prog to take and
+    return (``Number``, ``Collection<Character>``), so a check against the world can tell when
+    the prog changed.
     """
 
     name: str
@@ -201,6 +212,10 @@ class CustomTool:
     """The prog's id or name, as the world's prog catalogue knows it."""
     echo_only: bool = False
     parameter_descriptions: tuple[tuple[str, str], ...] = ()
+    parameter_types: tuple[tuple[str, str], ...] = ()
+    """Parameter name → the prog type the tool was written for; parameters not named: unsaid."""
+    return_type: str | None = None
+    """The prog return type the tool was written for; None: unsaid."""
 
     def description_for(self, parameter: str) -> str | None:
         """The stored description of `parameter` (case-insensitive), if any."""
@@ -210,9 +225,12 @@ class CustomTool:
         return None
 
     def rebound(self, parameter_names: list[str]) -> CustomTool:
-        """Descriptions aligned to a prog's parameters: stale ones pruned, missing ones blank."""
+        """Descriptions aligned to a prog's parameters: stale ones pruned, missing ones blank.
+
+        The types it was written for are dropped: it now follows that prog as it is.
+        """
         descs = tuple((p, self.description_for(p) or "") for p in parameter_names)
-        return replace(self, parameter_descriptions=descs)
+        return replace(self, parameter_descriptions=descs, parameter_types=(), return_type=None)
 
 
 @dataclass(frozen=True)
@@ -248,6 +266,8 @@ class Storyteller:
     """Plans, co-operation, pacing and context providers (`domain.direction`)."""
     daily_budget_usd: float | None = None
     """Its own daily USD cap (0: none); None leaves it to ``[budgets]`` in the configuration."""
+    written_for: str | None = None
+    """The world its pack was written for (``sim``, or a game's name); None: unsaid."""
     revision: int = 0
     created_on: datetime | None = None
 

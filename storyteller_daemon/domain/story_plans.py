@@ -27,14 +27,16 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from storyteller_daemon.domain import argument_limits
+from storyteller_daemon.domain.argument_limits import MalformedJson, json_object
 from storyteller_daemon.errors import ValidationError
 
 MAX_STEPS = 10
 MAX_ACTIVE_PLANS = 5
-MAX_GOAL_CHARS = 300
-MAX_INTENT_CHARS = 300
-MAX_REASON_CHARS = 500
-MAX_ARGUMENT_CHARS = 2000
+MAX_GOAL_CHARS = argument_limits.GOAL_CHARS
+MAX_INTENT_CHARS = argument_limits.INTENT_CHARS
+MAX_REASON_CHARS = argument_limits.PLAN_REASON_CHARS
+MAX_ARGUMENT_CHARS = argument_limits.STEP_ARGUMENTS_CHARS
 MAX_EXPIRY = timedelta(days=7)
 EVENT_KINDS = ("room_echo", "speech", "crime", "state")
 
@@ -126,15 +128,15 @@ class PlanStep:
             if len(self.arguments) > MAX_ARGUMENT_CHARS:
                 raise ValidationError(f"A step's arguments are over {MAX_ARGUMENT_CHARS} chars.")
             try:
-                parsed = json.loads(self.arguments)
-            except json.JSONDecodeError:
-                parsed = None
-            if not isinstance(parsed, dict):
-                raise ValidationError("A step's Arguments must be a JSON object's text, or null.")
+                json_object(self.arguments)
+            except MalformedJson:
+                raise ValidationError(
+                    "A step's Arguments must be a JSON object's text, or null."
+                ) from None
 
     def parsed_arguments(self) -> dict[str, Any] | None:
         """The arguments as an object."""
-        return None if self.arguments is None else dict(json.loads(self.arguments))
+        return None if self.arguments is None else json_object(self.arguments)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ reaches a final state::
 
     pending ──judge──▶ interested ──claim──▶ running ──▶ done | failed
        │                    ▲                   │
-       │                    │ (skips the gate)  └─crash─▶ running again (same turn key), once
+       │                    │ (skips the gate)  └─stop or crash─▶ running again (same key)
        ├──▶ ignored   (the attention model said so)
        ├──▶ filtered  (a named deterministic rule: a prefilter, a pause, a budget)
        ├──▶ violation (the model broke the verdict contract, after one re-ask)
@@ -16,8 +16,11 @@ gate (state changes, direct invocations, heartbeats) enters as ``interested``.
 
 A turn claims the oldest interested item and every other interested item of the same *turn
 class* (items that get the same tools), up to a cap, under one turn key; a crash leaves them
-``running`` and the next start re-runs that turn under the same key, so the game's idempotency
-keys stop any prog call from running twice. A turn interrupted twice is marked failed.
+``running`` and the next start re-runs that turn under the same key: the turn journal answers
+what the first attempt already did and the game's idempotency keys stop any prog call from
+running twice. A turn a clean stop cut off is run again without counting it; a turn a crash
+interrupted is retried up to ``[attention] turn_retries`` times and then marked failed (the
+daemon alerts, and ``storyteller runs retry`` queues it again).
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ class WorkState(StrEnum):
 
 OPEN_STATES = (WorkState.PENDING, WorkState.INTERESTED, WorkState.RUNNING)
 
-MAX_TURN_ATTEMPTS = 2
-"""A turn that was running when the daemon died is re-run once; a second interruption fails it."""
+TURN_RETRIES = 3
+"""How many times a turn a crash interrupted is run again before it is marked failed."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,9 @@ class WorkItem:
         reason: the verdict's reason, or why the item was filtered or expired.
         rule: the deterministic rule that decided it, when one did.
         turn_key: the turn that claimed it.
-        attempts: failed attention requests (pending) or interrupted runs (running).
+        attempts: failed attention requests (pending), or the turn's runs a crash
+            interrupted, plus one (running).
+        cut_by_stop: a clean stop cut the running turn off (its next run is not counted).
     """
 
     id: int
@@ -86,6 +91,7 @@ class WorkItem:
     rule: str | None = None
     turn_key: str | None = None
     attempts: int = 0
+    cut_by_stop: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,4 +133,10 @@ class TurnClaim:
     turn_key: str
     items: tuple[WorkItem, ...]
     attempt: int = 1
-    """1 for a fresh turn; 2 when re-running a turn a crash interrupted."""
+    """1 for a fresh turn; one more for each crash that interrupted it (clean stops do not
+    count)."""
+    resumed: bool = False
+    """The items were left running by a stop or crash (or queued again by an admin)."""
+    given_up: bool = False
+    """The turn was interrupted more often than its retries allow: its items are now failed
+    and it must not run."""

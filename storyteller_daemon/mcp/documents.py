@@ -281,9 +281,9 @@ class Documents:
 
     async def costs(self, by: str, days: int) -> dict[str, Any]:
         """Requests, tokens and USD of the last `days` days, grouped `by`."""
-        if by not in ("storyteller", "model", "day", "purpose"):
+        if by not in ("storyteller", "model", "day", "purpose", "status"):
             raise ValidationError(
-                f"'{by}' is not a grouping; use storyteller, model, day, purpose."
+                f"'{by}' is not a grouping; use storyteller, model, day, purpose, status."
             )
         if not 1 <= days <= 400:
             raise ValidationError(f"days must be between 1 and 400, not {days}.")
@@ -298,6 +298,7 @@ class Documents:
                     "key": line.key,
                     "label": line.label,
                     "requests": line.requests,
+                    "failed": line.failed,
                     "input_tokens": line.input_tokens,
                     "output_tokens": line.output_tokens,
                     "cost_usd": round(line.cost_usd, 6),

@@ -187,9 +187,13 @@ TOOLS = (
     ),
     ToolDef(
         "costs",
-        "Model spend: requests, tokens and USD of the last days, grouped.",
+        "Model spend: requests (and how many got no answer), tokens and USD of the last days, "
+        "grouped.",
         {
-            "by": {"type": "string", "enum": ["storyteller", "model", "day", "purpose"]},
+            "by": {
+                "type": "string",
+                "enum": ["storyteller", "model", "day", "purpose", "status"],
+            },
             "days": {"type": "integer", "minimum": 1, "maximum": 400},
         },
         (),

@@ -17,16 +17,28 @@ from datetime import datetime
 
 from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
 
+REQUEST_OK = "ok"
+"""The ledger status of an answered request."""
+REQUEST_SENT = "sent"
+"""The ledger status of a request sent and not (yet) answered: the daemon stopped or crashed
+while it was out, or it is out now. Its row holds the worst case."""
+
 
 @dataclass(frozen=True)
 class Charge:
-    """What one answered request cost."""
+    """What one request cost, or may cost.
+
+    Attributes:
+        status: ``ok`` for an answered request; otherwise how it failed (``timeout``,
+            ``http_503``...; see `ModelError.request_status`) or ``sent``.
+    """
 
     at: datetime
     purpose: str
     model: str
     usage: Usage
     cost_usd: float
+    status: str = REQUEST_OK
 
 
 @dataclass
@@ -48,12 +60,15 @@ class RunContext:
         purpose: ``attention``, ``turn``, ``digest`` or ``replay``.
         trigger_kind: the trigger's kind value.
         room_id: the trigger's room, if any.
-        charges: the answered requests' bills, in order.
+        charges: the requests' bills (answered, or failed with what the provider may bill),
+            in order.
         exchanges: every request with its response or error, in order.
         tokens_used: input plus output tokens answered so far (the per-turn cap).
-        on_charge: awaited with each charge as soon as its request is answered (the recorder
-            writes its ledger row then, so a crash never loses a paid request); returns the
-            ledger row's id, or None when it could not be written.
+        on_charge: awaited with each charge as soon as its request is answered or has failed
+            (the recorder writes its ledger row then, so a crash never loses a paid request);
+            returns the ledger row's id, or None when it could not be written.
+        on_request: awaited with a request's worst case before it is sent (a provisional row).
+        on_no_answer: awaited with a provisional row's id when its request was never sent.
         ledger_ids: ids of the ledger rows written by `on_charge`, in order.
         unrecorded: charges `on_charge` could not write (stored with the run at its end).
     """
@@ -82,13 +97,15 @@ class RunContext:
             return None
         return await self.on_request(self, worst)
 
-    async def no_answer(self, provisional: int | None) -> None:
-        """The request failed without an answer: it is not billed, so its row goes."""
+    async def not_sent(self, provisional: int | None) -> None:
+        """The request was held back after all (a paused model): it is no request, so its
+        provisional row goes."""
         if provisional is not None and self.on_no_answer is not None:
             await self.on_no_answer(provisional)
 
     async def charge(self, charge: Charge, provisional: int | None = None) -> None:
-        """Add an answered request's bill, and have it recorded at once when a recorder asks."""
+        """Add a request's bill (answered or failed), and have it recorded at once when a
+        recorder asks."""
         self.charges.append(charge)
         if self.on_charge is None:
             return
@@ -100,7 +117,7 @@ class RunContext:
 
     @property
     def cost_usd(self) -> float:
-        """USD of all answered requests."""
+        """USD of all requests (answered, and what failed ones may be billed)."""
         return sum(c.cost_usd for c in self.charges)
 
 

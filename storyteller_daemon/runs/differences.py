@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from storyteller_daemon.agent.tools.base import MalformedArguments, parse_arguments
 from storyteller_daemon.runs.tape import Tape
 
 EXCERPT = 160
@@ -118,8 +119,8 @@ def _first_item_difference(where: str, before: list[Any], after: list[Any]) -> D
 
 def _canonical(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
-    except ValueError:
+        return json.dumps(parse_arguments(arguments), sort_keys=True, ensure_ascii=False)
+    except MalformedArguments:  # compared as sent: not an object, or past the bounds
         return arguments
 
 

@@ -4,11 +4,16 @@
 refresh of reflection:
 
 * it makes the run the owner of the model requests made inside it (`attribution.attributed`),
-  so the budgets and the cost ledger know whose requests they are;
+  so the budgets and the cost ledger know whose requests they are; every request sent gets a
+  ledger row, answered (``ok``) or not (``timeout``, ``http_503``..., see `MeteredModel`);
 * for a turn, it tapes what the world and the repositories answered (`tape.Tape`), which is
   what a replay answers from, and which tells which situation the turn touched;
 * when the run ends (normally or with an error, but not when cancelled at shutdown) it stores
-  the run record and one cost-ledger row per request in one transaction.
+  the run record and one cost-ledger row per request in one transaction. For a turn, that
+  transaction also ends its work items (the caller's `finish`) and, once the turn is complete,
+  deletes its journal: a turn whose record is stored is never run again, and one whose record
+  is not (a crash) is re-run from its journal. Once the run has ended that store cannot be cut
+  off: a stop arriving meanwhile waits the few milliseconds it takes.
 
 Attention calls are stored one record per batch (``kind = attention``), holding every event
 of the batch with its verdict and every request made for it (a re-ask included); a digest
@@ -25,10 +30,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs.attribution import Charge, RunContext, attributed
 from storyteller_daemon.runs.records import (
@@ -46,6 +52,7 @@ from storyteller_daemon.runs.records import (
 from storyteller_daemon.runs.tape import Services, Tape
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import NewRun, RunRepository
+from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 
 log = logging.getLogger(__name__)
 DAY = timedelta(days=1)
@@ -59,6 +66,10 @@ class RunRecorder:
         ledger: the ledger repository; None stores no ledger rows either.
         clock: stamps runs and requests.
         record: False keeps only the ledger rows (``runs.record``).
+        unit: makes one transaction of the writes inside it (`Database.unit`); None writes
+            each on its own.
+        journal: the turn journal, whose entries of a completed turn are deleted with its
+            record.
     """
 
     def __init__(
@@ -68,10 +79,14 @@ class RunRecorder:
         clock: Clock,
         *,
         record: bool = True,
+        unit: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+        journal: TurnJournalRepository | None = None,
     ) -> None:
         self._runs = runs
         self._ledger = ledger
         self._clock = clock
+        self._unit = unit or contextlib.nullcontext
+        self.journal = journal
         self._record = record and runs is not None
         self._listeners: list[Callable[[int], None]] = []
         self.prunes = 0
@@ -108,18 +123,32 @@ class RunRecorder:
 
     @contextlib.asynccontextmanager
     async def turn(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, services: Services
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        services: Services,
+        finish: Callable[[str], Awaitable[bool]] | None = None,
     ) -> AsyncIterator[TurnRun]:
-        """Attribute and tape the turn run inside, and store it when it ends."""
+        """Attribute and tape the turn run inside, and store it when it ends.
+
+        `finish` is called with the run's outcome in the transaction storing the record; when
+        it returns True the turn is complete and its journal entries are deleted there too.
+        """
         tape = Tape() if self.active else None
         taped = services.recorded_on(tape) if tape is not None else services
         run = TurnRun(self._context(storyteller, trigger, "turn"), taped, tape)
 
         async def store(started: datetime, began: float, error: Exception | None) -> None:
-            if self.active:
-                duration = self._clock.monotonic() - began
-                stored = turn_run(storyteller, trigger, key, run, started, duration, error)
-                await self._store(stored, run.context)
+            duration = self._clock.monotonic() - began
+            stored = turn_run(storyteller, trigger, key, run, started, duration, error)
+            run_id: int | None = None
+            async with self._unit():
+                if self.active:
+                    run_id = await self._write(stored, run.context)
+                if finish is not None and await finish(stored.outcome) and self.journal:
+                    await self.journal.forget(key)
+            self._announce(run_id)
 
         async with self._stored(run.context, store):
             yield run
@@ -155,9 +184,9 @@ class RunRecorder:
             error = exc
             raise
         finally:
-            # A run cancelled at shutdown is not stored: the database may be closing.
+            # A run cancelled at shutdown before it ended is not stored: it runs again.
             if not _cancelled(error):
-                await store(started, began, error)
+                await uncancelled(store(started, began, error))
 
     def _context(
         self, storyteller: Storyteller, trigger: Trigger | None, purpose: str
@@ -189,20 +218,24 @@ class RunRecorder:
         return row_id
 
     async def _discard_provisional(self, row_id: int) -> None:
+        """Remove the row of a request that was held back before it was sent."""
         if self._ledger is None:
             return
         try:
             await self._ledger.discard(row_id)
-        except Exception as exc:  # an unbilled request counted at worst case: too high, not lost
-            log.warning("a failed request's cost note could not be removed: %s", type(exc).__name__)
+        except Exception as exc:  # an unsent request counted at worst case: too high, not lost
+            log.warning(
+                "an unsent request's cost note could not be removed: %s", type(exc).__name__
+            )
 
     async def _write_charge(
         self, run: RunContext, charge: Charge, provisional: int | None
     ) -> int | None:
-        """The ledger row of a request, written as soon as it is answered (its id, or None).
+        """The ledger row of a request, written as soon as it is answered or has failed (its
+        id, or None).
 
-        A crash later in the run then still leaves every paid request in the ledger, so the
-        budgets reloaded at start-up count it.
+        A crash later in the run then still leaves every request in the ledger, so the budgets
+        reloaded at start-up count what it may have cost.
         """
         if self._ledger is None:
             return None
@@ -219,6 +252,15 @@ class RunRecorder:
     # ------------------------------------------------------------------ storing
 
     async def _store(self, run: NewRun, context: RunContext) -> None:
+        self._announce(await self._write(run, context))
+
+    def _announce(self, run_id: int | None) -> None:
+        if run_id is not None:
+            for listener in self._listeners:
+                listener(run_id)
+
+    async def _write(self, run: NewRun, context: RunContext) -> int | None:
+        """Store the run (and the ledger rows not written yet); its id, or None."""
         # Requests were written to the ledger as they were answered; only those that could
         # not be are written now.
         situation = run.situation_id
@@ -227,10 +269,8 @@ class RunRecorder:
             entries = ledger_entries(context, situation)
         try:
             if self._record and self._runs is not None:
-                run_id = await self._runs.add(run, entries, context.ledger_ids)
-                for listener in self._listeners:
-                    listener(run_id)
-            elif self._ledger is not None:
+                return await self._runs.add(run, entries, context.ledger_ids)
+            if self._ledger is not None:
                 await self._ledger.add(entries)
         except Exception as exc:  # losing a record must never fail the turn
             log.warning(
@@ -239,10 +279,17 @@ class RunRecorder:
                 run.storyteller_id,
                 type(exc).__name__,
             )
+        return None
 
     async def interrupted(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
-    ) -> None:
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        attempt: int,
+        *,
+        given_up: bool = False,
+    ) -> int | None:
         """Record that a turn was cut off by a stop or crash before it could be stored.
 
         Its model requests are already in the ledger (each was written when answered); its
@@ -250,9 +297,12 @@ class RunRecorder:
         turn is run again under the same key.
         """
         if not self._record or self._runs is None:
-            return
-        stored = interrupted_run(storyteller, trigger, key, attempt, self._clock.now())
-        await self._store(stored, RunContext(storyteller.id, storyteller.name, "turn"))
+            return None
+        at = self._clock.now()
+        stored = interrupted_run(storyteller, trigger, key, attempt, at, given_up=given_up)
+        run_id = await self._write(stored, RunContext(storyteller.id, storyteller.name, "turn"))
+        self._announce(run_id)
+        return run_id
 
     # ------------------------------------------------------------------ retention
 

@@ -16,7 +16,6 @@ from storyteller_daemon.agent.records import TurnRecord, api_body, response_summ
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
 from storyteller_daemon.runs.tape import Services, Tape, encode_trigger
@@ -212,11 +211,19 @@ def turn_run(
 
 
 def interrupted_run(
-    storyteller: Storyteller, trigger: Trigger, key: str, attempt: int, at: datetime
+    storyteller: Storyteller,
+    trigger: Trigger,
+    key: str,
+    attempt: int,
+    at: datetime,
+    *,
+    given_up: bool = False,
 ) -> NewRun:
     """The stored run of a turn cut off by a stop or crash before it could be stored."""
-    note = f"interrupted by a stop or crash (attempt {attempt - 1}); " + (
-        "run again under the same key" if attempt <= MAX_TURN_ATTEMPTS else "not run again"
+    note = "interrupted by a stop or crash; " + (
+        f"given up after {attempt - 1} interruptions (storyteller runs retry queues it again)"
+        if given_up
+        else f"run again under the same key (attempt {attempt}), resuming from its journal"
     )
     record = {
         **_head("turn", storyteller, key, trigger),
@@ -311,18 +318,19 @@ def _last_exchange(exchange: Exchange | None) -> dict[str, Any]:
 
 
 def _costs(context: RunContext) -> dict[str, Any]:
-    """What each answered request of a run cost, and the total, as its record keeps them."""
+    """What each request of a run cost, and the total, as its record keeps them."""
     return {"charges": [charge_json(c) for c in context.charges], "cost_usd": context.cost_usd}
 
 
 def charge_json(charge: Charge) -> dict[str, Any]:
-    """One answered request's charge as it is kept in a record."""
+    """One request's charge as it is kept in a record."""
     return {
         "at": charge.at.isoformat(),
         "purpose": charge.purpose,
         "model": charge.model,
         "usage": usage_dict(charge.usage),
         "cost_usd": charge.cost_usd,
+        "status": charge.status,
     }
 
 
@@ -337,7 +345,7 @@ def usage_columns(run: RunContext) -> dict[str, int]:
 
 
 def ledger_entry(run: RunContext, charge: Charge, situation_id: int | None = None) -> LedgerEntry:
-    """The ledger row of one answered request of a run."""
+    """The ledger row of one request of a run."""
     return LedgerEntry(
         occurred_at=charge.at,
         purpose=charge.purpose,
@@ -352,11 +360,12 @@ def ledger_entry(run: RunContext, charge: Charge, situation_id: int | None = Non
         output_tokens=charge.usage.output_tokens,
         reasoning_tokens=charge.usage.reasoning_tokens,
         cost_usd=charge.cost_usd,
+        status=charge.status,
     )
 
 
 def ledger_entries(run: RunContext, situation_id: int | None = None) -> list[LedgerEntry]:
-    """One ledger row per answered request of a run."""
+    """One ledger row per request of a run."""
     return [ledger_entry(run, c, situation_id) for c in run.charges]
 
 

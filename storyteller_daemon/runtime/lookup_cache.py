@@ -2,7 +2,8 @@
 
 Every prompt names the room an event happened in and the characters it involves, and the
 settings poll asks for zone membership every few seconds; over a bridge each of those is a
-request to the game. `CachedWorld` keeps the answers to ``room``, ``character`` and ``zones``:
+request to the game. `CachedWorld` keeps the answers to ``room``, ``character``, ``entity``
+(the kind of thing a prog argument's id names) and ``zones``:
 
 * answers are kept for a time to live on the injected monotonic clock (a missing room or
   character, for a shorter one), and at most `max_entries` of them (least recently used first);
@@ -34,6 +35,8 @@ from world_adapter.facts import (
     CharacterPlan,
     CharacterSummary,
     DateTimeReading,
+    EntityInfo,
+    EntityKind,
     LandmarkInfo,
     LandmarkSummary,
     PathRule,
@@ -128,6 +131,13 @@ class CachedWorld:
         """The character, from the cache when fresh."""
         result: CharacterInfo | None = await self._cached(
             ("character", character_id), self.inner.character
+        )
+        return result
+
+    async def entity(self, kind: EntityKind, entity_id: int) -> EntityInfo | None:
+        """The thing of this kind with this id, from the cache when fresh."""
+        result: EntityInfo | None = await self._cached(
+            (f"entity {kind.value}", entity_id), lambda i: self.inner.entity(kind, i)
         )
         return result
 

@@ -7,8 +7,9 @@ stores the run record. A replay builds this same runner over services that answe
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +41,7 @@ from storyteller_daemon.agent.ports import (
     SituationStore,
     SpeechHistory,
     StoryPlanStore,
+    TurnJournal,
 )
 from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.providers import (
@@ -96,8 +98,10 @@ class AgentTurnRunner:
         plans: StoryPlanStore | None = None,
         claims: SceneClaimStore | None = None,
         queries: ProviderQueries | None = None,
+        journal: TurnJournal | None = None,
     ) -> None:
         self._stats = stats
+        self._journal = journal
         self._alerts = alerts
         self._limits = limits
         self._services = Services(
@@ -171,10 +175,19 @@ class AgentTurnRunner:
         return verdicts
 
     async def interrupted(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
-    ) -> None:
-        """Record that an earlier attempt of this turn was cut off (see `RunRecorder`)."""
-        await self._recorder.interrupted(storyteller, trigger, key, attempt)
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        attempt: int,
+        *,
+        given_up: bool = False,
+    ) -> int | None:
+        """Record that an earlier attempt of this turn was cut off (see `RunRecorder`); the
+        record's id."""
+        return await self._recorder.interrupted(
+            storyteller, trigger, key, attempt, given_up=given_up
+        )
 
     async def _status_text(
         self, storyteller: Storyteller, trigger: Trigger, world: WorldClient
@@ -200,6 +213,7 @@ class AgentTurnRunner:
         *,
         fence: str | None = None,
         notes_fence: str | None = None,
+        finish: Callable[[str], Awaitable[bool]] | None = None,
     ) -> TurnRecord:
         """Build the prompt and run the tool loop, as one recorded run.
 
@@ -216,15 +230,18 @@ class AgentTurnRunner:
                 replay passes the recorded one).
             notes_fence: the token of the stored-notes fence (default: this runner's; a
                 replay passes the recorded one).
+            finish: ends the turn's work items for its outcome, in the transaction storing
+                its record (see `RunRecorder.turn`).
         """
         key = key or turn_key(storyteller, trigger)
-        async with self._recorder.turn(storyteller, trigger, key, self._services) as run:
+        started = self._recorder.turn(storyteller, trigger, key, self._services, finish)
+        async with started as run:
             used = run.services
             prompts = self._prompts
             if used is not self._services:  # taped: the prompt's lookups go on the tape too
                 prompts = _prompts(used, self._limits, used.world)
             status = await self._status_text(storyteller, trigger, used.world)
-            tools = await with_catalogue(_tools(used))
+            tools = await with_catalogue(_tools(used, self._journal))
             offered = await self._loop.offered(storyteller, trigger, tools)
             run.fence = fence or Fence.new().token
             run.notes_fence = notes_fence or self._notes_fence
@@ -299,7 +316,7 @@ class AgentTurnRunner:
         assert storyteller.id is not None
         steps: list[dict[str, Any]] = list(view.failed_on_start)
         if used.plans is not None and storyteller.direction.plans:
-            steps = await settle(view, record, used.plans, storyteller.id, key)
+            steps = await self._settle(view, record, used.plans, storyteller.id, key)
         pacing = self._policy.pacing_report(storyteller) if self._policy is not None else None
         return {
             "plan_steps": steps,
@@ -314,6 +331,25 @@ class AgentTurnRunner:
             "providers": [o.to_dict() for o in outputs],
             "pacing": pacing,
         }
+
+    async def _settle(
+        self,
+        view: DirectorView,
+        record: TurnRecord,
+        plans: StoryPlanStore,
+        storyteller_id: int,
+        key: str,
+    ) -> list[dict[str, Any]]:
+        """`settle` the due steps once per turn: a re-run after a crash finds them settled."""
+        if self._journal is None:
+            return await settle(view, record, plans, storyteller_id, key)
+
+        async def write() -> str:
+            return json.dumps(await settle(view, record, plans, storyteller_id, key))
+
+        body, _ = await self._journal.once(key, "settle", write)
+        steps: list[dict[str, Any]] = json.loads(body)
+        return steps
 
     async def run_approved(self, storyteller: Storyteller, approval: Approval) -> Envelope:
         """Run a parked call an admin approved; it counts toward the policy's caps."""
@@ -339,9 +375,10 @@ class AgentTurnRunner:
         )
 
 
-def _tools(services: Services) -> ToolContext:
-    """The tools' context over `services` (live or taped)."""
+def _tools(services: Services, journal: TurnJournal | None = None) -> ToolContext:
+    """The tools' context over `services` (live or taped), keeping a journal in `journal`."""
     return ToolContext(
+        journal=journal,
         world=services.world,
         situations=services.situations,
         memories=services.memories,

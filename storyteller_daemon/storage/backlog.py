@@ -17,8 +17,8 @@ from typing import TypeVar
 from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from storyteller_daemon.domain.work import (
-    MAX_TURN_ATTEMPTS,
     OPEN_STATES,
+    TURN_RETRIES,
     Decision,
     NewWork,
     TurnClaim,
@@ -26,7 +26,7 @@ from storyteller_daemon.domain.work import (
     WorkState,
 )
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import WorkRow
+from storyteller_daemon.storage.models import TurnJournalRow, WorkRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 _T = TypeVar("_T")
@@ -48,6 +48,7 @@ def _item(row: WorkRow) -> WorkItem:
         rule=row.rule,
         turn_key=row.turn_key,
         attempts=row.attempts,
+        cut_by_stop=row.cut_by_stop,
     )
 
 
@@ -181,44 +182,53 @@ class BacklogRepository:
                 )
 
     async def claim_turn(
-        self, storyteller_id: int, make_key: Callable[[Sequence[WorkItem]], str], limit: int
+        self,
+        storyteller_id: int,
+        make_key: Callable[[Sequence[WorkItem]], str],
+        limit: int,
+        *,
+        retries: int = TURN_RETRIES,
     ) -> TurnClaim | None:
-        """The next turn of a storyteller: work a crash interrupted first, else fresh work.
+        """The next turn of a storyteller: work a stop or crash interrupted first, else fresh.
 
-        Interrupted work (items left ``running``) is claimed again under its own turn key; once
-        it has been interrupted `MAX_TURN_ATTEMPTS` times it is marked failed instead. Fresh
-        work is the oldest interested item and the next interested items of its turn class, up
-        to `limit`, moved to ``running`` under ``make_key(items)``.
+        Interrupted work (items left ``running``) is claimed again under its own turn key. A
+        clean stop's cut (`stopped`) does not count; a crash does, and a turn a crash
+        interrupted more than `retries` times is marked failed and returned with ``given_up``
+        (the caller alerts and does not run it). Fresh work is the oldest interested item and
+        the next interested items of its turn class, up to `limit`, moved to ``running`` under
+        ``make_key(items)``.
         """
         async with self._db.session() as session:
-            while True:
-                running = list(
-                    await session.scalars(
-                        select(WorkRow)
-                        .where(
-                            WorkRow.storyteller_id == storyteller_id,
-                            WorkRow.state == WorkState.RUNNING.value,
-                        )
-                        .order_by(WorkRow.id)
+            running = list(
+                await session.scalars(
+                    select(WorkRow)
+                    .where(
+                        WorkRow.storyteller_id == storyteller_id,
+                        WorkRow.state == WorkState.RUNNING.value,
                     )
+                    .order_by(WorkRow.id)
                 )
-                if not running:
-                    break
+            )
+            if running:
                 key = running[0].turn_key
                 rows = [r for r in running if r.turn_key == key]
-                attempt = max(r.attempts for r in rows) + 1
+                stopped = all(r.cut_by_stop for r in rows)
+                attempt = max(r.attempts for r in rows) + (0 if stopped else 1)
+                attempt = max(attempt, 1)
+                given_up = attempt > 1 + retries
                 now = self._clock()
                 for row in rows:
                     row.updated_on = now
-                    if attempt > MAX_TURN_ATTEMPTS:
+                    if given_up:
                         row.state = WorkState.FAILED.value
-                        row.reason = f"interrupted {attempt - 1} times; not run again"
+                        row.reason = f"interrupted {attempt - 1} times; given up"
                     else:
-                        row.attempts = attempt
+                        row.attempts, row.cut_by_stop = attempt, False
                 await session.flush()
-                if attempt <= MAX_TURN_ATTEMPTS:
-                    items = tuple(_item(r) for r in rows)
-                    return TurnClaim(storyteller_id, key or "", items, attempt)
+                items = tuple(_item(r) for r in rows)
+                return TurnClaim(
+                    storyteller_id, key or "", items, attempt, resumed=True, given_up=given_up
+                )
             first = await session.scalar(
                 select(WorkRow)
                 .where(
@@ -272,6 +282,40 @@ class BacklogRepository:
                 .values(**values, updated_on=self._clock())
             )
             return int(getattr(result, "rowcount", 0) or 0)
+
+    async def stopped(self, turn_key: str) -> int:
+        """Mark a running turn as cut off by a clean stop (its next run is not counted as a
+        retry); return items marked."""
+        async with self._db.session() as session:
+            result = await session.execute(
+                update(WorkRow)
+                .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
+                .values(cut_by_stop=True, updated_on=self._clock())
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    async def retry(self, turn_key: str) -> list[WorkItem]:
+        """Queue a failed turn again under its key (it resumes from its journal); the items
+        moved, none when the turn has no failed items."""
+        async with self._db.session() as session:
+            rows = list(
+                await session.scalars(
+                    select(WorkRow).where(
+                        WorkRow.turn_key == turn_key, WorkRow.state == WorkState.FAILED.value
+                    )
+                )
+            )
+            now = self._clock()
+            for row in rows:
+                row.state, row.reason, row.rule, row.attempts, row.updated_on = (
+                    WorkState.RUNNING.value,
+                    None,
+                    None,
+                    0,
+                    now,
+                )
+            await session.flush()
+            return [_item(r) for r in rows]
 
     async def expire(
         self, storyteller_id: int, *, received_before: datetime, reason: str
@@ -360,8 +404,18 @@ class BacklogRepository:
             return int(getattr(result, "rowcount", 0) or 0)
 
     async def prune(self, *, updated_before: datetime) -> int:
-        """Delete final items last moved before a time; return how many."""
+        """Delete final items last moved before a time, and the journals of turns that have no
+        open items and were kept before it; return how many items."""
         async with self._db.session() as session:
+            open_turns = select(WorkRow.turn_key).where(
+                WorkRow.state.in_([s.value for s in OPEN_STATES]), WorkRow.turn_key.is_not(None)
+            )
+            await session.execute(
+                delete(TurnJournalRow).where(
+                    TurnJournalRow.created_at < updated_before,
+                    TurnJournalRow.turn_key.not_in(open_turns),
+                )
+            )
             result = await session.execute(
                 delete(WorkRow).where(
                     WorkRow.state.not_in([s.value for s in OPEN_STATES]),

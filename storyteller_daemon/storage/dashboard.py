@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, literal_column, select
+from sqlalchemy import Select, case, func, literal_column, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
@@ -64,6 +64,8 @@ class HourSpend:
     input_tokens: int
     cached_tokens: int
     cost_usd: float
+    failed: int = 0
+    """Requests that got no answer (ledger status other than ``ok``)."""
 
 
 def _page(limit: int) -> int:
@@ -190,6 +192,7 @@ class DashboardQueries:
                 func.sum(LedgerRow.input_tokens),
                 func.sum(LedgerRow.cached_tokens),
                 func.sum(LedgerRow.cost_usd),
+                func.sum(case((LedgerRow.status != "ok", 1), else_=0)),
             )
             .where(LedgerRow.occurred_at >= since, LedgerRow.occurred_at < until)
             .group_by(hour, LedgerRow.storyteller_id, LedgerRow.purpose)
@@ -207,8 +210,9 @@ class DashboardQueries:
                 input_tokens=int(tin or 0),
                 cached_tokens=int(cached or 0),
                 cost_usd=float(usd or 0.0),
+                failed=int(failed or 0),
             )
-            for h, sid, name, purpose, n, tin, cached, usd in rows
+            for h, sid, name, purpose, n, tin, cached, usd, failed in rows
         ]
 
     # ------------------------------------------------------------------ narrative

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,27 @@ def _remember(opened: set[Any], connection: Any) -> None:
     opened.add(connection)
 
 
+class _Unit:
+    """One transaction shared by every session opened inside `Database.unit` (begun lazily)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.stack = contextlib.AsyncExitStack()
+        self.session: AsyncSession | None = None
+
+    async def begin(self) -> AsyncSession:
+        if self.session is None:
+            if self.db._turns is not None:
+                await self.stack.enter_async_context(self.db._turns)
+            session = await self.stack.enter_async_context(self.db._sessions())
+            _ = await self.stack.enter_async_context(session.begin())
+            self.session = session
+        return self.session
+
+
+_UNIT: ContextVar[_Unit | None] = ContextVar("storyteller_unit_of_work", default=None)
+
+
 class Database:
     """Owns the engine and hands out one session per unit of work."""
 
@@ -128,8 +150,21 @@ class Database:
     async def session(self) -> AsyncIterator[AsyncSession]:
         """A session in a transaction: committed on success, rolled back on error.
 
-        Sessions must not nest: on SQLite a session opened inside another would wait forever.
+        Inside `unit` the session is the unit's, its block a savepoint of the unit's one
+        transaction. Otherwise sessions must not nest: on SQLite a session opened inside
+        another would wait forever.
         """
+        unit = _UNIT.get()
+        if unit is not None and unit.db is self:
+            try:
+                session = await unit.begin()
+                async with session.begin_nested():
+                    yield session
+            except (OperationalError, DBAPIError) as exc:
+                raise StorageError(
+                    f"database error: {type(exc.orig).__name__}: {exc.orig}"
+                ) from exc
+            return
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self._turns is not None:
@@ -139,6 +174,28 @@ class Database:
                 yield session
         except (OperationalError, DBAPIError) as exc:
             raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[None]:
+        """One transaction for every session the block opens: all of their writes are
+        committed together when the block ends, or none of them if it raises.
+
+        The transaction begins at the block's first session, so work before it (a look-up in
+        the game) holds no lock. The block must not run sessions concurrently (one task), and
+        units do not nest: an inner one joins the outer.
+        """
+        if _UNIT.get() is not None:
+            yield
+            return
+        unit = _Unit(self)
+        token = _UNIT.set(unit)
+        try:
+            async with unit.stack:
+                yield
+        except (OperationalError, DBAPIError) as exc:
+            raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+        finally:
+            _UNIT.reset(token)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[AsyncConnection]:

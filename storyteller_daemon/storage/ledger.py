@@ -1,5 +1,11 @@
 """The cost ledger: one row per model request, with its tokens, its price and who caused it.
 
+Every request sent is a row, answered or not: its ``status`` is ``ok`` for an answer, or how it
+failed (``timeout``, ``connection_error``, ``http_503``...) with what the provider may bill for
+it (a request whose body reached the provider keeps its input estimate and that input's price;
+one refused with a status is 0 tokens and $0). A row written before its request went out and
+never settled (the daemon stopped or crashed meanwhile) stays ``sent``, at its worst case.
+
 A row is attributed to a storyteller, a trigger kind, a room and (when a tool of the turn
 touched one) a situation, so staff can ask what an arc, a room or a storyteller cost. Rows hold
 no player text, so they are kept longer than run records (``runs.ledger_retention_days``); a
@@ -18,14 +24,16 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import case, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models import SituationRow
 from storyteller_daemon.storage.runs import LedgerEntry, LedgerRow, ledger_row
 
-Grouping = Literal["day", "storyteller", "trigger", "situation", "room", "model", "purpose"]
+Grouping = Literal[
+    "day", "storyteller", "trigger", "situation", "room", "model", "purpose", "status"
+]
 """What a cost report sums over."""
 
 
@@ -37,11 +45,13 @@ class CostLine:
         key: the group's value (a day, a storyteller id, a trigger kind...); None for requests
             without one (e.g. turns that touched no situation).
         label: how to show the key (a storyteller's or situation's name when known).
+        failed: how many of the requests got no answer (ledger status other than ``ok``).
     """
 
     key: str | None
     label: str
     requests: int
+    failed: int
     input_tokens: int
     cached_tokens: int
     output_tokens: int
@@ -66,7 +76,12 @@ def _group_column(by: Grouping) -> Any:
         "room": LedgerRow.room_id,
         "model": LedgerRow.model,
         "purpose": LedgerRow.purpose,
+        "status": LedgerRow.status,
     }[by]
+
+
+REQUEST_OK = "ok"
+"""The status of an answered request's row."""
 
 
 class LedgerRepository:
@@ -90,7 +105,8 @@ class LedgerRepository:
             return [row.id for row in rows]
 
     async def settle(self, row_id: int, entry: LedgerEntry) -> bool:
-        """Replace a provisional row (written before its request) with what the answer cost.
+        """Replace a provisional row (written before its request) with what the request cost:
+        its answer's bill, or what it may be billed after failing (and how it failed).
 
         Returns:
             False when the row is gone (pruned meanwhile); the caller then adds a new one.
@@ -111,12 +127,13 @@ class LedgerRepository:
                 "output_tokens",
                 "reasoning_tokens",
                 "cost_usd",
+                "status",
             ):
                 setattr(row, column, getattr(fresh, column))
             return True
 
     async def discard(self, row_id: int) -> None:
-        """Delete a provisional row whose request failed without an answer (it is not billed)."""
+        """Delete a provisional row whose request was held back after all (never sent)."""
         async with self._db.session() as session:
             row = await session.get(LedgerRow, row_id)
             if row is not None:
@@ -160,6 +177,7 @@ class LedgerRepository:
         query = select(
             column,
             func.count(),
+            func.sum(case((LedgerRow.status != REQUEST_OK, 1), else_=0)),
             func.sum(LedgerRow.input_tokens),
             func.sum(LedgerRow.cached_tokens),
             func.sum(LedgerRow.output_tokens),
@@ -183,13 +201,14 @@ class LedgerRepository:
                 key=None if key is None else str(key),
                 label=labels.get(key, "none" if key is None else str(key)),
                 requests=int(count),
+                failed=int(failed or 0),
                 input_tokens=int(tin or 0),
                 cached_tokens=int(cached or 0),
                 output_tokens=int(tout or 0),
                 reasoning_tokens=int(reasoning or 0),
                 cost_usd=float(usd or 0.0),
             )
-            for key, count, tin, cached, tout, reasoning, usd in rows
+            for key, count, failed, tin, cached, tout, reasoning, usd in rows
         ]
 
     @staticmethod

@@ -94,6 +94,8 @@ class StorytellerRow(Base):
     (see `direction_json`)."""
     daily_budget_usd: Mapped[float | None] = mapped_column(Float)
     """Its own daily USD cap (0: none); NULL leaves it to ``[budgets]``."""
+    written_for: Mapped[str | None] = mapped_column(String(200))
+    """The world its pack was written for (``sim`` or a game's name); NULL: unsaid."""
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_on: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_on: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -137,6 +139,8 @@ class CustomToolRow(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     prog: Mapped[str] = mapped_column(String(200))
     echo_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    return_type: Mapped[str | None] = mapped_column(String(100))
+    """The prog return type the tool was written for; NULL: unsaid."""
 
     parameters: Mapped[list[CustomToolParameterRow]] = relationship(
         cascade="all, delete-orphan",
@@ -157,6 +161,8 @@ class CustomToolParameterRow(Base):
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     position: Mapped[int] = mapped_column(Integer)
     description: Mapped[str] = mapped_column(Text, default="")
+    type_name: Mapped[str | None] = mapped_column(String(100))
+    """The prog type the tool was written for (``Number``); NULL: unsaid."""
 
 
 class SituationRow(Base):
@@ -418,6 +424,26 @@ class WorkRow(Base):
     rule: Mapped[str | None] = mapped_column(String(100), nullable=True)
     turn_key: Mapped[str | None] = mapped_column(String(300), nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    cut_by_stop: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """A clean stop cut the running turn off: its next run is not counted as a retry."""
+
+
+class TurnJournalRow(Base):
+    """What a running turn has done: a model answer or a call's result (`storage.turn_journal`)."""
+
+    __tablename__ = "turn_journal"
+    __table_args__ = (
+        UniqueConstraint("turn_key", "entry"),
+        Index("ix_turn_journal_created", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    turn_key: Mapped[str] = mapped_column(String(300))
+    entry: Mapped[str] = mapped_column(String(60))
+    """``round:N`` (the model's N-th answer) or ``call:R:I`` (call I of round R)."""
+    body: Mapped[str] = mapped_column(Text)
+    """JSON: the answer, or the envelope the call returned."""
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 # Objects the migrations create per dialect with raw SQL (full-text search) are not modelled;

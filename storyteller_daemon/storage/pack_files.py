@@ -56,6 +56,8 @@ class Pack:
     name: str
     path: Path
     description: str
+    world: str | None
+    """The world it was written for (``sim`` or a game's name); None: unsaid."""
     storytellers: tuple[Storyteller, ...]
     documents: tuple[PackDocument, ...]
 
@@ -159,11 +161,12 @@ def read_pack(ref: str | Path, seed_dir: Path = SEED_DIR) -> Pack:
     root = PackTable(data, pack_file)
     header = root.table("pack", required=True)
     description = header.text("description")
+    world = header.optional_text("world")
     header.finish()
     storytellers: list[Storyteller] = []
     by_key: dict[str, Storyteller] = {}
     for table in root.tables("storyteller"):
-        st = read_storyteller(table, pack_dir)
+        st = replace(read_storyteller(table, pack_dir), written_for=world)
         if name_key(st.name) in by_key:
             raise table.error("name", f"a second storyteller named '{st.name}'")
         by_key[name_key(st.name)] = st
@@ -200,6 +203,7 @@ def read_pack(ref: str | Path, seed_dir: Path = SEED_DIR) -> Pack:
         name=pack_dir.name,
         path=pack_dir,
         description=description,
+        world=world,
         storytellers=tuple(storytellers),
         documents=tuple(documents),
     )

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from progs.types import ValueType
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.direction import (
     PACING_KEYS,
@@ -89,6 +90,20 @@ def _read_tool(table: PackTable) -> CustomTool:
     if len({name_key(p) for p, _ in pairs}) != len(pairs):
         raise parameters.error(None, "names the same parameter twice (names ignore case)")
     parameters.finish()
+    returns = table.optional_text("returns")
+    return_type = None if returns is None else _prog_type(table, "returns", returns)
+    types_table = table.table("types")
+    described = {name_key(p): p for p, _ in pairs}
+    types: list[tuple[str, str]] = []
+    for param in types_table.keys():
+        if name_key(param) not in described:
+            known = ", ".join(p for p, _ in pairs) or "none"
+            raise types_table.error(
+                param, f"is not a parameter in parameters (parameters: {known})"
+            )
+        type_name = _prog_type(types_table, param, types_table.text(param))
+        types.append((described[name_key(param)], type_name))
+    types_table.finish()
     table.finish()
     return CustomTool(
         name=name,
@@ -96,7 +111,17 @@ def _read_tool(table: PackTable) -> CustomTool:
         prog=prog,
         echo_only=echo_only,
         parameter_descriptions=tuple(pairs),
+        parameter_types=tuple(types),
+        return_type=return_type,
     )
+
+
+def _prog_type(table: PackTable, key: str, text: str) -> str:
+    """A prog type's canonical name (``Number``, ``Collection<Character>``), checked."""
+    try:
+        return ValueType.parse(text).describe()
+    except ValueError as exc:
+        raise table.error(key, f"{exc} (types are FutureMUD's: Text, Number, Character…)") from None
 
 
 def _read_rule(table: PackTable) -> AttentionRule:

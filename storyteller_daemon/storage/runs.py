@@ -113,6 +113,10 @@ class LedgerRow(Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    status: Mapped[str] = mapped_column(String(40), default="ok", server_default="ok")
+    """``ok`` (answered), ``sent`` (no outcome recorded: the daemon stopped while it was out)
+    or how it failed: ``timeout``, ``connection_error``, ``unreachable``, ``bad_response``,
+    ``http_NNN``, ``error`` (migration 0016)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,7 @@ class LedgerEntry:
     output_tokens: int = 0
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
+    status: str = "ok"
 
 
 def day_of(moment: datetime) -> str:
@@ -157,6 +162,7 @@ def ledger_row(entry: LedgerEntry, run_id: int | None = None) -> LedgerRow:
         output_tokens=entry.output_tokens,
         reasoning_tokens=entry.reasoning_tokens,
         cost_usd=entry.cost_usd,
+        status=entry.status,
     )
 
 

@@ -151,6 +151,8 @@ def to_domain(row: StorytellerRow) -> Storyteller:
             prog=t.prog,
             echo_only=t.echo_only,
             parameter_descriptions=tuple((p.name, p.description) for p in t.parameters),
+            parameter_types=tuple((p.name, p.type_name) for p in t.parameters if p.type_name),
+            return_type=t.return_type,
         )
         for t in sorted(row.tools, key=lambda t: t.name_key)
     )
@@ -184,6 +186,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
         mcp_grants=grants_from_json(row.mcp_grants),
         direction=direction_from_json(row.direction),
         daily_budget_usd=row.daily_budget_usd,
+        written_for=row.written_for,
         revision=row.revision,
         created_on=as_utc(row.created_on),
     )
@@ -228,6 +231,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
     row.mcp_grants = grants_to_json(validate_grants(st.mcp_grants))
     row.direction = direction_to_json(st.direction)
     row.daily_budget_usd = st.daily_budget_usd
+    row.written_for = st.written_for
 
     wanted = (
         {("zone", z) for z in st.surveillance.zones}
@@ -247,11 +251,14 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
         trow = existing.get(name_key(tool.name)) or CustomToolRow()
         trow.name, trow.name_key = tool.name, name_key(tool.name)
         trow.description, trow.prog, trow.echo_only = tool.description, tool.prog, tool.echo_only
+        trow.return_type = tool.return_type
+        types = dict(tool.parameter_types)
         params = {p.name: p for p in trow.parameters}
         trow.parameters = []
         for pos, (pname, pdesc) in enumerate(tool.parameter_descriptions):
             prow = params.get(pname) or CustomToolParameterRow(name=pname)
             prow.position, prow.description = pos, pdesc
+            prow.type_name = types.get(pname)
             trow.parameters.append(prow)
         new_tools.append(trow)
     row.tools = new_tools

@@ -98,14 +98,15 @@ class Fault:
     """An answer that is not a response: an HTTP error, or no answer at all.
 
     Attributes:
-        kind: ``status`` (an error response) or ``hang`` (no answer until the server stops).
+        kind: ``status`` (an error response), ``hang`` (no answer until the server stops) or
+            ``drop`` (the connection is closed once the request is read: a reset).
         status_code: the HTTP status of a ``status`` fault.
         code: the ``error.code`` in the body.
         message: the ``error.message``; a realistic default depends on the status.
         retry_after: seconds announced in ``retry-after-ms`` and ``retry-after``.
     """
 
-    kind: Literal["status", "hang"]
+    kind: Literal["status", "hang", "drop"]
     status_code: int = 500
     code: str | None = None
     message: str | None = None
@@ -135,3 +136,9 @@ class Fault:
     def hang(cls) -> Fault:
         """Accept the request and never answer (until the server stops); for timeout tests."""
         return cls("hang")
+
+    @classmethod
+    def drop(cls) -> Fault:
+        """Read the request, then close the connection without answering (a reset after the
+        body was sent)."""
+        return cls("drop")

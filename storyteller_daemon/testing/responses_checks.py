@@ -27,6 +27,24 @@ class Rejection:
     code: str | None
 
 
+def check_without_reasoning(body: Mapping[str, Any]) -> Rejection | None:
+    """The error a server whose models do not reason gives for reasoning fields, or None.
+
+    OpenAI answers a non-reasoning model's ``reasoning.effort`` and encrypted-reasoning
+    ``include`` like this; local servers serving such models refuse them too.
+    """
+    if body.get("reasoning") is not None:
+        message = "Unsupported parameter: 'reasoning.effort' is not supported with this model."
+        return Rejection(400, message, "reasoning.effort", "unsupported_parameter")
+    if "reasoning.encrypted_content" in (body.get("include") or []):
+        message = "Encrypted content is not supported with this model."
+        return Rejection(400, message, "include", "unsupported_parameter")
+    if body.get("prompt_cache_key") is not None:
+        message = "Unsupported parameter: 'prompt_cache_key'."
+        return Rejection(400, message, "prompt_cache_key", "unsupported_parameter")
+    return None
+
+
 def check_request(body: Mapping[str, Any]) -> Rejection | None:
     """The error the real API would give for ``body``, or None if it would accept it."""
     model = body.get("model")

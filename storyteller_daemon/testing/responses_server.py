@@ -32,6 +32,11 @@ fail in tests rather than in production:
 
 Reasoning items carry ``encrypted_content`` only when the request asked for it with
 ``include=["reasoning.encrypted_content"]``, as the real API does.
+
+Two modes stand in for other servers: ``reasoning=False`` refuses reasoning fields, the
+encrypted-reasoning include and ``prompt_cache_key`` with HTTP 400 (a server of models that do
+not reason), and ``responses_api=False`` answers ``POST /v1/responses`` with 404 (a server
+without the Responses API).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from typing import Any, cast
 from aiohttp import web
 
 from storyteller_daemon.testing.responses_answers import Fault, Item, Reply, Responder
-from storyteller_daemon.testing.responses_checks import check_request
+from storyteller_daemon.testing.responses_checks import check_request, check_without_reasoning
 
 _ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -61,10 +66,17 @@ class ScriptedResponsesServer:
     Args:
         port: the port to bind; 0 picks a free one.
         responder: asked for an answer when the queue is empty (see `responder`).
+        reasoning: False makes it a server whose models do not reason: a request with
+            ``reasoning``, the encrypted-reasoning ``include`` or ``prompt_cache_key`` is
+            refused with HTTP 400 and an OpenAI-style error body, as such servers do.
+        responses_api: False makes it a server without ``POST /v1/responses`` (HTTP 404 with
+            ``{"detail": "Not Found"}``, as an OpenAI-compatible server that serves only chat
+            completions answers); ``GET /v1/models`` still works.
 
     Attributes:
         requests: every request body that parsed as a JSON object, in order, including those
             answered with a fault or rejected.
+        headers: the HTTP headers (names lower-cased) of each of `requests`, in order.
         responder: ``(request body) -> Reply | Fault`` (or an awaitable of one), consulted when
             the queue is empty.
         in_flight: requests received and not answered yet.
@@ -74,12 +86,22 @@ class ScriptedResponsesServer:
         api_key: when set, ``GET /v1/models`` answers 401 to any other bearer token.
     """
 
-    def __init__(self, *, port: int = 0, responder: Responder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        responder: Responder | None = None,
+        reasoning: bool = True,
+        responses_api: bool = True,
+    ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, got {port}")
         self._port = port
         self.responder = responder
+        self.reasoning = reasoning
+        self.responses_api = responses_api
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self.models: list[str] | None = None
@@ -101,7 +123,9 @@ class ScriptedResponsesServer:
         if self._runner is not None:
             raise RuntimeError("the scripted Responses server is already running")
         app = web.Application()
-        app.router.add_post("/v1/responses", self._handle)
+        app.router.add_post(
+            "/v1/responses", self._handle if self.responses_api else self._not_found
+        )
         app.router.add_get("/v1/models", self._list_models)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
@@ -184,6 +208,7 @@ class ScriptedResponsesServer:
         if not isinstance(body, dict):
             return _error(400, "The request body must be a JSON object.", None, None)
         self.requests.append(body)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
         async with self._received:
             self._received.notify_all()
         self.in_flight += 1
@@ -193,13 +218,17 @@ class ScriptedResponsesServer:
         finally:
             self.in_flight -= 1
 
+    async def _not_found(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response({"detail": "Not Found"}, status=404)
+
     async def _answer(self, body: dict[str, Any], request: web.Request) -> web.StreamResponse:
         # Transport faults (rate limits, outages) happen before the request is looked at.
         head = self._script[0] if self._script else None
         if isinstance(head, Fault):
             self._script.popleft()
             return await self._answer_fault(head, body, request)
-        rejection = check_request(body)
+        rejection = None if self.reasoning else check_without_reasoning(body)
+        rejection = rejection or check_request(body)
         if rejection is not None:
             return _error(rejection.status, rejection.message, rejection.param, rejection.code)
         answer: object
@@ -265,6 +294,10 @@ class ScriptedResponsesServer:
         if fault.kind == "hang":
             await self._stopping.wait()
             return _error(503, "The scripted server stopped.", None, None, "server_error")
+        if fault.kind == "drop":
+            if request.transport is not None:
+                request.transport.abort()
+            return _error(500, "The connection was dropped.", None, None, "server_error")
         headers: dict[str, str] = {}
         if fault.retry_after is not None:
             headers["retry-after-ms"] = f"{fault.retry_after * 1000:g}"

@@ -33,6 +33,8 @@ from world_adapter.facts import (
     CharacterPlan,
     CharacterSummary,
     DateTimeReading,
+    EntityInfo,
+    EntityKind,
     LandmarkInfo,
     LandmarkSummary,
     PathRule,
@@ -227,6 +229,10 @@ class InstrumentedWorld(Generic[W]):
     async def room(self, room_id: int) -> RoomInfo | None:
         """See `WorldClient.room`."""
         return await self._call("room", self.inner.room, room_id)
+
+    async def entity(self, kind: EntityKind, entity_id: int) -> EntityInfo | None:
+        """See `WorldClient.entity`."""
+        return await self._call("entity", self.inner.entity, kind, entity_id)
 
     async def progs(self) -> list[ProgSignature]:
         """See `WorldClient.progs`."""

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from agent_doubles import call_offered
 
-from storyteller_daemon.agent.tools.base import Envelope, ToolContext, idempotency_key, invoke
+from storyteller_daemon.agent.tools.base import ToolContext, idempotency_key
 from storyteller_daemon.agent.tools.registry import toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat
+from storyteller_daemon.domain.settings import CustomTool
 from world_adapter.sim import SimWorld
 
 MAREN, HOLT, AGNA = 1001, 2001, 2002
@@ -79,13 +80,7 @@ async def tooled(ctx: ToolContext) -> ToolContext:
     return await with_catalogue(ctx.for_turn(storyteller, "turn-1"))
 
 
-async def _call(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Envelope:
-    trigger = Trigger(
-        TriggerKind.HEARTBEAT, datetime(2026, 5, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
-    )
-    tool = toolset(ctx.current, trigger, ctx).find(name)
-    assert tool is not None, name
-    return await invoke(tool, arguments, ctx)
+_call = call_offered
 
 
 async def _result(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Any:
@@ -146,7 +141,7 @@ async def test_execute_function_call_custom_tool_outfit_conversion_parses_and_ex
     )
     nobody = {"OwnerCharacterId": 4242, "OutfitName": "Watch Uniform"}
     assert await _error(tooled, "InspectOutfit", {"Outfit": nobody}) == (
-        "No character with id 4242 exists."
+        "Parameter 'Outfit' (OwnerCharacterId): no character with id 4242 exists."
     )
 
 
@@ -180,7 +175,7 @@ async def test_execute_function_call_custom_tool_outfit_item_conversion_parses_a
     )
     missing = {"OwnerCharacterId": MAREN, "ItemId": 9999}
     assert await _error(tooled, "InspectOutfitItem", {"OutfitItem": missing}) == (
-        "No item with id 9999 exists."
+        "Parameter 'OutfitItem' (ItemId): no item with id 9999 exists."
     )
 
 
@@ -316,7 +311,7 @@ async def test_expanded_parsers_resolve_ids_names_aliases_and_prefixes(
         ("Race", 99, "No Race with id 99 exists."),
         ("Zone", "Docks", "No Zone named 'Docks' exists."),
         ("Clan", {"ClanName": "Pirates"}, "No Clan named 'Pirates' exists."),
-        ("Exit", 99, "No exit with id 99 exists."),
+        ("Exit", 99, "Parameter 'Exit': no exit with id 99 exists."),
         ("ClanRank", {"ClanName": "Fishers", "RankId": 14},
          "ClanRank 14 does not belong to clan Fishers' Guild."),
         ("ClanPaygrade", {"Clan": "Fishers", "PaygradeAbbreviation": "G3"},
@@ -339,7 +334,7 @@ async def test_expanded_parsers_refuse_what_the_world_does_not_have(
 
 
 async def test_collections_reach_the_world_as_lists(tooled: ToolContext, world: SimWorld) -> None:
-    arguments = {"Rooms": [101, "102", {"Id": 101}, None], "Text": "Thunder rolls."}
+    arguments = {"Rooms": [101, "102", {"Id": 101}], "Text": "Thunder rolls."}
     envelope = await _call(tooled, "EchoToRooms", arguments)
     assert envelope == {
         "ok": True,
@@ -348,7 +343,10 @@ async def test_collections_reach_the_world_as_lists(tooled: ToolContext, world: 
     assert world.output_of(MAREN) == ["Thunder rolls."]
     assert world.output_of(AGNA) == ["Thunder rolls."]
     assert await _error(tooled, "EchoToRooms", {"Rooms": [999], "Text": "x"}) == (
-        "No room with id 999 exists."
+        "Element 0 of parameter 'Rooms': no room with id 999 exists."
+    )
+    assert await _error(tooled, "EchoToRooms", {"Rooms": [101, None], "Text": "x"}) == (
+        "Element 1 of parameter 'Rooms': null is not a room id (Location)."
     )
     assert await _error(tooled, "EchoToRooms", {"Rooms": 101, "Text": "x"}) == (
         "Parameter 'Rooms': Expected array value for parameter type Collection<Location>."

@@ -77,7 +77,7 @@ async def make_model(server: ScriptedResponsesServer) -> AsyncIterator[ModelFact
 
 def event_request(**overrides: Any) -> ModelRequest:
     options: dict[str, Any] = {
-        "model": "gpt-test",
+        "model": "gpt-5-test",
         "input": [USER],
         "instructions": "You are the storyteller.",
         "tools": (SITUATION_TOOL, NOOP_TOOL),
@@ -106,7 +106,7 @@ async def test_request_carries_every_setting(
 
     body = server.requests[0]
     assert body["store"] is False
-    assert body["model"] == "gpt-test"
+    assert body["model"] == "gpt-5-test"
     assert body["instructions"] == "You are the storyteller."
     assert body["input"] == [USER]
     assert body["tools"] == [SITUATION_TOOL.to_api(), NOOP_TOOL.to_api()]
@@ -126,7 +126,7 @@ async def test_unset_settings_are_not_sent(
 ) -> None:
     server.enqueue(Reply.text("hello"))
 
-    await make_model().respond(ModelRequest(model="gpt-test", input=[USER]))
+    await make_model().respond(ModelRequest(model="gpt-5-test", input=[USER]))
 
     body = server.requests[0]
     assert body["store"] is False
@@ -273,7 +273,7 @@ async def test_usage_is_parsed(server: ScriptedResponsesServer, make_model: Mode
     assert response.usage == Usage(
         input_tokens=1200, cached_tokens=1024, output_tokens=80, reasoning_tokens=64
     )
-    assert response.model == "gpt-test"
+    assert response.model == "gpt-5-test"
     assert response.id.startswith("resp_")
 
 
@@ -400,7 +400,8 @@ async def test_unknown_model_is_fatal(
     server.enqueue(Fault.status(404, code="model_not_found"))
 
     with pytest.raises(
-        ModelFatalError, match=r"HTTP 404 \(model_not_found\): The model `gpt-test` does not exist"
+        ModelFatalError,
+        match=r"HTTP 404 \(model_not_found\): The model `gpt-5-test` does not exist",
     ):
         await make_model().respond(event_request())
 

@@ -60,9 +60,9 @@ async def model(server: ScriptedResponsesServer) -> AsyncIterator[OpenAIResponse
 def teller(storyteller: Storyteller) -> Storyteller:
     return replace(
         storyteller,
-        model="gpt-event",
-        time_model="gpt-time",
-        attention_model="gpt-attention",
+        model="gpt-5-event",
+        time_model="gpt-5-time",
+        attention_model="gpt-5-attention",
         reasoning_effort=ReasoningEffort.HIGH,
         time_reasoning_effort=ReasoningEffort.MINIMAL,
         attention_reasoning_effort=ReasoningEffort.LOW,
@@ -103,7 +103,7 @@ async def test_an_echo_turn_on_the_wire(
     record = await loop.run(teller, trigger, prompt.text, ctx, turn_key="echo-1")
     assert record.outcome is TurnOutcome.COMPLETED, record.to_dict()
     first, second = server.requests
-    assert first["model"] == "gpt-event"
+    assert first["model"] == "gpt-5-event"
     assert first["reasoning"] == {"effort": "high"}
     assert first["include"] == ["reasoning.encrypted_content"]
     assert first["store"] is False
@@ -156,7 +156,7 @@ async def test_a_heartbeat_turn_uses_the_time_scope(
     )
     assert record.outcome is TurnOutcome.COMPLETED
     first, second = server.requests
-    assert first["model"] == "gpt-time"
+    assert first["model"] == "gpt-5-time"
     assert first["reasoning"] == {"effort": "minimal"}
     assert first["instructions"].startswith("You review the harbour.")
     assert "prefer Noop" not in first["instructions"]
@@ -200,7 +200,7 @@ async def test_the_attention_request_on_the_wire(
     verdict = judgement.verdicts["1"]
     assert verdict.interested and verdict.reason == "a letter changes hands"
     [body] = server.requests
-    assert body["model"] == "gpt-attention"
+    assert body["model"] == "gpt-5-attention"
     assert body["reasoning"] == {"effort": "low"}
     assert body["store"] is False
     assert body["truncation"] == "auto"

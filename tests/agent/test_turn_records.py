@@ -82,6 +82,7 @@ def test_a_turn_record_survives_json() -> None:
         "rule": None,
         "shadowed": False,
         "parked": False,
+        "replayed": False,
     }
     assert data["usage"] == {
         "input_tokens": 1,

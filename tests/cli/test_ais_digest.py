@@ -120,3 +120,31 @@ def test_refresh_json_and_without_a_model(
         "turns": 0,
         "memory_changes": 2,
     }
+
+
+def test_the_digest_model_runs_on_its_own_endpoint_without_reasoning_fields(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    happen(cli)
+    monkeypatch.setenv("DIGEST_TEST_KEY", "test-key")
+    with server_in_thread(lambda body: Reply.text(DIGEST), reasoning=False) as local:
+        path = tmp_path / "local.toml"
+        path.write_text(
+            "[model]\n"
+            'api_key_env = "DIGEST_TEST_KEY"\n'
+            'base_url = "http://127.0.0.1:9/v1"\n'  # never contacted: no turn runs here
+            "[endpoints.local]\n"
+            f'base_url = "{local.base_url}"\n'
+            '[models."llama3.2"]\n'
+            'endpoint = "local"\n'
+            "[reflection]\n"
+            'model = "llama3.2"\n'
+            'reasoning_effort = "high"\n',
+            encoding="utf-8",
+        )
+        out = cli.ok("--config", str(path), "ais", "digest", "refresh", "1")
+        bodies: list[dict[str, Any]] = list(local.requests)
+    assert "Refreshed the digest of Harbour Watch" in out and "($0.0000)" in out  # no price
+    [body] = bodies
+    assert body["model"] == "llama3.2"
+    assert not {"reasoning", "include", "prompt_cache_key"} & set(body)

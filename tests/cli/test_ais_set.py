@@ -119,9 +119,22 @@ def test_reasoning_accepts_names_and_codes_per_scope(cli: Cli) -> None:
     assert cli.show(1)["scopes"]["attention"]["reasoning_setting"] is None
 
 
+def test_a_storyteller_can_choose_no_reasoning(cli: Cli) -> None:
+    assert set_(cli, "reasoning", "none") == (
+        "Storyteller Watcher uses none reasoning for event calls."
+    )
+    set_(cli, "effort", "--scope", "attention", "NONE")
+    scopes = cli.show(1)["scopes"]
+    assert [scopes[s]["reasoning"] for s in ("event", "time", "attention")] == [
+        "none",
+        "none",  # the time scope falls back to the event effort
+        "none",
+    ]
+
+
 @pytest.mark.parametrize("effort", ["extreme", "4", "-1"])
 def test_bad_reasoning_effort_is_refused(cli: Cli, effort: str) -> None:
-    message = f"'{effort}' is not a reasoning effort; use minimal, low, medium, high or 0-3."
+    message = f"'{effort}' is not a reasoning effort; use none, minimal, low, medium, high or 0-3."
     assert fail(cli, "reasoning", "--", effort) == message
 
 

@@ -108,3 +108,14 @@ async def test_a_long_benchmark_shows_progress_on_a_terminal_only(
     monkeypatch.setattr(common, "err_console", Console(file=io.StringIO()))  # a pipe
     await bench._with_progress(run, None, quiet=False)
     assert heard == [(1, 1), (0, 0), (0, 0)]
+
+
+def test_arguments_benchmark_runs_the_case_set_without_a_crash_or_a_bad_id() -> None:
+    result = CliRunner().invoke(app, ["bench", "arguments", "--json"])
+    assert result.exit_code == 0, result.output[:2000]
+    report = json.loads(result.stdout)
+    assert report["cases"] >= 80
+    assert report["crashes"] == 0
+    assert report["invalid ids sent to the game"] == 0
+    assert report["not as the case set expects"] == []
+    assert report["tool errors"] + report["valid results"] == report["cases"]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
 from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
-from storyteller_daemon.domain.work import MAX_TURN_ATTEMPTS
+from storyteller_daemon.domain.work import TURN_RETRIES
 from world_adapter.sim.stream import labelled_stream
 from world_adapter.sim.stream_files import write_stream
 
@@ -78,12 +78,13 @@ async def test_a_daemon_killed_mid_stream_loses_nothing(tmp_path: Path) -> None:
     states = report["work item states"]
     assert isinstance(states, dict) and set(states) <= {"ignored", "done", "failed"}, states
     # A turn fails only when every retry of a request failed (a tenth of them do here), or
-    # when two kills in a row land inside it: a turn interrupted twice is treated as the cause
-    # and not run a third time (MAX_TURN_ATTEMPTS), which kills every 50 events can arrange.
+    # when more kills in a row land inside it than its retries allow (TURN_RETRIES); each
+    # failure is alerted with its turn's key.
     failed = report["why work failed"]
-    poisoned = f"interrupted {MAX_TURN_ATTEMPTS} times; not run again"
+    poisoned = f"interrupted {TURN_RETRIES + 1} times; given up"
     assert isinstance(failed, dict), failed
     assert set(failed) <= {"model_transient_error", poisoned}, failed
+    assert report["relevant events failed / without an alert"][1] == 0  # type: ignore[index]
     ledger, answered = report["model requests in the cost ledger / answered"]  # type: ignore[misc]
     assert ledger >= answered  # a request cut off by the kill stays counted at its cap
 
@@ -108,4 +109,8 @@ async def test_stops_and_crashes_with_acting_turns_repeat_no_prog(tmp_path: Path
     runs, _replayed, repeated = report["prog runs / replayed by key / repeated"]  # type: ignore[misc]
     assert runs > 0
     assert repeated == 0
+    assert report["turns ended twice"] == 0
+    assert report["situations / memories written twice by one turn"] == [0, 0]
+    assert report["situations written"] > 0  # type: ignore[operator]
+    assert report["relevant events failed / without an alert"][1] == 0  # type: ignore[index]
     assert report["stop took at most (s, wall clock)"] > 0  # type: ignore[operator]

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 from test_ais_harness import Cli, cli_fixture
-from test_runs import T0, record_runs
+from test_runs import PRICES, T0, record_runs
+
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.errors import ModelTransientError
+from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.runs import RunRepository
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.model import ScriptedModel
+from world_adapter.sim import SimWorld
 
 cli = cli_fixture("Harbour Watch")
 
@@ -48,6 +63,7 @@ def test_costs_by_every_grouping(cli: Cli) -> None:
     assert report["by"] == "model"
     assert report["total"] == {
         "requests": 4,
+        "failed": 0,
         "input_tokens": 6300,
         "cached_tokens": 1500,
         "output_tokens": 470,
@@ -73,6 +89,7 @@ def test_costs_table(cli: Cli) -> None:
     assert out[1].split() == [
         "Situation",
         "Requests",
+        "Failed",
         "Input",
         "Cached",
         "Output",
@@ -86,3 +103,48 @@ def test_costs_table(cli: Cli) -> None:
     )
     result = cli.run("costs", "--by", "week")
     assert result.exit_code == 64
+
+
+def record_a_timed_out_turn(cli: Cli) -> None:
+    """Run #4: a direct invocation whose only request times out after its body was sent."""
+
+    async def work(store: Store) -> None:
+        st = await store.storytellers.get(1)
+        st = await store.storytellers.save(replace(st, paused=False))
+        clock = FakeClock(T0 + timedelta(hours=2))
+        timeout = ModelTransientError(
+            "no answer within 60 s", request_status="timeout", input_billed=True
+        )
+        runner = AgentTurnRunner(
+            world=SimWorld.harbour_town(),
+            situations=store.situations,
+            memories=store.memories,
+            references=store.references,
+            model=MeteredModel(ScriptedModel(timeout), RuntimeStats(), PRICES, now=clock.now),
+            limits=LimitsConfig(),
+            clock=clock,
+            stats=RuntimeStats(),
+            recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
+        )
+        await runner.run_turn(
+            st, Trigger(TriggerKind.DIRECT, occurred_at=clock.now(), text="bells")
+        )
+
+    cli.with_store(work)
+
+
+def test_a_failed_request_is_a_row_with_its_status(cli: Cli) -> None:
+    record_runs(cli)
+    record_a_timed_out_turn(cli)
+    assert lines(cli, "--by", "status") == {"ok": 4, "timeout": 1}
+    [timed_out] = [
+        line for line in cli.json("costs", "--by", "status")["lines"] if line["key"] == "timeout"
+    ]
+    assert timed_out["failed"] == 1
+    assert timed_out["output_tokens"] == 0
+    assert timed_out["input_tokens"] > 0  # the body reached the provider: it may bill it
+    assert timed_out["cost_usd"] == pytest.approx(timed_out["input_tokens"] * 1.25 / 1e6)
+    assert cli.json("costs")["total"]["failed"] == 1
+    assert "5 request(s) (1 without an answer)" in cli.ok("costs").splitlines()[-1]
+    transcript = cli.ok("runs", "show", "4")
+    assert "Round 1: gpt-5, tool_choice required, timeout, $" in transcript

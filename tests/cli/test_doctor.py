@@ -17,6 +17,7 @@ from storyteller_daemon.cli.doctor import Doctor, Finding
 from storyteller_daemon.config import Config, parse_config
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 
 KEY = "sk-test-doctor"
@@ -40,9 +41,16 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+def doctor_answers(body: dict[str, Any]) -> Reply:
+    """What a capable model answers the doctor's two probes: the ping call, the JSON."""
+    if body.get("tools"):
+        return Reply.calls(("ping", {"ok": True}))
+    return Reply.text('{"ok": true}')
+
+
 @pytest.fixture
 async def endpoint() -> AsyncIterator[ScriptedResponsesServer]:
-    async with ScriptedResponsesServer() as server:
+    async with ScriptedResponsesServer(responder=doctor_answers) as server:
         server.api_key = KEY
         yield server
 
@@ -72,12 +80,97 @@ async def test_a_healthy_setup_passes_every_check(
     assert all(f.ok for f in findings), findings
     checks = by_check(findings)
     assert list(checks) == [
-        "config", "http", "database", "model", "models", "prices", "world", "webhook"
+        "config", "http", "database", "model", "models", "prices", "model gpt-5",
+        "model gpt-5-nano", "world", "fit", "webhook"
     ]  # fmt: skip
     assert checks["database"][0].detail.startswith("sqlite database reachable, schema current")
     assert checks["model"][0].detail == f"{endpoint.base_url} accepts the key and lists 3 models"
     assert checks["models"][0].detail == "all 2 model names in use are offered"
+    assert checks["model gpt-5"][0].detail == (
+        f"openai:{endpoint.base_url} ([model]) answers a tool call and a JSON schema"
+    )
     assert checks["world"][0].detail == "sim world answers (2 zones)"
+    # Two probes per model: a tool call, and a strict JSON schema.
+    assert len(endpoint.requests) == 4
+    tool_probe, json_probe = endpoint.requests[:2]
+    assert tool_probe["tool_choice"] == "required" and tool_probe["tools"][0]["name"] == "ping"
+    assert json_probe["text"]["format"]["type"] == "json_schema"
+    assert tool_probe["reasoning"] == {"effort": "minimal"}  # gpt-5's least
+
+
+async def test_offline_it_sends_no_request_to_a_model_endpoint(
+    sqlite_url: str, storytellers: Store, endpoint: ScriptedResponsesServer
+) -> None:
+    cfg = config(sqlite_url, **model_section(endpoint))
+    findings = await Doctor({"DOCTOR_KEY": KEY}, offline=True).run(lambda: cfg)
+    assert all(f.ok for f in findings), findings
+    checks = by_check(findings)
+    assert checks["model"][0].detail == f"{endpoint.base_url} not contacted (--offline)"
+    assert not any(check.startswith("model ") for check in checks)
+    assert endpoint.requests == []
+
+
+async def test_it_tells_a_server_without_responses_from_one_with_it(
+    sqlite_url: str, storytellers: Store, endpoint: ScriptedResponsesServer
+) -> None:
+    async with (
+        ScriptedResponsesServer(responses_api=False) as chat_only,
+        ScriptedResponsesServer(responder=doctor_answers, reasoning=False) as local,
+    ):
+        cfg = config(
+            sqlite_url,
+            model={"api_key_env": "DOCTOR_KEY", "base_url": endpoint.base_url},
+            endpoints={
+                "chat": {"base_url": chat_only.base_url},
+                "local": {"base_url": local.base_url},
+            },
+            models={"llama3.2": {"endpoint": "local"}, "mistral": {"endpoint": "chat"}},
+        )
+        endpoint.models = ["gpt-5", "gpt-5-nano"]
+        checks = by_check(await Doctor({"DOCTOR_KEY": KEY}).run(lambda: cfg))
+        local_url = local.base_url
+    (without,) = checks["model mistral"]
+    assert not without.ok
+    assert without.detail.endswith(
+        "HTTP 404: the server has no POST /responses (it does not speak the Responses API)"
+    )
+    assert without.fix.startswith("point [endpoints.chat] base_url at a server that serves")
+    (with_it,) = checks["model llama3.2"]
+    assert with_it.ok, with_it
+    assert with_it.detail == (
+        f"openai:{local_url} ([endpoints.local]) answers a tool call and a JSON schema"
+    )
+    assert not {"reasoning", "include"} & set(local.requests[0])  # it would have refused them
+    assert checks["models"][0].ok  # the models sent elsewhere are not looked for in [model]'s
+    assert checks["prices"][0].ok
+
+
+async def test_a_model_that_will_not_call_tools_or_a_refused_field_is_a_problem(
+    sqlite_url: str, storytellers: Store, endpoint: ScriptedResponsesServer
+) -> None:
+    async with ScriptedResponsesServer(
+        responder=lambda _: Reply.text("I am here."), reasoning=False
+    ) as chatty:
+        cfg = config(
+            sqlite_url,
+            **model_section(endpoint),
+            endpoints={"local": {"base_url": chatty.base_url}},
+            models={
+                "llama3.2": {"endpoint": "local"},
+                "qwen3": {"endpoint": "local", "reasoning": True},
+            },
+        )
+        endpoint.models = ["gpt-5", "gpt-5-nano"]
+        checks = by_check(await Doctor({"DOCTOR_KEY": KEY}).run(lambda: cfg))
+    (lazy,) = checks["model llama3.2"]
+    assert not lazy.ok
+    assert lazy.detail.endswith(
+        "answers, but it answered the tool request without calling the tool and its answer to "
+        "the JSON-schema request was not the JSON asked for"
+    )
+    (refused,) = checks["model qwen3"]
+    assert not refused.ok and "HTTP 400 (unsupported_parameter)" in refused.detail
+    assert refused.fix.startswith("if it names reasoning, include or prompt_cache_key")
 
 
 async def test_an_unknown_model_name_is_a_problem_naming_its_storytellers(
@@ -254,6 +347,7 @@ def test_the_command_prints_a_line_per_check_and_exits_1_on_a_problem(tmp_path: 
         ["fix", "put"],
         ["ok", "prices"],
         ["ok", "world"],
+        ["ok", "fit"],
         ["ok", "webhook"],
     ]
     assert "DOCTOR_TEST_UNSET_KEY is not set" in lines[3]
@@ -266,15 +360,29 @@ def test_the_command_prints_a_line_per_check_and_exits_1_on_a_problem(tmp_path: 
     assert result.exit_code == 0, result.stdout
 
 
-async def test_a_model_without_a_price_is_a_problem_for_the_caps(
+async def test_a_model_without_a_price_costs_nothing_and_is_no_problem(
     sqlite_url: str, storytellers: Store, endpoint: ScriptedResponsesServer
 ) -> None:
     endpoint.models = ["gpt-5", "gpt-5-nano", "gpt-5-mini"]
     section = model_section(endpoint)
     del section["model"]["prices"]["gpt-5"]  # gpt-5-nano keeps its own price
     findings = await Doctor({"DOCTOR_KEY": KEY}).run(lambda: config(sqlite_url, **section))
+    assert all(f.ok for f in findings), findings
     (prices,) = by_check(findings)["prices"]
-    assert not prices.ok
-    assert "gpt-5 (used by Harbour Watch, Temple Bell)" in prices.detail
-    assert "gpt-5-nano" not in prices.detail and "USD caps ignore them" in prices.detail
-    assert "[model.prices." in prices.fix
+    assert prices.detail == "2 model(s) in use; without a price, so counted as $0: gpt-5"
+
+
+async def test_a_missing_default_key_is_no_problem_when_every_model_is_served_elsewhere(
+    sqlite_url: str, storytellers: Store
+) -> None:
+    async with ScriptedResponsesServer(responder=doctor_answers) as local:
+        cfg = config(
+            sqlite_url,
+            endpoints={"local": {"base_url": local.base_url}},
+            models={"gpt-5": {"endpoint": "local"}, "gpt-5-nano": {"endpoint": "local"}},
+        )
+        findings = await Doctor({}).run(lambda: cfg)
+    assert all(f.ok for f in findings), findings
+    checks = by_check(findings)
+    assert checks["model"][0].detail == "no model in use is sent to [model]'s endpoint"
+    assert checks["model gpt-5"][0].ok and checks["model gpt-5-nano"][0].ok

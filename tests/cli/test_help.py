@@ -110,6 +110,7 @@ def test_root_help_lists_every_command_group() -> None:
         (("audit",), ["list"]),
         (("aisr",), AISR),
         (("mcp",), ["serve"]),
+        (("world",), ["zones", "rooms", "room", "progs", "character", "online"]),
         (("aisr", "set", "REF"), AISR_SET),
     ],
 )

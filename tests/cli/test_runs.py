@@ -226,13 +226,13 @@ def test_replay_against_the_recording_is_identical_until_the_prompt_changes(cli:
 
 @contextlib.contextmanager
 def server_in_thread(
-    responder: Callable[[dict[str, Any]], Reply],
+    responder: Callable[[dict[str, Any]], Reply], *, reasoning: bool = True
 ) -> Iterator[ScriptedResponsesServer]:
     """The scripted server on its own loop, since a CLI command runs its own ``asyncio.run``."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    server = ScriptedResponsesServer(responder=responder)
+    server = ScriptedResponsesServer(responder=responder, reasoning=reasoning)
     try:
         asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
         yield server
@@ -318,3 +318,42 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
     assert "  e1 Room Echo in room #106: interested: a theft" in shown
     assert "  e2 Room Echo in room #101: ignore" in shown
     assert "Answer 1:" in shown and "Answer 2:" in shown
+
+
+def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cli: Cli) -> None:
+    from storyteller_daemon.domain.work import NewWork, WorkState
+    from storyteller_daemon.runs.records import interrupted_run
+    from storyteller_daemon.storage.backlog import BacklogRepository
+
+    key = "st1:direct:abc"
+
+    async def fail_a_turn(store: Store) -> tuple[int, int]:
+        st = await store.storytellers.get(1)
+        backlog = BacklogRepository(store.db)
+        await backlog.add(
+            [NewWork(1, "direct:abc", "direct", "direct", None, "{}", WorkState.INTERESTED)]
+        )
+        claim = await backlog.claim_turn(1, lambda _items: key, 1)
+        assert claim is not None
+        await backlog.finish_turn(key, WorkState.FAILED, "crashed")
+        trigger = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="x")
+        run_id = await RunRepository(store.db).add(
+            interrupted_run(st, trigger, key, 5, T0, given_up=True), [], []
+        )
+        return run_id, st.revision
+
+    run_id, revision = cli.with_store(fail_a_turn)
+    assert "no failed events" in cli.fails("runs", "retry", "st1:direct:nothing")
+    assert cli.json("runs", "retry", str(run_id), "--json") == {
+        "turn_key": key,
+        "storyteller_id": 1,
+        "events": 1,
+    }
+
+    async def look(store: Store) -> tuple[str, int, str]:
+        [item] = await BacklogRepository(store.db).items(1)
+        [entry] = await store.audit.list(limit=1)
+        return item.state.value, (await store.storytellers.get(1)).revision, entry.action
+
+    assert cli.with_store(look) == ("running", revision + 1, "retry_turn")
+    assert "no failed events" in cli.fails("runs", "retry", key)  # queued already

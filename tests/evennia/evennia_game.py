@@ -209,7 +209,8 @@ class EvenniaGame:
         return game
 
     def install_bridge(self) -> None:
-        """The README's install steps: copy the package, settings, typeclasses, progs."""
+        """The README's install steps: copy the package, settings, typeclasses, progs, and the
+        admin commands in the character cmdset."""
         shutil.copytree(
             BRIDGE_SOURCE, self.root / "storyteller_bridge",
             ignore=shutil.ignore_patterns("__pycache__"),
@@ -248,6 +249,15 @@ class EvenniaGame:
         (self.root / "typeclasses" / "rooms.py").write_text(_ROOMS_PY)
         (self.root / "typeclasses" / "characters.py").write_text(_CHARACTERS_PY)
         (self.root / "world" / "storyteller_progs.py").write_text(_PROGS_PY)
+        cmdsets = self.root / "commands" / "default_cmdsets.py"
+        source = cmdsets.read_text()
+        first = source.index("super().at_cmdset_creation()") + len("super().at_cmdset_creation()")
+        cmdsets.write_text(
+            "from storyteller_bridge.commands import StorytellerAdminCmdSet\n"
+            + source[:first]
+            + "\n        self.add(StorytellerAdminCmdSet)"
+            + source[first:]
+        )
 
     def server_log(self) -> str:
         """The Server process's log so far."""

@@ -473,3 +473,50 @@ def test_closing_stops_the_subscription_and_the_timers(h: Harness) -> None:
     h.say(2, "unheard")
     assert h.sent[before:] == []
     assert h.timers[-1].cancelled
+
+
+# ---------------------------------------------------------------- in-game admin commands
+
+
+def _admin(h: Harness, replies: list[tuple[str | None, str | None]], *args: str) -> bool:
+    return h.session.send_admin(
+        "ais", "pause", list(args), "maren", "Admin", lambda t, e: replies.append((t, e))
+    )
+
+
+def test_admin_commands_go_to_the_daemon_and_its_answers_come_back(h: Harness) -> None:
+    replies: list[tuple[str | None, str | None]] = []
+    assert not _admin(h, replies, "3")  # before the daemon said hello
+    h.hello()
+    assert not h.session.subscribed
+    h.send({"type": "subscribe", "cells": [2], "after": None})
+    assert h.session.subscribed
+    before = len(h.sent)
+    assert _admin(h, replies, "3") and _admin(h, replies, "4")
+    assert h.sent[before:] == [
+        {"type": "admin", "id": f"a-{n}", "command": "ais", "verb": "pause", "args": [ref],
+         "caller": "maren", "level": "Admin"}
+        for n, ref in ((1, "3"), (2, "4"))
+    ]  # fmt: skip
+    assert h.send({"type": "error", "id": "a-2", "code": "command_failed", "message": "No."}) == []
+    text = "Storyteller 3 is now paused."
+    assert h.send({"type": "result", "id": "a-1", "result": {"text": text}}) == []
+    assert replies == [(None, "No."), (text, None)]
+    [late] = h.send({"type": "result", "id": "a-1", "result": {"text": text}})
+    assert (late["code"], replies[-1]) == ("bad_frame", (text, None))  # answered once only
+
+
+def test_an_unanswered_admin_command_times_out_or_ends_with_the_connection(h: Harness) -> None:
+    replies: list[tuple[str | None, str | None]] = []
+    h.hello()
+    _admin(h, replies, "3")
+    timer = h.timers[-1]
+    assert timer.seconds == 45
+    timer.fn()
+    _admin(h, replies, "4")
+    h.session.closed()
+    assert replies == [
+        (None, "The storyteller daemon did not answer in time."),
+        (None, "The connection to the storyteller daemon closed; try again."),
+    ]
+    assert h.timers[-1].cancelled

@@ -5,7 +5,9 @@ own. A player logs in over telnet and speaks; the daemon (SQLite, the harbour-wa
 set to watch the player's room, the scripted Responses server through the real openai SDK) hears
 it over the bridge, creates a situation and runs the game's EchoToRoom prog, whose words the
 player sees. The conformance suite passes against the same game, and the room tap reports moves
-and poses. Everything started here is stopped here.
+and poses. A new admin goes from an empty directory to a turn with the CLI alone (`init`, `db
+upgrade`, `seed load --check-world`, `doctor`, `ais unpause`, `run`). Everything started here is
+stopped here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -23,14 +26,19 @@ import aiohttp
 import pytest
 from evennia_game import ADMIN, TOKEN_ENV, EvenniaGame, evennia_venv
 from evennia_telnet import TelnetClient
+from sqlalchemy import select
 
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
-from storyteller_daemon.app import ModelChoice, build_runtime
+from storyteller_daemon.alerts.service import Alerts
+from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.settings import CustomTool, EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
+from storyteller_daemon.storage.models import InboxRow
 from storyteller_daemon.storage.seeding import load_pack, read_pack
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import settle
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder
@@ -315,13 +323,33 @@ async def test_progs_may_return_deferreds_and_fail_plainly(
     assert "an internal detail the model must not see" in game.server_log()
 
 
-async def test_a_reload_says_goodbye_and_resuming_crosses_into_the_new_epoch(
+async def _hello(ws: aiohttp.ClientWebSocketResponse, token: str) -> dict[str, Any]:
+    await ws.send_json({"type": "hello", "protocol": 1, "token": token})
+    welcome: dict[str, Any] = await ws.receive_json(timeout=STEP_SECONDS)
+    assert welcome["type"] == "welcome", welcome
+    return welcome
+
+
+async def _run_prog(ws: aiohttp.ClientWebSocketResponse, key: str, text: str) -> dict[str, Any]:
+    params = {"prog": "EchoToRoom", "arguments": {"Room": LIMBO, "Text": text},
+              "idempotency_key": key}  # fmt: skip
+    await ws.send_json({"type": "request", "id": key, "method": "execute_prog", "params": params})
+    while True:  # events of an open subscription may come first
+        frame: dict[str, Any] = await ws.receive_json(timeout=STEP_SECONDS)
+        if frame.get("id") == key:
+            assert frame["type"] == "result", frame
+            result: dict[str, Any] = frame["result"]
+            return result
+
+
+async def test_a_reload_keeps_the_epoch_the_held_events_and_the_prog_outcomes(
     game: EvenniaGame, player: TelnetClient
 ) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.ws_connect(game.bridge_url) as ws:
-            await ws.send_json({"type": "hello", "protocol": 1, "token": game.token})
-            old_head = (await ws.receive_json(timeout=STEP_SECONDS))["head"]
+            old_head = (await _hello(ws, game.token))["head"]
+            first = await _run_prog(ws, "reload-key-1", "A lamp gutters.")
+            await player.read_until("A lamp gutters.")
             reloading = asyncio.create_task(asyncio.to_thread(game.reload))
             closed = await ws.receive(timeout=STEP_SECONDS)
             assert (closed.type, ws.close_code) == (aiohttp.WSMsgType.CLOSE, 1001)
@@ -330,12 +358,297 @@ async def test_a_reload_says_goodbye_and_resuming_crosses_into_the_new_epoch(
         await player.send_line("say Still here.")
         await player.read_until("Still here.")
         async with http.ws_connect(game.bridge_url) as ws:
-            await ws.send_json({"type": "hello", "protocol": 1, "token": game.token})
-            new_head = (await ws.receive_json(timeout=STEP_SECONDS))["head"]
+            new_head = (await _hello(ws, game.token))["head"]
             await ws.send_json({"type": "subscribe", "cells": [LIMBO], "after": old_head})
             frames = [await ws.receive_json(timeout=STEP_SECONDS) for _ in range(3)]
+            again = await _run_prog(ws, "reload-key-1", "A lamp gutters.")
+            await player.send_line("say Done.")
+            after_replay = await ws.receive_json(timeout=STEP_SECONDS)
+    assert new_head["epoch"] == old_head["epoch"] and new_head["seq"] == old_head["seq"] + 2
+    assert [f["type"] for f in frames] == ["subscribed", "event", "event"], frames
+    assert [(f["origin"], f["text"]) for f in frames[1:]] == [
+        ("prog", "A lamp gutters."),
+        ("world", "Still here."),
+    ]
+    assert [f["cursor"]["seq"] for f in frames[1:]] == [old_head["seq"] + 1, old_head["seq"] + 2]
+    assert first == {"prog": "EchoToRoom", "return_type": "Boolean", "value": True,
+                     "replayed": False}  # fmt: skip
+    assert again == {**first, "replayed": True}
+    # The replayed call ran nothing: the next event is the player's, not a second echo.
+    assert (after_replay["type"], after_replay["text"]) == ("event", "Done.")
+
+
+async def test_a_lost_journal_is_a_new_epoch_and_a_gap(
+    game: EvenniaGame, player: TelnetClient
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(game.bridge_url) as ws:
+            old_head = (await _hello(ws, game.token))["head"]
+        (game.root / "server" / "storyteller" / "events.jsonl").unlink()
+        await asyncio.to_thread(game.reload)
+        async with http.ws_connect(game.bridge_url) as ws:
+            new_head = (await _hello(ws, game.token))["head"]
+            await ws.send_json({"type": "subscribe", "cells": [LIMBO], "after": old_head})
+            frames = [await ws.receive_json(timeout=STEP_SECONDS) for _ in range(2)]
     assert new_head["epoch"] != old_head["epoch"]
-    assert [f["type"] for f in frames] == ["subscribed", "gap", "event"]
+    assert [f["type"] for f in frames] == ["subscribed", "gap"]
     assert frames[1]["reason"] == "epoch"
     assert frames[1]["resume_after"] == {"epoch": new_head["epoch"], "seq": 0}
-    assert (frames[2]["kind"], frames[2]["text"]) == ("speech", "Still here.")
+
+
+async def test_the_daemon_follows_a_game_through_reloads_without_a_gap_or_a_lost_event(
+    game: EvenniaGame, player: TelnetClient, sqlite_url: str
+) -> None:
+    """Events flow while the game reloads twice: once with the daemon connected, once while it
+    is away and the game holds what happens; the daemon stores every event, raises no alert."""
+    store = Store.open(sqlite_url)
+    await watch_limbo(store)
+    await store.close()
+    cfg = parse_config(
+        {
+            "database": {"url": sqlite_url},
+            "world": {"kind": "bridge", "url": game.bridge_url, "token_env": TOKEN_ENV},
+        },
+        "test",
+    )
+    recorded = RecordedAlerts()
+    alerts = Alerts(clock=SystemClock(), log_sink=recorded)
+    said: list[str] = []
+
+    async def say(text: str) -> None:
+        said.append(text)
+        await player.send_line(f"say {text}")
+        await player.read_until(text)
+
+    async def daemon_stores(text: str, runtime: Runtime) -> None:
+        """Wait (bounded) until the daemon has stored the speech event with `text`."""
+        async with asyncio.timeout(STEP_SECONDS):
+            while text not in [t for _, _, t in await _stored_speech(runtime.store)]:
+                await runtime.daemon.wait_polls(runtime.daemon.polls + 1)
+
+    async def running(body: Any) -> int:
+        runtime = await build_runtime(
+            cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(None, "none"),
+            alerts=alerts, reload_seconds=0.2,
+        )  # fmt: skip
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        try:
+            await asyncio.wait_for(runtime.daemon.ready.wait(), STEP_SECONDS)
+            await body(runtime)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, STEP_SECONDS)
+            gaps = runtime.daemon.stream_gaps
+            await runtime.close()
+        return gaps
+
+    async def connected(runtime: Runtime) -> None:
+        subscribed = game.server_log().count("subscribed to 1 rooms")
+        await until(lambda: game.server_log().count("subscribed to 1 rooms") > subscribed,
+                    "the daemon to subscribe to Limbo")  # fmt: skip
+        await say("Before the reload.")
+        await daemon_stores("Before the reload.", runtime)
+        await asyncio.to_thread(game.reload)
+        await say("After the reload.")
+        await daemon_stores("After the reload.", runtime)
+
+    async def comes_back(runtime: Runtime) -> None:
+        await daemon_stores("Said after the second reload.", runtime)
+
+    gaps = await running(connected)
+    await say("Said while the daemon is away.")
+    await say("Held in the buffer at the reload.")
+    await asyncio.to_thread(game.reload)
+    await say("Said after the second reload.")
+    gaps += await running(comes_back)
+
+    store = Store.open(sqlite_url)
+    try:
+        stored = await _stored_speech(store)
+    finally:
+        await store.close()
+    assert [text for _, _, text in stored] == said
+    assert len({epoch for epoch, _, _ in stored}) == 1
+    assert gaps == 0 and recorded.kinds == [], recorded.kinds
+
+
+async def _stored_speech(store: Store) -> list[tuple[str, int, str]]:
+    """(epoch, seq, text) of every speech event in the daemon's inbox, in stream order, and a
+    check that the stored seqs of the epoch have no hole."""
+    async with store.db.session() as session:
+        rows = list(await session.scalars(select(InboxRow).order_by(InboxRow.epoch, InboxRow.seq)))
+    seqs = [row.seq for row in rows]
+    if seqs:
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+    return [
+        (row.epoch, row.seq, json.loads(row.payload)["text"])
+        for row in rows
+        if row.kind == "speech"
+    ]
+
+
+# ---------------------------------------------------------------- in-game admin commands
+
+
+async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
+    game: EvenniaGame, player: TelnetClient, sqlite_url: str
+) -> None:
+    store = Store.open(sqlite_url)
+    watch_id = await watch_limbo(store)
+    await store.close()
+    cfg = parse_config(
+        {
+            "database": {"url": sqlite_url},
+            "world": {"kind": "bridge", "url": game.bridge_url, "token_env": TOKEN_ENV},
+        },
+        "test",
+    )
+    runtime = await build_runtime(
+        cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(None, "none"),
+        admin_cli=[sys.executable, "-m", "storyteller_daemon", "--db", sqlite_url],
+    )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    daemon = runtime.daemon
+    try:
+        await asyncio.wait_for(daemon.ready.wait(), STEP_SECONDS)
+        await until(lambda: "connection from storyteller" in game.server_log(),
+                    "the daemon to connect")  # fmt: skip
+        watching = daemon.find_storyteller(watch_id)
+        assert watching is not None and not watching.paused
+
+        started = time.monotonic()
+        await player.send_line(f'ais pause "{WATCH}"')
+        await player.read_until(f"Storyteller {WATCH} is now paused.", within=5)
+        paused_after = time.monotonic() - started
+        paused = daemon.find_storyteller(watch_id)  # the daemon reloaded before it answered
+        assert paused is not None and paused.paused
+
+        await player.send_line(f"ais set {watch_id} model gpt-5-mini")
+        await player.read_until("uses gpt-5-mini for event calls", within=STEP_SECONDS)
+        changed = daemon.find_storyteller(watch_id)
+        assert changed is not None and changed.model == "gpt-5-mini"
+
+        await player.send_line("aisr create Tide Tables")
+        await player.read_until("Tide Tables", within=STEP_SECONDS)
+        await player.send_line("aisr search tide")
+        found = await player.read_until("Tide Tables", within=STEP_SECONDS)
+        await player.send_line("ais show nobody")
+        unknown = await player.read_until("nobody", within=STEP_SECONDS)
+
+        # A Builder reads, and every change is refused: by the game's lock, and by the daemon
+        # when a game sends the change anyway.
+        async with TelnetClient(game.telnet_port) as builder:
+            await builder.read_until("look will re-show")
+            await builder.send_line("create bob bobpass123")
+            await builder.read_until(r"\[Y\]/N")
+            await builder.send_line("y")
+            await builder.read_until("connect")
+            await player.send_line("perm *bob = Builder")
+            await player.read_until("Builder")
+            await builder.send_line("connect bob bobpass123")
+            await builder.read_until("You become bob")
+            await builder.send_line("ais list")
+            listed = await builder.read_until(WATCH, within=STEP_SECONDS)
+            await builder.send_line(f"ais unpause {watch_id}")
+            await builder.read_until("needs the Admin permission", within=STEP_SECONDS)
+            await builder.send_line("aisr delete 1 --yes")
+            await builder.read_until("needs the Developer permission", within=STEP_SECONDS)
+        await player.send_line(
+            "py from storyteller_bridge.service import send_admin; "
+            f'send_admin("ais", "unpause", ["{watch_id}"], "bob", "Builder", '
+            'lambda text, error, me=me: me.msg(f"daemon says: {error or text}"))'
+        )
+        refused = await player.read_until(r"daemon says: [^{\r\n]+", within=STEP_SECONDS)
+        still = daemon.find_storyteller(watch_id)
+        assert still is not None and still.paused
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, STEP_SECONDS)
+        await runtime.close()
+    store = Store.open(sqlite_url)
+    try:
+        entries = await store.audit.list(limit=20)
+    finally:
+        await store.close()
+    print(f"\nais pause answered and held after {paused_after:.2f} s")
+    assert paused_after < 5
+    assert "Tide Tables" in found and "no storyteller" in unknown.lower()
+    assert WATCH in listed
+    assert "needs the Admin permission; bob has Builder" in refused
+    actions = [(e.actor, e.action) for e in entries]
+    assert ("admin (game, Developer)", "pause") in actions  # the CLI's own entry, as the caller
+    assert ("admin (game, Developer)", "game_admin") in actions
+    assert ("bob (game, Builder)", "game_admin_refused") in actions
+
+
+# ---------------------------------------------------------------- a new admin, from nothing
+
+
+async def _storyteller(*args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`storyteller ARGS` in its own process, as an admin types it; exit code and output."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "storyteller_daemon", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+async def test_a_new_admin_goes_from_an_empty_directory_to_a_turn(
+    game: EvenniaGame, player: TelnetClient, tmp_path: Any
+) -> None:
+    """init → db upgrade → seed load --check-world → doctor → ais unpause → run, on Evennia."""
+    from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+
+    await player.send_line("@tag here = limbo:zone")
+    await player.read_until("limbo")
+    home = tmp_path / "my-game"
+    key = "sk-evennia-admin"
+    async with ScriptedResponsesServer(responder=ModelResponder(OfflineStandInModel())) as api:
+        api.models, api.api_key = ["gpt-5-mini", "gpt-5-nano"], key
+        env = {**os.environ, TOKEN_ENV: game.token, "OPENAI_API_KEY": key}
+        env.pop("STORYTELLER_CONFIG", None)
+        code, out = await _storyteller(
+            "init", str(home), "--game-url", game.bridge_url, "--pack", "my-game",
+            "--name", "Limbo Storyteller", "--model-url", api.base_url, env=env,
+        )  # fmt: skip
+        assert code == 0, out
+        pack = read_pack(home / "my-game")
+        [st] = pack.storytellers
+        assert pack.world == "game" and st.paused  # Evennia's SERVERNAME of `evennia --init game`
+        echo = st.tool("EchoToRoom")
+        assert echo is not None and echo.parameter_types == (("Room", "Location"), ("Text", "Text"))
+        base = ["--config", str(home / "storyteller.toml")]
+        for step in (["db", "upgrade"], ["seed", "load", str(home / "my-game"), "--check-world"]):
+            code, out = await _storyteller(*base, *step, env=env)
+            assert code == 0, out
+        code, out = await _storyteller(*base, "doctor", env=env)
+        assert code == 0, out
+        assert all(line.startswith("ok") for line in out.splitlines() if line.strip()), out
+        code, out = await _storyteller(*base, "ais", "unpause", "Limbo Storyteller", env=env)
+        assert code == 0, out
+
+        subscribed = game.server_log().count("subscribed to")
+        daemon = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "storyteller_daemon", *base, "run", "--seconds", "120",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            await until(
+                lambda: game.server_log().count("subscribed to") > subscribed,
+                "the daemon to subscribe",
+                seconds=60,
+            )
+            await player.send_line("say Stop, thief!")
+            # the stand-in's turn runs a prog taking a room and a text: the player sees it
+            await player.read_until(DEFAULT_AMBIENT_LINE, within=60)
+            daemon.send_signal(signal.SIGTERM)
+            out_bytes, _ = await asyncio.wait_for(daemon.communicate(), 60)
+        finally:
+            if daemon.returncode is None:
+                daemon.kill()
+                await daemon.wait()
+        assert daemon.returncode == 0, out_bytes.decode()

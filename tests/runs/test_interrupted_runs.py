@@ -65,11 +65,11 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
     assert (await ledger.spend_on(T0.date())).total == spend.total  # counted, at worst, not lost
 
 
-async def test_a_request_that_fails_without_an_answer_leaves_no_cost(sqlite_store: Store) -> None:
+async def test_a_request_refused_with_a_status_is_a_row_without_cost(sqlite_store: Store) -> None:
     clock = FakeClock(T0)
     ledger = LedgerRepository(sqlite_store.db)
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
-    failing = ScriptedModel(ModelTransientError("HTTP 503"))
+    failing = ScriptedModel(ModelTransientError("HTTP 503", status=503))
     model = MeteredModel(failing, RuntimeStats(), PRICES, now=clock.now)
     services = Services(
         SimWorld.harbour_town(),
@@ -81,6 +81,8 @@ async def test_a_request_that_fails_without_an_answer_leaves_no_cost(sqlite_stor
         async with recorder.turn(WATCH, DIRECT, "st4:direct:9", services):
             await model.respond(ModelRequest(model="gpt-x", input=[]))
     assert (await ledger.spend_on(T0.date())).total == 0
+    [line] = await ledger.totals("status")
+    assert (line.key, line.requests, line.failed, line.input_tokens) == ("http_503", 1, 1, 0)
 
 
 async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_store: Store) -> None:
@@ -111,5 +113,10 @@ async def test_an_interrupted_turn_is_recorded_as_such(sqlite_store: Store) -> N
     [summary] = await runs.list(outcome="interrupted")
     assert summary.turn_key == "st4:direct:3"
     assert (
-        summary.error == "interrupted by a stop or crash (attempt 1); run again under the same key"
+        summary.error
+        == "interrupted by a stop or crash; run again under the same key (attempt 2), "
+        "resuming from its journal"
     )
+    await recorder.interrupted(WATCH, DIRECT, "st4:direct:3", 5, given_up=True)
+    given_up = (await runs.list(outcome="interrupted"))[0]
+    assert "given up after 4 interruptions" in (given_up.error or "")

@@ -270,14 +270,22 @@ class HeldRunner:
             raise self.judge_error
         return [Verdict() for _ in triggers]
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         self.turns.append(trigger)
         self.started.set()
         await self.release.wait()
         return Outcome()
 
     async def interrupted(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        attempt: int,
+        *,
+        given_up: bool = False,
     ) -> None:
         pass
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,9 @@ class BlockingRunner:
         self.judged.extend(triggers)
         return [Verdict() for _ in triggers]
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         self.started.set()
         await self.release.wait()
         self.turns.append(trigger)
@@ -59,7 +62,9 @@ class BlockingRunner:
             self.progress.notify_all()
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         self.interruptions.append((key, attempt))
 
 

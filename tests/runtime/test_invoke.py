@@ -48,12 +48,16 @@ class HeldRunner:
     async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[object]:
         raise AssertionError("a direct invocation never passes the attention gate")
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         await self.release.wait()
         self.turns.append(trigger)
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         self.interruptions.append((key, attempt))
 
 

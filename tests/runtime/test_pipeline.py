@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -65,13 +66,17 @@ class FakeRunner:
         self.judged.append(list(triggers))
         return [self.verdict for _ in triggers]
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, storyteller: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         if self.release is not None:
             await self.release.wait()
         self.turns.append((trigger, key))
         return Outcome(self.outcome)
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         self.interruptions.append((key, attempt))
 
     @property
@@ -647,7 +652,9 @@ async def test_a_crashing_turn_is_recorded_failed_and_the_lane_goes_on(rig: Rig)
     calls = 0
     original = rig.runner.run_turn
 
-    async def crash_once(st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def crash_once(
+        st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         nonlocal calls
         calls += 1
         if calls == 1:
@@ -718,14 +725,15 @@ async def test_a_restart_resumes_pending_and_interested_work(harness: Harness) -
 
 
 async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness: Harness) -> None:
+    once = AttentionConfig(quiet_seconds=0, max_wait_seconds=0, turn_retries=1)
     runner = FakeRunner(release=asyncio.Event())
-    rig = await harness.start(AT_ONCE, runner)
+    rig = await harness.start(once, runner)
     await rig.pipeline.ingest(echo(seq=1))
     await until(lambda: rig.pipeline.turn_running(1))  # turn running
     await harness.crash()
     assert await rig.states() == ["running"]
 
-    second = await harness.start(AT_ONCE, FakeRunner(release=asyncio.Event()))
+    second = await harness.start(once, FakeRunner(release=asyncio.Event()))
     await until(lambda: second.pipeline.turn_running(1))  # re-run, killed again
     assert second.runner.interruptions == [("st1:event:e:1", 2)]
     await harness.crash()
@@ -736,7 +744,7 @@ async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness:
         "st1:event:e:1",
     )
 
-    third = await harness.start(AT_ONCE)
+    third = await harness.start(once)
     await third.pipeline.wait_idle()
     assert third.runner.turns == []  # twice interrupted: failed, not run a third time
     [item] = await rig.backlog.items(1)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 from reflection_rig import USAGE, Rig, reflection_rig, storyteller
@@ -45,12 +46,16 @@ class HeldRunner:
     async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
         raise AssertionError("not asked")
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         self.started.set()
         await self.release.wait()
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         """Nothing is interrupted here."""
 
 

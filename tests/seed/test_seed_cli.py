@@ -65,6 +65,7 @@ def test_list_shows_packs_storytellers_and_document_counts() -> None:
     watch = next(line for line in lines if "harbour-ward" in line)
     assert "Example Narrative Steward" in steward and " 12 " in steward
     assert "Harbour Ward Watch" in watch and " 4 " in watch
+    assert " sim " in watch and " unsaid " in steward  # the world each was written for
 
 
 def test_list_reports_a_broken_pack_without_failing(tmp_path: Path) -> None:

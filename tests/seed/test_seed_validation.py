@@ -98,7 +98,21 @@ CASES = [
         PACK, f"{ST}.surveillance.include", "positive integer ids", id="bad-room-id",
     ),
     pytest.param(
-        PACK, 'Reason = "', 'reason = "x"\nReason = "',
+        PACK, 'Reason = "Text"', 'Reason = "Scroll"',
+        PACK, f'{ST}.tools["SendTheWatch"].types.Reason', "unknown prog type 'Scroll'",
+        id="unknown-prog-type",
+    ),
+    pytest.param(
+        PACK, 'Reason = "Text"', 'Reason = "Text"\nUrgency = "Number"',
+        PACK, f'{ST}.tools["SendTheWatch"].types.Urgency', "is not a parameter in parameters",
+        id="type-of-an-undescribed-parameter",
+    ),
+    pytest.param(
+        PACK, 'returns = "Text"', 'returns = "Collection<Nothing>"',
+        PACK, f'{ST}.tools["SendTheWatch"].returns', "unknown prog type", id="bad-return-type",
+    ),
+    pytest.param(
+        PACK, 'Reason = "Why', 'reason = "x"\nReason = "Why',
         PACK, f'{ST}.tools["SendTheWatch"].parameters', "the same parameter twice",
         id="duplicate-parameter",
     ),

@@ -33,7 +33,7 @@ def run(n: int, *, kind: str = "turn", storyteller: int = 1, **over: object) -> 
 
 
 def charge(
-    at: datetime, cost: float, *, storyteller: int = 1, purpose: str = "turn"
+    at: datetime, cost: float, *, storyteller: int = 1, purpose: str = "turn", status: str = "ok"
 ) -> LedgerEntry:
     return LedgerEntry(
         occurred_at=at,
@@ -44,6 +44,7 @@ def charge(
         input_tokens=1000,
         cached_tokens=250,
         cost_usd=cost,
+        status=status,
     )
 
 
@@ -106,7 +107,7 @@ async def test_hourly_spend_is_bucketed_by_the_database_in_utc(store: Store) -> 
     await ledger.add(
         [
             charge(T0 + timedelta(minutes=5), 0.01),
-            charge(T0 + timedelta(minutes=55), 0.02),
+            charge(T0 + timedelta(minutes=55), 0.02, status="timeout"),
             charge(T0 + timedelta(minutes=10), 0.5, purpose="attention"),
             charge(T0 + timedelta(hours=1, minutes=1), 0.04, storyteller=2),
             charge(T0 + timedelta(hours=5), 9.0),  # outside the window
@@ -115,7 +116,7 @@ async def test_hourly_spend_is_bucketed_by_the_database_in_utc(store: Store) -> 
     spend = await DashboardQueries(store.db).hourly_spend(T0, T0 + timedelta(hours=2))
     assert sorted(spend, key=lambda s: (s.hour, s.storyteller_id or 0, s.purpose)) == [
         HourSpend("2026-03-01 12", 1, "Teller 1", "attention", 1, 1000, 250, 0.5),
-        HourSpend("2026-03-01 12", 1, "Teller 1", "turn", 2, 2000, 500, 0.03),
+        HourSpend("2026-03-01 12", 1, "Teller 1", "turn", 2, 2000, 500, 0.03, failed=1),
         HourSpend("2026-03-01 13", 2, "Teller 2", "turn", 1, 1000, 250, 0.04),
     ]
 

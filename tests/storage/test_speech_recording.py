@@ -8,6 +8,7 @@ import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -55,10 +56,14 @@ class HistoryReadingRunner:
         self.seen.append(await self._read())
         return [Verdict() for _ in triggers]
 
-    async def run_turn(self, st: Storyteller, trigger: Trigger, key: str) -> Outcome:
+    async def run_turn(
+        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
+    ) -> Outcome:
         return Outcome()
 
-    async def interrupted(self, st: Storyteller, trigger: Trigger, key: str, attempt: int) -> None:
+    async def interrupted(
+        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
+    ) -> None:
         pass
 
 

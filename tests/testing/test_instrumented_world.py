@@ -13,7 +13,7 @@ from storyteller_daemon.testing.clock import settle
 from storyteller_daemon.testing.world import WORLD_METHODS, InstrumentedWorld, WorldCall
 from world_adapter.errors import CursorExpired, WorldCommandError
 from world_adapter.events import WorldEvent
-from world_adapter.facts import DoorRule, PathRule
+from world_adapter.facts import DoorRule, EntityKind, PathRule
 from world_adapter.protocol import WorldClient
 from world_adapter.sim import SimWorld
 
@@ -35,6 +35,7 @@ async def test_every_method_is_passed_on_and_recorded(world: InstrumentedWorld[S
     assert await client.online_players() == await sim.online_players()
     assert await client.character(MAREN) == await sim.character(MAREN)
     assert await client.room(QUAY) == await sim.room(QUAY)
+    assert await client.entity(EntityKind.EXIT, 22) == await sim.entity(EntityKind.EXIT, 22)
     assert await client.progs() == await sim.progs()
     assert await client.landmarks() == await sim.landmarks()
     assert await client.landmark(landmark.name) == await sim.landmark(landmark.name)

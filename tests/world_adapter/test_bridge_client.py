@@ -13,14 +13,15 @@ import pytest
 from test_bridge_doubles import STEP, TOKEN, RecordingSleep, all_cells, served, sim_world
 
 from storyteller_daemon.testing.clock import FakeClock
+from world_adapter.bridge import sim_session
 from world_adapter.bridge.backoff import Backoff
 from world_adapter.bridge.client import BridgeWorldClient, check_bridge_url
 from world_adapter.bridge.errors import StreamGap
-from world_adapter.bridge.methods import world_methods
+from world_adapter.bridge.methods import method, world_methods
 from world_adapter.bridge.sim_server import BridgeServer
-from world_adapter.errors import FatalStreamError, WorldCommandError
+from world_adapter.errors import FatalStreamError, UnsupportedRequest, WorldCommandError
 from world_adapter.events import Cursor, WorldEvent
-from world_adapter.facts import DoorRule, PathRule
+from world_adapter.facts import DoorRule, EntityKind, PathRule
 from world_adapter.protocol import WorldClient
 from world_adapter.sim import SimWorld
 
@@ -31,6 +32,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "online_players": {},
     "character": {"character_id": MAREN},
     "room": {"room_id": 101},
+    "entity": {"kind": EntityKind.ITEM, "entity_id": 351},
     "progs": {},
     "execute_prog": {
         "prog": "HarbourWatchStatus",
@@ -89,6 +91,20 @@ async def test_every_query_answers_as_the_world_does_in_process(
     in_process = await getattr(world, name)(**arguments)
     assert over_the_bridge == in_process
     assert over_the_bridge  # a real answer, not an empty one
+
+
+async def test_a_game_that_does_not_know_a_request_is_told_apart_from_a_refusal(
+    client: BridgeWorldClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A game whose bridge predates the `entity` request answers unknown_method.
+    monkeypatch.setattr(
+        sim_session, "method", lambda name: None if name == "entity" else method(name)
+    )
+    with pytest.raises(UnsupportedRequest, match="Unknown method 'entity'"):
+        await client.entity(EntityKind.ITEM, 351)
+    with pytest.raises(WorldCommandError) as refused:
+        await client.execute_prog("NoSuchProg", {}, "key-1")
+    assert not isinstance(refused.value, UnsupportedRequest)
 
 
 def test_the_client_implements_every_protocol_method_itself() -> None:

@@ -12,9 +12,16 @@ import pytest
 from test_bridge_doubles import AT, STEP, TOKEN, Peer, ScriptedGame
 
 from storyteller_daemon.testing.clock import FakeClock, settle
-from world_adapter.bridge.connection import BridgeConnection, BridgeStats
+from world_adapter.bridge.connection import (
+    AdminHandler,
+    AdminRefused,
+    BridgeConnection,
+    BridgeStats,
+)
 from world_adapter.bridge.errors import RemoteError
 from world_adapter.bridge.messages import (
+    Admin,
+    AdminLevel,
     Error,
     ErrorCode,
     EventFrame,
@@ -297,3 +304,105 @@ async def test_an_oversize_event_is_kept_with_its_text_cut_and_the_stream_goes_o
         assert stats.oversize_frames == 2 and stats.bad_frames == 1
     finally:
         await connection.close()
+
+
+# ---------------------------------------------------------------- admin commands from the game
+
+
+def pause_command(level: AdminLevel = AdminLevel.ADMIN, n: int = 1) -> Admin:
+    return Admin(f"a-{n}", "ais", "pause", "maren", level, ("Harbour Watch",))
+
+
+async def test_admin_commands_are_answered_while_events_keep_flowing(
+    game: ScriptedGame, session: aiohttp.ClientSession
+) -> None:
+    release = asyncio.Event()
+    seen: list[Admin] = []
+
+    async def handler(command: Admin) -> object:
+        seen.append(command)
+        if command.level is AdminLevel.BUILDER:
+            raise AdminRefused("ais pause needs the Admin permission; maren has Builder.")
+        await release.wait()  # a slow command never holds up the stream
+        return {"text": "Storyteller Harbour Watch is now paused."}
+
+    opening = asyncio.create_task(
+        BridgeConnection.open(session, game.url, TOKEN, clock=FakeClock(), timings=TIMINGS,
+                              stats=BridgeStats(), admin=handler)
+    )  # fmt: skip
+    peer = await game.accept()
+    await peer.welcome()
+    connection = await asyncio.wait_for(opening, STEP)
+    try:
+        await subscribe_quay(connection, peer)
+        assert isinstance(await asyncio.wait_for(connection.next_item(), STEP), Subscribed)
+        await peer.send(pause_command())
+        await peer.send(EventFrame(echo(1)))
+        assert (await asyncio.wait_for(connection.next_item(), STEP)) == echo(1)
+        await peer.send(pause_command(AdminLevel.BUILDER, 2))
+        refused = await peer.receive()
+        release.set()
+        answered = await peer.receive()
+    finally:
+        await connection.close()
+    assert refused == Error(
+        ErrorCode.COMMAND_FAILED, "ais pause needs the Admin permission; maren has Builder.", "a-2"
+    )
+    assert answered == Result("a-1", {"text": "Storyteller Harbour Watch is now paused."})
+    assert [c.id for c in seen] == ["a-1", "a-2"]
+
+
+@pytest.mark.parametrize("handler", [None, "broken"])
+async def test_admin_commands_without_a_handler_or_with_a_failing_one_get_an_error(
+    game: ScriptedGame, session: aiohttp.ClientSession, handler: str | None
+) -> None:
+    async def broken(command: Admin) -> object:
+        raise RuntimeError("a bug")
+
+    chosen: AdminHandler | None = broken if handler else None
+    opening = asyncio.create_task(
+        BridgeConnection.open(session, game.url, TOKEN, clock=FakeClock(), timings=TIMINGS,
+                              stats=BridgeStats(), admin=chosen)
+    )  # fmt: skip
+    peer = await game.accept()
+    await peer.welcome()
+    connection = await asyncio.wait_for(opening, STEP)
+    try:
+        await peer.send(pause_command())
+        answer = await peer.receive()
+    finally:
+        await connection.close()
+    expected = (
+        Error(ErrorCode.INTERNAL, "The admin command failed in the daemon.", "a-1")
+        if handler
+        else Error(ErrorCode.COMMAND_FAILED, "This daemon takes no admin commands.", "a-1")
+    )
+    assert answer == expected
+
+
+async def test_a_closing_connection_cancels_the_admin_commands_it_runs(
+    game: ScriptedGame, session: aiohttp.ClientSession
+) -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def endless(command: Admin) -> object:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return None
+
+    opening = asyncio.create_task(
+        BridgeConnection.open(session, game.url, TOKEN, clock=FakeClock(), timings=TIMINGS,
+                              stats=BridgeStats(), admin=endless)
+    )  # fmt: skip
+    peer = await game.accept()
+    await peer.welcome()
+    connection = await asyncio.wait_for(opening, STEP)
+    await peer.send(pause_command())
+    await asyncio.wait_for(started.wait(), STEP)
+    await connection.close()
+    assert cancelled.is_set()
+    await settle()

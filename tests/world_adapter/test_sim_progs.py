@@ -75,6 +75,27 @@ async def test_the_catalogue_has_the_agreed_signatures(world: SimWorld) -> None:
         23: ("InspectOutfitItem", [("OutfitItem", "OutfitItem")], "Dictionary"),
         24: ("InspectEffect", [("Effect", "Effect")], "Dictionary"),
         25: ("EchoToRooms", [("Rooms", "Collection<Location>"), ("Text", "Text")], "Number"),
+        26: (
+            "InspectThings",
+            [
+                ("Character", "Character"),
+                ("Location", "Location"),
+                ("Item", "Item"),
+                ("Exit", "Exit"),
+            ],
+            "Dictionary",
+        ),
+        27: (
+            "InspectValues",
+            [
+                ("Text", "Text"),
+                ("Number", "Number"),
+                ("Boolean", "Boolean"),
+                ("Characters", "Collection<Character>"),
+                ("Items", "Collection<Item>"),
+            ],
+            "Dictionary",
+        ),
     }
     assert [p.compile_error for p in await world.progs() if p.compile_error] == [
         "Unknown variable @foo on line 2"

@@ -22,14 +22,14 @@ import aiohttp
 
 from progs.types import ProgSignature
 from world_adapter.bridge.backoff import Backoff
-from world_adapter.bridge.connection import BridgeConnection, BridgeStats
+from world_adapter.bridge.connection import AdminHandler, BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import RemoteError
-from world_adapter.bridge.messages import FrameTooLarge
+from world_adapter.bridge.messages import ErrorCode, FrameTooLarge
 from world_adapter.bridge.methods import world_methods
 from world_adapter.bridge.stream import BridgeSubscription, Sleep
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, SystemBridgeClock
 from world_adapter.codec import CodecError
-from world_adapter.errors import TransientStreamError, WorldCommandError
+from world_adapter.errors import TransientStreamError, UnsupportedRequest, WorldCommandError
 from world_adapter.events import Cursor
 from world_adapter.facts import (
     MAX_PATH_EXITS,
@@ -38,6 +38,8 @@ from world_adapter.facts import (
     CharacterPlan,
     CharacterSummary,
     DateTimeReading,
+    EntityInfo,
+    EntityKind,
     LandmarkInfo,
     LandmarkSummary,
     PathRule,
@@ -107,6 +109,8 @@ class BridgeWorldClient(WorldClient):
         self._request_backoff = self._backoff()
         self._subscriptions: set[BridgeSubscription] = set()
         self._invocations: InvocationHandler | None = None
+        self.admin: AdminHandler | None = None
+        """Runs admin commands the game sends (in-game ``ais``/``aisr``); None refuses them."""
 
     def __repr__(self) -> str:
         return f"BridgeWorldClient({self.url!r})"  # never the token
@@ -133,6 +137,7 @@ class BridgeWorldClient(WorldClient):
             stats=self.stats,
             client_name=self._client_name,
             invocations=lambda: self._invocations,
+            admin=self.admin,
         )
 
     async def close(self) -> None:
@@ -238,6 +243,8 @@ class BridgeWorldClient(WorldClient):
                 connection = await self._request_connection()
                 return await connection.request(method, params, remaining), connection
             except RemoteError as exc:
+                if exc.code == ErrorCode.UNKNOWN_METHOD:
+                    raise UnsupportedRequest(exc.message) from None
                 raise WorldCommandError(exc.message) from None
             except FrameTooLarge:
                 raise WorldCommandError(f"The {method} request is too large to send.") from None
@@ -266,6 +273,15 @@ class BridgeWorldClient(WorldClient):
                 await self._requests.close()
                 self._requests = None
 
+    async def game(self) -> str:
+        """The game's name from its welcome (``""`` when it gives none), connecting if need be.
+
+        Raises:
+            FatalStreamError: If the game refuses the token or the protocol version.
+            TransientStreamError: If the game cannot be reached or the handshake fails.
+        """
+        return (await self._request_connection()).welcome.game
+
     # ------------------------------------------------------------------ WorldClient queries
 
     async def zones(self) -> dict[int, frozenset[int]]:
@@ -286,6 +302,11 @@ class BridgeWorldClient(WorldClient):
     async def room(self, room_id: int) -> RoomInfo | None:
         """One room, or None."""
         result: RoomInfo | None = await self.call("room", room_id=room_id)
+        return result
+
+    async def entity(self, kind: EntityKind, entity_id: int) -> EntityInfo | None:
+        """The thing of this kind with this id, or None."""
+        result: EntityInfo | None = await self.call("entity", kind=kind, entity_id=entity_id)
         return result
 
     async def progs(self) -> list[ProgSignature]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,12 +24,14 @@ from world_adapter.bridge.handshake import close_quietly, closed_error, handshak
 from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
     MAX_IN_FLIGHT_REQUESTS,
+    Admin,
     BadFrame,
     CloseCode,
     Error,
     ErrorCode,
     EventFrame,
     Frame,
+    FrameTooLarge,
     Gap,
     Ping,
     Pong,
@@ -42,6 +44,7 @@ from world_adapter.bridge.messages import (
     frame_bytes,
     frame_type,
     parse_frame,
+    short_message,
 )
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
 from world_adapter.errors import StreamError, StreamTimeout, TransientStreamError
@@ -62,6 +65,16 @@ ITEM_BUFFER = 1024
 """Stream items held for a slow consumer before the reader stops reading (back-pressure)."""
 _LOGGED_BAD_FRAMES = 10
 _FAILED: Final = object()
+MAX_ADMIN_COMMANDS = 4
+"""Admin commands from the game running at once on one connection; more are refused."""
+
+
+class AdminRefused(Exception):
+    """An admin command the daemon will not run; the message (one line) goes to the game."""
+
+
+AdminHandler = Callable[[Admin], Awaitable[Any]]
+"""Runs an admin command from the game; returns the ``result`` value or raises `AdminRefused`."""
 
 
 @dataclass
@@ -120,9 +133,12 @@ class BridgeConnection:
         timings: BridgeTimings,
         stats: BridgeStats,
         invocations: HandlerLookup | None = None,
+        admin: AdminHandler | None = None,
     ) -> None:
         self._ws = ws
         self._invocations = invocations
+        self._admin = admin
+        self._admin_tasks: set[asyncio.Task[None]] = set()
         self.welcome = welcome
         self._clock = clock
         self._timings = timings
@@ -152,6 +168,7 @@ class BridgeConnection:
         stats: BridgeStats,
         client_name: str = "storyteller",
         invocations: HandlerLookup | None = None,
+        admin: AdminHandler | None = None,
     ) -> BridgeConnection:
         """Connect to `url` and complete the handshake.
 
@@ -180,7 +197,15 @@ class BridgeConnection:
             await close_quietly(ws, CloseCode.NORMAL, timings.close_seconds)
             raise
         stats.connections += 1
-        return cls(ws, welcome, clock=clock, timings=timings, stats=stats, invocations=invocations)
+        return cls(
+            ws,
+            welcome,
+            clock=clock,
+            timings=timings,
+            stats=stats,
+            invocations=invocations,
+            admin=admin,
+        )
 
     # ------------------------------------------------------------------ use
 
@@ -263,9 +288,9 @@ class BridgeConnection:
         # Closing the socket first ends a pending receive cleanly; cancelling the reader while
         # it waits would make aiohttp drop the connection without sending our close code.
         await close_quietly(self._ws, code, self._timings.close_seconds, reason)
-        for task in others:
+        for task in [*others, *self._admin_tasks]:
             task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
+        await asyncio.gather(*others, *self._admin_tasks, return_exceptions=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -357,6 +382,8 @@ class BridgeConnection:
             await self._send(await self._answer_invocation(frame))
         elif isinstance(frame, Request):
             await self._bad_frame(BadFrame("The daemon answers no requests.", frame.id))
+        elif isinstance(frame, Admin):
+            await self._start_admin(frame)
         elif not isinstance(frame, Pong):  # a pong needs nothing: hearing it was the point
             await self._bad_frame(BadFrame(f"A {frame_type(frame)} frame is not expected now."))
 
@@ -384,6 +411,34 @@ class BridgeConnection:
             answer.set_result(frame.result)
         else:
             answer.set_exception(RemoteError(frame.code.value, frame.message))
+
+    async def _start_admin(self, frame: Admin) -> None:
+        """Run an admin command in a task of this connection's, so the reader reads on."""
+        if self._admin is None:
+            await self._send(Error(ErrorCode.COMMAND_FAILED, "This daemon takes no admin commands.",
+                                   frame.id))  # fmt: skip
+            return
+        if len(self._admin_tasks) >= MAX_ADMIN_COMMANDS:
+            await self._send(Error(ErrorCode.COMMAND_FAILED, "The daemon is busy with other admin "
+                                   "commands; try again.", frame.id))  # fmt: skip
+            return
+        task = asyncio.create_task(self._run_admin(self._admin, frame), name="bridge-admin")
+        self._admin_tasks.add(task)
+        task.add_done_callback(self._admin_tasks.discard)
+
+    async def _run_admin(self, handler: AdminHandler, frame: Admin) -> None:
+        answer: Result | Error
+        try:
+            answer = Result(frame.id, await handler(frame))
+        except AdminRefused as exc:
+            answer = Error(ErrorCode.COMMAND_FAILED, short_message(str(exc)), frame.id)
+        except Exception:
+            log.exception("the admin command %s %s failed", frame.command, frame.verb)
+            answer = Error(ErrorCode.INTERNAL, "The admin command failed in the daemon.", frame.id)
+        try:
+            await self._send(answer)
+        except (StreamError, FrameTooLarge):
+            log.warning("could not answer the admin command %s %s", frame.command, frame.verb)
 
     async def _bad_frame(self, problem: BadFrame) -> None:
         self.stats.bad_frames += 1

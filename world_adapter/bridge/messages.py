@@ -182,6 +182,37 @@ class Pong:
         _check_id(self.nonce, "nonce")
 
 
+class AdminLevel(StrEnum):
+    """Evennia's permission hierarchy, lowest first: what a game says its caller may do."""
+
+    PLAYER = "Player"
+    HELPER = "Helper"
+    BUILDER = "Builder"
+    ADMIN = "Admin"
+    DEVELOPER = "Developer"
+
+    @property
+    def rank(self) -> int:
+        """0 for Player up to 4 for Developer."""
+        return list(AdminLevel).index(self)
+
+
+@dataclass(frozen=True)
+class Admin:
+    """game → daemon: an admin's in-game command (``ais``/``aisr``), answered with a `Result`
+    (``{"text": ...}``) or an `Error` carrying the same `id`."""
+
+    id: str
+    command: str
+    verb: str
+    caller: str
+    level: AdminLevel
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "id")
+
+
 Frame = (
     Hello
     | Welcome
@@ -197,6 +228,7 @@ Frame = (
     | GameInvocation
     | InvocationAnswer
     | InvocationOutcome
+    | Admin
 )
 FRAME_TYPES: dict[str, type[Any]] = {
     "hello": Hello,
@@ -213,6 +245,7 @@ FRAME_TYPES: dict[str, type[Any]] = {
     "invoke": GameInvocation,
     "invoked": InvocationAnswer,
     "invoke_outcome": InvocationOutcome,
+    "admin": Admin,
 }
 _TYPE_NAMES = {cls: name for name, cls in FRAME_TYPES.items()}
 

@@ -238,4 +238,13 @@ HARBOUR_TOWN_PROGS: tuple[SimProg, ...] = (
     _prog(25, "EchoToRooms", (("Rooms", _ROOMS), ("Text", _TEXT)), _NUMBER,
           "Shows a line of text in several rooms at once; returns how many rooms saw it.",
           _echo_to_rooms),
+    _prog(26, "InspectThings", (("Character", _CHARACTER), ("Location", _LOCATION),
+          ("Item", ValueType(ProgType.ITEM)), ("Exit", ValueType(ProgType.EXIT))), _DICTIONARY,
+          "Reports which character, room, item and exit its arguments resolved to.",
+          _inspect_references),
+    _prog(27, "InspectValues", (("Text", _TEXT), ("Number", _NUMBER), ("Boolean", _BOOLEAN),
+          ("Characters", ValueType(ProgType.CHARACTER, collection=True)),
+          ("Items", ValueType(ProgType.ITEM, collection=True))), _DICTIONARY,
+          "Reports the values and the characters and items its arguments resolved to.",
+          _inspect_references),
 )  # fmt: skip

@@ -13,7 +13,14 @@ from typing import Any
 from progs.types import ProgSignature
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Cursor, WorldEvent
-from world_adapter.facts import CharacterInfo, CharacterSummary, ProgOutcome, RoomInfo
+from world_adapter.facts import (
+    CharacterInfo,
+    CharacterSummary,
+    EntityInfo,
+    EntityKind,
+    ProgOutcome,
+    RoomInfo,
+)
 from world_adapter.protocol import WorldClient
 from world_adapter.sim.activity import ScriptedActivity
 from world_adapter.sim.arguments import bind_arguments
@@ -184,6 +191,20 @@ class SimWorld(KnowingTown, WorldClient):
             description=room.description,
             occupant_ids=tuple(self.occupants(room.id)),
         )
+
+    async def entity(self, kind: EntityKind, entity_id: int) -> EntityInfo | None:
+        """The character, room, item or exit with this id; None for an unknown id."""
+        name: str | None = None
+        match kind:
+            case EntityKind.CHARACTER:
+                name = next((c.name for c in self.all_sheets() if c.id == entity_id), None)
+            case EntityKind.LOCATION:
+                name = next((r.name for r in self.town_map.rooms if r.id == entity_id), None)
+            case EntityKind.ITEM if entity_id in self.belongings.items:
+                name = self.belongings.items[entity_id].name
+            case EntityKind.EXIT if entity_id in self.town_map.passages:
+                name = self.town_map.passages[entity_id].name
+        return None if name is None else EntityInfo(kind, entity_id, name)
 
     async def progs(self) -> list[ProgSignature]:
         """The prog catalogue."""

@@ -12,6 +12,7 @@ or objects with an ``Id`` key.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from progs.scalars import ID_KEYS, integer_value
+from progs.scalars import ID_KEYS, MAX_ID, integer_value, is_id
 from progs.types import ProgSignature
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.model import ToolSpec
@@ -31,18 +32,28 @@ from storyteller_daemon.agent.ports import (
     SceneClaimStore,
     SituationStore,
     StoryPlanStore,
+    TurnJournal,
 )
 from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.domain.argument_limits import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_DEPTH,
+    MalformedJson,
+    json_object,
+)
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
 from world_adapter.errors import WorldCommandError
+from world_adapter.facts import CharacterInfo, RoomInfo
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
 Envelope = dict[str, Any]
+MAX_ERROR_CHARS = 500
+"""The longest error message a tool call gets back."""
 MALFORMED_PREFIX = "Malformed tool-call JSON: "
 
 # Errors whose message is written for the model (ids and rules, never secrets or player text
@@ -92,6 +103,8 @@ class ToolContext:
         claims: the scene claims (None: scenes cannot be claimed).
         plannable: the tools a plan of this storyteller may name (`registry.plannable_tools`,
             set by the tool loop for each turn).
+        journal: what running turns have done (None: a turn re-run after a crash starts over;
+            its prog calls are still kept from running twice by their idempotency keys).
     """
 
     world: WorldClient
@@ -107,6 +120,7 @@ class ToolContext:
     plans: StoryPlanStore | None = None
     claims: SceneClaimStore | None = None
     plannable: frozenset[str] = frozenset()
+    journal: TurnJournal | None = None
 
     def for_turn(
         self, storyteller: Storyteller, turn_key: str, trigger: Trigger | None = None
@@ -182,6 +196,13 @@ class Tool:
     names: Callable[[Mapping[str, Any]], Effect] | None = None
     """For a built-in: the rooms and characters a call names, which the policy holds to the
     turn's scope on turns a player's words or actions start."""
+    writes: bool = False
+    """A built-in that creates or changes the storyteller's notes (situations, memories,
+    story plans, scene claims): its writes and its result are kept in one transaction in the
+    turn journal, so a turn re-run after a crash writes nothing twice."""
+    text_limits: Mapping[str, int] = field(default_factory=dict)
+    """Argument path (``Title``, ``Steps[].Intent``) → the most characters its text may have
+    (`domain.argument_limits`); stated in the schema's descriptions, checked by `invoke`."""
 
     @classmethod
     def define(
@@ -192,6 +213,8 @@ class Tool:
         properties: Mapping[str, Mapping[str, Any]] | None = None,
         required: Sequence[str] = (),
         names: Callable[[Mapping[str, Any]], Effect] | None = None,
+        writes: bool = False,
+        limits: Mapping[str, int] | None = None,
     ) -> Tool:
         """A tool from its authored schema, normalised for strict mode.
 
@@ -202,13 +225,31 @@ class Tool:
             properties: JSON-schema properties of the arguments, in order.
             required: the properties the model must supply; the others become nullable.
             names: the rooms and characters a call names (see `Tool.names`).
+            writes: whether it writes the storyteller's notes (see `Tool.writes`).
+            limits: the longest text each text argument may have, by path (see
+                `Tool.text_limits`); each path must lead to a property of `properties`.
         """
         authored = {
             "type": "object",
-            "properties": {k: dict(v) for k, v in (properties or {}).items()},
+            "properties": copy.deepcopy({k: dict(v) for k, v in (properties or {}).items()}),
             "required": list(required),
         }
-        return cls(name, description, strict_schema(authored), handler, names=names)
+        for path, limit in (limits or {}).items():
+            prop = _property_at(authored, path)
+            # Stated in words, not as `maxLength`: strict function tools may refuse that keyword
+            # (the whole request fails), and the check below holds the limit either way.
+            if "enum" not in prop:  # a choice of words needs no length, only the check
+                said = f"{prop.get('description', '')} At most {limit} characters."
+                prop["description"] = said.strip()
+        return cls(
+            name,
+            description,
+            strict_schema(authored),
+            handler,
+            names=names,
+            text_limits=dict(limits or {}),
+            writes=writes,
+        )
 
     def spec(self) -> ToolSpec:
         """How the tool is offered in a request."""
@@ -231,24 +272,72 @@ def dump_envelope(envelope: Envelope) -> str:
 
 
 class MalformedArguments(Exception):
-    """A call's argument text is not a JSON object; the message says why."""
+    """A call's argument text is not a JSON object within the bounds; the message says why."""
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Parse a call's argument text; blank text means no arguments.
+def parse_arguments(
+    raw: str, *, max_chars: int = DEFAULT_MAX_CHARS, max_depth: int = DEFAULT_MAX_DEPTH
+) -> dict[str, Any]:
+    """Parse a call's argument text, its size and nesting checked before it is parsed.
+
+    Blank text is malformed: a call without arguments sends ``{}``.
 
     Raises:
-        MalformedArguments: the text is not JSON, or not a JSON object.
+        MalformedArguments: the text is too long or too deep, not JSON, or not a JSON object.
     """
-    if not raw.strip():
-        return {}
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+        return json_object(raw, max_chars=max_chars, max_depth=max_depth)
+    except MalformedJson as exc:
         raise MalformedArguments(str(exc)) from None
-    if not isinstance(value, dict):
-        raise MalformedArguments(f"expected a JSON object, got {type(value).__name__}")
-    return value
+
+
+def check_text_limits(tool: Tool, arguments: Mapping[str, Any]) -> None:
+    """Refuse a text argument longer than its limit (`Tool.text_limits`).
+
+    A value that is not a string is measured as the JSON text a handler would keep of it.
+
+    Raises:
+        ToolError: one line naming the argument, its length and the limit.
+    """
+    for path, limit in tool.text_limits.items():
+        for where, value in _values_at(arguments, path.split("."), ""):
+            if value is None:
+                continue
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if len(text) > limit:
+                raise ToolError(
+                    f"Property '{where}' is {len(text)} characters long; at most {limit} are "
+                    "allowed."
+                )
+
+
+def _values_at(value: Any, steps: list[str], where: str) -> list[tuple[str, Any]]:
+    """The values at a path like ``Steps[].WaitFor.Words``, each with its concrete path."""
+    if not steps:
+        return [(where, value)]
+    if not isinstance(value, Mapping):
+        return []
+    key, many = steps[0].removesuffix("[]"), steps[0].endswith("[]")
+    here = f"{where}.{key}" if where else key
+    child = value.get(key)
+    if not many:
+        return _values_at(child, steps[1:], here)
+    if not isinstance(child, list):
+        return _values_at(child, steps[1:], here)
+    found: list[tuple[str, Any]] = []
+    for index, item in enumerate(child):
+        found.extend(_values_at(item, steps[1:], f"{here}[{index}]"))
+    return found
+
+
+def _property_at(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    """The property schema a limit path names (``Steps[].Intent``: an array's items' one)."""
+    node = schema
+    for step in path.split("."):
+        node = node["properties"][step.removesuffix("[]")]
+        if step.endswith("[]"):
+            node = node["items"]
+    return node
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
@@ -273,12 +362,20 @@ async def invoke(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> Env
     because its message may hold internals.
     """
     try:
+        check_text_limits(tool, arguments)
         return ok(await tool.handler(arguments, ctx))
     except _MODEL_VISIBLE_ERRORS as exc:
-        return error(str(exc))
+        return error(one_line(str(exc)))
     except Exception as exc:
         log.exception("tool %s failed for storyteller %s", tool.name, ctx.storyteller_id)
         return error(f"Tool handler error: {type(exc).__name__}.")
+
+
+def one_line(message: str) -> str:
+    """An error message as one line of at most `MAX_ERROR_CHARS` characters: a game or a
+    check may quote the model's own (possibly huge) argument back."""
+    line = " ".join(message.split())
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 3] + "..."
 
 
 def _as_id(value: Any) -> int | None:
@@ -292,10 +389,13 @@ def _as_id(value: Any) -> int | None:
 
 
 def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
-    """An optional id argument (null or absent gives None).
+    """An optional id argument (null or absent gives None), within signed 64 bits.
+
+    Zero and negative ids pass, as in FutureMUD, whose tools then report them as not found;
+    `world_character` and `world_room` answer those without asking the world.
 
     Raises:
-        ToolError: the value is present but not an id.
+        ToolError: the value is present but not an id, or past what any store can hold.
     """
     value = arguments.get(key)
     if value is None:
@@ -303,7 +403,19 @@ def optional_id(arguments: Mapping[str, Any], key: str) -> int | None:
     parsed = _as_id(value)
     if parsed is None:
         raise ToolError(f"Property '{key}' must contain an integer id.")
+    if not -MAX_ID - 1 <= parsed <= MAX_ID:
+        raise ToolError(f"Property '{key}' must be a positive id; {_shown(parsed)} is not one.")
     return parsed
+
+
+async def world_character(ctx: ToolContext, character_id: int) -> CharacterInfo | None:
+    """The character with this id, or None; an id no world holds is not asked of it."""
+    return await ctx.world.character(character_id) if is_id(character_id) else None
+
+
+async def world_room(ctx: ToolContext, room_id: int) -> RoomInfo | None:
+    """The room with this id, or None; an id no world holds is not asked of it."""
+    return await ctx.world.room(room_id) if is_id(room_id) else None
 
 
 def required_id(arguments: Mapping[str, Any], key: str) -> int:
@@ -319,10 +431,10 @@ def required_id(arguments: Mapping[str, Any], key: str) -> int:
 
 
 def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
-    """An optional integer argument (null or absent gives None).
+    """An optional integer argument (null or absent gives None), within signed 64 bits.
 
     Raises:
-        ToolError: the value is present but not an integer.
+        ToolError: the value is present but not an integer, or too large to store.
     """
     value = arguments.get(key)
     if value is None:
@@ -330,7 +442,15 @@ def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
     parsed = integer_value(value)
     if parsed is None:
         raise ToolError(f"Property '{key}' must be an integer.")
+    if not -MAX_ID - 1 <= parsed <= MAX_ID:
+        raise ToolError(f"Property '{key}' is out of range; {_shown(parsed)} is too large.")
     return parsed
+
+
+def _shown(number: int) -> str:
+    """A number for an error message: long ones cut short."""
+    text = str(number)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
 
 
 def optional_text(arguments: Mapping[str, Any], key: str) -> str | None:

@@ -12,9 +12,10 @@ Invalid tools are never offered, and a call to one is refused with the reason. E
 are offered on room-echo and speech triggers only.
 
 Dispatch strips markup and chat mentions from text arguments, converts the arguments with
-`progs.convert`, then runs the prog with an idempotency key derived from the turn key, the tool
-name and the converted arguments, so that re-running a turn after a crash returns the stored
-outcome instead of acting twice.
+`progs.convert`, checks every character, room, item and exit they name against the world
+(`world_ids`: a null or unknown id is refused and the game is not asked), then runs the prog
+with an idempotency key derived from the turn key, the tool name and the converted arguments,
+so that re-running a turn after a crash returns the stored outcome instead of acting twice.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from storyteller_daemon.agent.tools.base import (
     parse_arguments,
 )
 from storyteller_daemon.agent.tools.mcp import approved_mcp_tool
+from storyteller_daemon.agent.tools.world_ids import check_world_ids
 from storyteller_daemon.domain.approvals import Approval
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.domain.mcp import PREFIX as MCP_PREFIX
 from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
 from storyteller_daemon.domain.text import outbound_text
@@ -138,13 +141,32 @@ class _ProgRunner:
             k: outbound_text(v) if k.lower() in texts and isinstance(v, str) else v
             for k, v in arguments.items()
         }
+        for parameter in self.signature.parameters:
+            longest = _longest_text(arguments.get(parameter.name))
+            if parameter.type.element is not ProgType.TEXT and longest > WORD_CHARS:
+                raise ToolError(
+                    f"Parameter '{parameter.name}' holds a text of {longest} characters; a "
+                    f"{parameter.type.describe()} takes at most {WORD_CHARS}."
+                )
         try:
             converted = convert_arguments(self.signature.parameters, arguments)
         except (ArgumentError, UnsupportedParameterType) as exc:
             raise ToolError(str(exc)) from None
+        await check_world_ids(self.signature.parameters, converted, ctx.world)
         key = idempotency_key(ctx.turn_key, self.tool_name, converted)
         outcome = await ctx.world.execute_prog(str(self.signature.id), converted, key)
         return custom_tool_result(self.tool_name, self.signature.return_type, outcome.value)
+
+
+def _longest_text(value: Any) -> int:
+    """The length of the longest string in a JSON value (0 for none)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return max((_longest_text(v) for v in value), default=0)
+    return 0
 
 
 @dataclass(frozen=True)

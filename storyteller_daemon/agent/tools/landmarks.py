@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, required_text
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 
 
@@ -58,5 +59,6 @@ TOOLS: tuple[Tool, ...] = (
         show_landmark,
         {"Id": {"type": "string", "description": "The landmark's name, as Landmarks lists it."}},
         required=("Id",),
+        limits={"Id": WORD_CHARS},
     ),
 )

@@ -21,7 +21,9 @@ from storyteller_daemon.agent.tools.base import (
     optional_int,
     required_id,
     required_text,
+    world_character,
 )
+from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import DEFAULT_IMPORTANCE, CharacterMemory
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CharacterInfo
@@ -51,7 +53,7 @@ async def player_character(ctx: ToolContext, character_id: int) -> CharacterInfo
     Raises:
         ToolError: no character has that id, or it is not a player character.
     """
-    character = await ctx.world.character(character_id)
+    character = await world_character(ctx, character_id)
     if character is None or not character.is_player:
         raise ToolError(f"No player character with id {character_id} exists.")
     return character
@@ -90,7 +92,7 @@ async def create_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
     title = required_text(arguments, "Title")
     details = required_text(arguments, "Details")
     importance = _importance(arguments) or DEFAULT_IMPORTANCE
-    character = await ctx.world.character(character_id)
+    character = await world_character(ctx, character_id)
     if character is None:
         raise ToolError(f"No character with id {character_id} exists.")
     memory = await ctx.memories.create(
@@ -131,6 +133,7 @@ async def forget_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
 _MEMORY_ID = {"type": "integer", "description": "The memory's id, as listed by the memory tools."}
 _TITLE = {"type": "string", "description": "A short title for the memory."}
 _DETAILS = {"type": "string", "description": "What to remember."}
+_LIMITS = {"Title": TITLE_CHARS, "Details": TEXT_CHARS}
 _IMPORTANCE = {
     "type": "integer",
     "description": "How much this matters to your remit, 1 (trivia) to 10 (pivotal); "
@@ -166,6 +169,8 @@ TOOLS: tuple[Tool, ...] = (
         },
         required=("Id", "Title", "Details"),
         names=named(characters=("Id",)),
+        writes=True,
+        limits=_LIMITS,
     ),
     Tool.define(
         "UpdateMemory",
@@ -173,6 +178,8 @@ TOOLS: tuple[Tool, ...] = (
         update_memory,
         {"Id": _MEMORY_ID, "Title": _TITLE, "Details": _DETAILS, "Importance": _IMPORTANCE},
         required=("Id", "Title", "Details"),
+        writes=True,
+        limits=_LIMITS,
     ),
     Tool.define(
         "ForgetMemory",
@@ -180,5 +187,6 @@ TOOLS: tuple[Tool, ...] = (
         forget_memory,
         {"Id": _MEMORY_ID},
         required=("Id",),
+        writes=True,
     ),
 )

@@ -23,7 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import Tool, ToolContext, required_id, required_text
+from storyteller_daemon.agent.tools.base import (
+    Tool,
+    ToolContext,
+    required_id,
+    required_text,
+    world_character,
+    world_room,
+)
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import MAX_PATH_EXITS, CharacterInfo, DoorRule, PathRule
 
@@ -83,7 +91,7 @@ def path_rule(spelling: str, character_id: int | None) -> tuple[PathRule, str]:
 
 
 async def _located(ctx: ToolContext, character_id: int) -> tuple[CharacterInfo, int]:
-    character = await ctx.world.character(character_id)
+    character = await world_character(ctx, character_id)
     if character is None:
         raise ToolError(f"No character with id {character_id} exists.")
     if character.location_id is None:
@@ -92,7 +100,7 @@ async def _located(ctx: ToolContext, character_id: int) -> tuple[CharacterInfo, 
 
 
 async def _room(ctx: ToolContext, room_id: int) -> int:
-    if await ctx.world.room(room_id) is None:
+    if await world_room(ctx, room_id) is None:
         raise ToolError(f"No room with id {room_id} exists.")
     return room_id
 
@@ -180,6 +188,7 @@ TOOLS: tuple[Tool, ...] = (
             "PathSearchFunction": _ROOM_SEARCH,
         },
         required=("OriginRoomId", "DestinationRoomId", "PathSearchFunction"),
+        limits={"PathSearchFunction": WORD_CHARS},
     ),
     Tool.define(
         "PathFromCharacterToRoom",
@@ -192,6 +201,7 @@ TOOLS: tuple[Tool, ...] = (
             "PathSearchFunction": _CHARACTER_SEARCH,
         },
         required=("OriginCharacterId", "DestinationRoomId", "PathSearchFunction"),
+        limits={"PathSearchFunction": WORD_CHARS},
     ),
     Tool.define(
         "PathBetweenCharacters",
@@ -204,5 +214,6 @@ TOOLS: tuple[Tool, ...] = (
             "PathSearchFunction": _CHARACTER_SEARCH,
         },
         required=("OriginCharacterId", "DestinationCharacterId", "PathSearchFunction"),
+        limits={"PathSearchFunction": WORD_CHARS},
     ),
 )

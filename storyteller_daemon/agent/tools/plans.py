@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from progs.results import format_timespan
+from progs.scalars import is_id
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, required_id
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CharacterPlan
@@ -72,7 +73,7 @@ async def recent_character_plans(arguments: dict[str, Any], ctx: ToolContext) ->
 async def character_plans(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """CharacterPlans: ``UpdatedAgo`` whenever the plans ever changed, the window only if recent."""
     character_id = required_id(arguments, "Id")
-    plan = await ctx.world.character_plan(character_id)
+    plan = await ctx.world.character_plan(character_id) if is_id(character_id) else None
     if plan is None:
         raise ToolError(f"No character with id {character_id} exists.")
     age = _age(plan)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from storyteller_daemon.agent.tools.base import Tool, ToolContext, optional_text, required_id
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.errors import NotFoundError, ToolError
 
@@ -58,6 +59,7 @@ TOOLS: tuple[Tool, ...] = (
         "full contents.",
         search_reference_documents,
         {"Query": {"type": "string", "description": "Words to search for; blank lists all."}},
+        limits={"Query": WORD_CHARS},
     ),
     Tool.define(
         "ShowReferenceDocument",

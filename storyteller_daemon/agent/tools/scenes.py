@@ -19,7 +19,9 @@ from storyteller_daemon.agent.tools.base import (
     optional_int,
     optional_text,
     required_id,
+    world_room,
 )
+from storyteller_daemon.domain.argument_limits import CLAIM_REASON_CHARS
 from storyteller_daemon.domain.scenes import SceneClaim
 from storyteller_daemon.errors import ToolError
 
@@ -46,7 +48,7 @@ def _summary(claim: SceneClaim) -> dict[str, Any]:
 async def claim_scene(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ClaimScene."""
     room_id = required_id(arguments, "RoomId")
-    if await ctx.world.room(room_id) is None:
+    if await world_room(ctx, room_id) is None:
         raise ToolError(f"No room with id {room_id} exists.")
     minutes = optional_int(arguments, "Minutes") or DEFAULT_MINUTES
     claim = await _store(ctx).claim(
@@ -76,6 +78,8 @@ TOOLS: tuple[Tool, ...] = (
         },
         required=("RoomId",),
         names=named(rooms=("RoomId",)),
+        writes=True,
+        limits={"Reason": CLAIM_REASON_CHARS},
     ),
     Tool.define(
         "ReleaseScene",
@@ -84,5 +88,6 @@ TOOLS: tuple[Tool, ...] = (
         {"RoomId": _ROOM},
         required=("RoomId",),
         names=named(rooms=("RoomId",)),
+        writes=True,
     ),
 )

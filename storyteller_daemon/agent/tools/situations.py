@@ -20,7 +20,10 @@ from storyteller_daemon.agent.tools.base import (
     optional_id,
     required_id,
     required_text,
+    world_character,
+    world_room,
 )
+from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import Situation, check_scope
 from storyteller_daemon.errors import ToolError, ValidationError
 
@@ -37,6 +40,7 @@ _ROOM = {
 }
 _CHANGE_CHARACTER = {"type": "integer", "description": "If given, re-scopes to this character."}
 _CHANGE_ROOM = {"type": "integer", "description": "If given, re-scopes to this room."}
+_LIMITS = {"Title": TITLE_CHARS, "Description": TEXT_CHARS}
 _CLEAR_SCOPE = {
     "type": "boolean",
     "description": "If true, makes the situation universal again (not with CharacterId/RoomId).",
@@ -69,9 +73,9 @@ async def resolve_scope(
         check_scope(character_id, room_id)
     except ValidationError as exc:
         raise ToolError(str(exc)) from None
-    if character_id is not None and await ctx.world.character(character_id) is None:
+    if character_id is not None and await world_character(ctx, character_id) is None:
         raise ToolError(f"No character with id {character_id} exists.")
-    if room_id is not None and await ctx.world.room(room_id) is None:
+    if room_id is not None and await world_room(ctx, room_id) is None:
         raise ToolError(f"No room with id {room_id} exists.")
     return character_id, room_id
 
@@ -175,7 +179,9 @@ TOOLS: tuple[Tool, ...] = (
         create_situation,
         {"Title": _TITLE, "Description": _DESCRIPTION, "CharacterId": _CHARACTER, "RoomId": _ROOM},
         required=("Title", "Description"),
+        limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "UpdateSituation",
@@ -183,7 +189,9 @@ TOOLS: tuple[Tool, ...] = (
         update_situation,
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
+        limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "ResolveSituation",
@@ -192,7 +200,9 @@ TOOLS: tuple[Tool, ...] = (
         resolve_situation,
         _CHANGE_PROPERTIES,
         required=("Id", "Title", "Description"),
+        limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
+        writes=True,
     ),
     Tool.define(
         "ShowSituation",

@@ -17,16 +17,25 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from progs.scalars import is_id
 from storyteller_daemon.agent.ports import StoryPlanStore
 from storyteller_daemon.agent.tools.base import (
     Tool,
     ToolContext,
     from_players,
     iso,
+    optional_id,
     optional_int,
     optional_text,
     required_id,
     required_text,
+)
+from storyteller_daemon.domain.argument_limits import (
+    GOAL_CHARS,
+    INTENT_CHARS,
+    PLAN_REASON_CHARS,
+    STEP_ARGUMENTS_CHARS,
+    WORD_CHARS,
 )
 from storyteller_daemon.domain.story_plans import (
     EVENT_KINDS,
@@ -71,6 +80,13 @@ _STEPS = {
     "items": _STEP,
     "description": f"The steps in order, 1 to {MAX_STEPS}, one per heartbeat.",
 }
+_STEP_LIMITS = {
+    "Steps[].Tool": WORD_CHARS,
+    "Steps[].Intent": INTENT_CHARS,
+    "Steps[].Arguments": STEP_ARGUMENTS_CHARS,
+    "Steps[].WaitFor.Kind": WORD_CHARS,
+    "Steps[].WaitFor.Words": WORD_CHARS,
+}
 _EXPIRY = {
     "type": "integer",
     "description": f"Hours until the plan lapses (1-{MAX_EXPIRY_HOURS}; null: "
@@ -89,11 +105,15 @@ def _wait_for(value: Any, where: str) -> WaitFor | None:
         return None
     if not isinstance(value, dict):
         raise ToolError(f"{where} WaitFor must be an object or null.")
+    room_id, character_id = optional_id(value, "RoomId"), optional_id(value, "CharacterId")
+    for key, number in (("RoomId", room_id), ("CharacterId", character_id)):
+        if number is not None and not is_id(number):
+            raise ToolError(f"{where} WaitFor {key} must be a positive id, not {number}.")
     try:
         return WaitFor(
             kind=optional_text(value, "Kind"),
-            room_id=optional_int(value, "RoomId"),
-            character_id=optional_int(value, "CharacterId"),
+            room_id=room_id,
+            character_id=character_id,
             words=optional_text(value, "Words"),
         )
     except ValidationError as exc:
@@ -224,6 +244,8 @@ TOOLS: tuple[Tool, ...] = (
             "ExpiresInHours": _EXPIRY,
         },  # fmt: skip
         required=("Goal", "Steps"),
+        writes=True,
+        limits={"Goal": GOAL_CHARS, **_STEP_LIMITS},
     ),
     Tool.define(
         "UpdateStoryPlan",
@@ -240,5 +262,12 @@ TOOLS: tuple[Tool, ...] = (
             "ExpiresInHours": _EXPIRY,
         },
         required=("Id", "Action"),
+        writes=True,
+        limits={
+            "Action": WORD_CHARS,
+            "Reason": PLAN_REASON_CHARS,
+            "Goal": GOAL_CHARS,
+            **_STEP_LIMITS,
+        },
     ),
 )

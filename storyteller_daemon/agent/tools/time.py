@@ -16,7 +16,10 @@ from storyteller_daemon.agent.tools.base import (
     ToolContext,
     optional_id,
     required_text,
+    world_character,
+    world_room,
 )
+from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CalendarInfo, CalendarMonth, DateTimeReading, SpecialDay
 
@@ -83,7 +86,7 @@ async def date_time_for_target(arguments: dict[str, Any], ctx: ToolContext) -> d
     if character_id is not None and room_id is not None:
         raise ToolError(BOTH_TARGETS)
     if character_id is not None:
-        character = await ctx.world.character(character_id)
+        character = await world_character(ctx, character_id)
         if character is None:
             raise ToolError(f"No character with id {character_id} exists.")
         if character.location_id is None:
@@ -99,7 +102,7 @@ async def date_time_for_target(arguments: dict[str, Any], ctx: ToolContext) -> d
             "RoomName": character.location_name,
         }
     if room_id is not None:
-        room = await ctx.world.room(room_id)
+        room = await world_room(ctx, room_id)
         if room is None:
             raise ToolError(f"No room with id {room_id} exists.")
         reading = await _first_reading(ctx, room_id)
@@ -117,7 +120,7 @@ def _optional_year(arguments: Mapping[str, Any]) -> int | None:
         raise ToolError("Property 'Year' must be a whole number.")
     try:
         year = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or past what a float holds
         raise ToolError("Property 'Year' must be a whole number.") from None
     if not year.is_integer():
         raise ToolError("Property 'Year' must be a whole number.")
@@ -216,5 +219,6 @@ TOOLS: tuple[Tool, ...] = (
             },
         },
         required=("Id",),
+        limits={"Id": WORD_CHARS},
     ),
 )

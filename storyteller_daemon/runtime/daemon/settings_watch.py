@@ -40,6 +40,10 @@ class SettingsWatch(DaemonState):
 
     async def reload(self, *, force: bool = False) -> bool:
         """Pick up changed settings or zones; True when something changed."""
+        async with self._reloading:
+            return await self._reload(force=force)
+
+    async def _reload(self, *, force: bool) -> bool:
         revisions = await self._settings.revisions()
         zones = await self._world.zones()
         if not force and revisions == self._revisions and zones == self._zones:

@@ -94,6 +94,8 @@ class DaemonState:
         self._zones: Mapping[int, frozenset[int]] | None = None
         self._cells: frozenset[int] = frozenset()
         self._resubscribe = asyncio.Event()
+        self._reloading = asyncio.Lock()
+        """One settings reload at a time: the poll's and one asked for after an admin change."""
         self.ready = asyncio.Event()
         self.world_status = "starting"
         """``starting``, ``subscribed``, ``reconnecting``, ``stalled`` (the game sends but

@@ -382,6 +382,7 @@ class DashboardData:
             "since": start.isoformat(),
             "total_usd": sum(s.cost_usd for s in spend),
             "requests": sum(s.requests for s in spend),
+            "failed_requests": sum(s.failed for s in spend),
             "cached_share": cached / input_tokens if input_tokens else 0.0,
             "today": _gauge(today.total, self._budgets.daily_usd),
             "projected_today_usd": projected,

@@ -151,9 +151,11 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
         return self._clock.monotonic() - (since if since is not None else self._started_at)
 
     def storytellers_reloaded(self) -> None:
-        """Reload every lane's plan waits before its next pass (settings may have changed)."""
+        """Reload every lane's plan waits before its next pass (settings may have changed),
+        and look for turns queued again meanwhile (`storyteller runs retry`)."""
         for lane in self._lanes.values():
             lane.plan_waits.stale = True
+            lane.turn_wake.set()
 
     def forget(self, storyteller_id: int) -> None:
         """Stop the tasks of a storyteller that no longer exists (its backlog stays)."""

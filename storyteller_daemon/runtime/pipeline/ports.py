@@ -9,7 +9,7 @@ reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -48,6 +48,10 @@ class TurnOutcome(Protocol):
         ...
 
 
+Finish = Callable[[str], Awaitable[bool]]
+"""Ends a claimed turn's work items for an outcome; True when the turn is complete."""
+
+
 class TurnRunner(Protocol):
     """The agent side of the pipeline, as the runtime sees it."""
 
@@ -57,14 +61,33 @@ class TurnRunner(Protocol):
         """One verdict per trigger, in order, from one batch request (and at most one re-ask)."""
         ...
 
-    async def run_turn(self, storyteller: Storyteller, trigger: Trigger, key: str) -> TurnOutcome:
-        """Build the prompt, run the tool loop under turn key `key`, persist the result."""
+    async def run_turn(
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        *,
+        finish: Finish | None = None,
+    ) -> TurnOutcome:
+        """Build the prompt, run the tool loop under turn key `key`, persist the result.
+
+        `finish` is called with the turn's outcome in the transaction that stores its record,
+        so the record and the end of its work items are written together or not at all; it
+        returns whether the turn is complete (its journal may go).
+        """
         ...
 
     async def interrupted(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, attempt: int
-    ) -> None:
-        """Record that attempt ``attempt - 1`` of the turn `key` was cut off by a stop or crash."""
+        self,
+        storyteller: Storyteller,
+        trigger: Trigger,
+        key: str,
+        attempt: int,
+        *,
+        given_up: bool = False,
+    ) -> int | None:
+        """Record that the turn `key` was cut off by a stop or crash and now runs as `attempt`
+        (or, `given_up`, will not run again); the id of that record, if one was stored."""
         ...
 
 
@@ -90,9 +113,18 @@ class Backlog(Protocol):
         ...
 
     async def claim_turn(
-        self, storyteller_id: int, make_key: Callable[[Sequence[WorkItem]], str], limit: int
+        self,
+        storyteller_id: int,
+        make_key: Callable[[Sequence[WorkItem]], str],
+        limit: int,
+        *,
+        retries: int = ...,
     ) -> TurnClaim | None:
         """Interrupted work first, else the oldest interested items of one turn class."""
+        ...
+
+    async def stopped(self, turn_key: str) -> int:
+        """Mark a running turn as cut off by a clean stop."""
         ...
 
     async def finish_turn(

@@ -157,6 +157,10 @@ class PipelineState(abc.ABC):
         for listener in self.turn_listeners:
             listener(turn_key)
 
+    def stopping(self) -> bool:
+        """Whether a clean stop has begun (`stop_intake`)."""
+        return self._stopping
+
     def _touch(self, lane: _Lane) -> None:
         """Note activity on a lane (quiet time starts over)."""
         lane.active_at = self._clock.monotonic()

@@ -5,6 +5,12 @@ of the same turn class (up to ``max_turn_events``) and runs one turn for them al
 key that names the claimed set. A turn cut off by a stop or crash is claimed again and run
 under its own key; a paused storyteller, or a trigger `Admission` refuses, ends the turn as
 filtered without a model call.
+
+A turn ends exactly once: its record and the end of its items are written in one transaction
+(`TurnRunner.run_turn`'s `finish`) that a stop cannot cut in half, and the lane counts as
+running until it is written, so the drain waits for it. A turn a stop cuts off earlier is
+marked so (its next run is no retry); one a crash interrupted more than ``turn_retries`` times
+is failed with an alert naming its run.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.clock import uncancelled
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.runs import decode_trigger
@@ -52,17 +59,26 @@ class TurnStage(PipelineState):
         if st is None or self._stopping:
             return False
         limit = 1 if self._cfg.one_call_per_event else self._cfg.max_turn_events
-        claim = await self._backlog.claim_turn(storyteller_id, turn_key_of(st), limit)
+        claim = await self._backlog.claim_turn(
+            storyteller_id, turn_key_of(st), limit, retries=self._cfg.turn_retries
+        )
         if claim is None:
             return False
         trigger = _claimed_trigger(claim)
-        if claim.attempt > 1:
+        if claim.resumed:
             log.warning(
-                "storyteller %s: re-running turn %s, interrupted by a stop or crash",
+                "storyteller %s: running turn %s again (attempt %d), cut off by a stop or crash",
                 st.name,
                 claim.turn_key,
+                claim.attempt,
             )
-            await self._runner.interrupted(st, trigger, claim.turn_key, claim.attempt)
+            run_id = await self._runner.interrupted(
+                st, trigger, claim.turn_key, claim.attempt, given_up=claim.given_up
+            )
+            if claim.given_up:
+                self._alert_given_up(st, claim, run_id)
+                self._turn_ended(claim.turn_key)
+                return True
         if st.paused:  # pause is a master switch: waiting work does not run either
             await self._end_turn(claim, st, trigger, "pause", "storyteller was paused")
             return True
@@ -73,38 +89,49 @@ class TurnStage(PipelineState):
         now = self._clock.now()
         for item in claim.items:
             self.stats.turn_latency.observe((now - item.received_at).total_seconds())
+
+        async def finish(outcome: str) -> bool:
+            failed = outcome in FAILED_OUTCOMES
+            state = WorkState.FAILED if failed else WorkState.DONE
+            await self._backlog.finish_turn(claim.turn_key, state, outcome)
+            return not failed
+
         lane.running_turn = True
         self._observer.turn_started(st, trigger)
         outcome: TurnOutcome | None = None
-        state, reason = WorkState.FAILED, "crashed"
         cut_off = False
         try:
-            outcome = await self._runner.run_turn(st, trigger, claim.turn_key)
-            self.stats.turns[outcome.outcome] += 1
-            failed = outcome.outcome in FAILED_OUTCOMES
-            state = WorkState.FAILED if failed else WorkState.DONE
-            reason = outcome.outcome
-            if outcome.outcome == "model_transient_error":
-                self._alert_transient(st)
-        except asyncio.CancelledError:
-            cut_off = True
-            raise  # left running: the next start runs the turn again under the same key
-        except Exception:
-            self.stats.turns["crashed"] += 1
-            log.exception("turn %s of storyteller %s crashed", claim.turn_key, st.name)
+            try:
+                outcome = await self._runner.run_turn(st, trigger, claim.turn_key, finish=finish)
+            except asyncio.CancelledError:
+                cut_off = True
+                if self.stopping():  # a clean stop: the next start runs it again uncounted
+                    await uncancelled(self._backlog.stopped(claim.turn_key))
+                raise
+            except Exception:
+                self.stats.turns["crashed"] += 1
+                log.exception("turn %s of storyteller %s crashed", claim.turn_key, st.name)
+                await self._backlog.finish_turn(claim.turn_key, WorkState.FAILED, "crashed")
+                self._alert_failed(st, claim, "crashed")
+            else:
+                self.stats.turns[outcome.outcome] += 1
+                if outcome.outcome == "model_transient_error":
+                    self._alert_transient(st, claim.turn_key)
+                # A runner that stores no record leaves the items to this (no-op otherwise).
+                await finish(outcome.outcome)
         finally:
             lane.running_turn = False
             lane.plan_waits.stale = True  # the turn may have made, advanced or ended plans
             if cut_off:
                 log.warning(
-                    "storyteller %s: turn %s cut off by the stop; the next start runs it again",
+                    "storyteller %s: turn %s cut off by %s; the next start runs it again",
                     st.name,
                     claim.turn_key,
+                    "the stop" if self.stopping() else "cancellation",
                 )
             else:
                 self._observer.turn_finished(st, trigger, outcome)
             await self._changed()
-        await self._backlog.finish_turn(claim.turn_key, state, reason)
         self._turn_ended(claim.turn_key)
         return True
 
@@ -117,15 +144,56 @@ class TurnStage(PipelineState):
         await self._backlog.finish_turn(claim.turn_key, WorkState.FILTERED, reason, rule=stage)
         self._turn_ended(claim.turn_key)
 
-    def _alert_transient(self, st: Storyteller) -> None:
+    def _alert_given_up(self, st: Storyteller, claim: TurnClaim, run_id: int | None) -> None:
+        named = f"run {run_id}" if run_id is not None else f"turn {claim.turn_key}"
+        log.error(
+            "storyteller %s: turn %s was interrupted %d times; its %d events are marked failed "
+            "(storyteller runs retry %s queues it again)",
+            st.name,
+            claim.turn_key,
+            claim.attempt - 1,
+            len(claim.items),
+            run_id if run_id is not None else claim.turn_key,
+        )
+        if self._alerts is None:
+            return
+        self._alerts.alert(
+            "turn_given_up",
+            f"{st.name}: a turn was given up after {claim.attempt - 1} interruptions",
+            f"The daemon stopped or crashed during {named} (turn {claim.turn_key}) "
+            f"{claim.attempt - 1} times, more than `[attention] turn_retries` allows, so its "
+            f"{len(claim.items)} events are marked failed. A turn that brings the daemon down "
+            "is a bug to report with `storyteller runs show "
+            f"{run_id if run_id is not None else '…'}`; once fixed, "
+            f"`storyteller runs retry {run_id if run_id is not None else claim.turn_key}` "
+            "queues it again (it resumes where it stopped; nothing it did runs twice).",
+            severity="error",
+            key=f"turn_given_up:{st.id}",
+        )
+
+    def _alert_failed(self, st: Storyteller, claim: TurnClaim, why: str) -> None:
+        if self._alerts is None:
+            return
+        self._alerts.alert(
+            "turn_crashed",
+            f"{st.name}: a turn {why}",
+            f"Turn {claim.turn_key} {why} (a bug: the log has the traceback); its "
+            f"{len(claim.items)} events are marked failed. `storyteller runs retry "
+            f"{claim.turn_key}` queues it again once fixed.",
+            severity="error",
+            key=f"turn_crashed:{st.id}",
+        )
+
+    def _alert_transient(self, st: Storyteller, key: str) -> None:
         if self._alerts is None:
             return
         self._alerts.alert(
             "turn_transient",
             f"{st.name}: a turn failed on a temporary model error",
-            "The endpoint kept failing (rate limit, server error or timeout) after retries, so "
-            "the turn ended early; its events are marked failed. Repeats of this alert mean "
-            "the endpoint is struggling: check its status and the [model] timeouts.",
+            f"The endpoint kept failing (rate limit, server error or timeout) after retries, so "
+            f"turn {key} ended early; its events are marked failed (`storyteller runs retry "
+            f"{key}` queues it again). Repeats of this alert mean the endpoint is struggling: "
+            "check its status and the [model] timeouts.",
             severity="warning",
             key=f"turn_transient:{st.id}",
         )

@@ -82,11 +82,17 @@ class _DaySpend(Protocol):
     def by_storyteller(self) -> dict[int, float]: ...
 
 
+def input_estimate(request: ModelRequest) -> int:
+    """The request's input tokens at most: its body's UTF-8 size (no token is shorter than a
+    byte)."""
+    return len(json.dumps(api_body(request), ensure_ascii=False).encode("utf-8"))
+
+
 def worst_case(
     prices: Mapping[str, ModelPrice], request: ModelRequest
 ) -> tuple[int, int, float, bool]:
     """Input and output tokens, USD, and whether the model has a price, at worst."""
-    input_tokens = len(json.dumps(api_body(request), ensure_ascii=False).encode("utf-8"))
+    input_tokens = input_estimate(request)
     output_tokens = request.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
     price = price_for(prices, request.model)
     if price is None:

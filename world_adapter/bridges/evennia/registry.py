@@ -26,11 +26,17 @@ A prog's id is derived from its name, so it is the same on every server start.
 
 from __future__ import annotations
 
+import logging
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .journal import KeyJournal
+
+log = logging.getLogger(__name__)
 
 # The element types of the prog type system (a copy of the daemon's list, which this module must
 # not import: it runs inside the game).
@@ -216,28 +222,87 @@ def storyteller_prog(
 
 
 class ResultStore:
-    """Outcomes of prog runs by idempotency key, the newest ``capacity`` kept.
+    """Outcomes of successful prog runs by idempotency key.
 
     A key seen before returns the stored outcome, so a daemon retrying a call after a lost reply
-    does not act twice.
+    does not act twice. An outcome is kept while it is among the newest `capacity`, or younger
+    than `keep_seconds`, and never beyond `max_entries`. With a `KeyJournal` the outcomes are on
+    disk as well, so they survive ``evennia reload`` and restarts.
+
+    Args:
+        capacity: Outcomes kept whatever their age.
+        keep_seconds: Outcomes younger than this are kept beyond `capacity`.
+        max_entries: The hard bound.
+        journal: Where the outcomes are kept on disk (None: memory only).
+        clock: The POSIX time.
     """
 
-    def __init__(self, capacity: int = 5000) -> None:
+    def __init__(
+        self,
+        capacity: int = 5000,
+        *,
+        keep_seconds: float = 0.0,
+        max_entries: int = 100_000,
+        journal: KeyJournal | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
+        if max_entries < capacity:
+            raise ValueError(f"max_entries ({max_entries}) must be at least capacity ({capacity})")
         self.capacity = capacity
-        self._results: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.keep_seconds = keep_seconds
+        self.max_entries = max_entries
+        self._clock = clock
+        self._results: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._journal = journal
+        if journal is not None:
+            for key, at, outcome in journal.load():
+                self._results[key] = (at, outcome)
+                self._results.move_to_end(key)
+            self._trim()
+            self._rewrite()
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored outcome for `key`, or None."""
-        return self._results.get(key)
+        found = self._results.get(key)
+        return None if found is None else found[1]
 
     def put(self, key: str, outcome: dict[str, Any]) -> None:
-        """Store `outcome` under `key`, dropping the oldest entry when full."""
-        self._results[key] = outcome
+        """Store `outcome` under `key`, dropping outcomes past their keeping."""
+        at = self._clock()
+        self._results[key] = (at, outcome)
         self._results.move_to_end(key)
-        while len(self._results) > self.capacity:
+        self._trim()
+        if self._journal is None:
+            return
+        try:
+            if self._journal.lines > 2 * len(self._results):
+                self._rewrite()
+            else:
+                self._journal.append(key, at, outcome)
+        except OSError:
+            log.exception("cannot write %s; prog outcomes are kept in memory only",
+                          self._journal.path)  # fmt: skip
+            self._journal.close()
+            self._journal = None
+
+    def _trim(self) -> None:
+        oldest_kept = self._clock() - self.keep_seconds
+        while len(self._results) > self.max_entries or (
+            len(self._results) > self.capacity
+            and next(iter(self._results.values()))[0] < oldest_kept
+        ):
             self._results.popitem(last=False)
+
+    def _rewrite(self) -> None:
+        if self._journal is not None:
+            self._journal.rewrite((k, at, o) for k, (at, o) in self._results.items())
+
+    def close(self) -> None:
+        """Close the journal."""
+        if self._journal is not None:
+            self._journal.close()
 
     def __len__(self) -> int:
         return len(self._results)

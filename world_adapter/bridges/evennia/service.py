@@ -17,6 +17,11 @@ Settings (``server/conf/settings.py``):
                                        are served
 ``STORYTELLER_BRIDGE_REPLAY_EVENTS``   ``10000``: events kept for resuming daemons
 ``STORYTELLER_BRIDGE_PROG_SECONDS``    ``8``: a prog that has not finished by then fails
+``STORYTELLER_BRIDGE_STATE_DIR``       ``server/storyteller`` in the game dir: the event and
+                                       prog-outcome journals (see `journal`)
+``STORYTELLER_BRIDGE_OUTCOME_SECONDS`` ``3600``: prog outcomes kept at least this long
+``STORYTELLER_BRIDGE_SYNC_EVENTS``     ``True``: ``fsync`` each event (off: a power loss may
+                                       lose the newest events; a reload or crash never does)
 ``STORYTELLER_BRIDGE_ZONE_CATEGORY``   ``"zone"``: tag category naming a room's zone
 ``STORYTELLER_BRIDGE_LANDMARK_CATEGORY`` ``"landmark"``: tag category naming landmarks
 =====================================  ================================================
@@ -25,6 +30,7 @@ Settings (``server/conf/settings.py``):
 from __future__ import annotations
 
 import importlib
+import itertools
 import logging
 import os
 from collections.abc import Callable
@@ -47,11 +53,12 @@ from .params import (
     str_param,
 )
 from .pathing import MAX_STEPS
-from .registry import REGISTRY, ResultStore
+from .registry import REGISTRY
 from .session import MAX_FRAME_BYTES, BridgeSession
 from .tap import prog_origin
 
 DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - a variable name, not a secret
+_OPENED = itertools.count(1)
 CLOSE_SECONDS = 1.0
 """How long a stopping Server waits for daemons to acknowledge its close frames."""
 
@@ -103,6 +110,7 @@ METHODS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "online_players": _no_params(worldview.online_players),
     "character": lambda p: worldview.character_info(int_param(p, "character_id")),
     "room": lambda p: worldview.room_info(int_param(p, "room_id")),
+    "entity": lambda p: worldview.entity_info(str_param(p, "kind"), int_param(p, "entity_id")),
     "progs": _no_params(REGISTRY.catalogue),
     "landmarks": _no_params(worldview.landmarks),
     "landmark": lambda p: worldview.landmark(str_param(p, "name")),
@@ -144,9 +152,12 @@ class BridgeProtocol(WebSocketServerProtocol):
     """One daemon connection; the protocol itself lives in `BridgeSession`."""
 
     session: BridgeSession | None = None
+    opened = 0
+    """The order in which connections opened."""
 
     def onOpen(self) -> None:
         factory = self.factory
+        self.opened = next(_OPENED)
         self.session = BridgeSession(
             token=factory.token,
             game=str(getattr(settings, "SERVERNAME", "")),
@@ -234,6 +245,34 @@ class BridgeService(internet.TCPServer):
         return defer.DeferredList([d for d in (stopped, goodbyes) if d is not None])
 
 
+_factory: BridgeFactory | None = None
+"""The listening bridge of this Server process (None until it listens)."""
+
+
+def send_admin(
+    command: str,
+    verb: str,
+    args: list[str],
+    caller: str,
+    level: str,
+    reply: Callable[[str | None, str | None], None],
+) -> bool:
+    """Send an in-game admin command over a daemon's open connection; False when no daemon is
+    connected. `reply` gets ``(text, None)`` or ``(None, error)`` once (see
+    `BridgeSession.send_admin`)."""
+    # The running daemon's stream connection first: it subscribes and stays, while tools such
+    # as `storyteller bridge check` connect for a moment and take no admin commands.
+    connections = sorted(
+        [] if _factory is None else _factory.connections,
+        key=lambda c: (not (c.session and c.session.subscribed), c.opened),
+    )
+    for connection in connections:
+        session = connection.session
+        if session is not None and session.send_admin(command, verb, args, caller, level, reply):
+            return True
+    return False
+
+
 def _load_progs() -> None:
     for module in getattr(settings, "STORYTELLER_BRIDGE_PROG_MODULES", []):
         try:
@@ -261,12 +300,17 @@ def start_plugin_services(server: Any) -> None:
         )
         return
     _load_progs()
-    executor = ProgExecutor(REGISTRY, ResultStore(), lookup=worldview.lookup, invoke=_invoke)
+    executor = ProgExecutor(
+        REGISTRY, state.prog_outcomes(), lookup=worldview.lookup, invoke=_invoke
+    )
     interface = str(getattr(settings, "STORYTELLER_BRIDGE_INTERFACE", "127.0.0.1"))
-    service = BridgeService(int(port), BridgeFactory(token, executor), interface)
+    global _factory
+    _factory = BridgeFactory(token, executor)
+    service = BridgeService(int(port), _factory, interface)
     service.setName("storyteller_bridge")
     service.setServiceParent(server)
     logger.log_info(
-        f"storyteller bridge: listening on {interface}:{port}, epoch {events.epoch}, "
+        f"storyteller bridge: listening on {interface}:{port}, epoch {events.epoch} "
+        f"({'continued' if events.restored else 'new'} at seq {events.last_seq}), "
         f"{len(REGISTRY)} progs"
     )

@@ -34,6 +34,8 @@ IDLE_SECONDS = 60.0
 MAX_ID_CHARS = 64
 MAX_EPOCH_CHARS = 200
 MAX_KEY_CHARS = 256
+ADMIN_SECONDS = 45.0
+"""How long an in-game admin command waits for the daemon's answer."""
 
 CLOSE_IDLE = 4000
 CLOSE_BAD_TOKEN = 4001
@@ -43,6 +45,10 @@ CLOSE_HANDSHAKE = 4003
 
 class Cancellable(Protocol):
     def cancel(self) -> None: ...
+
+
+AdminReply = Callable[[str | None, str | None], None]
+"""Called once with ``(text, None)`` (the daemon's answer) or ``(None, error)``."""
 
 
 def _is_id(value: Any) -> TypeGuard[str]:
@@ -91,6 +97,8 @@ class BridgeSession:
         self._cells: frozenset[int] | None = None
         self._position = 0
         self._timer: Cancellable | None = None
+        self._admin_sent = 0
+        self._admin_waiting: dict[str, tuple[AdminReply, Cancellable]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -107,6 +115,10 @@ class BridgeSession:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        for admin_id in list(self._admin_waiting):
+            reply, timer = self._admin_waiting.pop(admin_id)
+            timer.cancel()
+            reply(None, "The connection to the storyteller daemon closed; try again.")
 
     def pause(self) -> None:
         """The socket's send buffer is full: hold events until `resume`."""
@@ -154,7 +166,8 @@ class BridgeSession:
         handler = {
             "ping": self._on_ping,
             "pong": self._ignore,
-            "error": self._ignore,
+            "error": self._on_answer,
+            "result": self._on_answer,
             "subscribe": self._on_subscribe,
             "request": self._on_request,
         }.get(kind if isinstance(kind, str) else "")
@@ -207,6 +220,63 @@ class BridgeSession:
 
     def _ignore(self, frame: dict[str, Any]) -> None:
         """Pongs and errors from the daemon are never answered."""
+
+    # ------------------------------------------------------------------ admin commands
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the daemon subscribed on this connection (a daemon's stream, not a probe)."""
+        return self.state == "open" and self._cells is not None
+
+    def send_admin(
+        self,
+        command: str,
+        verb: str,
+        args: list[str],
+        caller: str,
+        level: str,
+        reply: AdminReply,
+    ) -> bool:
+        """Send an in-game admin command to the daemon; False when the connection is not open.
+
+        `reply` gets the daemon's text, or an error line (the daemon's, or a timeout after
+        `ADMIN_SECONDS`, or the connection closing first).
+        """
+        if self.state != "open":
+            return False
+        self._admin_sent += 1
+        admin_id = f"a-{self._admin_sent}"
+        timer = self._call_later(ADMIN_SECONDS, lambda: self._admin_timeout(admin_id))
+        self._admin_waiting[admin_id] = (reply, timer)
+        frame = {"type": "admin", "id": admin_id, "command": command, "verb": verb,
+                 "args": args, "caller": caller, "level": level}  # fmt: skip
+        if not self._send(frame):
+            self._admin_waiting.pop(admin_id)
+            timer.cancel()
+            return False
+        return True
+
+    def _admin_timeout(self, admin_id: str) -> None:
+        waiting = self._admin_waiting.pop(admin_id, None)
+        if waiting is not None:
+            waiting[0](None, "The storyteller daemon did not answer in time.")
+
+    def _on_answer(self, frame: dict[str, Any]) -> None:
+        """A result or error frame: the answer to an admin command (errors about the game's own
+        frames, with no such id, need nothing)."""
+        waiting = self._admin_waiting.pop(str(frame.get("id")), None)
+        if waiting is None:
+            if frame.get("type") == "result":
+                self._bad_frame("A result frame answers nothing the game sent.")
+            return
+        reply, timer = waiting
+        timer.cancel()
+        if frame.get("type") == "error":
+            reply(None, str(frame.get("message") or "The daemon refused the command."))
+            return
+        result = frame.get("result")
+        text = result.get("text") if isinstance(result, dict) else None
+        reply(text if isinstance(text, str) else json.dumps(result, ensure_ascii=False), None)
 
     def _on_ping(self, frame: dict[str, Any]) -> None:
         nonce = frame.get("nonce")

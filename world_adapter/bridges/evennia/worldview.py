@@ -161,6 +161,12 @@ def character_info(character_id: Any) -> dict[str, Any] | None:
     }
 
 
+def entity_info(kind: str, entity_id: int) -> dict[str, Any] | None:
+    """The character, room, item or exit with this id (`kind` is its prog type), or None."""
+    obj = lookup(kind, entity_id)
+    return None if obj is None else {"kind": kind, "id": obj.id, "name": _name(obj)}
+
+
 def room_info(room_id: Any) -> dict[str, Any] | None:
     """One room, its zone, description, occupants and exits, or None."""
     room = find_object(room_id)

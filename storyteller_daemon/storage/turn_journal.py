@@ -1,0 +1,96 @@
+"""The turn journal: what a running turn has done (see `agent.ports.TurnJournal`).
+
+A turn notes each model answer as it comes and keeps the result of each call that writes the
+storyteller's notes in the same transaction as the writes (`Database.unit`), so a turn cut off
+by a crash and run again under its key replays its answers and results from here: no model
+request is made twice, no situation or memory is written twice. The turn's entries are deleted
+by `forget` in the transaction that completes it; `prune` removes those of turns that never
+completed (given up) once they are older than the backlog keeps finished work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.models import TurnJournalRow
+from storyteller_daemon.storage.storytellers import Clock, utc_now
+
+
+class TurnJournalRepository:
+    """Keeps and reads turns' journal entries."""
+
+    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def entries(self, turn_key: str) -> dict[str, str]:
+        """Every entry of the turn, by name."""
+        async with self._db.session() as session:
+            rows = await session.execute(
+                select(TurnJournalRow.entry, TurnJournalRow.body).where(
+                    TurnJournalRow.turn_key == turn_key
+                )
+            )
+            return {str(entry): str(body) for entry, body in rows}
+
+    async def note(self, turn_key: str, entry: str, body: str) -> None:
+        """Keep an entry; one kept before under the name stays."""
+        async with self._db.session() as session:
+            await self._keep(session, turn_key, entry, body)
+
+    async def once(
+        self, turn_key: str, entry: str, write: Callable[[], Awaitable[str]]
+    ) -> tuple[str, bool]:
+        """Run `write` and keep its result with its writes in one transaction, unless the
+        entry is kept already (then its body, and True)."""
+        async with self._db.unit():
+            # Read inside the unit only once `write` is known to be needed: the look-up is a
+            # plain read, and the unit's transaction begins at `write`'s first write.
+            kept = await self._kept(turn_key, entry)
+            if kept is not None:
+                return kept, True
+            body = await write()
+            async with self._db.session() as session:
+                await self._keep(session, turn_key, entry, body)
+            return body, False
+
+    async def _kept(self, turn_key: str, entry: str) -> str | None:
+        async with self._db.reading() as connection:
+            return await connection.scalar(
+                select(TurnJournalRow.body).where(
+                    TurnJournalRow.turn_key == turn_key, TurnJournalRow.entry == entry
+                )
+            )
+
+    async def _keep(self, session: AsyncSession, turn_key: str, entry: str, body: str) -> None:
+        found = await session.scalar(
+            select(TurnJournalRow.id).where(
+                TurnJournalRow.turn_key == turn_key, TurnJournalRow.entry == entry
+            )
+        )
+        if found is None:
+            session.add(
+                TurnJournalRow(turn_key=turn_key, entry=entry, body=body, created_at=self._clock())
+            )
+            await session.flush()
+
+    async def forget(self, turn_key: str) -> int:
+        """Delete the turn's entries (it completed); return how many."""
+        async with self._db.session() as session:
+            result = await session.execute(
+                delete(TurnJournalRow).where(TurnJournalRow.turn_key == turn_key)
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    async def prune(self, *, created_before: datetime) -> int:
+        """Delete entries kept before a time (turns that never completed); return how many."""
+        async with self._db.session() as session:
+            result = await session.execute(
+                delete(TurnJournalRow).where(TurnJournalRow.created_at < created_before)
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
