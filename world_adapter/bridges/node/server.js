@@ -63,6 +63,7 @@ const METHODS = {
   recent_plans: [['within', (v) => typeof v === 'number', true]],
   room_times: [['room_ids', (v) => v === null || (Array.isArray(v) && v.every(isInt)), false]],
   calendar: [['ref', isText, true], ['year', (v) => v === null || isInt(v), false]],
+  entity: [['kind', (v) => ['Character', 'Location', 'Item', 'Exit'].includes(v), true], ['entity_id', isInt, true]],
 };
 const CAUSABLE = ['room_echo', 'speech', 'crime', 'state_change', 'invoke'];
 // The minimal profile's answers (docs/bridge-protocol.md, "A minimal profile").
@@ -192,7 +193,8 @@ class Bridge {
       this.cause(peer, id, params.kind);
       return;
     }
-    if (!spec) { fail('unknown_method', `Unknown method '${method}'.`); return; }
+    // The minimal profile leaves out the optional entity look-up (docs: "A minimal profile").
+    if (!spec || (this.minimal && method === 'entity')) { fail('unknown_method', `Unknown method '${method}'.`); return; }
     for (const [name, check, required] of spec) {
       if (params[name] === undefined ? required : !check(params[name])) {
         fail('bad_params', `params.${name}: missing or of the wrong type.`);
@@ -225,6 +227,7 @@ class Bridge {
       case 'recent_plans': return []; // nobody's plans change in the toy world
       case 'room_times': return {}; // the toy world keeps no calendar
       case 'calendar': return null;
+      case 'entity': return w.entity(p.kind, p.entity_id);
       default: throw new Error(`no handler for ${method}`);
     }
   }

@@ -100,6 +100,12 @@ class World {
     return { id: r.id, name: r.name, zone_id: r.zone, description: r.description, occupant_ids: occupants };
   }
 
+  // One thing by kind and id, or null (an id of another kind is null too); no exits have ids.
+  entity(kind, id) {
+    const found = { Character: this.characters.get(id), Location: this.room(id), Item: this.items.get(id) }[kind];
+    return found ? { kind, id, name: found.name } : null;
+  }
+
   progs() { return PROGS.map((p) => ({ ...p, compile_error: '' })); }
 
   landmarks() { return LANDMARKS.map((l) => ({ name: l.name, room_id: l.room, room_name: this.room(l.room).name })); }
