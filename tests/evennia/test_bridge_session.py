@@ -623,6 +623,7 @@ def test_an_invocation_goes_out_and_its_answer_and_outcome_come_back_by_id() -> 
 def test_the_same_id_again_is_reported_as_the_daemons_duplicate() -> None:
     d = Desk()
     d.stream.hello()
+    d.requests.hello()
     first = d.invoke(3, "Night falls.")
     d.stream.send(_invoked(first))
     d.stream.send(_outcome(first))
@@ -631,8 +632,11 @@ def test_the_same_id_again_is_reported_as_the_daemons_duplicate() -> None:
     assert again == first and d.stream.sent[before:] == [
         {"type": "invoke", "id": first, "storyteller": 3, "text": "Night falls."}
     ]
+    # A turn that has ended: the daemon sends its outcome again, on its request connection,
+    # where it may overtake the answer; it is reported after the answer all the same.
+    assert d.requests.send(_outcome(first)) == []
+    assert len(d.reports) == 2
     d.stream.send(_invoked(first, duplicate=True))
-    d.stream.send(_outcome(first))  # a turn that has ended: the daemon sends its outcome again
     assert [type(r).__name__ for r in d.reports] == ["Invoked", "InvokeOutcome"] * 2
     assert d.reports[2] == Invoked(first, True, "queued", "", 3, f"st3:direct:game:{first}", True)
     assert describe(d.reports[2]) == (
@@ -672,6 +676,16 @@ def test_no_answer_in_time_or_a_closed_connection_is_a_refusal_an_accepted_one_w
     d.requests.hello()
     d.requests.send(_outcome(accepted))  # the accepted one's outcome still finds it
     assert d.reports[-1].id == accepted and d.desk.waiting == []
+
+    # An answer lost while the outcome came: the outcome says the turn ran.
+    lost = d.invoke(3, "Call 3.")
+    d.requests.send(_outcome(lost))
+    d.timers[-1].fn()
+    assert d.reports[-1] == InvokeOutcome(
+        lost, f"st3:direct:game:{lost}", "completed", "", 5812,
+        (("EchoToRoom", True), ("Noop", True)),
+    )  # fmt: skip
+    assert d.desk.waiting == []
 
 
 def test_bad_invocation_frames_are_bad_frames_and_a_failing_callback_is_contained(

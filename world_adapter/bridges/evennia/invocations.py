@@ -190,6 +190,8 @@ class _Waiting:
     via: object | None = None
     timer: Cancellable | None = None
     accepted: bool = False
+    early: InvokeOutcome | None = None
+    """An outcome that came before the answer (they travel on different connections)."""
 
 
 class InvocationDesk:
@@ -268,6 +270,9 @@ class InvocationDesk:
 
     def _refuse(self, request_id: str, reason: str, message: str) -> None:
         waiting = self._waiting.pop(request_id)
+        if waiting.early is not None:  # the answer was lost, but the turn ran: say how it ended
+            self._report(waiting, waiting.early)
+            return
         self._report(waiting, Invoked(request_id, accepted=False, reason=reason, message=message))
 
     def answered(self, frame: dict[str, Any]) -> None:
@@ -290,9 +295,11 @@ class InvocationDesk:
             for forgotten in accepted[: max(0, len(accepted) - self._keep)]:
                 del self._waiting[forgotten]
                 log.warning("forgot invocation %s: too many wait for their outcome", forgotten)
-        else:
-            del self._waiting[answer.id]
+        if not answer.accepted or waiting.early is not None:
+            self._waiting.pop(answer.id, None)
         self._report(waiting, answer)
+        if answer.accepted and waiting.early is not None:
+            self._report(waiting, waiting.early)
 
     def outcome_arrived(self, frame: dict[str, Any]) -> None:
         """An ``invoke_outcome`` frame arrived; one for an id not waiting is ignored.
@@ -301,11 +308,13 @@ class InvocationDesk:
             BadFrame: A field is missing or mistyped.
         """
         outcome = parse_outcome(frame)
-        waiting = self._waiting.pop(outcome.id, None)
+        waiting = self._waiting.get(outcome.id)
         if waiting is None:
             return
-        if waiting.timer is not None:  # the outcome of a duplicate came before its answer
-            waiting.timer.cancel()
+        if not waiting.accepted:  # the outcome came first: report it after the answer
+            waiting.early = outcome
+            return
+        del self._waiting[outcome.id]
         self._report(waiting, outcome)
 
     def connection_closed(self, via: object) -> None:
