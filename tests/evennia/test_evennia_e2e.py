@@ -5,9 +5,9 @@ own. A player logs in over telnet and speaks; the daemon (SQLite, the harbour-wa
 set to watch the player's room, the scripted Responses server through the real openai SDK) hears
 it over the bridge, creates a situation and runs the game's EchoToRoom prog, whose words the
 player sees. The conformance suite passes against the same game, and the room tap reports moves
-and poses. A new admin goes from an empty directory to a turn with the CLI alone (`init`, `db
-upgrade`, `seed load --check-world`, `doctor`, `ais unpause`, `run`). Everything started here is
-stopped here.
+and poses. An admin's `ais invoke` is answered at once and reports its turn's outcome. A new
+admin goes from an empty directory to a turn with the CLI alone (`init`, `db upgrade`, `seed
+load --check-world`, `doctor`, `ais unpause`, `run`). Everything started here is stopped here.
 """
 
 from __future__ import annotations
