@@ -649,6 +649,18 @@ async def test_an_admins_ais_invoke_is_answered_runs_a_turn_and_reports_its_outc
             duplicate = await player.read_until(r"again: [^\r\n]+", within=STEP_SECONDS)
             outcome_again = await player.read_until(r"again: [^\r\n]+", within=STEP_SECONDS)
             await runtime.pipeline.wait_idle()
+            requests_before_reload = len(scripted.requests)
+
+            # A reload restarts the counter under a new boot id: the next id is a new one.
+            subscribed = game.server_log().count("subscribed to 1 rooms")
+            await asyncio.to_thread(game.reload)
+            await until(
+                lambda: game.server_log().count("subscribed to 1 rooms") > subscribed,
+                "the daemon to subscribe again after the reload",
+            )
+            await player.send_line(f"ais invoke {watch_id} Ring it once more.")
+            after_reload = await player.read_until(r"invocation inv-\w+-\d+[^\r\n]*", within=5)
+            ended_after_reload = await player.read_until(r"ended: [^\r\n]+", within=STEP_SECONDS)
         finally:
             stop.set()
             await asyncio.wait_for(task, STEP_SECONDS)
@@ -663,9 +675,21 @@ async def test_an_admins_ais_invoke_is_answered_runs_a_turn_and_reports_its_outc
     assert "Ring the bell for the lost." in prompt
     assert f"already took invocation {request_id}; nothing new was queued." in duplicate
     assert outcome_again.split("again: ")[1] == ended.split("\n")[-1].strip()
-    assert turn_requests == len(scripted.requests)  # the duplicate asked the model nothing
-    assert len([r for r in scripted.requests if r.tools]) == 2  # the one turn's two rounds
-    assert runtime.stats.turns.total() == 1
+    assert turn_requests == requests_before_reload  # the duplicate asked the model nothing
+    assert len([r for r in scripted.requests[:turn_requests] if r.tools]) == 2  # the turn's rounds
+
+    [new_id] = re.findall(r"inv-\w+-\d+", after_reload)
+    print(f"request ids: {request_id} before the reload, {new_id} after")
+    assert new_id.endswith("-1") and new_id != request_id  # the same count, a new boot id
+    assert f"Storyteller #{watch_id} accepted invocation {new_id}: its turn is queued." in (
+        after_reload
+    )
+    # The pack's policy lets EchoToRoom act on a room once per 600 s: the outcome says the call
+    # was refused, and the turn ended without acting.
+    assert ended_after_reload.strip().endswith(
+        f"Invocation {new_id} ended: noop (run 2; tools: EchoToRoom failed, Noop ok)."
+    ), ended_after_reload
+    assert runtime.stats.turns.total() == 2
 
 
 # ---------------------------------------------------------------- a new admin, from nothing
