@@ -10,9 +10,9 @@ storage, world commands) can be shown working offline:
 * tool-loop rounds: after any tool output, ``Noop`` (a request offering no storyteller tools
   that requires a call gets its first tool, with placeholder arguments); for a storyteller
   that plans, the plan rules of `offline_plans` (make a fixed three-step plan on a heartbeat,
-  do the step that is due, replan after a failed step); for an event prompt with a ``Location: … [#<id>]`` line,
-  ``CreateSituation`` about the event text plus, when offered, a custom tool taking a room and
-  a text, called with a fixed in-world line; otherwise ``Noop``.
+  do the step that is due, replan after a failed step); for an event prompt with a
+  ``Location: … [#<id>]`` line, ``CreateSituation`` about the event text plus, when offered, a
+  custom tool taking a room and a text, called with a fixed in-world line; otherwise ``Noop``.
 
 Arguments fill every property of the tool's schema (strict schemas require all keys). Ids are
 derived from the request, so the same request always gets the same answer.
