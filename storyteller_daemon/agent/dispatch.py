@@ -130,53 +130,65 @@ async def run_call(
     kept = turn.kept.get(entry)
     if kept is not None:
         return _replayed(turn, call, json.loads(kept))
-    journalled: list[bool] = []
-    outcome = await _run_call(turn, call, policy, entry, journalled)
+    outcome, journalled = await _run_call(turn, call, policy, entry)
     if not journalled:
         await note(turn, entry, json.dumps(outcome.envelope, ensure_ascii=False))
     return outcome
+
+
+def _call_record(
+    turn: TurnState,
+    call: FunctionCall,
+    envelope: dict[str, object],
+    rule: str | None = None,
+    **flags: bool,
+) -> CallRecord:
+    return CallRecord(
+        turn.record.rounds, call.call_id, call.name, call.arguments, envelope, rule=rule, **flags
+    )
 
 
 def _replayed(turn: TurnState, call: FunctionCall, envelope: dict[str, object]) -> CallRecord:
     """The record of a call an earlier attempt of the turn ran: its kept result, nothing run."""
     tool = turn.tools.find(call.name)
     try:
-        turn.dispatched.add((call.name, canonical_arguments(parse_arguments(call.arguments))))
+        arguments = parse_arguments(
+            call.arguments,
+            max_chars=turn.limits.max_argument_chars,
+            max_depth=turn.limits.max_argument_depth,
+        )
+        turn.dispatched.add((call.name, canonical_arguments(arguments)))
     except MalformedArguments:
         pass
     if tool is not None and tool.effect is not None and envelope.get("ok"):
         turn.prog_calls += 1
     _read(turn, tool, envelope)
-    return CallRecord(
-        turn.record.rounds,
-        call.call_id,
-        call.name,
-        call.arguments,
-        envelope,
-        replayed=True,
-    )
+    return _call_record(turn, call, envelope, replayed=True)
 
 
 async def _run_call(
-    turn: TurnState,
-    call: FunctionCall,
-    policy: Policy | None,
-    entry: str,
-    journalled: list[bool],
-) -> CallRecord:
-    """Run the call; `journalled` gets an item when its result went into the journal with its
-    writes (or was there already)."""
+    turn: TurnState, call: FunctionCall, policy: Policy | None, entry: str
+) -> tuple[CallRecord, bool]:
+    """Run the call; the record, and whether its result is in the journal already (kept with
+    its writes, or by an earlier attempt)."""
+    record = await _dispatch(turn, call, policy, entry)
+    return record, record.replayed or _journalled(turn, call, record)
 
+
+def _journalled(turn: TurnState, call: FunctionCall, record: CallRecord) -> bool:
+    """Whether `_dispatch` ran the call through `TurnJournal.once` (a tool that writes notes,
+    past the policy: neither refused, skipped, shadowed nor parked)."""
+    tool = turn.tools.find(call.name)
+    passed = not (record.malformed or record.refused or record.skipped)
+    passed = passed and not (record.shadowed or record.parked)
+    return tool is not None and tool.writes and turn.ctx.journal is not None and passed
+
+
+async def _dispatch(
+    turn: TurnState, call: FunctionCall, policy: Policy | None, entry: str
+) -> CallRecord:
     def record(envelope: dict[str, object], rule: str | None = None, **flags: bool) -> CallRecord:
-        return CallRecord(
-            turn.record.rounds,
-            call.call_id,
-            call.name,
-            call.arguments,
-            envelope,
-            rule=rule,
-            **flags,
-        )
+        return _call_record(turn, call, envelope, rule, **flags)
 
     try:
         arguments = parse_arguments(
@@ -240,7 +252,6 @@ async def _run_call(
             return json.dumps(await invoke(tool, arguments, turn.ctx), ensure_ascii=False)
 
         body, before = await journal.once(turn.ctx.turn_key, entry, write)
-        journalled.append(True)
         envelope = json.loads(body)
         if before:
             _read(turn, tool, envelope)

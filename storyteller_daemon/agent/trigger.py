@@ -46,6 +46,8 @@ class Trigger:
     heartbeat: Heartbeat | None = None
     text: str = ""
     """Direct-invocation text."""
+    room: int | None = None
+    """The room a direct invocation names (an event's room is its own)."""
     attention_reason: str | None = None
     involved: frozenset[int] = field(default=frozenset())
     coalesced: tuple[Trigger, ...] = ()
@@ -120,7 +122,7 @@ class Trigger:
     @property
     def room_id(self) -> int | None:
         """The room the trigger happened in, if any."""
-        return self.event.cell_id if self.event is not None else None
+        return self.event.cell_id if self.event is not None else self.room
 
     @property
     def character_ids(self) -> frozenset[int]:

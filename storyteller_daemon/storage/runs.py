@@ -425,6 +425,18 @@ class RunRepository:
             found = [StoredRun(run_summary(r), json.loads(r.record)) for r in rows]
         return list(reversed(found))
 
+    async def turn_run(self, turn_key: str) -> StoredRun | None:
+        """The newest turn run stored under `turn_key`, with its record, or None."""
+        query = (
+            select(RunRow)
+            .where(RunRow.turn_key == turn_key, RunRow.kind == "turn")
+            .order_by(RunRow.id.desc())
+            .limit(1)
+        )
+        async with self._db.session() as session:
+            row = (await session.execute(query)).scalars().first()
+            return None if row is None else StoredRun(run_summary(row), json.loads(row.record))
+
     async def related(self, run: RunSummary) -> builtins.list[RunSummary]:
         """The other runs of the same storyteller and turn key (a turn's attention call)."""
         query = (
