@@ -4,7 +4,7 @@
 (``dictated = "quote"`` in a ``[[storyteller.tools]]`` table); NULL, the value of every existing
 row, means refuse, as for every prog text (docs/security.md).
 
-Revision ID: 0019
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-11-28
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
+revision = "0018"
 down_revision = "0017"
 branch_labels = None
 depends_on = None
