@@ -347,10 +347,18 @@ def _unquote(line: str) -> str:
     return "" if _FENCE_MARKER.fullmatch(text) else text
 
 
+_TITLE_WORDS = 4
+"""Words of the event a title keeps: fewer than the policy's run of copied words (6), so the
+stand-in's titles are its own words, as a storyteller's must be (`dictated`)."""
+
+
 def _title(event_text: str, room_id: int) -> str:
     if not event_text:
         return f"Something stirs in room #{room_id}"
-    return _truncate(_SENTENCE_END.split(event_text, maxsplit=1)[0], _TITLE_LIMIT)
+    sentence = _SENTENCE_END.split(event_text, maxsplit=1)[0].split()
+    if len(sentence) > _TITLE_WORDS:
+        return _truncate(f"In room #{room_id}: {' '.join(sentence[:_TITLE_WORDS])}…", _TITLE_LIMIT)
+    return _truncate(" ".join(sentence), _TITLE_LIMIT)
 
 
 def _truncate(text: str, limit: int) -> str:
