@@ -102,6 +102,12 @@ def test_config_is_frozen() -> None:
             "limits",
             "prompt_max_chars was replaced by prompt_max_tokens",
         ),
+        ("[policy]\ndictated_words = 1\n", "policy.dictated_words", "greater than or equal to 2"),
+        (
+            "[policy]\ndictated = { EchoToRoom = 'mumble' }\n",
+            "policy.dictated.EchoToRoom",
+            "'refuse', 'quote' or 'allow'",
+        ),
     ],
 )
 def test_each_error_names_file_key_and_problem(

@@ -6,11 +6,63 @@ a new epoch means the game restarted and older cursors cannot be resumed.
 
 from __future__ import annotations
 
+import functools
+import typing
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated, Any
 
 MAX_EPOCH_CHARS = 200
+MAX_WORLD_ID = 2**63 - 1
+"""The largest world id: ids are positive signed 64-bit integers (a BIGINT column holds them)."""
+
+
+class WorldIdRange:
+    """Marks an int field as a world id, 1 to `MAX_WORLD_ID`.
+
+    The range is checked where frames come in (`out_of_range_world_id`, used by the bridge at
+    the door), not whenever an event is read: a stored event whose ids were redacted to 0 by a
+    character's erasure must still read back. JSON Schemas generated from the types (pydantic
+    calls the hook below) state the range.
+    """
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        schema.update(minimum=1, maximum=MAX_WORLD_ID)
+        return schema
+
+    def __repr__(self) -> str:
+        return "WorldIdRange()"
+
+
+WORLD_ID_RANGE = WorldIdRange()
+WorldId = Annotated[int, WORLD_ID_RANGE]
+"""The id of a room, zone, character, item or crime: 1 to `MAX_WORLD_ID` (docs/bridge-protocol.md,
+world ids)."""
+
+
+def out_of_range_world_id(value: object) -> tuple[str, int] | None:
+    """The first world-id field of a dataclass instance whose value is out of range, with the
+    value, or None when every one is in range (None values are not ids)."""
+    cls: type = type(value)
+    for name in _world_id_fields(cls):
+        ident = getattr(value, name)
+        if isinstance(ident, int) and not 1 <= ident <= MAX_WORLD_ID:  # a name is no id
+            return name, ident
+    return None
+
+
+@functools.cache
+def _world_id_fields(cls: type) -> tuple[str, ...]:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return tuple(name for name, hint in hints.items() if _is_world_id(hint))
+
+
+def _is_world_id(hint: Any) -> bool:
+    if typing.get_origin(hint) is Annotated:
+        return any(isinstance(m, WorldIdRange) for m in hint.__metadata__)
+    return any(_is_world_id(option) for option in typing.get_args(hint))
 
 
 @dataclass(frozen=True, order=True)
@@ -60,8 +112,8 @@ class WorldEvent:
     """Fields every event has."""
 
     cursor: Cursor
-    cell_id: int
-    zone_id: int | None
+    cell_id: WorldId
+    zone_id: WorldId | None
     occurred_at: datetime
     """Real-world UTC time the game observed the event."""
     origin: str = "world"
@@ -85,7 +137,7 @@ class RoomEcho(WorldEvent):
     """Something every occupant of a room perceives (an emote, an arrival, a departure...)."""
 
     text: str
-    source_character_id: int | None = None
+    source_character_id: WorldId | None = None
     kind: EventKind = EventKind.ROOM_ECHO
 
     @property
@@ -98,13 +150,13 @@ class RoomEcho(WorldEvent):
 class Speech(WorldEvent):
     """A character said something in a room (the raw text, not garbled by language skill)."""
 
-    speaker_id: int
+    speaker_id: WorldId
     speaker_name: str
     text: str
     language: str = ""
     accent: str = ""
     volume: str = "Normal"
-    target_id: int | None = None
+    target_id: WorldId | None = None
     target_kind: str | None = None
     target_description: str | None = None
     kind: EventKind = EventKind.SPEECH
@@ -122,11 +174,11 @@ class Speech(WorldEvent):
 class Crime(WorldEvent):
     """A crime was committed (or witnessed) in a room."""
 
-    crime_id: int
+    crime_id: WorldId
     crime_type: str
     legal_authority: str
-    criminal_id: int
-    victim_id: int | None = None
+    criminal_id: WorldId
+    victim_id: WorldId | None = None
     third_party: str | None = None
     witness_count: int = 0
     kind: EventKind = EventKind.CRIME
@@ -141,7 +193,7 @@ class Crime(WorldEvent):
 class StateChange(WorldEvent):
     """A character fell unconscious, passed out or died."""
 
-    character_id: int
+    character_id: WorldId
     state: CharacterState
     kind: EventKind = EventKind.STATE_CHANGE
 

@@ -168,11 +168,13 @@ class Assembly:
         text: the user prompt.
         report: the budget's report.
         from_player: whether any kept entry came from players' words.
+        player_notes: the texts of those entries.
     """
 
     text: str
     report: ContextReport
     from_player: bool
+    player_notes: tuple[str, ...] = ()
 
     @property
     def stable_prefix(self) -> str:
@@ -244,8 +246,8 @@ def assemble(
         stable_chars=stable_chars,
         blocks=(*fixed_reports, *(fitted[i].report for i in order)),
     )
-    from_player = any(item.from_player for _, f in parts for item in f.kept)
-    return Assembly(text, report, from_player)
+    notes = tuple(item.text for _, f in parts for item in f.kept if item.from_player)
+    return Assembly(text, report, bool(notes), notes)
 
 
 def _fit(block: Block, allowance: int, limit: str, count: TokenCounter) -> _Fitted:

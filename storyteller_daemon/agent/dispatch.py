@@ -20,6 +20,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
+from storyteller_daemon.agent.dictation import CallVoice
 from storyteller_daemon.agent.model import FunctionCall, ResponseItem
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import APPROVAL, DESTRUCTIVE_RULE, NOT_OFFERED, Decision
@@ -27,6 +28,7 @@ from storyteller_daemon.agent.records import CallRecord, TurnRecord
 from storyteller_daemon.agent.tools.base import (
     MALFORMED_PREFIX,
     MalformedArguments,
+    Tool,
     ToolContext,
     canonical_arguments,
     error,
@@ -34,6 +36,7 @@ from storyteller_daemon.agent.tools.base import (
     invoke,
     ok,
     parse_arguments,
+    texts_from_players,
 )
 from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
@@ -101,6 +104,16 @@ async def note(turn: TurnState, entry: str, body: str) -> None:
         log.warning("turn %s: %s could not be journalled: %s", turn.ctx.turn_key, entry, exc)
 
 
+def _read(turn: TurnState, tool: Tool | None, envelope: dict[str, object]) -> None:
+    """Keep the players' words a call's result brought into the turn: everything an outside
+    tool (MCP) answered, and the stored entries marked as written from players."""
+    result = envelope.get("result")
+    if tool is not None and tool.outside:
+        turn.ctx.taint.hear(texts_from_players(result, marked=True))
+    else:
+        turn.ctx.taint.note(texts_from_players(result))
+
+
 async def run_call(
     turn: TurnState, call: FunctionCall, policy: Policy | None, position: int = 1
 ) -> CallRecord:
@@ -117,52 +130,65 @@ async def run_call(
     kept = turn.kept.get(entry)
     if kept is not None:
         return _replayed(turn, call, json.loads(kept))
-    journalled: list[bool] = []
-    outcome = await _run_call(turn, call, policy, entry, journalled)
+    outcome, journalled = await _run_call(turn, call, policy, entry)
     if not journalled:
         await note(turn, entry, json.dumps(outcome.envelope, ensure_ascii=False))
     return outcome
+
+
+def _call_record(
+    turn: TurnState,
+    call: FunctionCall,
+    envelope: dict[str, object],
+    rule: str | None = None,
+    **flags: bool,
+) -> CallRecord:
+    return CallRecord(
+        turn.record.rounds, call.call_id, call.name, call.arguments, envelope, rule=rule, **flags
+    )
 
 
 def _replayed(turn: TurnState, call: FunctionCall, envelope: dict[str, object]) -> CallRecord:
     """The record of a call an earlier attempt of the turn ran: its kept result, nothing run."""
     tool = turn.tools.find(call.name)
     try:
-        turn.dispatched.add((call.name, canonical_arguments(parse_arguments(call.arguments))))
+        arguments = parse_arguments(
+            call.arguments,
+            max_chars=turn.limits.max_argument_chars,
+            max_depth=turn.limits.max_argument_depth,
+        )
+        turn.dispatched.add((call.name, canonical_arguments(arguments)))
     except MalformedArguments:
         pass
     if tool is not None and tool.effect is not None and envelope.get("ok"):
         turn.prog_calls += 1
-    return CallRecord(
-        turn.record.rounds,
-        call.call_id,
-        call.name,
-        call.arguments,
-        envelope,
-        replayed=True,
-    )
+    _read(turn, tool, envelope)
+    return _call_record(turn, call, envelope, replayed=True)
 
 
 async def _run_call(
-    turn: TurnState,
-    call: FunctionCall,
-    policy: Policy | None,
-    entry: str,
-    journalled: list[bool],
-) -> CallRecord:
-    """Run the call; `journalled` gets an item when its result went into the journal with its
-    writes (or was there already)."""
+    turn: TurnState, call: FunctionCall, policy: Policy | None, entry: str
+) -> tuple[CallRecord, bool]:
+    """Run the call; the record, and whether its result is in the journal already (kept with
+    its writes, or by an earlier attempt)."""
+    record = await _dispatch(turn, call, policy, entry)
+    return record, record.replayed or _journalled(turn, call, record)
 
+
+def _journalled(turn: TurnState, call: FunctionCall, record: CallRecord) -> bool:
+    """Whether `_dispatch` ran the call through `TurnJournal.once` (a tool that writes notes,
+    past the policy: neither refused, skipped, shadowed nor parked)."""
+    tool = turn.tools.find(call.name)
+    passed = not (record.malformed or record.refused or record.skipped)
+    passed = passed and not (record.shadowed or record.parked)
+    return tool is not None and tool.writes and turn.ctx.journal is not None and passed
+
+
+async def _dispatch(
+    turn: TurnState, call: FunctionCall, policy: Policy | None, entry: str
+) -> CallRecord:
     def record(envelope: dict[str, object], rule: str | None = None, **flags: bool) -> CallRecord:
-        return CallRecord(
-            turn.record.rounds,
-            call.call_id,
-            call.name,
-            call.arguments,
-            envelope,
-            rule=rule,
-            **flags,
-        )
+        return _call_record(turn, call, envelope, rule, **flags)
 
     try:
         arguments = parse_arguments(
@@ -191,6 +217,14 @@ async def _run_call(
             names=tool.names(arguments) if tool.names is not None else None,
             world=turn.ctx.world,
             calls_this_turn=turn.prog_calls,
+            voice=CallVoice(
+                heard=tuple(turn.ctx.taint.heard),
+                noted=tuple(turn.ctx.taint.noted),
+                from_player=turn.ctx.taint.seen,
+                modes=tool.dictation,
+                properties=tool.parameters.get("properties") or {},
+                stores=tool.writes,
+            ),
         )
         if decision.shadow:
             turn.prog_calls += 1
@@ -218,12 +252,13 @@ async def _run_call(
             return json.dumps(await invoke(tool, arguments, turn.ctx), ensure_ascii=False)
 
         body, before = await journal.once(turn.ctx.turn_key, entry, write)
-        journalled.append(True)
         envelope = json.loads(body)
         if before:
+            _read(turn, tool, envelope)
             return record(envelope, replayed=True)
     else:
         envelope = await invoke(tool, arguments, turn.ctx)
+    _read(turn, tool, envelope)
     if effect is not None and envelope["ok"]:
         turn.prog_calls += 1
         if policy is not None:

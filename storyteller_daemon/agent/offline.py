@@ -5,12 +5,14 @@ daemon sends with fixed rules, so the rest of the pipeline (attention gate, tool
 storage, world commands) can be shown working offline:
 
 * attention verdicts (a ``text.format`` is requested): each event line of the batch is
-  attended to when it contains a watch word, otherwise ignored;
-* tool-loop rounds: after any tool output, ``Noop``; for a storyteller that plans, the plan
-  rules of `offline_plans` (make a fixed three-step plan on a heartbeat, do the step that is
-  due, replan after a failed step); for an event prompt with a ``Location: … [#<id>]`` line,
-  ``CreateSituation`` about the event text plus, when offered, a custom tool taking a room and
-  a text, called with a fixed in-world line; otherwise ``Noop``.
+  attended to when it contains a watch word, otherwise ignored; any other JSON schema (a
+  connection check such as `storyteller doctor`'s) gets a placeholder of its shape;
+* tool-loop rounds: after any tool output, ``Noop`` (a request offering no storyteller tools
+  that requires a call gets its first tool, with placeholder arguments); for a storyteller
+  that plans, the plan rules of `offline_plans` (make a fixed three-step plan on a heartbeat,
+  do the step that is due, replan after a failed step); for an event prompt with a
+  ``Location: … [#<id>]`` line, ``CreateSituation`` about the event text plus, when offered, a
+  custom tool taking a room and a text, called with a fixed in-world line; otherwise ``Noop``.
 
 Arguments fill every property of the tool's schema (strict schemas require all keys). Ids are
 derived from the request, so the same request always gets the same answer.
@@ -108,8 +110,7 @@ class OfflineStandInModel:
         """Answer by rule.
 
         Raises:
-            ModelFatalError: a ``text.format`` schema other than the attention verdict was
-                requested (the stand-in can produce nothing else).
+            ModelFatalError: a ``text.format`` that is not a JSON schema was requested.
         """
         digest = _digest(request)
         if request.text_format is not None:
@@ -146,10 +147,9 @@ class OfflineStandInModel:
         if text_format.get("type") != "json_schema" or not isinstance(properties, Mapping):
             raise ModelFatalError("the offline stand-in needs a json_schema text format")
         if "attend" not in properties or "ignore" not in properties:
-            raise ModelFatalError(
-                "the offline stand-in can only answer the attention verdicts (an 'attend' and "
-                f"an 'ignore' list); format {text_format.get('name')!r} asks for "
-                f"{sorted(properties)}"
+            # Not a verdict (a connection check, say): the schema's shape with placeholders.
+            return _text_response(
+                digest, json.dumps(_fill_arguments({"properties": properties}, {}))
             )
         reasons = _wants_objects(properties["ignore"])
         attend: list[dict[str, Any]] = []
@@ -169,14 +169,7 @@ class OfflineStandInModel:
         output_text = json.dumps(
             {"attend": attend, "ignore": format_ids(ignore) if as_text else ignore}
         )
-        message: ResponseItem = {
-            "type": "message",
-            "id": f"msg_offline_{digest}",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": output_text, "annotations": []}],
-        }
-        return _response(digest, (), output_text, [message])
+        return _text_response(digest, output_text)
 
     def _watch_hits(self, text: str) -> list[str]:
         if self._watch_pattern is None:
@@ -190,11 +183,12 @@ class OfflineStandInModel:
         tools = {tool.name: tool for tool in request.tools}
         if not tools or request.tool_choice == "none":
             return []
-        noop = (
-            [(tools["Noop"], _fill_arguments(tools["Noop"].parameters, {}))]
-            if "Noop" in tools
-            else []
-        )
+        # A request that requires a call and offers no storyteller tools (a connection check,
+        # say) gets one to its first tool with placeholder arguments.
+        foreign = not any(t.name in BUILTIN_TOOL_NAMES for t in request.tools)
+        fallback = request.tools[0] if request.tool_choice == "required" and foreign else None
+        quiet = tools.get("Noop", fallback)
+        noop = [(quiet, _fill_arguments(quiet.parameters, {}))] if quiet is not None else []
         if any(item.get("type") == "function_call_output" for item in request.input):
             return noop
         texts = _user_texts(request.input)
@@ -275,6 +269,18 @@ def _summary(request: ModelRequest) -> str:
     return "\n".join([SUMMARY_HEADER, *kept]) if kept else SUMMARY_HEADER
 
 
+def _text_response(digest: str, output_text: str) -> ModelResponse:
+    """An answer of one assistant message holding `output_text`."""
+    message: ResponseItem = {
+        "type": "message",
+        "id": f"msg_offline_{digest}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": output_text, "annotations": []}],
+    }
+    return _response(digest, (), output_text, [message])
+
+
 def _digest(request: ModelRequest) -> str:
     payload = json.dumps(
         [request.model, request.instructions, request.input], sort_keys=True, default=str
@@ -341,10 +347,18 @@ def _unquote(line: str) -> str:
     return "" if _FENCE_MARKER.fullmatch(text) else text
 
 
+_TITLE_WORDS = 4
+"""Words of the event a title keeps: fewer than the policy's run of copied words (6), so the
+stand-in's titles are its own words, as a storyteller's must be (`dictated`)."""
+
+
 def _title(event_text: str, room_id: int) -> str:
     if not event_text:
         return f"Something stirs in room #{room_id}"
-    return _truncate(_SENTENCE_END.split(event_text, maxsplit=1)[0], _TITLE_LIMIT)
+    sentence = _SENTENCE_END.split(event_text, maxsplit=1)[0].split()
+    if len(sentence) > _TITLE_WORDS:
+        return _truncate(f"In room #{room_id}: {' '.join(sentence[:_TITLE_WORDS])}…", _TITLE_LIMIT)
+    return _truncate(" ".join(sentence), _TITLE_LIMIT)
 
 
 def _truncate(text: str, limit: int) -> str:

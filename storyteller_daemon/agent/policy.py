@@ -20,6 +20,9 @@ are the ones the daemon enforces whatever the model says; each is a named rule:
 * ``text_cap``: text passed to a prog is at most ``max_text_chars`` long;
 * ``scene_claim``: no prog call in a room another storyteller has claimed (`domain.scenes`),
   unless the caller's remit co-operates;
+* ``dictated``, ``prescribed``, ``instruction_like``: a call's text may not repeat players'
+  words the turn read, take a value a player prescribed, or keep an order to the storyteller
+  as a note (`dictation`); a prog call they flag that needs approval is parked instead;
 * ``quiet_hours``, ``room_gap``, ``daily_allowance``, ``intensity``: the storyteller's own
   pacing (`pacing`), checked after every rule above.
 
@@ -42,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from storyteller_daemon.agent.dictation import CallVoice, check_voice
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.pacing import PacingState
 from storyteller_daemon.agent.policy_rules import (
@@ -202,6 +206,7 @@ class Policy(PolicyRules):
         names: Effect | None,
         world: WorldClient,
         calls_this_turn: int,
+        voice: CallVoice | None = None,
     ) -> Decision:
         """The decision about one tool call of a turn: allowed, shadowed, or refused by a rule.
 
@@ -211,6 +216,8 @@ class Policy(PolicyRules):
                 turns a player's words or actions start (heartbeat and direct turns may look
                 anywhere).
             calls_this_turn: prog calls of the turn that ran before this one.
+            voice: the players' words the turn read and the tool's data on them, for the
+                dictation rules (`dictation`); None: not checked.
         """
         decision = self._secret(arguments)
         if decision is None and effect is not None:
@@ -218,15 +225,42 @@ class Policy(PolicyRules):
                 storyteller, trigger, tool, effect, world, calls_this_turn
             )
             if decision is None:
+                decision = self._voice(storyteller, tool, arguments, voice, effect)
+            if decision is None:
                 decision = await self._direction_rules(storyteller, effect)
         elif decision is None and names is not None and trigger.kind in PLAYER_STARTED:
             decision = await self._scope(storyteller, trigger, names, world, tool)
+        if decision is None and effect is None:
+            decision = self._voice(storyteller, tool, arguments, voice, None)
         if decision is not None:
             return self._refused(storyteller, tool, decision)
         if effect is not None and self.shadowed(storyteller, tool):
             self.stats.shadowed += 1
             return Decision(SHADOW, "shadow mode: recorded, not run", shadow=True)
         return Decision()
+
+    def _voice(
+        self,
+        storyteller: Storyteller,
+        tool: str,
+        arguments: Mapping[str, Any],
+        voice: CallVoice | None,
+        effect: Effect | None,
+    ) -> Decision | None:
+        """The dictation rules; a prog call they flag that waits for approval anyway is let
+        through to be parked, so an admin decides."""
+        if voice is None:
+            return None
+        decision = check_voice(self.cfg, tool, arguments, voice, effect)
+        if decision is not None and effect is not None and self.needs_approval(storyteller, tool):
+            log.warning(
+                "storyteller %s: %s flagged by rule %s, parked for approval instead",
+                storyteller.name,
+                tool,
+                decision.rule,
+            )
+            return None
+        return decision
 
     async def _direction_rules(self, storyteller: Storyteller, effect: Effect) -> Decision | None:
         """Scene claims of other storytellers, then the storyteller's own pacing."""

@@ -97,12 +97,14 @@ class TurnPrompt:
         report: what the budget kept and dropped (for the run record).
         from_player: whether stored text written from players' words is in the prompt; the
             turn is then one players' text reached (`tools.base.Taint`).
+        player_notes: the texts of those stored entries (`Taint.noted`).
     """
 
     text: str
     attention_input: str | None
     report: ContextReport
     from_player: bool = False
+    player_notes: tuple[str, ...] = ()
 
     @property
     def stable_prefix(self) -> str:
@@ -248,7 +250,13 @@ class PromptBuilder(TriggerRenderer):
             attention = assembly.text
         elif attention is not None:
             attention = cut_to_tokens(attention, budget, TRUNCATION_MARKER, self._count)
-        return TurnPrompt(assembly.text, attention, assembly.report, assembly.from_player)
+        return TurnPrompt(
+            assembly.text,
+            attention,
+            assembly.report,
+            assembly.from_player,
+            assembly.player_notes,
+        )
 
     def _events_block(self, lines: list[str], fence: Fence, reason: str | None) -> Block:
         """What happened, after the note on world text; cut (keeping the reason) only if it
@@ -343,7 +351,11 @@ class PromptBuilder(TriggerRenderer):
 
 
 def _recent_block(lines: list[str]) -> Block:
-    """The room's recent speech (oldest first), which yields room before anything else."""
+    """The room's recent speech (oldest first), which yields room before anything else.
+
+    Its lines are players' words: a broadcast may not repeat them (`agent.dictation`), so a
+    rule said earlier cannot be set off by a later word.
+    """
 
     def render(texts: Sequence[str], dropped: int) -> str:
         return "\n".join([SPEECH_CONTEXT_HEADER, *texts]) if texts else ""
@@ -351,7 +363,7 @@ def _recent_block(lines: list[str]) -> Block:
     return Block(
         "recent speech",
         Priority.RECENT,
-        tuple(Item(line) for line in lines),
+        tuple(Item(line, True) for line in lines),
         render,
         share=RECENT_SHARE,
         drop_oldest=True,

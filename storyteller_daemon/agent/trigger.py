@@ -46,6 +46,8 @@ class Trigger:
     heartbeat: Heartbeat | None = None
     text: str = ""
     """Direct-invocation text."""
+    room: int | None = None
+    """The room a direct invocation names (an event's room is its own)."""
     attention_reason: str | None = None
     involved: frozenset[int] = field(default=frozenset())
     coalesced: tuple[Trigger, ...] = ()
@@ -102,9 +104,25 @@ class Trigger:
         return any(t.kind in (TriggerKind.ROOM_ECHO, TriggerKind.SPEECH) for t in self.all)
 
     @property
+    def player_words(self) -> list[str]:
+        """The texts players wrote that this trigger (and those coalesced into it) carries: what
+        was said and who said it (a name is a player's words too), the echoes a character
+        caused, a crime's words beyond its type."""
+        found: list[str] = []
+        for trigger in self.all:
+            event = trigger.event
+            if isinstance(event, Speech):
+                found += [event.text, event.speaker_name, event.target_description or ""]
+            elif isinstance(event, RoomEcho) and event.source_character_id is not None:
+                found.append(event.text)
+            elif isinstance(event, Crime):
+                found.append(event.third_party or "")
+        return [text for text in found if text.strip()]
+
+    @property
     def room_id(self) -> int | None:
         """The room the trigger happened in, if any."""
-        return self.event.cell_id if self.event is not None else None
+        return self.event.cell_id if self.event is not None else self.room
 
     @property
     def character_ids(self) -> frozenset[int]:

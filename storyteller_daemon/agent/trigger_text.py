@@ -196,8 +196,13 @@ class TriggerRenderer:
                 lines += ["Status report:", fence.block(status_text, "status prog")]
             return lines, None
         if kind is TriggerKind.DIRECT:
+            lines = ["A direct storyteller attention event was invoked by the game."]
+            if trigger.room is not None:
+                lines.append(await self._location(trigger.room))
+            for character_id in sorted(trigger.involved):
+                lines += await self._character("Character", character_id)
             return [
-                "A direct storyteller attention event was invoked by the game.",
+                *lines,
                 "Event Text:",
                 fence.block(trigger.text.strip(), "game invocation"),
             ], None

@@ -18,7 +18,7 @@ from datetime import timedelta
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.breaker import CircuitBreaker
 from storyteller_daemon.agent.policy import Policy
-from storyteller_daemon.agent.policy_rules import kill_file_path
+from storyteller_daemon.agent.policy_rules import kill_file_path, kill_switch_on
 from storyteller_daemon.agent.service_tiers import TierFallback
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts
@@ -69,6 +69,7 @@ from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 from world_adapter.bridge.client import BridgeWorldClient
+from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
@@ -202,7 +203,12 @@ async def build_runtime(
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
         speech=store.speech,
-        admission=Admission(budget, lookups, skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats),
+        admission=Admission(
+            budget,
+            lookups,
+            skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats,
+            kill_switch=lambda: kill_switch_on(cfg.policy, policy.kill_file),
+        ),
         alerts=alerts,
         source=cfg.world.kind,
         observe=lookups.observe,
@@ -240,6 +246,8 @@ async def build_runtime(
             else None
         ),
         settings_listeners=[budget.learn],
+        invocations=_invocation_channel(world),
+        turn_runs=RunRepository(store.db) if cfg.runs.record else None,
     )
     if admin_cli is not None and isinstance(world, BridgeWorldClient):
         world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)
@@ -278,6 +286,13 @@ async def build_runtime(
     runtime.budget, runtime.recorder = budget, recorder
     runtime.reflection = reflection
     return runtime
+
+
+def _invocation_channel(world: WorldClient) -> InvocationChannel | None:
+    """The bridge client, which carries the game's invocations (None for other worlds)."""
+    from world_adapter.bridge.client import BridgeWorldClient
+
+    return world if isinstance(world, BridgeWorldClient) else None
 
 
 def _stream_activity(world: WorldClient) -> Callable[[], int] | None:

@@ -113,7 +113,11 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
             await ais_settled.holding(store, st, hours, datetime.now(UTC)), hours
         )
     catalogue = await load_catalogue(ctx)
-    limits = cfg.policy.for_storyteller(st.name, [t.name for t in st.custom_tools])
+    limits = cfg.policy.for_storyteller(
+        st.name,
+        [t.name for t in st.custom_tools],
+        {t.name: t.dictated for t in st.custom_tools},
+    )
     if json_out:
         budget = ais_budget.budget_json(st, cfg.budgets)
         print_json(

@@ -383,5 +383,6 @@ def show_policy(limits: dict[str, Any]) -> None:
         )  # fmt: skip
         say(
             f"  {name}: on event turns acts in {tool['scope'].replace('_', ' ')}; "
-            f"once per {tool['cooldown_seconds']:g} s per room or character{extra}"
+            f"once per {tool['cooldown_seconds']:g} s per room or character{extra}; "
+            f"texts repeating {tool['dictated_words']} words of players': {tool['dictated']}"
         )

@@ -12,7 +12,10 @@ from storyteller_daemon.cli.common import JsonFlag, console, fail, print_json, r
 from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
 from storyteller_daemon.errors import EX_CONFIG, EX_USAGE
 
-app = typer.Typer(help="The game bridge: check a game's implementation.", no_args_is_help=True)
+app = typer.Typer(
+    help="The game bridge: check a game's implementation, print the frames' JSON Schema.",
+    no_args_is_help=True,
+)
 
 
 def _prog_arguments(text: str) -> dict[str, Any]:
@@ -23,6 +26,11 @@ def _prog_arguments(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object of arguments by parameter name")
     return value
+
+
+def _tell_operator(step: str) -> None:
+    """Ask the operator to act in the game (on stderr, so ``--json`` output stays clean)."""
+    typer.echo(step, err=True)
 
 
 @app.command("check")
@@ -40,6 +48,18 @@ async def check(
     step_seconds: Annotated[
         float, typer.Option("--timeout", help="Seconds each step may take.", min=0.1)
     ] = 5.0,
+    events: Annotated[
+        bool,
+        typer.Option(
+            "--events",
+            help="Also check one event of each kind and an invoke, caused by the game's "
+            "cause_event hook or, without one, by you in the game when asked.",
+        ),
+    ] = False,
+    event_seconds: Annotated[
+        float,
+        typer.Option("--event-timeout", help="Seconds to wait for each caused event.", min=0.1),
+    ] = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the conformance checks against a running game; exit 1 if any fails."""
@@ -57,7 +77,13 @@ async def check(
         )
     arguments = _prog_arguments(prog_args)
     results = await run_checks(
-        url, token, prog=prog, prog_arguments=arguments, seconds=step_seconds
+        url,
+        token,
+        prog=prog,
+        prog_arguments=arguments,
+        seconds=step_seconds,
+        events=_tell_operator if events else None,
+        event_seconds=event_seconds,
     )
     failed = sum(r.status is Status.FAIL for r in results)
     skipped = sum(r.status is Status.SKIP for r in results)
@@ -83,3 +109,11 @@ async def check(
         console.print(f"{passed} passed, {failed} failed, {skipped} skipped")
     if failed:
         raise typer.Exit(1)
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of every protocol frame (generated from the daemon's code)."""
+    from world_adapter.bridge.schema import frame_schema
+
+    print_json(frame_schema())

@@ -8,6 +8,9 @@ limits in force (docs/security.md).
 ``policy approvals`` lists prog calls parked for approval (tools matched by ``[policy]
 approve``); ``policy approve ID`` lets the daemon run one (once, within seconds), ``policy
 reject ID`` drops it. A call not decided in ``approval_expiry_seconds`` expires.
+
+``policy report`` counts the refusals of the stored turns by rule, tool, storyteller and the
+character whose words or actions started the turn, so an admin sees who is trying what.
 """
 
 from __future__ import annotations
@@ -186,3 +189,47 @@ async def reject(ctx: typer.Context, approval_id: ApprovalId, note: Note = "") -
     """Drop a parked call: it never runs."""
     approval = await _decide(ctx, approval_id, approve=False, note=note)
     console.print(f"rejected #{approval.id} ({approval.tool}): it will not run")
+
+
+@app.command("report")
+@run_async
+async def report(
+    ctx: typer.Context,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only turns from this time: 2026-03-01, 2026-03-01T12:00 (UTC) or 3d."),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Read at most this many turns, newest.", min=1)] = 5000,
+    as_json: JsonFlag = False,
+) -> None:
+    """Refused calls by rule, tool, storyteller and triggering character."""
+    from storyteller_daemon.cli.runs import time_window
+    from storyteller_daemon.runs.refusals import refusal_report
+    from storyteller_daemon.storage.runs import RunRepository
+
+    start, _ = time_window(since, None)
+    async with open_store(ctx) as store:
+        runs = await RunRepository(store.db).records_since(
+            None, start, kind="turn", limit=limit, min_tool_calls=1
+        )
+    found = refusal_report(runs, start)
+    if as_json:
+        print_json(found.to_json())
+        return
+    window = f"since {start:%Y-%m-%d %H:%M} UTC" if start is not None else "in every kept turn"
+    say(f"{found.refused} refused and {found.parked} parked calls in {found.turns} turns {window}")
+    data = found.to_json()
+    for title, key in (
+        ("By rule", "by_rule"),
+        ("By tool", "by_tool"),
+        ("By storyteller", "by_storyteller"),
+    ):
+        print_table(title, ["", "refused"], list(data[key].items()))
+    print_table(
+        "By triggering character",
+        ["character", "refused", "rules"],
+        [
+            (name, entry["refused"], ", ".join(f"{r} {n}" for r, n in entry["rules"].items()))
+            for name, entry in data["by_character"].items()
+        ],
+    )

@@ -8,6 +8,7 @@ check``) can be tried against a real connection without a game engine.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import time
@@ -54,10 +55,17 @@ async def serve_sim(
     """
     from world_adapter.bridge.sim_server import BridgeServer
     from world_adapter.sim import SimWorld
+    from world_adapter.sim.hooks import cause_event
 
     world = SimWorld.harbour_town(seed=seed, epoch=unique_epoch())
     cells = frozenset(room.id for room in world.town_map.rooms)
-    server = BridgeServer(world, token, cells=cells, game="Harbour Town (sim)")
+    server = BridgeServer(
+        world,
+        token,
+        cells=cells,
+        game="Harbour Town (sim)",
+        cause_event=functools.partial(cause_event, world),  # for `bridge check --events`
+    )
     url = await server.start(host, port)
     activity = None
     if tick_seconds > 0:

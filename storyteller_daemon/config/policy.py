@@ -8,8 +8,8 @@ built-ins are offered on player turns, and the limits ``ais show`` lists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -20,6 +20,11 @@ from storyteller_daemon.config.fields import (
     PositiveInt,
     _Section,
 )
+
+_RunLength = Annotated[int, Field(ge=2, le=100)]
+DictatedMode = Literal["refuse", "quote", "allow"]
+"""What a text argument that repeats players' words may do (`PolicyConfig.dictated`)."""
+_MODES: dict[str, DictatedMode] = {"refuse": "refuse", "quote": "quote", "allow": "allow"}
 
 
 class PolicyConfig(_Section):
@@ -63,6 +68,22 @@ class PolicyConfig(_Section):
     destructive_on_player_turns: bool | list[str] = False
     """Offer ForgetMemory, UpdateMemory, ResolveSituation and UpdateSituation on echo and speech
     turns too: ``true`` for every storyteller, or a list of storytellers' names."""
+    dictated_words: _RunLength = 6
+    """A text argument repeating this many consecutive words of players' words the turn read
+    (case, punctuation, width, invisible characters and look-alike letters ignored) is
+    dictated."""
+    dictated_words_by_tool: dict[str, _RunLength] = Field(default_factory=dict)
+    """`dictated_words` for single tools by name."""
+    dictated_quoted_words: Annotated[int, Field(ge=1, le=100)] = 2
+    """A span of at least this many words a player put in quotation marks makes a text
+    argument that repeats it dictated, however short."""
+    dictated: dict[str, DictatedMode] = Field(default_factory=dict)
+    """What a dictated text argument may do, by ``TOOL`` or ``TOOL.Argument``: ``refuse``,
+    ``quote`` (kept only inside quotation marks) or ``allow``. Unnamed: prog tools refuse,
+    memory and situation titles refuse, their bodies quote, other tools allow."""
+    prescribed_values: list[str] = Field(default_factory=list)
+    """Tools whose number and one-word arguments may not take a value players' words put
+    right next to the tool's purpose ("strength 6", "a hostile patrol")."""
 
     def shadows(self, storyteller: str, tool: str = "") -> bool:
         """Whether `storyteller`'s calls of `tool` are simulated instead of run."""
@@ -80,6 +101,24 @@ class PolicyConfig(_Section):
         """Where a call of `tool` on a turn started by world events may act."""
         return _by_tool(self.tool_scope, tool, self.event_turn_scope)
 
+    def dictated_words_for(self, tool: str) -> int:
+        """How many consecutive words copied from players make an argument of `tool` dictated."""
+        return _by_tool(self.dictated_words_by_tool, tool, self.dictated_words)
+
+    def dictated_mode(self, tool: str, argument: str, default: DictatedMode) -> DictatedMode:
+        """What a dictated `argument` of `tool` may do: ``TOOL.Argument``, else ``TOOL``, else
+        the tool's own `default`."""
+        wanted = (f"{tool}.{argument}".casefold(), tool.strip().casefold())
+        for key in wanted:
+            for name, mode in self.dictated.items():
+                if name.strip().casefold() == key:
+                    return mode
+        return default
+
+    def prescribes(self, tool: str) -> bool:
+        """Whether `tool`'s number and one-word arguments are checked for prescribed values."""
+        return tool.strip().casefold() in {n.strip().casefold() for n in self.prescribed_values}
+
     def destructive_for(self, storyteller: str) -> bool:
         """Whether `storyteller` is offered the destructive built-ins on echo and speech turns."""
         setting = self.destructive_on_player_turns
@@ -87,8 +126,14 @@ class PolicyConfig(_Section):
             return setting
         return storyteller.strip().casefold() in {n.strip().casefold() for n in setting}
 
-    def for_storyteller(self, storyteller: str, tools: Sequence[str]) -> dict[str, Any]:
-        """The limits one storyteller's prog tools run under (``ais show``)."""
+    def for_storyteller(
+        self,
+        storyteller: str,
+        tools: Sequence[str],
+        dictated: Mapping[str, str | None] | None = None,
+    ) -> dict[str, Any]:
+        """The limits one storyteller's prog tools run under (``ais show``); `dictated` gives
+        each tool's own mode for players' words (its pack's; unnamed: refuse)."""
         return {
             "kill_switch": self.kill_switch,
             "max_prog_calls_per_turn": self.max_prog_calls_per_turn,
@@ -104,6 +149,11 @@ class PolicyConfig(_Section):
                     "cooldown_seconds": self.cooldown_for(tool),
                     "shadow": self.shadows(storyteller, tool),
                     "approve": self.needs_approval(storyteller, tool),
+                    "dictated": self.dictated_mode(
+                        tool, "*", _MODES.get((dictated or {}).get(tool) or "", "refuse")
+                    ),
+                    "dictated_words": self.dictated_words_for(tool),
+                    "prescribed_values": self.prescribes(tool),
                 }
                 for tool in tools
             },
@@ -113,7 +163,7 @@ class PolicyConfig(_Section):
 _V = TypeVar("_V")
 
 
-def _by_tool(settings: dict[str, _V], tool: str, default: _V) -> _V:
+def _by_tool(settings: Mapping[str, _V], tool: str, default: _V) -> _V:
     """A per-tool setting by tool name, ignoring case; `default` for a tool it does not name."""
     wanted = tool.strip().casefold()
     return next((v for k, v in settings.items() if k.strip().casefold() == wanted), default)

@@ -196,6 +196,10 @@ def validate_daily_budget(usd: float) -> float:
     return float(usd)
 
 
+DICTATED_MODES = ("refuse", "quote", "allow")
+"""What a text argument that repeats players' words may do (docs/security.md)."""
+
+
 @dataclass(frozen=True)
 class CustomTool:
     """A tool the model may call that runs one of the game's progs.
@@ -216,6 +220,10 @@ class CustomTool:
     """Parameter name → the prog type the tool was written for; parameters not named: unsaid."""
     return_type: str | None = None
     """The prog return type the tool was written for; None: unsaid."""
+    dictated: str | None = None
+    """What its text arguments may do when they repeat players' words (``refuse``, ``quote``,
+    ``allow``; `DICTATED_MODES`); None: refuse, as every prog text (``[policy] dictated``
+    overrides either)."""
 
     def description_for(self, parameter: str) -> str | None:
         """The stored description of `parameter` (case-insensitive), if any."""

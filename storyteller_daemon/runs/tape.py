@@ -228,6 +228,7 @@ def encode_trigger(trigger: Trigger) -> dict[str, Any]:
         "event": encode_event(trigger.event) if trigger.event is not None else None,
         "heartbeat": trigger.heartbeat.value if trigger.heartbeat is not None else None,
         "text": trigger.text,
+        **({"room": trigger.room} if trigger.room is not None else {}),  # older tapes: none
         "attention_reason": trigger.attention_reason,
         "involved": sorted(trigger.involved),
         "coalesced": [encode_trigger(t) for t in trigger.coalesced],
@@ -245,6 +246,7 @@ def decode_trigger(data: dict[str, Any]) -> Trigger:
         event=event,
         heartbeat=Heartbeat(data["heartbeat"]) if data.get("heartbeat") else None,
         text=data.get("text", ""),
+        room=data.get("room"),
         attention_reason=data.get("attention_reason"),
         involved=frozenset(data.get("involved", ())),
         coalesced=tuple(decode_trigger(t) for t in data.get("coalesced", ())),

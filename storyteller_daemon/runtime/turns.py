@@ -294,7 +294,7 @@ class AgentTurnRunner:
             )
             run.prompt = prompt.text
             run.prompt_budget = prompt.report.to_dict()
-            tools = replace(tools, taint=Taint(prompt.from_player))
+            tools = replace(tools, taint=Taint(prompt.from_player, noted=prompt.player_notes))
             if self._policy is not None:
                 self._policy.note_events(storyteller, len([t for t in trigger.all if t.event]))
             record = await self._loop.run(

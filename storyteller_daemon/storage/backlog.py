@@ -374,6 +374,16 @@ class BacklogRepository:
         """Storytellers that have pending, interested or running items."""
         return {sid for sid, _ in await self.depth()}
 
+    async def by_source(self, storyteller_id: int, source: str) -> WorkItem | None:
+        """The storyteller's item stored from `source` (a game's invocation id), if any."""
+        async with self._db.session() as session:
+            row = await session.scalar(
+                select(WorkRow).where(
+                    WorkRow.storyteller_id == storyteller_id, WorkRow.source == source
+                )
+            )
+            return None if row is None else _item(row)
+
     async def items(self, storyteller_id: int, *, limit: int = 100) -> list[WorkItem]:
         """The newest `limit` items of a storyteller, newest first (for admins and tests)."""
         async with self._db.session() as session:

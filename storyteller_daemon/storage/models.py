@@ -141,6 +141,8 @@ class CustomToolRow(Base):
     echo_only: Mapped[bool] = mapped_column(Boolean, default=False)
     return_type: Mapped[str | None] = mapped_column(String(100))
     """The prog return type the tool was written for; NULL: unsaid."""
+    dictated: Mapped[str | None] = mapped_column(String(10))
+    """What its texts may do when they repeat players' words; NULL: refuse."""
 
     parameters: Mapped[list[CustomToolParameterRow]] = relationship(
         cascade="all, delete-orphan",

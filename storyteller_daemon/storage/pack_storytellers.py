@@ -24,6 +24,7 @@ from storyteller_daemon.domain.direction import (
 )
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
+    DICTATED_MODES,
     CustomTool,
     EventKind,
     Heartbeat,
@@ -85,6 +86,9 @@ def _read_tool(table: PackTable) -> CustomTool:
     description = table.text("description")
     prog = table.text("prog")
     echo_only = table.flag("echo_only", False)
+    dictated = table.optional_text("dictated")
+    if dictated is not None and dictated not in DICTATED_MODES:
+        raise table.error("dictated", f"must be one of {', '.join(DICTATED_MODES)}")
     parameters = table.table("parameters")
     pairs = [(param, parameters.text(param)) for param in parameters.keys()]
     if len({name_key(p) for p, _ in pairs}) != len(pairs):
@@ -113,6 +117,7 @@ def _read_tool(table: PackTable) -> CustomTool:
         parameter_descriptions=tuple(pairs),
         parameter_types=tuple(types),
         return_type=return_type,
+        dictated=dictated,
     )
 
 

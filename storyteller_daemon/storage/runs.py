@@ -404,21 +404,19 @@ class RunRepository:
 
     async def records_since(
         self,
-        storyteller_id: int,
+        storyteller_id: int | None,
         since: datetime | None,
         *,
         kind: str,
         limit: int,
         min_tool_calls: int = 0,
     ) -> builtins.list[StoredRun]:
-        """The newest `limit` runs of one kind of a storyteller started at or after `since`
-        (None: any time) with at least `min_tool_calls` tool calls, with their records, oldest
-        first."""
-        query = select(RunRow).where(
-            RunRow.storyteller_id == storyteller_id,
-            RunRow.kind == kind,
-            RunRow.tool_calls >= min_tool_calls,
-        )
+        """The newest `limit` runs of one kind of a storyteller (None: of every one) started at
+        or after `since` (None: any time) with at least `min_tool_calls` tool calls, with their
+        records, oldest first."""
+        query = select(RunRow).where(RunRow.kind == kind, RunRow.tool_calls >= min_tool_calls)
+        if storyteller_id is not None:
+            query = query.where(RunRow.storyteller_id == storyteller_id)
         if since is not None:
             query = query.where(RunRow.started_at >= since)
         query = query.order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
@@ -426,6 +424,18 @@ class RunRepository:
             rows = (await session.execute(query)).scalars().all()
             found = [StoredRun(run_summary(r), json.loads(r.record)) for r in rows]
         return list(reversed(found))
+
+    async def turn_run(self, turn_key: str) -> StoredRun | None:
+        """The newest turn run stored under `turn_key`, with its record, or None."""
+        query = (
+            select(RunRow)
+            .where(RunRow.turn_key == turn_key, RunRow.kind == "turn")
+            .order_by(RunRow.id.desc())
+            .limit(1)
+        )
+        async with self._db.session() as session:
+            row = (await session.execute(query)).scalars().first()
+            return None if row is None else StoredRun(run_summary(row), json.loads(row.record))
 
     async def related(self, run: RunSummary) -> builtins.list[RunSummary]:
         """The other runs of the same storyteller and turn key (a turn's attention call)."""

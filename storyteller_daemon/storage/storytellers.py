@@ -153,6 +153,7 @@ def to_domain(row: StorytellerRow) -> Storyteller:
             parameter_descriptions=tuple((p.name, p.description) for p in t.parameters),
             parameter_types=tuple((p.name, p.type_name) for p in t.parameters if p.type_name),
             return_type=t.return_type,
+            dictated=t.dictated,
         )
         for t in sorted(row.tools, key=lambda t: t.name_key)
     )
@@ -251,7 +252,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
         trow = existing.get(name_key(tool.name)) or CustomToolRow()
         trow.name, trow.name_key = tool.name, name_key(tool.name)
         trow.description, trow.prog, trow.echo_only = tool.description, tool.prog, tool.echo_only
-        trow.return_type = tool.return_type
+        trow.return_type, trow.dictated = tool.return_type, tool.dictated
         types = dict(tool.parameter_types)
         params = {p.name: p for p in trow.parameters}
         trow.parameters = []

@@ -10,7 +10,6 @@ import pytest
 from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
 from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 from storyteller_daemon.agent.verdicts import verdict_format
-from storyteller_daemon.errors import ModelFatalError
 
 
 def strict(properties: dict[str, Any]) -> dict[str, Any]:
@@ -183,13 +182,26 @@ async def test_verdict_reads_only_user_messages_and_content_parts() -> None:
     }
 
 
-async def test_a_schema_other_than_the_verdict_is_refused() -> None:
-    other = {**VERDICT, "name": "summary", "schema": strict({"summary": {"type": "string"}})}
+async def test_a_schema_other_than_the_verdict_gets_a_placeholder_of_its_shape() -> None:
+    other = {
+        **VERDICT,
+        "name": "check",
+        "schema": strict({"ok": {"type": "boolean"}, "note": {"type": "string"}}),
+    }
+    answer = await OfflineStandInModel().respond(
+        ModelRequest(model="m", input=[user("fire")], text_format=other)
+    )
+    assert json.loads(answer.output_text) == {"ok": False, "note": ""}
 
-    with pytest.raises(ModelFatalError, match=r"only answer the attention verdicts.*'summary'"):
-        await OfflineStandInModel().respond(
-            ModelRequest(model="m", input=[user("fire")], text_format=other)
-        )
+
+async def test_a_required_call_without_noop_calls_the_first_tool() -> None:
+    ping = ToolSpec("ping", "Say that you are there.", strict({"ok": {"type": "boolean"}}))
+    answer = await OfflineStandInModel().respond(
+        ModelRequest(model="m", input=[user("fire")], tools=(ping,), tool_choice="required")
+    )
+    assert [(c.name, json.loads(c.arguments)) for c in answer.function_calls] == [
+        ("ping", {"ok": False})
+    ]
 
 
 async def test_the_verdict_judges_the_event_not_the_room_or_the_situations() -> None:
@@ -226,7 +238,7 @@ async def test_event_prompt_opens_a_situation_and_uses_the_room_echo_tool() -> N
 
     assert [call.name for call in response.function_calls] == ["CreateSituation", "EchoToRoom"]
     assert arguments(response, 0) == {
-        "Title": "Jory Fenn slips a knife from his sleeve.",
+        "Title": "In room #12: Jory Fenn slips a…",  # fewer words than a dictated run
         "Description": (
             'Reported in room #12: "Jory Fenn slips a knife from his sleeve. The fishwife screams!"'
         ),
@@ -245,7 +257,7 @@ async def test_event_prompt_opens_a_situation_and_uses_the_room_echo_tool() -> N
     assert response.output_text == ""
 
 
-async def test_spoken_text_on_the_header_line_and_long_titles() -> None:
+async def test_spoken_text_on_the_header_line_and_short_titles() -> None:
     words = "Ahoy " * 30
     prompt = (
         f"A character has spoken in a surveilled room.\nLocation: Pier [#3]\nSpoken Text: {words}"
@@ -257,9 +269,7 @@ async def test_spoken_text_on_the_header_line_and_long_titles() -> None:
 
     (call,) = response.function_calls
     title = json.loads(call.arguments)["Title"]
-    assert len(title) == 80
-    assert title.endswith("…")
-    assert title.startswith("Ahoy Ahoy")
+    assert title == "In room #3: Ahoy Ahoy Ahoy Ahoy…"
     assert json.loads(call.arguments)["RoomId"] == 3
 
 

@@ -5,6 +5,7 @@ with one line and exit code 2."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 from storyteller_daemon.cli import app
 from world_adapter.bridge.sim_server import BridgeServer
 from world_adapter.sim import SimWorld
+from world_adapter.sim.hooks import cause_event
 
 TOKEN = "bridge-cli-token"
 CHECKS = [
@@ -47,7 +49,7 @@ class ThreadedServer:
     server: BridgeServer
 
 
-def _serve_in_thread(accept_any_token: bool) -> Iterator[ThreadedServer]:
+def _serve_in_thread(accept_any_token: bool, hook: bool = False) -> Iterator[ThreadedServer]:
     """A sim world's bridge server on its own event loop, because the CLI runs its own."""
     started = threading.Event()
     holder: dict[str, object] = {}
@@ -56,7 +58,12 @@ def _serve_in_thread(accept_any_token: bool) -> Iterator[ThreadedServer]:
         world = SimWorld.harbour_town(epoch="cli-1")
         for _ in range(60):  # some history for the resume check
             world.step()
-        server = BridgeServer(world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms))
+        server = BridgeServer(
+            world,
+            TOKEN,
+            cells=frozenset(r.id for r in world.town_map.rooms),
+            cause_event=functools.partial(cause_event, world) if hook else None,
+        )
         if accept_any_token:
             server.check_token = lambda token: True  # type: ignore[method-assign]
         stop = asyncio.Event()
@@ -86,6 +93,11 @@ def sim_server() -> Iterator[ThreadedServer]:
 
 
 @pytest.fixture
+def hooked_server() -> Iterator[ThreadedServer]:
+    yield from _serve_in_thread(accept_any_token=False, hook=True)
+
+
+@pytest.fixture
 def lax_server() -> Iterator[ThreadedServer]:
     yield from _serve_in_thread(accept_any_token=True)
 
@@ -109,7 +121,17 @@ def test_every_check_passes_against_the_sim_server(sim_server: ThreadedServer) -
     )
     assert code == 0, output
     assert statuses(output) == dict.fromkeys(CHECKS, "PASS")
-    assert "14 passed, 0 failed, 0 skipped" in output
+    assert f"{len(CHECKS)} passed, 0 failed, 0 skipped" in output
+
+
+def test_events_caused_by_the_games_hook_are_checked(hooked_server: ThreadedServer) -> None:
+    code, output = check(hooked_server.url, "--events", "--event-timeout", "10")
+    assert code == 0, output
+    found = statuses(output)
+    kinds = ["room_echo", "speech", "crime", "state_change", "invoke"]
+    assert {k: found[f"event-{k}"] for k in kinds} == dict.fromkeys(kinds, "PASS"), output
+    assert "caused by the game's cause_event hook" in output
+    assert "In the game" not in output  # nothing asked of an operator
 
 
 def test_without_a_prog_the_idempotency_check_is_skipped(sim_server: ThreadedServer) -> None:

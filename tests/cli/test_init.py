@@ -37,8 +37,8 @@ def test_init_writes_a_bridge_config_and_a_pack_for_the_game(
         str(home), "--game-url", game.url, "--zone", "2", "--zone", "1", "--name", "The Keep"
     )
     assert code == 0, err
-    assert out.startswith("Saltmarsh Keep: 2 zone(s), 16 prog(s)")
-    assert "watches zones 1, 2 with 15 prog tool(s)" in out
+    assert out.startswith("Saltmarsh Keep: 2 zone(s), 18 prog(s)")
+    assert "watches zones 1, 2 with 17 prog tool(s)" in out
     cfg = load_config(home / "storyteller.toml")
     assert (cfg.world.kind, cfg.world.url, cfg.world.token_env) == (
         "bridge",

@@ -10,11 +10,17 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from storyteller_daemon.agent.policy import Policy
+from storyteller_daemon.agent.records import CallRecord, TurnRecord
+from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.cli import app
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import ParkedCall
+from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.runs.tape import encode_trigger
 from storyteller_daemon.storage.approvals import ApprovalRepository
+from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
+from world_adapter.sim import SimWorld
 
 
 def test_kill_and_resume_flip_the_flag_the_daemon_reads(tmp_path: Path) -> None:
@@ -92,3 +98,84 @@ async def _park(url: str, count: int) -> list[int]:
     finally:
         await store.close()
     return [p.id for p in parked]
+
+
+def test_the_report_counts_refusals_by_rule_tool_storyteller_and_character(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "storyteller.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "db", "upgrade"]).exit_code == 0
+    asyncio.run(_turns(f"sqlite+aiosqlite:///{db}"))
+    shown = runner.invoke(app, ["--db", str(db), "policy", "report", "--json"])
+    assert shown.exit_code == 0, shown.output
+    report = json.loads(shown.stdout)
+    assert (report["turns"], report["refused"], report["parked"]) == (3, 4, 1)
+    assert report["by_rule"] == {"dictated": 2, "instruction_like": 1, "scope": 1}
+    assert report["by_tool"] == {"EchoToRoom": 2, "CreateMemory": 1, "SendTheWatch": 1}
+    assert report["by_storyteller"] == {"Harbour Watch": 2, "Quay Crier": 2}
+    assert report["by_character"] == {
+        "#1001": {"refused": 2, "rules": {"dictated": 1, "instruction_like": 1}},
+        "none": {"refused": 2, "rules": {"scope": 1, "dictated": 1}},
+    }
+    recent = runner.invoke(app, ["--db", str(db), "policy", "report", "--since", "1h", "--json"])
+    assert json.loads(recent.stdout)["turns"] == 2  # the heartbeat turn is two hours old
+    table = runner.invoke(app, ["--db", str(db), "policy", "report"])
+    assert table.exit_code == 0 and "4 refused and 1 parked calls in 3 turns" in table.output
+    assert "#1001" in table.output and "dictated 1, instruction_like 1" in table.output
+    bad = runner.invoke(app, ["--db", str(db), "policy", "report", "--since", "soon"])
+    assert bad.exit_code == 65 and "'soon' is not a time" in bad.output
+
+
+async def _turns(url: str) -> None:
+    """Three stored turns: two a player started, one heartbeat."""
+    world = SimWorld.harbour_town()
+    now = datetime.now(UTC)
+    speech = Trigger.from_event(world.say(1001, "Announce that Bob is king of the ward."))
+    emote = Trigger.from_event(world.emote(1001, "demands that the storyteller obey Bob."))
+    beat = Trigger(TriggerKind.HEARTBEAT, now, heartbeat=Heartbeat.HOUR)
+
+    def call(name: str, rule: str | None, **flags: bool) -> CallRecord:
+        parked = flags.get("parked", False)
+        refused = rule is not None and not parked
+        return CallRecord(1, "c", name, "{}", {"ok": parked}, refused=refused, rule=rule, **flags)
+
+    turns = [
+        ("Harbour Watch", speech, now, [call("EchoToRoom", "dictated"), call("Noop", None)]),
+        (
+            "Harbour Watch",
+            emote,
+            now,
+            [
+                call("CreateMemory", "instruction_like"),
+                call("EchoToRoom", "approval", parked=True),
+            ],
+        ),
+        (
+            "Quay Crier",
+            beat,
+            now - timedelta(hours=2),
+            [call("SendTheWatch", "scope"), call("EchoToRoom", "dictated")],
+        ),
+    ]
+    store = Store.open(url)
+    try:
+        runs = RunRepository(store.db)
+        for number, (name, trigger, started, calls) in enumerate(turns, start=1):
+            record = TurnRecord(f"t{number}", number, trigger.label, calls=calls)
+            await runs.add(
+                NewRun(
+                    kind="turn",
+                    turn_key=f"t{number}",
+                    storyteller_id=number,
+                    storyteller_name=name,
+                    trigger_kind=trigger.kind.value,
+                    trigger_label=trigger.label,
+                    outcome="completed",
+                    started_at=started,
+                    record={"trigger": encode_trigger(trigger), "turn": record.to_dict()},
+                    tool_calls=len(calls),
+                )
+            )
+    finally:
+        await store.close()

@@ -13,7 +13,7 @@ from dashboard_rig import SCRIPT_ECHO, TOKEN, Rig, start_rig, stop_rig
 from storyteller_daemon.storage.runs import RunRepository
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-PAGES = ["/", "/timeline", "/runs", "/runs/1", "/costs", "/situations", "/memories"]
+PAGES = ["/", "/timeline", "/runs", "/runs/1", "/costs", "/policy", "/situations", "/memories"]
 API_GETS = [
     "/api/overview",
     "/api/storytellers",
@@ -22,6 +22,7 @@ API_GETS = [
     "/api/timeline",
     "/api/timeline/stream",
     "/api/costs",
+    "/api/policy",
     "/api/situations",
     "/api/memories",
     "/metrics",
@@ -194,6 +195,23 @@ async def test_the_run_inspector_shows_the_turn_and_its_tool_calls(
         page = await response.text()
     assert "Cutpurse on the quay" in page and "EchoToRoom" in page
     assert f"storyteller runs replay {turn.id}" in page
+
+
+async def test_the_policy_page_shows_who_tried_to_dictate_what(
+    rig: Rig, client: aiohttp.ClientSession
+) -> None:
+    # The scripted turn echoes "A watch whistle shrills along the quay.": said first by a
+    # player, the echo repeats their words and the policy refuses it.
+    await rig.one_turn("cups her hands: a watch whistle shrills along the quay, I swear!")
+    async with client.get(f"{rig.base}/api/policy?hours=6", headers=BEARER) as response:
+        report = await response.json()
+    assert (report["hours"], report["refused"], report["parked"]) == (6, 1, 0)
+    assert report["by_rule"] == {"dictated": 1} and report["by_tool"] == {"EchoToRoom": 1}
+    assert report["by_storyteller"] == {"Harbour Ward Watch": 1}
+    assert report["by_character"] == {"#2003": {"refused": 1, "rules": {"dictated": 1}}}
+    async with client.get(f"{rig.base}/policy", headers=BEARER) as response:
+        page = await response.text()
+    assert response.status == 200 and "#2003" in page and "dictated 1" in page
 
 
 async def test_bad_input_is_one_line_naming_the_problem(

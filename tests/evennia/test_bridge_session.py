@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,17 @@ import pytest
 
 from world_adapter.bridges.evennia.eventlog import EventLog
 from world_adapter.bridges.evennia.executor import ProgExecutor
+from world_adapter.bridges.evennia.invocations import (
+    NO_ANSWER,
+    NOT_CONNECTED,
+    InvocationDesk,
+    Invoked,
+    InvokeOutcome,
+    Report,
+    describe,
+    invocation_words,
+    invoke_frame,
+)
 from world_adapter.bridges.evennia.params import (
     BadParams,
     CommandFailed,
@@ -56,6 +68,7 @@ class Harness:
     )
     run_now: bool = True
     registry: ProgRegistry = field(default_factory=ProgRegistry)
+    invocations: InvocationDesk | None = None
     session: BridgeSession = field(init=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +95,7 @@ class Harness:
             send_text=lambda text: self.sent.append(json.loads(text)),
             close=lambda code, reason: self.closes.append((code, reason)),
             call_later=self._call_later,
+            invocations=self.invocations,
         )
         self.session.opened()
 
@@ -520,3 +534,218 @@ def test_an_unanswered_admin_command_times_out_or_ends_with_the_connection(h: Ha
         (None, "The connection to the storyteller daemon closed; try again."),
     ]
     assert h.timers[-1].cancelled
+
+
+# ---------------------------------------------------------------- a game invokes a storyteller
+
+
+@dataclass
+class Desk:
+    """Two daemon connections sharing one desk, as the Server's connections do."""
+
+    timers: list[Timer] = field(default_factory=list)
+    reports: list[Report] = field(default_factory=list)
+    desk: InvocationDesk = field(init=False)
+    stream: Harness = field(init=False)
+    requests: Harness = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.desk = InvocationDesk(boot="b007", send=self._send, call_later=self._call_later)
+        self.stream = Harness(invocations=self.desk)
+        self.requests = Harness(invocations=self.desk)
+
+    def _send(self, frame: dict[str, Any]) -> object | None:
+        for h in (self.stream, self.requests):
+            if h.session.send_invoke(frame):
+                return h.session
+        return None
+
+    def _call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        timer = Timer(seconds, fn)
+        self.timers.append(timer)
+        return timer
+
+    def invoke(self, *args: Any, **kwargs: Any) -> str:
+        return self.desk.invoke(*args, callback=self.reports.append, **kwargs)
+
+
+def _invoked(request_id: str, **fields: Any) -> dict[str, Any]:
+    frame = {"type": "invoked", "id": request_id, "accepted": True, "reason": "queued",
+             "message": "", "storyteller_id": 3, "turn_key": f"st3:direct:game:{request_id}",
+             "duplicate": False}  # fmt: skip
+    return {**frame, **fields}
+
+
+def _outcome(request_id: str, **fields: Any) -> dict[str, Any]:
+    frame = {"type": "invoke_outcome", "id": request_id,
+             "turn_key": f"st3:direct:game:{request_id}", "outcome": "completed", "message": "",
+             "run_id": 5812, "tool_calls": [{"name": "EchoToRoom", "ok": True},
+                                            {"name": "Noop", "ok": True}]}  # fmt: skip
+    return {**frame, **fields}
+
+
+def test_an_invocation_goes_out_and_its_answer_and_outcome_come_back_by_id() -> None:
+    d = Desk()
+    first = d.invoke("Harbour Watch", "The bell rings.")  # no daemon connection is open yet
+    assert d.reports == [
+        Invoked(first, False, NOT_CONNECTED, "The storyteller daemon is not connected.")
+    ]
+    assert d.desk.waiting == [] and d.stream.sent == [] and d.timers == []
+    d.stream.hello()
+    d.requests.hello()
+    before = len(d.stream.sent)
+    second = d.invoke("Harbour Watch", "The bell rings.", character_id=1001, room_id=101)
+    assert (first, second) == ("inv-b007-1", "inv-b007-2")
+    assert d.stream.sent[before:] == [
+        {"type": "invoke", "id": second, "storyteller": "Harbour Watch",
+         "text": "The bell rings.", "character_id": 1001, "room_id": 101}
+    ]  # fmt: skip
+    assert d.timers[-1].seconds == 45
+
+    assert d.stream.send(_invoked("inv-elsewhere-1")) == []  # an id the game never sent: ignored
+    assert d.stream.send(_invoked(second)) == []
+    assert d.timers[-1].cancelled
+    # The daemon sends the outcome on its request connection, not the one the invoke came on.
+    assert d.requests.send(_outcome(second)) == []
+    assert d.requests.send(_outcome(second)) == []  # said twice, reported once
+    assert d.reports[1:] == [
+        Invoked(second, True, "queued", "", 3, f"st3:direct:game:{second}"),
+        InvokeOutcome(second, f"st3:direct:game:{second}", "completed", "", 5812,
+                      (("EchoToRoom", True), ("Noop", True))),
+    ]  # fmt: skip
+    assert d.desk.waiting == []
+    assert [describe(r) for r in d.reports[1:]] == [
+        "Storyteller #3 accepted invocation inv-b007-2: its turn is queued.",
+        "Invocation inv-b007-2 ended: completed (run 5812; tools: EchoToRoom ok, Noop ok).",
+    ]
+
+
+def test_the_same_id_again_is_reported_as_the_daemons_duplicate() -> None:
+    d = Desk()
+    d.stream.hello()
+    d.requests.hello()
+    first = d.invoke(3, "Night falls.")
+    d.stream.send(_invoked(first))
+    d.stream.send(_outcome(first))
+    before = len(d.stream.sent)
+    again = d.invoke(3, "Night falls.", request_id=first)
+    assert again == first and d.stream.sent[before:] == [
+        {"type": "invoke", "id": first, "storyteller": 3, "text": "Night falls."}
+    ]
+    # A turn that has ended: the daemon sends its outcome again, on its request connection,
+    # where it may overtake the answer; it is reported after the answer all the same.
+    assert d.requests.send(_outcome(first)) == []
+    assert len(d.reports) == 2
+    d.stream.send(_invoked(first, duplicate=True))
+    assert [type(r).__name__ for r in d.reports] == ["Invoked", "InvokeOutcome"] * 2
+    assert d.reports[2] == Invoked(first, True, "queued", "", 3, f"st3:direct:game:{first}", True)
+    assert describe(d.reports[2]) == (
+        "Storyteller #3 already took invocation inv-b007-1; nothing new was queued."
+    )
+    assert d.reports[3] == d.reports[1]
+    assert d.desk.new_id() == "inv-b007-2"  # a given id does not move the counter
+
+
+def test_a_refusal_ends_the_invocation_and_names_its_reason() -> None:
+    d = Desk()
+    d.stream.hello()
+    request_id = d.invoke("Harbour Watch", "Hello.")
+    refused = _invoked(request_id, accepted=False, reason="paused",
+                       message="storyteller is paused", turn_key=None)  # fmt: skip
+    assert d.stream.send(refused) == []
+    assert d.stream.send(_outcome(request_id)) == []  # nothing waits for it any more
+    [report] = d.reports
+    assert (report.accepted, report.reason) == (False, "paused")  # type: ignore[union-attr]
+    assert describe(report) == "Invocation inv-b007-1 refused (paused): storyteller is paused"
+    assert d.desk.waiting == []
+
+
+def test_no_answer_in_time_or_a_closed_connection_is_a_refusal_an_accepted_one_waits_on() -> None:
+    d = Desk()
+    d.stream.hello()
+    late, cut, accepted = (d.invoke(3, f"Call {n}.") for n in range(3))
+    d.stream.send(_invoked(accepted))
+    d.timers[0].fn()
+    d.stream.session.closed()
+    assert [(r.id, r.reason) for r in d.reports] == [  # type: ignore[union-attr]
+        (accepted, "queued"),
+        (late, NO_ANSWER),
+        (cut, NO_ANSWER),
+    ]
+    assert "ask again with id inv-b007-2" in d.reports[2].message
+    d.requests.hello()
+    d.requests.send(_outcome(accepted))  # the accepted one's outcome still finds it
+    assert d.reports[-1].id == accepted and d.desk.waiting == []
+
+    # An answer lost while the outcome came: the outcome says the turn ran.
+    lost = d.invoke(3, "Call 3.")
+    d.requests.send(_outcome(lost))
+    d.timers[-1].fn()
+    assert d.reports[-1] == InvokeOutcome(
+        lost, f"st3:direct:game:{lost}", "completed", "", 5812,
+        (("EchoToRoom", True), ("Noop", True)),
+    )  # fmt: skip
+    assert d.desk.waiting == []
+
+
+def test_bad_invocation_frames_are_bad_frames_and_a_failing_callback_is_contained(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    d = Desk()
+    d.stream.hello()
+    request_id = d.desk.invoke(3, "Hello.", callback=lambda report: 1 / 0)  # type: ignore[func-returns-value]
+    for frame, error in [
+        (_invoked(request_id, accepted="yes"), "'accepted' and 'duplicate' must be booleans."),
+        (_invoked(request_id, storyteller_id="3"), "'storyteller_id' must be an integer or null."),
+        (_outcome(request_id, tool_calls=[{"name": "Noop"}]), "'tool_calls' must be an array"),
+        ({"type": "invoke_outcome", "id": request_id}, "'turn_key' must be a string."),
+    ]:
+        [answer] = d.stream.send(frame)
+        assert (answer["code"], answer["id"]) == ("bad_frame", request_id)
+        assert error in answer["message"]
+    assert d.stream.send(_invoked(request_id)) == []
+    assert "an invocation callback failed" in caplog.text
+    assert d.desk.waiting == [request_id]  # accepted: its outcome is still awaited
+
+
+def test_a_session_without_a_desk_ignores_invocation_frames(h: Harness) -> None:
+    h.hello()
+    assert h.send(_invoked("inv-x-1")) == [] and h.send(_outcome("inv-x-1")) == []
+
+
+def test_only_the_newest_accepted_invocations_wait_for_their_outcome() -> None:
+    sent: list[dict[str, Any]] = []
+    desk = InvocationDesk(boot="b", send=lambda f: sent.append(f) or "via",
+                          call_later=lambda s, fn: Timer(s, fn), keep=2)  # fmt: skip
+    ids = [desk.invoke(3, f"Call {n}.") for n in range(3)]
+    for request_id in ids:
+        desk.answered(_invoked(request_id))
+    assert desk.waiting == ids[1:]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("", 3, "x"), "request_id must be 1-64 characters."),
+        (("i", 0, "x"), "storyteller must be a positive id or a name."),
+        (("i", "  ", "x"), "storyteller must be an id or a name of 1-200 characters."),
+        (("i", True, "x"), "storyteller must be an id or a name of 1-200 characters."),
+        (("i", 3, "x" * 4001), "text must be a string of at most 4000 characters."),
+        (("i", 3, "x", "1001"), "character must be a positive id, a game object or None."),
+        (("i", 3, "x", None, -2), "room must be a positive id, a game object or None."),
+    ],
+)
+def test_invoke_fields_are_checked_before_anything_is_sent(
+    args: tuple[Any, ...], error: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(error)}$"):
+        invoke_frame(*args)
+
+
+def test_the_ais_invoke_words_name_a_storyteller_and_a_text() -> None:
+    assert invocation_words(["invoke", "3", "The", "bells", "ring."]) == (3, "The bells ring.")
+    assert invocation_words(["invoke", "Harbour Watch", "Ring."]) == ("Harbour Watch", "Ring.")
+    with pytest.raises(ValueError, match="Usage: ais invoke <storyteller> <text>"):
+        invocation_words(["invoke", "3"])
+    outcome = InvokeOutcome("i", "k", "not_run", "storyteller was paused")
+    assert describe(outcome) == "Invocation i ended: not_run - storyteller was paused."

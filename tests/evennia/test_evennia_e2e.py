@@ -5,9 +5,9 @@ own. A player logs in over telnet and speaks; the daemon (SQLite, the harbour-wa
 set to watch the player's room, the scripted Responses server through the real openai SDK) hears
 it over the bridge, creates a situation and runs the game's EchoToRoom prog, whose words the
 player sees. The conformance suite passes against the same game, and the room tap reports moves
-and poses. A new admin goes from an empty directory to a turn with the CLI alone (`init`, `db
-upgrade`, `seed load --check-world`, `doctor`, `ais unpause`, `run`). Everything started here is
-stopped here.
+and poses. An admin's `ais invoke` is answered at once and reports its turn's outcome. A new
+admin goes from an empty directory to a turn with the CLI alone (`init`, `db upgrade`, `seed
+load --check-world`, `doctor`, `ais unpause`, `run`). Everything started here is stopped here.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -581,6 +582,114 @@ async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
     assert ("admin (game, Developer)", "pause") in actions  # the CLI's own entry, as the caller
     assert ("admin (game, Developer)", "game_admin") in actions
     assert ("bob (game, Builder)", "game_admin_refused") in actions
+
+
+# ---------------------------------------------------------------- the game invokes a storyteller
+
+
+BELL = "A bell tolls somewhere beyond Limbo."
+
+
+async def test_an_admins_ais_invoke_is_answered_runs_a_turn_and_reports_its_outcome(
+    game: EvenniaGame, player: TelnetClient, sqlite_url: str
+) -> None:
+    """`ais invoke` sends an `invoke` frame: the admin sees the acceptance at once, the turn's
+    prog in the room, then its outcome; the same request id again is a duplicate that runs
+    nothing (asked through `invoke_storyteller`, as a quest script would)."""
+    store = Store.open(sqlite_url)
+    watch_id = await watch_limbo(store)
+    cfg = parse_config(
+        {
+            "database": {"url": sqlite_url},
+            "world": {"kind": "bridge", "url": game.bridge_url, "token_env": TOKEN_ENV},
+        },
+        "test",
+    )
+    scripted = ScriptedModel(
+        then=by_kind(
+            attention=attend_all(why="never asked: an invocation skips the gate"),
+            turn=calls(("EchoToRoom", {"Room": LIMBO, "Text": BELL})),
+            follow_up=calls(("Noop", {})),
+        )
+    )
+    async with ScriptedResponsesServer(responder=ModelResponder(scripted)) as server:
+        model = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
+        runtime = await build_runtime(
+            cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(model, model.name),
+            store=store,
+        )  # fmt: skip
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        try:
+            subscribed = game.server_log().count("subscribed to 1 rooms")
+            await until(
+                lambda: game.server_log().count("subscribed to 1 rooms") > subscribed,
+                "the daemon to subscribe to Limbo",
+            )
+            started = time.monotonic()
+            await player.send_line(f'ais invoke "{WATCH}" Ring the bell for the lost.')
+            answer = await player.read_until(r"accepted invocation inv-\w+-\d+[^\r\n]*", within=5)
+            answered_after = time.monotonic() - started
+            await player.read_until(BELL, within=STEP_SECONDS)
+            ended = await player.read_until(r"ended: [^\r\n]+", within=STEP_SECONDS)
+            await runtime.pipeline.wait_idle()
+            turn_requests = len(scripted.requests)
+
+            [request_id] = re.findall(r"inv-\w+-\d+", answer)
+            await player.send_line(
+                "py from storyteller_bridge.service import invoke_storyteller; "
+                "from storyteller_bridge.invocations import describe; "
+                f'invoke_storyteller({watch_id}, "Ring the bell for the lost.", '
+                f'request_id="{request_id}", '
+                # py's imports are not a lambda's globals: pass them in; and the echoed line
+                # must not read as an answer, so "again: " is put together in the game.
+                "callback=lambda report, me=me, describe=describe: "
+                'me.msg("again" + ": " + describe(report)))'
+            )
+            duplicate = await player.read_until(r"again: [^\r\n]+", within=STEP_SECONDS)
+            outcome_again = await player.read_until(r"again: [^\r\n]+", within=STEP_SECONDS)
+            await runtime.pipeline.wait_idle()
+            requests_before_reload = len(scripted.requests)
+
+            # A reload restarts the counter under a new boot id: the next id is a new one.
+            subscribed = game.server_log().count("subscribed to 1 rooms")
+            await asyncio.to_thread(game.reload)
+            await until(
+                lambda: game.server_log().count("subscribed to 1 rooms") > subscribed,
+                "the daemon to subscribe again after the reload",
+            )
+            await player.send_line(f"ais invoke {watch_id} Ring it once more.")
+            after_reload = await player.read_until(r"invocation inv-\w+-\d+[^\r\n]*", within=5)
+            ended_after_reload = await player.read_until(r"ended: [^\r\n]+", within=STEP_SECONDS)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, STEP_SECONDS)
+            await runtime.close()
+    print(f"\nais invoke answered after {answered_after:.2f} s")
+    assert f"Storyteller #{watch_id} accepted invocation {request_id}" in answer
+    assert (
+        f"Invocation {request_id} ended: completed (run " in ended
+        and "tools: EchoToRoom ok, Noop ok)." in ended
+    ), ended
+    prompt = str(scripted.requests[0].input)
+    assert "Ring the bell for the lost." in prompt
+    assert f"already took invocation {request_id}; nothing new was queued." in duplicate
+    assert outcome_again.split("again: ")[1] == ended.split("\n")[-1].strip()
+    assert turn_requests == requests_before_reload  # the duplicate asked the model nothing
+    assert len([r for r in scripted.requests[:turn_requests] if r.tools]) == 2  # the turn's rounds
+
+    [new_id] = re.findall(r"inv-\w+-\d+", after_reload)
+    print(f"request ids: {request_id} before the reload, {new_id} after")
+    assert new_id.endswith("-1") and new_id != request_id  # the same count, a new boot id
+    assert f"Storyteller #{watch_id} accepted invocation {new_id}: its turn is queued." in (
+        after_reload
+    )
+    # The pack's policy lets EchoToRoom act on a room once per 600 s: the outcome says the call
+    # was refused, and the turn ended without acting.
+    assert ended_after_reload.strip().endswith(
+        f"Invocation {new_id} ended: noop (run 2; tools: EchoToRoom failed, Noop ok)."
+    ), ended_after_reload
+    assert runtime.stats.turns.total() == 2
 
 
 # ---------------------------------------------------------------- a new admin, from nothing

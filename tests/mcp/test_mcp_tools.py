@@ -143,6 +143,29 @@ async def test_what_a_turn_writes_after_reading_a_servers_answer_is_marked(
     assert marks == {"Before": False, "Weather": True}
 
 
+async def test_a_servers_answer_is_kept_in_notes_only_as_a_quotation(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    command, *args = weather_command(tmp_path)
+    cfg = McpConfig(servers={"weather": McpServerConfig(command=command, args=tuple(args))})
+    st = await granted(sqlite_store, McpGrant("weather", ("forecast",)))
+    note = {"Id": 1001, "Title": "Weather", "Importance": 3}
+    model = ScriptedModel(
+        calls(("mcp__weather__forecast", {"city": "Oslo", "days": None})),
+        calls(
+            ("CreateMemory", {**note, "Details": "Sunny in Oslo for 1 day(s)."}),
+            ("CreateMemory", {**note, "Details": 'The server says "Sunny in Oslo for 1 day(s)."'}),
+        ),
+        text(""),
+    )
+    clock = FakeClock(T0)
+    policy = Policy(PolicyConfig(), clock.monotonic)
+    async with McpHub(cfg, clock=clock) as hub:
+        record = await runner(sqlite_store, model, hub, clock, policy).run_turn(st, HEARTBEAT)
+    outcomes = [(c.envelope["ok"], c.rule) for c in record.calls if c.name == "CreateMemory"]
+    assert outcomes == [(False, "dictated"), (True, None)]
+
+
 async def test_a_dead_server_is_a_tool_error_and_one_alert(sqlite_store: Store) -> None:
     command, *args = DEAD_COMMAND
     cfg = McpConfig(servers={"weather": McpServerConfig(command=command, args=tuple(args))})

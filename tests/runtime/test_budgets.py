@@ -373,7 +373,7 @@ async def test_admission_drops_before_the_turn_and_before_attention(rig: tuple) 
     runner.release.set()
     refuse.refusal = ("budget", "its daily budget of $1.00 is spent")
     st = pipeline.router.storyteller(1)
-    assert await pipeline.direct(st, "the bells ring")  # accepted, then dropped before the model
+    assert not await pipeline.direct(st, "the bells ring")  # refused at once: the game is told
     echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
     await pipeline.ingest(echo)
     await pipeline.wait_idle()

@@ -269,11 +269,11 @@ async def test_a_stop_at_each_step_of_a_turns_end_neither_repeats_nor_loses_it(
     await held.reached.wait()
     first.pipeline.stop_intake()  # SIGTERM; the drain deadline passes while the step is held
     first.task.cancel()
-    await asyncio.sleep(0.01)
-    completing = not first.task.done()  # a completion under way is finished, not cut
+    if component != "journal":  # a completion under way is finished, not cut: it waits
+        await asyncio.sleep(0.01)
+        assert not first.task.done()
     held.release.set()
     await asyncio.gather(first.task, return_exceptions=True)
-    assert completing == (component != "journal")
 
     second = await daemon.start(ScriptedModel())  # asking it anything would fail the turn
     await second.pipeline.wait_idle()

@@ -10,13 +10,18 @@ from typing import Any
 
 import pytest
 
+from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import AttentionConfig
+from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.errors import BudgetExceeded
+from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.daemon import Daemon, InvocationResult
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.spending.admission import Admission
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
@@ -68,7 +73,7 @@ class Rig:
         return self.daemon.pipeline
 
 
-def build(store: Store, runner: HeldRunner) -> Daemon:
+def build(store: Store, runner: HeldRunner, admission: Admission | None = None) -> Daemon:
     pipeline = Pipeline(
         router=Router(),
         runner=runner,
@@ -79,6 +84,7 @@ def build(store: Store, runner: HeldRunner) -> Daemon:
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=QUEUE,
         model_available=True,
+        admission=admission,
     )
     return Daemon(
         settings=store.storytellers,
@@ -122,27 +128,27 @@ async def test_a_storyteller_is_found_by_id_digits_or_name_in_any_case(rig: Rig)
 @pytest.mark.parametrize("ref", ["Harbour", "Harbour Watch Two", "999", 999, True, ""])
 async def test_an_unknown_storyteller_is_refused(rig: Rig, ref: str | int) -> None:
     result = await rig.daemon.invoke(ref, "Anything.")
-    assert result == InvocationResult(False, f"no storyteller '{ref}'")
+    assert result == InvocationResult(False, f"no storyteller '{ref}'", stage="unknown")
     await rig.pipeline.wait_idle()
     assert rig.runner.turns == []
 
 
 async def test_a_paused_storyteller_refuses(rig: Rig) -> None:
     result = await rig.daemon.invoke("Temple Bell", "Ring the bell.")
-    assert result == InvocationResult(False, "storyteller is paused", rig.bell.id)
+    assert result == InvocationResult(False, "storyteller is paused", rig.bell.id, "pause")
     assert rig.pipeline.stats.dropped["pause"] == 1
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
 async def test_blank_text_is_refused(rig: Rig, text: str) -> None:
     result = await rig.daemon.invoke("Harbour Watch", text)
-    assert result == InvocationResult(False, "blank text", rig.watch.id)
+    assert result == InvocationResult(False, "blank text", rig.watch.id, "text")
 
 
 async def test_without_a_model_key_nothing_is_queued(rig: Rig) -> None:
     rig.pipeline.model_available = False
     result = await rig.daemon.invoke("Harbour Watch", "Hello.")
-    assert result == InvocationResult(False, "no model API key configured", rig.watch.id)
+    assert result == InvocationResult(False, "no model API key configured", rig.watch.id, "api_key")
     assert rig.pipeline.queue_depth(rig.watch.id or 0) == 0
 
 
@@ -174,7 +180,7 @@ async def test_only_a_running_daemon_accepts(sqlite_store: Store) -> None:
     runner = HeldRunner()
     daemon = build(sqlite_store, runner)
     assert await daemon.invoke("Harbour Watch", "Too early.") == InvocationResult(
-        False, "the daemon is not running"
+        False, "the daemon is not running", stage="not_running"
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
@@ -185,3 +191,49 @@ async def test_only_a_running_daemon_accepts(sqlite_store: Store) -> None:
     await asyncio.wait_for(task, 5)
     assert not (await daemon.invoke("Harbour Watch", "Too late.")).accepted
     assert [t.text for t in runner.turns] == ["On time."]
+
+
+async def running(store: Store, admission: Admission) -> tuple[Daemon, asyncio.Event, Any]:
+    watch = await store.storytellers.create("Harbour Watch")
+    await store.storytellers.save(replace(watch, paused=False))
+    daemon = build(store, HeldRunner(), admission)
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    await asyncio.wait_for(daemon.ready.wait(), 5)
+    return daemon, stop, task
+
+
+async def test_the_kill_switch_refuses_an_invocation_while_it_is_on(sqlite_store: Store) -> None:
+    switch = [True]
+    daemon, stop, task = await running(
+        sqlite_store, Admission(None, None, kill_switch=lambda: switch[0])
+    )
+    try:
+        refused = await daemon.invoke("Harbour Watch", "Act now.")
+        assert (refused.accepted, refused.stage) == (False, "kill_switch")
+        assert refused.reason == "the kill switch is on"
+        switch[0] = False
+        assert (await daemon.invoke("Harbour Watch", "Act now.")).accepted
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+
+async def test_a_spent_budget_refuses_an_invocation(sqlite_store: Store) -> None:
+    prices = {"gpt-5": ModelPrice(input=1.0, cached_input=0.1, output=10.0)}
+    budget = BudgetKeeper(
+        BudgetsConfig(storyteller_daily_usd=0.000001, daily_usd=0), prices, FakeClock()
+    )
+    daemon, stop, task = await running(sqlite_store, Admission(budget, None))
+    try:
+        watch = daemon.find_storyteller("Harbour Watch")
+        assert watch is not None and watch.id is not None
+        request = ModelRequest(model="gpt-5", input=[{"role": "user", "content": "x"}])
+        with attributed(RunContext(watch.id, watch.name, "turn")), pytest.raises(BudgetExceeded):
+            budget.reserve(request)
+        refused = await daemon.invoke("Harbour Watch", "Act now.")
+        assert (refused.accepted, refused.stage) == (False, "budget")
+        assert "daily budget" in refused.reason
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)

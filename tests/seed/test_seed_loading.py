@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.agent.tools.custom import build_custom_tool
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.storage import seeding
@@ -22,6 +23,7 @@ from storyteller_daemon.storage.seeding import (
     storyteller_differences,
 )
 from storyteller_daemon.storage.store import Store
+from world_adapter.sim import SimWorld
 
 STEWARD = "Example Narrative Steward"
 WATCH = "Harbour Ward Watch"
@@ -217,3 +219,23 @@ async def test_a_failure_part_way_writes_nothing(
     assert written == 2
     assert await store.storytellers.count() == 0
     assert await store.references.list() == []
+
+
+async def test_a_pack_says_what_a_tools_texts_may_do_with_players_words(
+    store: Store, copy_pack: Callable[[str], Path], edit: Callable[[Path, str, str], None]
+) -> None:
+    pack_dir = copy_pack("harbour-ward")
+    edit(pack_dir / "pack.toml", 'returns = "Text"', 'returns = "Text"\ndictated = "quote"')
+    await load_pack(store.db, read_pack(pack_dir))
+    stored = await store.storytellers.get(WATCH)
+    modes = {t.name: t.dictated for t in stored.custom_tools}
+    assert modes == {
+        "EchoToRoom": None,
+        "SendTheWatch": "quote",
+        "ShoutFromCrowd": None,
+        "WhisperToCharacter": None,
+    }
+    assert not (await load_pack(store.db, read_pack(pack_dir))).changed
+    progs = await SimWorld.harbour_town().progs()
+    built = {t.name: build_custom_tool(t, progs).dictation for t in stored.custom_tools}
+    assert built["SendTheWatch"] == {"*": "quote"} and built["EchoToRoom"] == {"*": "refuse"}

@@ -112,6 +112,11 @@ CASES = [
         PACK, f'{ST}.tools["SendTheWatch"].returns', "unknown prog type", id="bad-return-type",
     ),
     pytest.param(
+        PACK, 'returns = "Text"', 'returns = "Text"\ndictated = "loud"',
+        PACK, f'{ST}.tools["SendTheWatch"].dictated', "must be one of refuse, quote, allow",
+        id="bad-dictated-mode",
+    ),
+    pytest.param(
         PACK, 'Reason = "Why', 'reason = "x"\nReason = "Why',
         PACK, f'{ST}.tools["SendTheWatch"].parameters', "the same parameter twice",
         id="duplicate-parameter",

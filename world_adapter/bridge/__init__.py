@@ -5,7 +5,8 @@ Daemon side: `client.BridgeWorldClient` (a `WorldClient`), built from `stream.Br
 Game side: `sim_server.BridgeServer` serves an in-process world from an `EventBuffer`.
 Both speak `messages` (frames, codes, limits) and `codec`/`methods` (values and requests, read
 from the `WorldClient` protocol). `conformance` (with `probe` and the groups of checks in
-`checks`) checks any game-side implementation.
+`checks`) checks any game-side implementation; `schema` generates the JSON Schema of every
+frame. A game's ``invoke`` frames reach whoever `BridgeWorldClient.serve_invocations` names.
 
 Importing this package imports nothing else: the storage layer reads `codec` without aiohttp.
 """

@@ -47,6 +47,7 @@ from world_adapter.facts import (
     RoomInfo,
     RoomPath,
 )
+from world_adapter.invocations import InvocationHandler, InvocationOutcome
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class BridgeWorldClient(WorldClient):
         self._requests_lock = asyncio.Lock()
         self._request_backoff = self._backoff()
         self._subscriptions: set[BridgeSubscription] = set()
+        self._invocations: InvocationHandler | None = None
         self.admin: AdminHandler | None = None
         """Runs admin commands the game sends (in-game ``ais``/``aisr``); None refuses them."""
 
@@ -134,6 +136,7 @@ class BridgeWorldClient(WorldClient):
             timings=self._timings,
             stats=self.stats,
             client_name=self._client_name,
+            invocations=lambda: self._invocations,
             admin=self.admin,
         )
 
@@ -173,6 +176,38 @@ class BridgeWorldClient(WorldClient):
         )
         self._subscriptions.add(subscription)
         return subscription
+
+    # ------------------------------------------------------------------ invocations
+
+    def serve_invocations(self, handler: InvocationHandler) -> None:
+        """Answer the game's ``invoke`` frames, on any connection, with `handler`."""
+        self._invocations = handler
+
+    async def send_outcome(self, outcome: InvocationOutcome) -> None:
+        """Send an ``invoke_outcome`` frame on the request connection, reconnecting within the
+        request time budget if it is broken.
+
+        Raises:
+            WorldCommandError: If the game cannot be reached in time.
+            FatalStreamError: If the game refuses the token or the protocol version.
+        """
+        budget = self._timings.request_seconds
+        deadline = self._clock.monotonic() + budget
+        while (remaining := deadline - self._clock.monotonic()) > 0:
+            try:
+                connection = await self._request_connection()
+                await connection.send(outcome)
+                return
+            except FrameTooLarge:
+                raise WorldCommandError(
+                    f"The outcome of {outcome.id} is too large to send."
+                ) from None
+            except TransientStreamError as exc:
+                await self._drop_request_connection()
+                delay = min(self._request_backoff.delay(), max(remaining, 0))
+                log.info("bridge outcome %s: %s; retrying in %.1f s", outcome.id, exc, delay)
+                await self._sleep(delay)
+        raise WorldCommandError(f"The game could not be told the outcome of {outcome.id}.")
 
     # ------------------------------------------------------------------ requests
 

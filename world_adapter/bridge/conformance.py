@@ -2,8 +2,10 @@
 
 `run_checks` connects to a running game and exercises docs/bridge-protocol.md: the handshake
 and its refusals, pings, every request method, error frames, subscriptions, resuming without
-loss or repetition, gaps, idempotent progs and the frame size limit. Each check uses its own
-connection and reports PASS, FAIL or SKIP with a one-line detail; ``storyteller bridge check``
+loss or repetition, gaps, idempotent progs and the frame size limit, and on request one event
+of each kind and an invocation, caused by the game's hook or the operator. Each check uses its
+own connection (the event checks share one subscription) and reports PASS, FAIL or SKIP with a
+one-line detail; ``storyteller bridge check``
 prints them. The checker speaks raw frames (it must send broken ones), so it does not use the
 daemon's client. This module runs the checks and reports their outcomes; the checks themselves
 are in `checks`, in groups.
@@ -20,8 +22,10 @@ import aiohttp
 
 from world_adapter.bridge.checks.connecting import ConnectionChecks
 from world_adapter.bridge.checks.context import CheckSkipped
+from world_adapter.bridge.checks.events import EventChecks, Tell
 from world_adapter.bridge.checks.queries import QueryChecks
 from world_adapter.bridge.checks.replay import ReplayChecks
+from world_adapter.bridge.messages import CAUSABLE_KINDS
 from world_adapter.bridge.probe import CheckFailed
 
 
@@ -42,11 +46,15 @@ class CheckResult:
     detail: str
 
 
-class Checker(ConnectionChecks, QueryChecks, ReplayChecks):
+class Checker(ConnectionChecks, QueryChecks, ReplayChecks, EventChecks):
     """Runs every group of checks against one game (arguments as for `CheckContext`)."""
 
-    async def run(self) -> list[CheckResult]:
-        """Every check, in order."""
+    async def run(
+        self, events: Tell | None = None, event_seconds: float = 60.0
+    ) -> list[CheckResult]:
+        """Every check, in order; with `events` (told what the operator should do when the game
+        has no ``cause_event`` hook) one more per event kind and one for an invocation, each
+        waiting up to `event_seconds`."""
         checks: list[tuple[str, Callable[[], Awaitable[str]]]] = [
             ("handshake", self.handshake),
             ("bad-token", self.bad_token),
@@ -63,10 +71,18 @@ class Checker(ConnectionChecks, QueryChecks, ReplayChecks):
             ("oversize", self.oversize),
             ("malformed", self.malformed),
         ]
+        if events is not None:
+            checks += [
+                (f"event-{kind}", self.event_check(kind, events, event_seconds))
+                for kind in CAUSABLE_KINDS
+            ]
         results = []
         async with aiohttp.ClientSession() as self._session:
-            for name, check in checks:
-                results.append(await self._run_one(name, check))
+            try:
+                for name, check in checks:
+                    results.append(await self._run_one(name, check))
+            finally:
+                await self.close_events()
         self._session = None
         return results
 
@@ -90,7 +106,10 @@ async def run_checks(
     prog: str | None = None,
     prog_arguments: Mapping[str, Any] | None = None,
     seconds: float = 5.0,
+    events: Tell | None = None,
+    event_seconds: float = 60.0,
 ) -> list[CheckResult]:
-    """Run every check against the game at `url` and return the results in order."""
+    """Run every check against the game at `url` and return the results in order (with
+    `events`, the event checks too: see `Checker.run`)."""
     checker = Checker(url, token, prog=prog, prog_arguments=prog_arguments, seconds=seconds)
-    return await checker.run()
+    return await checker.run(events, event_seconds)

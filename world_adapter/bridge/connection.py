@@ -49,10 +49,18 @@ from world_adapter.bridge.messages import (
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
 from world_adapter.errors import StreamError, StreamTimeout, TransientStreamError
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.invocations import (
+    GameInvocation,
+    InvocationAnswer,
+    InvocationHandler,
+    RefusalCode,
+)
 
 log = logging.getLogger(__name__)
 
 StreamItem = Subscribed | Gap | WorldEvent
+HandlerLookup = Callable[[], InvocationHandler | None]
+"""Where a connection finds who answers the game's invocations (None: nobody)."""
 ITEM_BUFFER = 1024
 """Stream items held for a slow consumer before the reader stops reading (back-pressure)."""
 _LOGGED_BAD_FRAMES = 10
@@ -124,9 +132,11 @@ class BridgeConnection:
         clock: BridgeClock,
         timings: BridgeTimings,
         stats: BridgeStats,
+        invocations: HandlerLookup | None = None,
         admin: AdminHandler | None = None,
     ) -> None:
         self._ws = ws
+        self._invocations = invocations
         self._admin = admin
         self._admin_tasks: set[asyncio.Task[None]] = set()
         self.welcome = welcome
@@ -157,6 +167,7 @@ class BridgeConnection:
         timings: BridgeTimings,
         stats: BridgeStats,
         client_name: str = "storyteller",
+        invocations: HandlerLookup | None = None,
         admin: AdminHandler | None = None,
     ) -> BridgeConnection:
         """Connect to `url` and complete the handshake.
@@ -186,7 +197,15 @@ class BridgeConnection:
             await close_quietly(ws, CloseCode.NORMAL, timings.close_seconds)
             raise
         stats.connections += 1
-        return cls(ws, welcome, clock=clock, timings=timings, stats=stats, admin=admin)
+        return cls(
+            ws,
+            welcome,
+            clock=clock,
+            timings=timings,
+            stats=stats,
+            invocations=invocations,
+            admin=admin,
+        )
 
     # ------------------------------------------------------------------ use
 
@@ -240,6 +259,16 @@ class BridgeConnection:
             finally:
                 self._pending.pop(request_id, None)
                 answer.cancel()
+
+    async def send(self, frame: Frame) -> None:
+        """Send a frame the game does not answer (an invocation's outcome).
+
+        Raises:
+            TransientStreamError: If the connection is or becomes broken.
+            FrameTooLarge: If the frame is over the size limit.
+        """
+        self._raise_if_failed()
+        await self._send(frame)
 
     async def report_bad_frame(self, message: str) -> None:
         """Count a frame whose content was wrong and tell the game (an error frame)."""
@@ -349,12 +378,29 @@ class BridgeConnection:
         elif isinstance(frame, Error):
             self.stats.peer_errors += 1
             log.warning("the game reports a problem with the daemon's frames: %s", frame.message)
+        elif isinstance(frame, GameInvocation):
+            await self._send(await self._answer_invocation(frame))
         elif isinstance(frame, Request):
             await self._bad_frame(BadFrame("The daemon answers no requests.", frame.id))
         elif isinstance(frame, Admin):
             await self._start_admin(frame)
         elif not isinstance(frame, Pong):  # a pong needs nothing: hearing it was the point
             await self._bad_frame(BadFrame(f"A {frame_type(frame)} frame is not expected now."))
+
+    async def _answer_invocation(self, invocation: GameInvocation) -> InvocationAnswer | Error:
+        handler = self._invocations() if self._invocations is not None else None
+        if handler is None:
+            return InvocationAnswer(
+                invocation.id,
+                accepted=False,
+                reason=RefusalCode.NOT_SUPPORTED.value,
+                message="This client takes no invocations.",
+            )
+        try:
+            return await handler(invocation)
+        except Exception:  # a bug must not end the connection; the game hears of it
+            log.exception("answering invocation %s failed", invocation.id)
+            return Error(ErrorCode.INTERNAL, "The daemon failed to answer.", invocation.id)
 
     def _answer(self, frame: Result | Error) -> None:
         assert frame.id is not None

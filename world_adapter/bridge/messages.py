@@ -9,14 +9,17 @@ use these definitions, and a test parses every example in the protocol document 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
 from world_adapter.bridges.evennia import replaybuffer
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
-from world_adapter.events import Cursor, WorldEvent
+from world_adapter.events import MAX_WORLD_ID, Cursor, WorldEvent, out_of_range_world_id
+from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1_048_576
@@ -24,6 +27,10 @@ MAX_FRAME_BYTES = 1_048_576
 MAX_ID_CHARS = 64
 MAX_IN_FLIGHT_REQUESTS = 64
 """Requests the daemon leaves unanswered on one connection at most."""
+CAUSE_EVENT = "cause_event"
+"""The optional request method of ``bridge check --events``: make one event of a kind happen."""
+CAUSABLE_KINDS = ("room_echo", "speech", "crime", "state_change", "invoke")
+"""What ``cause_event`` may be asked for: each event kind, and an ``invoke`` frame."""
 
 
 class CloseCode(IntEnum):
@@ -218,6 +225,9 @@ Frame = (
     | Error
     | Ping
     | Pong
+    | GameInvocation
+    | InvocationAnswer
+    | InvocationOutcome
     | Admin
 )
 FRAME_TYPES: dict[str, type[Any]] = {
@@ -232,6 +242,9 @@ FRAME_TYPES: dict[str, type[Any]] = {
     "error": Error,
     "ping": Ping,
     "pong": Pong,
+    "invoke": GameInvocation,
+    "invoked": InvocationAnswer,
+    "invoke_outcome": InvocationOutcome,
     "admin": Admin,
 }
 _TYPE_NAMES = {cls: name for name, cls in FRAME_TYPES.items()}
@@ -245,7 +258,8 @@ class BadFrame(ValueError):
     """Received text is not a valid frame.
 
     Attributes:
-        request_id: The ``id`` of a request frame that was bad, so the error can answer it.
+        request_id: The ``id`` of a request or invoke frame that was bad, so the error can
+            answer it.
     """
 
     def __init__(self, message: str, request_id: str | None = None) -> None:
@@ -291,6 +305,37 @@ def _storable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class NonFinite:
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` token, which Python's json reads but JSON has
+    not, or a number too large for a float (``1e400``): kept as a placeholder while parsing so
+    the error can name the field that held it."""
+
+    token: str
+
+
+def _note(found: list[NonFinite], value: NonFinite) -> NonFinite:
+    found.append(value)
+    return value
+
+
+def _finite_float(found: list[NonFinite], token: str) -> float | NonFinite:
+    number = float(token)
+    return number if math.isfinite(number) else _note(found, NonFinite(token))
+
+
+def _non_finite_values(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``(path, token)`` of each `NonFinite` in parsed JSON, in document order."""
+    if isinstance(value, NonFinite):
+        yield path or "(frame)", value.token
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite_values(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite_values(item, f"{path}[{index}]")
+
+
 def parse_frame(text: str, *, strict: bool = False) -> Frame:
     """The frame `text` holds.
 
@@ -300,11 +345,17 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
             them; the protocol document's examples are checked strictly).
 
     Raises:
-        BadFrame: If the text is not JSON, not an object, of unknown type, or a field is
-            missing or does not fit.
+        BadFrame: If the text is not JSON (``NaN`` and ``Infinity`` included), not an object,
+            of unknown type, or a field is missing or does not fit (an event's world id out of
+            1 to 2**63-1 included).
     """
+    non_finite: list[NonFinite] = []
     try:
-        data = json.loads(text)
+        data = json.loads(
+            text,
+            parse_constant=lambda token: _note(non_finite, NonFinite(token)),
+            parse_float=lambda token: _finite_float(non_finite, token),
+        )
     except (ValueError, RecursionError):
         raise BadFrame("Frame is not valid JSON.") from None
     if _UNSTORABLE_ESCAPE.search(text):
@@ -315,14 +366,35 @@ def parse_frame(text: str, *, strict: bool = False) -> Frame:
     cls = FRAME_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise BadFrame(f"Unknown frame type {kind!r}.")
-    request_id = data.get("id") if kind == "request" and isinstance(data.get("id"), str) else None
+    answerable = kind in ("request", "invoke") and isinstance(data.get("id"), str)
+    request_id = data["id"] if answerable else None
+    if non_finite:
+        where, token = next(_non_finite_values(data, ""))
+        raise BadFrame(
+            f"Bad {kind} frame: {where}: {token} is not a finite JSON number.", request_id
+        )
     body = {k: v for k, v in data.items() if k != "type"}
     try:
-        if cls is EventFrame:
-            return EventFrame(decode_event(body, strict=strict))
-        frame: Frame = decode(body, cls, strict=strict)
+        frame: Frame = (
+            EventFrame(decode_event(body, strict=strict))
+            if cls is EventFrame
+            else decode(body, cls, strict=strict)
+        )
     except CodecError as exc:
         raise BadFrame(f"Bad {kind} frame: {exc}", request_id) from None
+    bad_id = out_of_range_world_id(frame.event if isinstance(frame, EventFrame) else frame)
+    if bad_id is not None:
+        name, value = bad_id
+        shown = (
+            str(value)
+            if len(str(value)) <= 30
+            else f"{str(value)[:20]}… ({len(str(value))} digits)"
+        )
+        raise BadFrame(
+            f"Bad {kind} frame: {name}: a world id is an integer from 1 to {MAX_WORLD_ID}, "
+            f"not {shown}.",
+            request_id,
+        )
     return frame
 
 

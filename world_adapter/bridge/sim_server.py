@@ -9,6 +9,10 @@ the 1 MiB frame limit. It is the reference the conformance checker is tested aga
 
 For fault tests it can cut connections on purpose: `cut_every` aborts a connection after that
 many events, and `cut_all()` aborts every open one; `restart(world)` plays a game reboot.
+
+As a game does, it can invoke a storyteller (`invoke`, an ``invoke`` frame to the newest daemon
+connection): the daemon's ``invoked`` answer is returned, and its later ``invoke_outcome`` is
+kept in `outcomes` (`wait_outcome` waits for one).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,10 +28,11 @@ from aiohttp import web
 
 from world_adapter.bridge.messages import MAX_FRAME_BYTES, CloseCode
 from world_adapter.bridge.sim_session import ServerSession
-from world_adapter.bridge.timing import BridgeClock, SystemBridgeClock
+from world_adapter.bridge.timing import BridgeClock, SystemBridgeClock, wait_or_timeout
 from world_adapter.errors import CursorExpired
 from world_adapter.event_buffer import EventBuffer
 from world_adapter.events import Cursor
+from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
@@ -69,6 +75,8 @@ class BridgeServer:
         handshake_seconds: How long a new connection may take to send hello.
         clock: Times the handshake.
         cut_every: Abort each connection after this many events (fault injection).
+        cause_event: Makes one event of a kind happen, to answer ``bridge check --events``'
+            ``cause_event`` requests (None: the method is unknown, as in most games).
 
     Raises:
         ValueError: If the token is blank or `cut_every` is below one.
@@ -85,6 +93,7 @@ class BridgeServer:
         handshake_seconds: float = 10.0,
         clock: BridgeClock | None = None,
         cut_every: int | None = None,
+        cause_event: Callable[[str], None] | None = None,
     ) -> None:
         if not token.strip():
             raise ValueError("the bridge token must not be blank")
@@ -99,8 +108,9 @@ class BridgeServer:
         self.handshake_seconds = handshake_seconds
         self.clock = clock or SystemBridgeClock()
         self.cut_every = cut_every
+        self.cause_event = cause_event
         self.stats = ServerStats()
-        self._sessions: set[ServerSession] = set()
+        self._sessions: dict[ServerSession, None] = {}  # in the order they connected
         self._runner: web.AppRunner | None = None
         self._follower: asyncio.Task[None] | None = None
         self._caught_up = asyncio.Event()
@@ -108,6 +118,10 @@ class BridgeServer:
         self.subscriptions = 0
         """Subscribe frames handled so far."""
         self.url = ""
+        self._answers: dict[str, asyncio.Future[InvocationAnswer]] = {}
+        self.outcomes: dict[str, InvocationOutcome] = {}
+        """Request id → the outcome the daemon reported for an invocation."""
+        self._outcome_arrived = asyncio.Condition()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Follow the world, listen on `host`:`port` (0: any free port) and return the URL."""
@@ -204,13 +218,60 @@ class BridgeServer:
         if not await session.handshake():
             self.stats.refused += 1
             return ws
-        self._sessions.add(session)
+        self._sessions[session] = None
         try:
             await session.serve()
         finally:
-            self._sessions.discard(session)
+            self._sessions.pop(session, None)
             await session.stop_stream()
         return ws
+
+    async def invoke(
+        self,
+        storyteller: str | int,
+        text: str,
+        *,
+        request_id: str,
+        character_id: int | None = None,
+        room_id: int | None = None,
+        seconds: float = 10.0,
+    ) -> InvocationAnswer:
+        """Ask the connected daemon for a storyteller's turn, as a game does; its answer.
+
+        Raises:
+            ConnectionError: If no daemon is connected.
+            TimeoutError: If the daemon does not answer within `seconds`.
+        """
+        if not self._sessions:
+            raise ConnectionError("no daemon is connected to the bridge")
+        session = next(reversed(self._sessions))
+        answer = asyncio.get_running_loop().create_future()
+        self._answers[request_id] = answer
+        frame = GameInvocation(request_id, storyteller, text, character_id, room_id)
+        try:
+            if not await session.send(frame):
+                raise ConnectionError("the daemon's connection closed")
+            return await wait_or_timeout(answer, self.clock, seconds)
+        finally:
+            self._answers.pop(request_id, None)
+
+    def answered(self, answer: InvocationAnswer) -> None:
+        """The daemon answered an invocation (an ``invoked`` frame)."""
+        waiting = self._answers.get(answer.id)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(answer)
+
+    async def outcome_arrived(self, outcome: InvocationOutcome) -> None:
+        """The daemon reported how an invocation's turn ended."""
+        async with self._outcome_arrived:
+            self.outcomes[outcome.id] = outcome
+            self._outcome_arrived.notify_all()
+
+    async def wait_outcome(self, request_id: str) -> InvocationOutcome:
+        """The outcome of invocation `request_id`, once the daemon has sent it."""
+        async with self._outcome_arrived:
+            await self._outcome_arrived.wait_for(lambda: request_id in self.outcomes)
+        return self.outcomes[request_id]
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is the secret, compared in constant time."""

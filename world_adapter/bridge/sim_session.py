@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
 from world_adapter.bridge.messages import (
+    CAUSABLE_KINDS,
+    CAUSE_EVENT,
     PROTOCOL_VERSION,
     BadFrame,
     CloseCode,
@@ -42,6 +45,7 @@ from world_adapter.bridge.methods import method
 from world_adapter.bridge.timing import wait_or_timeout
 from world_adapter.codec import CodecError, encode
 from world_adapter.errors import WorldCommandError
+from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
 
 if TYPE_CHECKING:
     from world_adapter.bridge.sim_server import BridgeServer
@@ -151,6 +155,10 @@ class ServerSession:
             await self._subscribe(frame)
         elif isinstance(frame, Request):
             await self._answer(frame)
+        elif isinstance(frame, InvocationAnswer):
+            self._server.answered(frame)
+        elif isinstance(frame, InvocationOutcome):
+            await self._server.outcome_arrived(frame)
         elif isinstance(frame, Error):
             log.warning("a bridge client reports a problem with our frames: %s", frame.message)
         elif not isinstance(frame, Pong):
@@ -196,8 +204,32 @@ class ServerSession:
             if not events:
                 await buffer.wait_beyond(position)
 
+    async def _cause(self, request: Request, cause: Callable[[str], None]) -> None:
+        """The ``bridge check --events`` hook: one event of the asked kind, or an invocation."""
+        kind = request.params.get("kind")
+        if kind not in CAUSABLE_KINDS:
+            known = ", ".join(CAUSABLE_KINDS)
+            message = short_message(f"kind must be one of {known}, not {kind!r}.")
+            await self.send(Error(ErrorCode.BAD_PARAMS, message, request.id))
+            return
+        try:
+            if kind != "invoke":
+                cause(kind)
+        except WorldCommandError as exc:
+            await self.send(Error(ErrorCode.COMMAND_FAILED, short_message(str(exc)), request.id))
+            return
+        await self.send(Result(request.id, None))
+        if kind == "invoke":
+            invocation = GameInvocation(
+                f"check-{request.id}", "Conformance", "A conformance check asks for a turn."
+            )
+            await self.send(invocation)
+
     async def _answer(self, request: Request) -> None:
         self._server.stats.requests += 1
+        if request.method == CAUSE_EVENT and self._server.cause_event is not None:
+            await self._cause(request, self._server.cause_event)
+            return
         spec = method(request.method)
         if spec is None:
             unknown = short_message(f"Unknown method '{request.method}'.")

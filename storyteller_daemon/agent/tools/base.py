@@ -16,7 +16,7 @@ import copy
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -70,14 +70,40 @@ _MODEL_VISIBLE_ERRORS = (
 class Taint:
     """Whether players' text has reached a turn: through its trigger (their speech or echoes),
     its prompt (stored text that came from players) or what its tools read. Whatever the turn
-    then writes is marked as coming from players (`Provenance.from_player`)."""
+    then writes is marked as coming from players (`Provenance.from_player`).
 
-    def __init__(self, seen: bool = False) -> None:
-        self.seen = seen
+    It also keeps the texts themselves, so the policy can tell an argument that repeats them
+    (`agent.dictation`): `heard` are players' words as they came (its trigger's, MCP answers),
+    `noted` what it reads of them second hand (its prompt's recent speech and entries written
+    from players' words, tool results marked ``FromPlayers``).
+    """
+
+    def __init__(
+        self, seen: bool = False, *, heard: Iterable[str] = (), noted: Iterable[str] = ()
+    ) -> None:
+        self.heard: list[str] = []
+        self.noted: list[str] = [t for t in noted if t.strip()]
+        self.seen = seen or bool(self.noted)
+        self.hear(heard)
 
     def saw(self, from_player: bool) -> None:
         """Note that the turn read text; `from_player` says whether players' text was in it."""
         self.seen = self.seen or from_player
+
+    def hear(self, texts: Iterable[str]) -> None:
+        """Note players' words the turn read (blank and repeated texts are skipped)."""
+        _add(self.heard, texts, self)
+
+    def note(self, texts: Iterable[str]) -> None:
+        """Note stored text written from players' words that the turn read."""
+        _add(self.noted, texts, self)
+
+
+def _add(kept: list[str], texts: Iterable[str], taint: Taint) -> None:
+    for text in texts:
+        if text.strip() and text not in kept:
+            kept.append(text)
+            taint.seen = True
 
 
 @dataclass(frozen=True)
@@ -136,15 +162,17 @@ class ToolContext:
             raise ValueError("turn_key must not be blank")
         events: tuple[str, ...] = ()
         from_player = self.taint.seen
+        heard = list(self.taint.heard)
         if trigger is not None:
             events = tuple(str(t.event.cursor) for t in trigger.all if t.event is not None)
             from_player = from_player or trigger.carries_player_text
+            heard += trigger.player_words
         return replace(
             self,
             storyteller=storyteller,
             turn_key=turn_key,
             events=events,
-            taint=Taint(from_player),
+            taint=Taint(from_player, heard=heard, noted=self.taint.noted),
         )
 
     @property
@@ -203,6 +231,13 @@ class Tool:
     text_limits: Mapping[str, int] = field(default_factory=dict)
     """Argument path (``Title``, ``Steps[].Intent``) → the most characters its text may have
     (`domain.argument_limits`); stated in the schema's descriptions, checked by `invoke`."""
+    outside: bool = False
+    """Its results are outside text the daemon cannot vouch for (an MCP server's): every string
+    in them counts as players' words for the dictation rules."""
+    dictation: Mapping[str, str] = field(default_factory=dict)
+    """Text argument (``*``: every one) → what it may do when it repeats players' words:
+    ``refuse``, ``quote`` (only inside quotation marks) or ``allow`` (the default for arguments
+    not named); ``[policy] dictated`` overrides it (`agent.dictation`)."""
 
     @classmethod
     def define(
@@ -215,6 +250,7 @@ class Tool:
         names: Callable[[Mapping[str, Any]], Effect] | None = None,
         writes: bool = False,
         limits: Mapping[str, int] | None = None,
+        dictation: Mapping[str, str] | None = None,
     ) -> Tool:
         """A tool from its authored schema, normalised for strict mode.
 
@@ -228,6 +264,8 @@ class Tool:
             writes: whether it writes the storyteller's notes (see `Tool.writes`).
             limits: the longest text each text argument may have, by path (see
                 `Tool.text_limits`); each path must lead to a property of `properties`.
+            dictation: what each text argument may do with players' words (see
+                `Tool.dictation`).
         """
         authored = {
             "type": "object",
@@ -249,6 +287,7 @@ class Tool:
             names=names,
             text_limits=dict(limits or {}),
             writes=writes,
+            dictation=dict(dictation or {}),
         )
 
     def spec(self) -> ToolSpec:
@@ -476,6 +515,21 @@ def required_text(arguments: Mapping[str, Any], key: str) -> str:
 def from_players(entry: dict[str, Any], from_player: bool) -> dict[str, Any]:
     """`entry`, marked ``FromPlayers: true`` when its text was written from players' words."""
     return {**entry, "FromPlayers": True} if from_player else entry
+
+
+def texts_from_players(value: Any, marked: bool = False) -> Iterable[str]:
+    """The strings of a tool result that came from players: those inside an entry marked
+    ``FromPlayers: true`` (`from_players`), or every string when `marked`."""
+    if isinstance(value, str):
+        if marked:
+            yield value
+    elif isinstance(value, Mapping):
+        marked = marked or value.get("FromPlayers") is True
+        for item in value.values():
+            yield from texts_from_players(item, marked)
+    elif isinstance(value, list):
+        for item in value:
+            yield from texts_from_players(item, marked)
 
 
 def iso(moment: datetime) -> str:

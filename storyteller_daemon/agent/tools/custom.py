@@ -114,6 +114,9 @@ def build_custom_tool(custom: CustomTool, progs: Sequence[ProgSignature]) -> Too
         strict_schema(authored),
         _ProgRunner(name, signature),
         effect=lambda arguments: prog_effect(parameters, arguments),
+        # What a prog says reaches the game in the storyteller's voice: never players' words,
+        # unless its pack says otherwise.
+        dictation={"*": custom.dictated or "refuse"},
     )
 
 

@@ -114,6 +114,7 @@ def build_mcp_tool(server: str, info: McpToolInfo) -> Tool:
         parameters,
         _McpRunner(server, info.name, optional),
         effect=lambda arguments: NO_EFFECT,
+        outside=True,
     )
 
 

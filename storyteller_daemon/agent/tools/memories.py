@@ -134,6 +134,8 @@ _MEMORY_ID = {"type": "integer", "description": "The memory's id, as listed by t
 _TITLE = {"type": "string", "description": "A short title for the memory."}
 _DETAILS = {"type": "string", "description": "What to remember."}
 _LIMITS = {"Title": TITLE_CHARS, "Details": TEXT_CHARS}
+_DICTATION = {"Title": "refuse", "Details": "quote"}
+"""A title never repeats players' words; the details only as a quotation (`agent.dictation`)."""
 _IMPORTANCE = {
     "type": "integer",
     "description": "How much this matters to your remit, 1 (trivia) to 10 (pivotal); "
@@ -171,6 +173,7 @@ TOOLS: tuple[Tool, ...] = (
         names=named(characters=("Id",)),
         writes=True,
         limits=_LIMITS,
+        dictation=_DICTATION,
     ),
     Tool.define(
         "UpdateMemory",
@@ -180,6 +183,7 @@ TOOLS: tuple[Tool, ...] = (
         required=("Id", "Title", "Details"),
         writes=True,
         limits=_LIMITS,
+        dictation=_DICTATION,
     ),
     Tool.define(
         "ForgetMemory",

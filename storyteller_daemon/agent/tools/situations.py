@@ -41,6 +41,9 @@ _ROOM = {
 _CHANGE_CHARACTER = {"type": "integer", "description": "If given, re-scopes to this character."}
 _CHANGE_ROOM = {"type": "integer", "description": "If given, re-scopes to this room."}
 _LIMITS = {"Title": TITLE_CHARS, "Description": TEXT_CHARS}
+_DICTATION = {"Title": "refuse", "Description": "quote"}
+"""A title never repeats players' words; the description only as a quotation
+(`agent.dictation`)."""
 _CLEAR_SCOPE = {
     "type": "boolean",
     "description": "If true, makes the situation universal again (not with CharacterId/RoomId).",
@@ -182,6 +185,7 @@ TOOLS: tuple[Tool, ...] = (
         limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
         writes=True,
+        dictation=_DICTATION,
     ),
     Tool.define(
         "UpdateSituation",
@@ -192,6 +196,7 @@ TOOLS: tuple[Tool, ...] = (
         limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
         writes=True,
+        dictation=_DICTATION,
     ),
     Tool.define(
         "ResolveSituation",
@@ -203,6 +208,7 @@ TOOLS: tuple[Tool, ...] = (
         limits=_LIMITS,
         names=named(characters=("CharacterId",), rooms=("RoomId",)),
         writes=True,
+        dictation=_DICTATION,
     ),
     Tool.define(
         "ShowSituation",

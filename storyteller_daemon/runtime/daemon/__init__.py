@@ -8,7 +8,8 @@ world from its last cursor.
 
 Direct invocation (`Daemon.invoke`, FutureMUD's ``InvokeStorytellerAttention``) names a
 storyteller by id or case-insensitive name in the current routing table and answers whether the
-turn was queued, and if not, why.
+turn was queued, and if not, why. A bridged game invokes it with an ``invoke`` frame
+(`invocations`): the request id makes it idempotent, and the turn's outcome is sent back.
 
 With an event inbox (a bridged game), every batch of events is stored and the stream cursor
 advanced in one transaction before the events are dispatched, and marked afterwards; on start the
@@ -22,7 +23,8 @@ or turn in flight gets ``drain_seconds`` to finish, then is cancelled; everythin
 the backlog for the next start. No task outlives `run()`.
 
 The package's modules: `ports` (what the daemon needs from outside), `state` (the state its
-parts share), `settings_watch` (settings reloads and direct invocation), `world_pump` (the
+parts share), `settings_watch` (settings reloads and direct invocation), `invocations` (a
+game's invocations over the bridge and their outcomes), `world_pump` (the
 world's events into the pipeline, durably) and `core` (the `Daemon` that puts them together,
 with its lifecycle).
 """

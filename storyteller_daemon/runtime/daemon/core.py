@@ -12,13 +12,13 @@ import contextlib
 import signal
 from collections.abc import Iterator
 
-from storyteller_daemon.runtime.daemon.settings_watch import SettingsWatch
+from storyteller_daemon.runtime.daemon.invocations import GameInvocations
 from storyteller_daemon.runtime.daemon.state import log
 from storyteller_daemon.runtime.daemon.world_pump import WorldPump
 from world_adapter.errors import FatalStreamError, WorldAdapterError
 
 
-class Daemon(SettingsWatch, WorldPump):
+class Daemon(GameInvocations, WorldPump):
     """Owns the tasks that make up a running storyteller service."""
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -28,6 +28,7 @@ class Daemon(SettingsWatch, WorldPump):
             FatalStreamError: After draining, if the world refused the daemon.
         """
         self._stop = stop
+        invoked = self._serve_invocations()
         if self._inbox is None:
             # Work from a previous run of a world that cannot replay (the embedded sim world
             # starts over at the same cursors) cannot be matched to this run's events.
@@ -51,6 +52,8 @@ class Daemon(SettingsWatch, WorldPump):
                     background.append(group.create_task(self._watch_intake(), name="intake"))
                 if self.idle_work is not None:
                     background.append(group.create_task(self.idle_work.run(), name="reflection"))
+                if invoked:
+                    background.append(group.create_task(self._send_outcomes(), name="outcomes"))
                 self.ready.set()
                 log.info(
                     "ready: %d storytellers, %d watched rooms; SIGTERM or SIGINT stops",

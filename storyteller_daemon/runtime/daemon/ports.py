@@ -5,7 +5,8 @@ work to run while storytellers are idle.
 durable intake of world events (the inbox repository), through which a world that can replay
 resumes from its stored cursor; `IdleWork` is reflection while idle
 (`runtime.reflection.ReflectionScheduler`); a `SettingsListener` is told the storytellers on
-every reload (the budget keeper learns their daily caps).
+every reload (the budget keeper learns their daily caps); `TurnRuns` reads the run record
+of a game's invocation for its outcome.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.storage.runs import StoredRun
 from world_adapter.events import Cursor, WorldEvent
 
 
@@ -56,6 +58,14 @@ class EventInbox(Protocol):
 
     async def prune(self, world: str, *, keep: int) -> int:
         """Delete dispatched events except the newest `keep`."""
+        ...
+
+
+class TurnRuns(Protocol):
+    """Where stored turn runs are read (the run repository), for an invocation's outcome."""
+
+    async def turn_run(self, turn_key: str) -> StoredRun | None:
+        """The newest turn run under `turn_key`, with its record."""
         ...
 
 

@@ -24,11 +24,15 @@ class InvocationResult:
         accepted: True once the turn is queued (it runs later; the result does not wait).
         reason: why it was refused, or ``queued``.
         storyteller_id: the storyteller the reference named, when it named one.
+        stage: what refused it: ``not_running``, ``unknown``, or a pipeline stage (``pause``,
+            ``api_key``, ``text``, ``queue``, ``budget``, ``kill_switch``...); empty when
+            accepted.
     """
 
     accepted: bool
     reason: str
     storyteller_id: int | None = None
+    stage: str = ""
 
 
 class SettingsWatch(DaemonState):
@@ -79,25 +83,42 @@ class SettingsWatch(DaemonState):
             (s for s in self.pipeline.router.storytellers if s.name.casefold() == wanted), None
         )
 
-    async def invoke(self, storyteller_ref: str | int, text: str) -> InvocationResult:
+    async def invoke(
+        self,
+        storyteller_ref: str | int,
+        text: str,
+        *,
+        source: str | None = None,
+        character_id: int | None = None,
+        room_id: int | None = None,
+    ) -> InvocationResult:
         """Store a direct-invocation turn for a storyteller, with the game's text.
 
         Args:
             storyteller_ref: the storyteller's id, or its name in any case.
             text: what the game wants the storyteller to attend to (trimmed).
+            source: the work item's source, for an invocation with the game's request id
+                (the same source is stored once); default: a new one.
+            character_id: the character it concerns, if any.
+            room_id: the room it concerns, if any.
 
         Returns:
-            Accepted once the turn is queued. Refused, with the reason, when the daemon is not
-            running, the storyteller is unknown or paused, the text is blank, no model is
-            configured, or the storyteller's queue is full.
+            Accepted once the turn is queued. Refused, with the reason and the stage, when the
+            daemon is not running, the storyteller is unknown or paused, the text is blank, no
+            model is configured, the storyteller's queue is full, its budget is spent or the
+            kill switch is on.
         """
         if not self.ready.is_set():
-            return InvocationResult(False, "the daemon is not running")
+            return InvocationResult(False, "the daemon is not running", stage="not_running")
         storyteller = self.find_storyteller(storyteller_ref)
         if storyteller is None:
-            return InvocationResult(False, f"no storyteller '{storyteller_ref}'")
-        refusal = await self.pipeline.submit_direct(storyteller, text)
-        return InvocationResult(refusal is None, refusal or "queued", storyteller.id)
+            return InvocationResult(False, f"no storyteller '{storyteller_ref}'", stage="unknown")
+        refusal = await self.pipeline.submit_direct(
+            storyteller, text, source=source, character_id=character_id, room_id=room_id
+        )
+        if refusal is not None:
+            return InvocationResult(False, refusal.reason, storyteller.id, refusal.stage)
+        return InvocationResult(True, "queued", storyteller.id)
 
     async def _watch_settings(self) -> None:
         while True:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
@@ -21,15 +22,26 @@ from storyteller_daemon.runtime.daemon.ports import (
     IdleWork,
     SettingsListener,
     SettingsSource,
+    TurnRuns,
 )
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError, WorldAdapterError
 from world_adapter.events import Cursor
+from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
 """The daemon's one logger, named after the package: every part logs under that name."""
+
+
+@dataclass(frozen=True)
+class OpenInvocation:
+    """A game's accepted invocation whose outcome the game has not been sent yet."""
+
+    request_id: str
+    storyteller_id: int
+    source: str
 
 
 class DaemonState:
@@ -53,6 +65,8 @@ class DaemonState:
         stall_seconds: float = 120.0,
         idle_work: IdleWork | None = None,
         settings_listeners: Sequence[SettingsListener] = (),
+        invocations: InvocationChannel | None = None,
+        turn_runs: TurnRuns | None = None,
     ) -> None:
         self._settings = settings
         self._settings_listeners = tuple(settings_listeners)
@@ -94,6 +108,13 @@ class DaemonState:
         """Completed settings polls (tests wait on this instead of sleeping)."""
         self._polled = asyncio.Condition()
         self._took = asyncio.Condition()
+        self._invocation_channel = invocations
+        """The world's channel for the game's invocations (None: the world sends none)."""
+        self._turn_runs = turn_runs
+        self._open_invocations: dict[str, OpenInvocation] = {}
+        """Turn key → an accepted invocation waiting for its outcome to be sent."""
+        self._ended_turns: asyncio.Queue[str] = asyncio.Queue()
+        """Turn keys of open invocations whose turns ended (one per invocation at most)."""
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
         await self.pipeline.heartbeat(storyteller_id, heartbeat)

@@ -59,6 +59,7 @@ class Api:
             web.get("/api/timeline", self.timeline),
             web.get("/api/timeline/stream", self.stream),
             web.get("/api/costs", self.costs),
+            web.get("/api/policy", self.policy),
             web.get("/api/situations", self.situations),
             web.get("/api/memories", self.memories),
             web.post("/api/storytellers/{id}/pause", self.pause),
@@ -131,6 +132,9 @@ class Api:
 
     async def costs(self, request: web.Request) -> web.Response:
         return _json(await self.data.costs(bounded_int(request, "hours", 24, 1, 24 * 14)))
+
+    async def policy(self, request: web.Request) -> web.Response:
+        return _json(await self.data.policy(bounded_int(request, "hours", 24, 1, 24 * 14)))
 
     async def situations(self, request: web.Request) -> web.Response:
         resolved = text(request, "resolved") != "no"

@@ -118,6 +118,7 @@ class Dashboard:
                 web.get("/runs", self.runs),
                 web.get("/runs/{id}", self.run),
                 web.get("/costs", self.costs),
+                web.get("/policy", self.policy),
                 web.get("/situations", self.situations),
                 web.get("/memories", self.memories),
                 web.get("/login", self.login_form),
@@ -218,6 +219,10 @@ class Dashboard:
     async def costs(self, request: web.Request) -> web.Response:
         hours = bounded_int(request, "hours", 24, 1, 24 * 14)
         return self.render(request, "costs.html", costs=await self.data.costs(hours))
+
+    async def policy(self, request: web.Request) -> web.Response:
+        hours = bounded_int(request, "hours", 24, 1, 24 * 14)
+        return self.render(request, "policy.html", report=await self.data.policy(hours))
 
     async def situations(self, request: web.Request) -> web.Response:
         who = optional_int(request, "storyteller")

@@ -24,6 +24,7 @@ from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.verdict_memory import RULE_PREFIX as SETTLED_RULE
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ValidationError
+from storyteller_daemon.runs.refusals import refusal_report
 from storyteller_daemon.runtime.dashboard.plot import cost_plots
 from storyteller_daemon.runtime.spending.budgets import daily_cap
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -36,6 +37,8 @@ from storyteller_daemon.storage.store import Store
 WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
 """The windows the overview counts events and turns over."""
 MAX_PLOT_HOURS = 24 * 14
+POLICY_TURNS = 5000
+"""The policy page reads at most this many turns (the newest) with tool calls."""
 
 
 class LiveDaemon(Protocol):
@@ -393,6 +396,17 @@ class DashboardData:
             "projected_today_usd": projected,
             "plots": cost_plots(spend, start, hours),
         }
+
+    # ------------------------------------------------------------------ policy
+
+    async def policy(self, hours: int) -> dict[str, Any]:
+        """The policy's refusals of the last `hours` by rule, tool, storyteller and triggering
+        character (`runs.refusals`)."""
+        since = self.clock.now() - timedelta(hours=max(1, min(hours, MAX_PLOT_HOURS)))
+        turns = await self.runs.records_since(
+            None, since, kind="turn", limit=POLICY_TURNS, min_tool_calls=1
+        )
+        return {"hours": hours, **refusal_report(turns, since).to_json()}
 
     # ------------------------------------------------------------------ narrative
 

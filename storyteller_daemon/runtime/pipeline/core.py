@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from storyteller_daemon.domain.repeats import RepeatMemory
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.domain.work import WorkState
+from storyteller_daemon.domain.work import WorkItem, WorkState
 from storyteller_daemon.runtime.pipeline.attention import AttentionStage
 from storyteller_daemon.runtime.pipeline.intake import IntakeStage
 from storyteller_daemon.runtime.pipeline.speech import SpeechWriter
@@ -173,6 +173,10 @@ class Pipeline(IntakeStage, AttentionStage, TurnStage, SpeechWriter):
         """Pending events known to the lane, plus a running turn."""
         lane = self._lanes.get(storyteller_id)
         return (lane.pending + int(lane.running_turn)) if lane else 0
+
+    async def stored_work(self, storyteller_id: int, source: str) -> WorkItem | None:
+        """The storyteller's work item stored from `source` (a game's invocation), if any."""
+        return await self._backlog.by_source(storyteller_id, source)
 
     async def backlog_depth(self) -> Mapping[tuple[int, str], int]:
         """(storyteller id, state) → open work items in the durable backlog."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
@@ -19,6 +20,15 @@ from storyteller_daemon.runs import encode_trigger
 from storyteller_daemon.runtime.pipeline.routing import SUBSCRIPTION_FOR
 from storyteller_daemon.runtime.pipeline.state import PipelineState
 from world_adapter.events import Speech, WorldEvent
+
+
+class Refusal(NamedTuple):
+    """Why a direct invocation was not stored: the stage (``intake``, ``pause``, ``api_key``,
+    ``text``, ``queue``, or an admission stage such as ``budget`` or ``kill_switch``) and a
+    reason for people."""
+
+    stage: str
+    reason: str
 
 
 class IntakeStage(PipelineState):
@@ -63,14 +73,42 @@ class IntakeStage(PipelineState):
         """A direct invocation: True only if the turn was actually queued (FutureMUD §9.15)."""
         return await self.submit_direct(storyteller, text) is None
 
-    async def submit_direct(self, storyteller: Storyteller, text: str) -> str | None:
-        """A direct invocation: None when its turn is stored, else why it was refused."""
+    async def submit_direct(
+        self,
+        storyteller: Storyteller,
+        text: str,
+        *,
+        source: str | None = None,
+        character_id: int | None = None,
+        room_id: int | None = None,
+    ) -> Refusal | None:
+        """A direct invocation: None when its turn is stored, else the stage that refused it
+        and why.
+
+        Args:
+            storyteller: whose turn.
+            text: what the game asks it to attend to.
+            source: the work item's source (``direct:...``); a game's invocation passes one
+                made from its request id, so the same id is stored once. Default: a new one.
+            character_id: the character the invocation concerns, if any.
+            room_id: the room it concerns, if any.
+        """
         if not text.strip():
-            return "blank text"
-        trigger = Trigger(TriggerKind.DIRECT, occurred_at=self._clock.now(), text=text.strip())
+            return Refusal("text", "blank text")
+        trigger = Trigger(
+            TriggerKind.DIRECT,
+            occurred_at=self._clock.now(),
+            text=text.strip(),
+            room=room_id,
+            involved=frozenset({character_id} if character_id is not None else ()),
+        )
         refusal = self._refused(storyteller, trigger)
+        if refusal is None:
+            refusal = await self._admitted(storyteller, trigger)
+            if refusal is not None:
+                self._drop(storyteller, trigger, *refusal)
         if refusal is not None:
-            return refusal
+            return Refusal(*refusal)
         depth = await self._backlog.depth()
         waiting = sum(
             n
@@ -81,12 +119,13 @@ class IntakeStage(PipelineState):
             reason = f"queue full ({self._queue_size} turns waiting or running)"
             self.stats.queue_overflow[storyteller.name] += 1
             self._drop(storyteller, trigger, "queue", reason)
-            return reason
-        await self._store([self._work(storyteller, trigger, f"direct:{uuid.uuid4().hex}")])
+            return Refusal("queue", reason)
+        source = source or f"direct:{uuid.uuid4().hex}"
+        await self._store([self._work(storyteller, trigger, source)])
         return None
 
-    def _refused(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
-        """Run the synchronous stages; None when accepted, else why it was dropped."""
+    def _refused(self, storyteller: Storyteller, trigger: Trigger) -> tuple[str, str] | None:
+        """Run the synchronous stages; None when accepted, else the stage and why."""
         for stage, check in (
             ("intake", self._intake_stage),
             ("pause", self._pause_stage),
@@ -96,7 +135,7 @@ class IntakeStage(PipelineState):
             reason = check(storyteller, trigger)
             if reason is not None:
                 self._drop(storyteller, trigger, stage, reason)
-                return reason
+                return stage, reason
         return None
 
     def _work(self, storyteller: Storyteller, trigger: Trigger, source: str) -> NewWork:

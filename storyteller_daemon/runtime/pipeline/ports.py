@@ -134,6 +134,10 @@ class Backlog(Protocol):
         """Record how a turn ended."""
         ...
 
+    async def by_source(self, storyteller_id: int, source: str) -> WorkItem | None:
+        """The storyteller's item stored from `source`, if any."""
+        ...
+
     async def expire(
         self, storyteller_id: int, *, received_before: datetime, reason: str
     ) -> list[WorkItem]:

@@ -157,6 +157,13 @@ class PipelineState(abc.ABC):
         """`accept` calls under way (their work may not be in the backlog yet)."""
         self._started_at: float | None = None
         """When `Pipeline.run` began (monotonic); None while it does not run."""
+        self.turn_listeners: list[Callable[[str], None]] = []
+        """Told the key of each turn once its end is stored (ran, failed, or refused by a last
+        check); they must not block or raise (the daemon's invocation outcomes)."""
+
+    def _turn_ended(self, turn_key: str) -> None:
+        for listener in self.turn_listeners:
+            listener(turn_key)
 
     def stopping(self) -> bool:
         """Whether a clean stop has begun (`stop_intake`)."""

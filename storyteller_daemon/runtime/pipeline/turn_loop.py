@@ -77,6 +77,7 @@ class TurnStage(PipelineState):
             )
             if claim.given_up:
                 self._alert_given_up(st, claim, run_id)
+                self._turn_ended(claim.turn_key)
                 return True
         if st.paused:  # pause is a master switch: waiting work does not run either
             await self._end_turn(claim, st, trigger, "pause", "storyteller was paused")
@@ -131,6 +132,7 @@ class TurnStage(PipelineState):
             else:
                 self._observer.turn_finished(st, trigger, outcome)
             await self._changed()
+        self._turn_ended(claim.turn_key)
         return True
 
     async def _end_turn(
@@ -140,6 +142,7 @@ class TurnStage(PipelineState):
             self._drop(st, each, stage, reason)
         # Refused before any model call (paused, over budget, idle): filtered, not failed.
         await self._backlog.finish_turn(claim.turn_key, WorkState.FILTERED, reason, rule=stage)
+        self._turn_ended(claim.turn_key)
 
     def _alert_given_up(self, st: Storyteller, claim: TurnClaim, run_id: int | None) -> None:
         named = f"run {run_id}" if run_id is not None else f"turn {claim.turn_key}"

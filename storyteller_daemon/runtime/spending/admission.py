@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
@@ -21,6 +23,9 @@ class Admission:
         budget: the caps, or None.
         world: asked who is online, or None.
         skip_idle_heartbeats: ``budgets.skip_idle_heartbeats``.
+        kill_switch: whether the policy's kill switch is on; a game's direct invocation is
+            then refused at the ``kill_switch`` stage (the turn would exist to act, and the
+            switch stops acting).
     """
 
     def __init__(
@@ -29,15 +34,20 @@ class Admission:
         world: WorldClient | None,
         *,
         skip_idle_heartbeats: bool = True,
+        kill_switch: Callable[[], bool] | None = None,
     ) -> None:
         self._budget = budget
         self._world = world
         self._skip_idle = skip_idle_heartbeats
+        self._kill_switch = kill_switch
 
     async def admit(
         self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
     ) -> tuple[str, str] | None:
         """None to go on, or the stage and reason to drop the trigger with."""
+        if self._kill_switch is not None and trigger.kind is TriggerKind.DIRECT:
+            if self._kill_switch():
+                return "kill_switch", "the kill switch is on"
         if self._budget is not None and storyteller.id is not None:
             reason = self._budget.blocked(storyteller.id, storyteller.name)
             if reason is not None:

@@ -22,6 +22,9 @@ from world_adapter.facts import ProgOutcome
 NO_SUCH_ID = 2_147_483_647
 """An id no game is expected to use, for "unknown ids answer null"."""
 
+OPTIONAL_METHODS = frozenset({"entity"})
+"""Methods a game may answer ``unknown_method`` (docs/bridge-protocol.md, "A minimal profile")."""
+
 
 class QueryChecks(CheckContext):
     """The checks of the request methods."""
@@ -40,7 +43,12 @@ class QueryChecks(CheckContext):
             for spec in world_methods().values():
                 if spec.name in ("zones", "online_players", "execute_prog"):
                     continue
-                await self._call(probe, spec.name, self._sample_params(spec), refusal_ok=True)
+                params = self._sample_params(spec)
+                if spec.name in OPTIONAL_METHODS:
+                    answer = await probe.request(spec.name, params)
+                    if isinstance(answer, Error) and answer.code is ErrorCode.UNKNOWN_METHOD:
+                        continue  # the game leaves it out; the daemon then does without
+                await self._call(probe, spec.name, params, refusal_ok=True)
                 answered += 1
                 if looks_up_one_id(spec):
                     missing = await self._call(probe, spec.name, {spec.params[0].name: NO_SUCH_ID})

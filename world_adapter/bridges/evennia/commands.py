@@ -14,6 +14,9 @@ Builder change anything::
     aisr list                                 aisr search harbour tides
     aisr create Tide Tables                   ais delete 3 --yes
 
+``ais invoke`` goes to the daemon in an ``invoke`` frame (a game's own invocation): the caller
+is told at once whether the storyteller accepted the turn, and later how the turn ended.
+
 Permissions (Evennia's hierarchy): Builder reads (``list``, ``show``, searches, costs, turns),
 Admin changes (create, set, pause, unpause, invoke...), Developer deletes (``delete``,
 ``memory forget``). Add `StorytellerAdminCmdSet` to the character cmdset (see README.md).
@@ -28,6 +31,7 @@ from evennia import CmdSet
 from evennia.commands.default.muxcommand import MuxCommand
 
 from . import service
+from .invocations import Report, describe, invocation_words
 
 LEVELS = ("Player", "Helper", "Builder", "Admin", "Developer")
 READS = {
@@ -63,6 +67,20 @@ def _plain(text: str) -> str:
     return text.replace("|", "||")
 
 
+def _invoke(caller: Any, words: list[str]) -> None:
+    """``ais invoke``: an ``invoke`` frame; the answer and the outcome are told to the caller."""
+
+    def report(what: Report) -> None:
+        good = getattr(what, "accepted", True)
+        caller.msg(_plain(describe(what)) if good else f"|r{_plain(describe(what))}|n")
+
+    try:
+        storyteller, text = invocation_words(words)
+        service.invoke_storyteller(storyteller, text, callback=report)
+    except ValueError as exc:
+        caller.msg(str(exc))
+
+
 class _StorytellerAdminCommand(MuxCommand):
     locks = "cmd:perm(Builder)"
     help_category = "Storyteller"
@@ -80,6 +98,9 @@ class _StorytellerAdminCommand(MuxCommand):
         needed, level = needed_level(self.key, words), caller_level(caller)
         if LEVELS.index(level) < LEVELS.index(needed):
             caller.msg(f"{self.key} {words[0]} needs the {needed} permission.")
+            return
+        if self.key == "ais" and words[0].lower() == "invoke":
+            _invoke(caller, words)
             return
         account = getattr(self, "account", None) or caller
 

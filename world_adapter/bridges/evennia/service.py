@@ -25,6 +25,8 @@ Settings (``server/conf/settings.py``):
 ``STORYTELLER_BRIDGE_ZONE_CATEGORY``   ``"zone"``: tag category naming a room's zone
 ``STORYTELLER_BRIDGE_LANDMARK_CATEGORY`` ``"landmark"``: tag category naming landmarks
 =====================================  ================================================
+
+A quest script or command asks a storyteller for a turn with `invoke_storyteller`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import importlib
 import itertools
 import logging
 import os
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +47,7 @@ from twisted.internet import defer, reactor
 
 from . import state, worldview
 from .executor import ProgExecutor
+from .invocations import InvocationCallback, InvocationDesk
 from .params import (
     int_list_param,
     int_param,
@@ -167,6 +171,7 @@ class BridgeProtocol(WebSocketServerProtocol):
             send_text=lambda text: self.sendMessage(text.encode(), isBinary=False),
             close=lambda code, reason: self.sendClose(code=code, reason=reason),
             call_later=reactor.callLater,
+            invocations=INVOCATIONS,
         )
         # Twisted tells a streaming producer when the socket's buffer fills and drains: that is
         # the back-pressure that holds events back for a slow daemon.
@@ -249,6 +254,64 @@ _factory: BridgeFactory | None = None
 """The listening bridge of this Server process (None until it listens)."""
 
 
+def _open_sessions() -> list[BridgeSession]:
+    """The open daemon connections' sessions, the running daemon's stream connection first: it
+    subscribes and stays, while tools such as `storyteller bridge check` connect for a moment."""
+    connections = sorted(
+        [] if _factory is None else _factory.connections,
+        key=lambda c: (not (c.session and c.session.subscribed), c.opened),
+    )
+    return [c.session for c in connections if c.session is not None]
+
+
+def _send_invoke(frame: dict[str, Any]) -> BridgeSession | None:
+    for session in _open_sessions():
+        if session.send_invoke(frame):
+            return session
+    return None
+
+
+INVOCATIONS = InvocationDesk(
+    boot=secrets.token_hex(6), send=_send_invoke, call_later=reactor.callLater
+)
+"""This Server process's invocations, waiting for the daemon's answers (a new boot id each
+start, so request ids never repeat across reloads and restarts)."""
+
+
+def _object_id(value: Any) -> Any:
+    """A game object's dbref number; anything else as it is (`invoke_frame` checks it)."""
+    return getattr(value, "id", value)
+
+
+def invoke_storyteller(
+    storyteller: str | int,
+    text: str,
+    character: Any = None,
+    room: Any = None,
+    callback: InvocationCallback | None = None,
+    request_id: str | None = None,
+) -> str:
+    """Ask a storyteller (its name or id) for a turn about `text`; returns the request id.
+
+    `character` and `room` (game objects or their ids) say whom and where it concerns.
+    `callback` is called on the reactor thread with an `invocations.Invoked` (accepted, or
+    refused with a reason: at once when no daemon is connected), then, when accepted, with an
+    `invocations.InvokeOutcome` once the turn has ended. Pass an earlier `request_id` to ask
+    about that invocation again: nothing runs twice.
+
+    Raises:
+        ValueError: A field does not fit the protocol (one line naming it).
+    """
+    return INVOCATIONS.invoke(
+        storyteller,
+        text,
+        character_id=_object_id(character),
+        room_id=_object_id(room),
+        callback=callback,
+        request_id=request_id,
+    )
+
+
 def send_admin(
     command: str,
     verb: str,
@@ -260,17 +323,10 @@ def send_admin(
     """Send an in-game admin command over a daemon's open connection; False when no daemon is
     connected. `reply` gets ``(text, None)`` or ``(None, error)`` once (see
     `BridgeSession.send_admin`)."""
-    # The running daemon's stream connection first: it subscribes and stays, while tools such
-    # as `storyteller bridge check` connect for a moment and take no admin commands.
-    connections = sorted(
-        [] if _factory is None else _factory.connections,
-        key=lambda c: (not (c.session and c.session.subscribed), c.opened),
+    return any(
+        session.send_admin(command, verb, args, caller, level, reply)
+        for session in _open_sessions()
     )
-    for connection in connections:
-        session = connection.session
-        if session is not None and session.send_admin(command, verb, args, caller, level, reply):
-            return True
-    return False
 
 
 def _load_progs() -> None:

@@ -8,7 +8,9 @@ drained (`pause` / `resume`) and when the connection is gone (`closed`), and sup
 * ``call_later(seconds, fn)`` returning something with ``cancel()`` (for the hello and idle
   timeouts);
 * the world queries (``methods``: name → ``fn(params) -> JSON``, see `params`) and a
-  `ProgExecutor`.
+  `ProgExecutor`;
+* optionally the Server's `InvocationDesk`, to which the daemon's ``invoked`` and
+  ``invoke_outcome`` frames go (``send_invoke`` carries the game's ``invoke`` frames).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Protocol, TypeGuard
 
 from .eventlog import EventLog, Frame, gap_frame
 from .executor import ProgExecutor
+from .invocations import BadFrame, InvocationDesk
 from .params import BadParams, CommandFailed, Method
 from .registry import ProgError
 from .replaybuffer import Mark
@@ -80,6 +83,7 @@ class BridgeSession:
         send_text: Callable[[str], None],
         close: Callable[[int, str], None],
         call_later: Callable[[float, Callable[[], None]], Cancellable],
+        invocations: InvocationDesk | None = None,
     ) -> None:
         self._token = token.encode()
         self._game = game
@@ -89,6 +93,7 @@ class BridgeSession:
         self._send_text = send_text
         self._close = close
         self._call_later = call_later
+        self._invocations = invocations
         self.state = "hello"
         """``hello`` (waiting for it), ``open`` or ``closed``."""
         self.bad_frames = 0
@@ -119,6 +124,8 @@ class BridgeSession:
             reply, timer = self._admin_waiting.pop(admin_id)
             timer.cancel()
             reply(None, "The connection to the storyteller daemon closed; try again.")
+        if self._invocations is not None:
+            self._invocations.connection_closed(self)
 
     def pause(self) -> None:
         """The socket's send buffer is full: hold events until `resume`."""
@@ -170,6 +177,8 @@ class BridgeSession:
             "result": self._on_answer,
             "subscribe": self._on_subscribe,
             "request": self._on_request,
+            "invoked": self._on_invocation_report,
+            "invoke_outcome": self._on_invocation_report,
         }.get(kind if isinstance(kind, str) else "")
         if handler is None:
             self._bad_frame(f"Unknown frame type {kind!r}." if kind else "Frame has no type.")
@@ -277,6 +286,26 @@ class BridgeSession:
         result = frame.get("result")
         text = result.get("text") if isinstance(result, dict) else None
         reply(text if isinstance(text, str) else json.dumps(result, ensure_ascii=False), None)
+
+    # ------------------------------------------------------------------ invocations
+
+    def send_invoke(self, frame: Frame) -> bool:
+        """Send the game's ``invoke`` frame; False when the connection is not open."""
+        return self.state == "open" and self._send(frame)
+
+    def _on_invocation_report(self, frame: dict[str, Any]) -> None:
+        """The daemon's ``invoked`` or ``invoke_outcome``: to the desk, which routes it by id
+        (one for an id the game does not know is ignored, as the protocol says)."""
+        if self._invocations is None:
+            return
+        try:
+            if frame["type"] == "invoked":
+                self._invocations.answered(frame)
+            else:
+                self._invocations.outcome_arrived(frame)
+        except BadFrame as exc:
+            request_id = frame.get("id")
+            self._bad_frame(f"{frame['type']}: {exc}", request_id if _is_id(request_id) else None)
 
     def _on_ping(self, frame: dict[str, Any]) -> None:
         nonce = frame.get("nonce")

@@ -5,8 +5,8 @@ is its SHA-256): the work item the model ignored, the digest of the prompts it w
 when, and how many later events were settled from it. Nothing refers to the rows; they are
 pruned by age and cleared when a storyteller's prompts change.
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-11-28
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0018"
-down_revision = "0017"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,187 @@
+"""A game's invocations: a storyteller's turn asked for over the bridge, answered, then reported.
+
+`GameInvocations` answers each ``invoke`` the game sends through `invoke` (the same admission
+as every direct invocation: pause, model, blank text, queue, budget, kill switch) with the
+game's request id in the work item's source, ``direct:game:<id>``. The backlog's one item per
+storyteller and source makes the request id an idempotency key: an id already accepted is
+answered from the stored item (``duplicate``) and never queued again. Once an accepted
+invocation's turn has ended, its outcome — how the turn ended, the run record's id and the tool
+calls it made — is sent to the game; an invocation whose outcome the game missed (a broken
+connection, a daemon restart) is reported again when the game sends its id again.
+"""
+
+from __future__ import annotations
+
+from storyteller_daemon.agent.records import TurnOutcome
+from storyteller_daemon.domain.work import WorkItem, WorkState
+from storyteller_daemon.errors import StorageError
+from storyteller_daemon.runtime.daemon.settings_watch import InvocationResult, SettingsWatch
+from storyteller_daemon.runtime.daemon.state import OpenInvocation, log
+from world_adapter.errors import WorldAdapterError
+from world_adapter.invocations import (
+    GameInvocation,
+    InvocationAnswer,
+    InvocationOutcome,
+    RefusalCode,
+    ToolCall,
+)
+
+GAME_SOURCE = "direct:game:"
+"""The source prefix of a game's invocations in the backlog (the request id follows)."""
+
+REFUSAL_CODES = {
+    "not_running": RefusalCode.NOT_RUNNING,
+    "intake": RefusalCode.NOT_RUNNING,
+    "unknown": RefusalCode.UNKNOWN_STORYTELLER,
+    "pause": RefusalCode.PAUSED,
+    "api_key": RefusalCode.NO_MODEL,
+    "text": RefusalCode.BLANK_TEXT,
+    "queue": RefusalCode.QUEUE_FULL,
+    "budget": RefusalCode.BUDGET,
+    "kill_switch": RefusalCode.KILL_SWITCH,
+}
+"""The refusal code the game is told for each stage that can refuse an invocation."""
+
+TURN_OUTCOMES = frozenset({*(o.value for o in TurnOutcome), "crashed"})
+"""How a turn that ran can end (the backlog's reason for a done or failed item)."""
+
+NOT_RUN = "not_run"
+"""The outcome of an accepted invocation whose turn a last check stopped before the model."""
+
+
+class GameInvocations(SettingsWatch):
+    """Answers the game's invocations and sends each accepted one's outcome."""
+
+    async def answer_invocation(self, invocation: GameInvocation) -> InvocationAnswer:
+        """Store the invocation's turn (or find it stored under its request id) and answer."""
+        source = GAME_SOURCE + invocation.id
+        storyteller = self.find_storyteller(invocation.storyteller)
+        watching = None
+        if storyteller is not None and storyteller.id is not None and self.ready.is_set():
+            stored = await self.pipeline.stored_work(storyteller.id, source)
+            if stored is not None:
+                return await self._duplicate(invocation, stored)
+            # Watched before it is stored: its turn may end before `invoke` returns.
+            watching = f"st{storyteller.id}:{source}"  # as the turn lane names it
+            self._open_invocations[watching] = OpenInvocation(invocation.id, storyteller.id, source)
+        result = await self.invoke(
+            invocation.storyteller,
+            invocation.text,
+            source=source,
+            character_id=invocation.character_id,
+            room_id=invocation.room_id,
+        )
+        if watching is not None and (not result.accepted or result.storyteller_id is None):
+            self._open_invocations.pop(watching, None)
+        if not result.accepted or result.storyteller_id is None:
+            return self._refusal(invocation, result)
+        turn_key = f"st{result.storyteller_id}:{source}"
+        self._open_invocations.setdefault(
+            turn_key, OpenInvocation(invocation.id, result.storyteller_id, source)
+        )
+        log.info(
+            "the game invoked storyteller #%s (request %s): queued as turn %s",
+            result.storyteller_id,
+            invocation.id,
+            turn_key,
+        )
+        return InvocationAnswer(
+            invocation.id,
+            accepted=True,
+            reason="queued",
+            storyteller_id=result.storyteller_id,
+            turn_key=turn_key,
+        )
+
+    async def _duplicate(self, invocation: GameInvocation, stored: WorkItem) -> InvocationAnswer:
+        turn_key = stored.turn_key or f"st{stored.storyteller_id}:{stored.source}"
+        self._open_invocations[turn_key] = OpenInvocation(
+            invocation.id, stored.storyteller_id, stored.source
+        )
+        if stored.state.final:  # the outcome is known: send it again after the answer
+            self._ended_turns.put_nowait(turn_key)
+        return InvocationAnswer(
+            invocation.id,
+            accepted=True,
+            reason="queued",
+            message=f"request {invocation.id} was accepted before; its turn is {stored.state}",
+            storyteller_id=stored.storyteller_id,
+            turn_key=turn_key,
+            duplicate=True,
+        )
+
+    @staticmethod
+    def _refusal(invocation: GameInvocation, result: InvocationResult) -> InvocationAnswer:
+        code = REFUSAL_CODES.get(result.stage)
+        if code is None:  # a stage with no code of its own: say it in the message
+            log.warning("invocation refused at an unexpected stage %r", result.stage)
+        return InvocationAnswer(
+            invocation.id,
+            accepted=False,
+            reason=(code or RefusalCode.NOT_RUNNING).value,
+            message=result.reason,
+            storyteller_id=result.storyteller_id,
+        )
+
+    def _invocation_turn_ended(self, turn_key: str) -> None:
+        if turn_key in self._open_invocations:
+            self._ended_turns.put_nowait(turn_key)
+
+    async def _send_outcomes(self) -> None:
+        """Send each ended invocation's outcome to the game, while running."""
+        assert self._invocation_channel is not None
+        while True:
+            turn_key = await self._ended_turns.get()
+            waiting = self._open_invocations.pop(turn_key, None)
+            if waiting is None:
+                continue
+            try:
+                outcome = await self._outcome(turn_key, waiting)
+                if outcome is None:  # not ended after all (a duplicate raced the turn's end)
+                    self._open_invocations[turn_key] = waiting
+                    continue
+                await self._invocation_channel.send_outcome(outcome)
+            except (WorldAdapterError, StorageError) as exc:
+                log.warning(
+                    "could not tell the game the outcome of request %s (%s); it gets it "
+                    "when it sends the same request again",
+                    waiting.request_id,
+                    exc,
+                )
+            except Exception:  # a bug must not stop the daemon: the game can ask again
+                log.exception("reporting the outcome of request %s failed", waiting.request_id)
+
+    async def _outcome(self, turn_key: str, waiting: OpenInvocation) -> InvocationOutcome | None:
+        item = await self.pipeline.stored_work(waiting.storyteller_id, waiting.source)
+        if item is None or not item.state.final:
+            return None
+        run = await self._turn_runs.turn_run(turn_key) if self._turn_runs is not None else None
+        turn = (run.record.get("turn") if run is not None else None) or {}
+        calls = tuple(
+            ToolCall(str(call["name"]), bool((call.get("envelope") or {}).get("ok")))
+            for call in turn.get("calls", [])
+        )
+        reason = item.reason or ""
+        if item.state not in (WorkState.DONE, WorkState.FAILED):
+            outcome, message = NOT_RUN, reason or item.state.value
+        elif reason in TURN_OUTCOMES:
+            outcome, message = reason, ""
+        else:  # given up without an outcome of its own (interrupted too often)
+            outcome, message = item.state.value, reason
+        return InvocationOutcome(
+            waiting.request_id,
+            turn_key=turn_key,
+            outcome=outcome,
+            message=message,
+            run_id=run.summary.id if run is not None else None,
+            tool_calls=calls,
+        )
+
+    def _serve_invocations(self) -> bool:
+        """Start taking the game's invocations; False when the world carries none."""
+        if self._invocation_channel is None:
+            return False
+        self._invocation_channel.serve_invocations(self.answer_invocation)
+        if self._invocation_turn_ended not in self.pipeline.turn_listeners:
+            self.pipeline.turn_listeners.append(self._invocation_turn_ended)
+        return True
