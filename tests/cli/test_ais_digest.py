@@ -73,7 +73,7 @@ def test_refresh_merges_memories_asks_the_model_and_records_the_run(
     assert out.splitlines() == [
         "Merged memories #2 into #1 (character #7).",
         "Refreshed the digest of Harbour Watch from 1 open situation(s) and 2 memory change(s) "
-        "($0.0013); `storyteller ais digest show 1` shows it.",
+        "($0.0006); `storyteller ais digest show 1` shows it.",  # at the flex tier's price
     ]
     assert again == (
         "The digest of Harbour Watch is unchanged: nothing happened since it was written "
@@ -81,6 +81,7 @@ def test_refresh_merges_memories_asks_the_model_and_records_the_run(
     )
     [body] = bodies  # the second refresh asked nothing
     assert body["model"] == "gpt-5-mini" and "tools" not in body
+    assert body["service_tier"] == "flex"  # non-urgent work asks for the cheaper tier
     assert "(from players)" in body["input"][0]["content"]
 
     shown = cli.ok("ais", "digest", "show", "1").splitlines()
