@@ -32,15 +32,18 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
+# Two worker processes (pytest-xdist); PYTEST_WORKERS=0 runs the suite in one.
+PYTEST_WORKERS ?= 2
+
 test: check $(CHROMIUM)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
 # The suite again on CPython 3.13 (CI runs both; the daemon supports 3.11 to 3.13).
 test-313: $(CHROMIUM)
 	@test -n "$(PY313)" || { echo "python3.13 not found: install it or set PY313=/path/to/python3.13"; exit 69; }
 	@test -x $(VENV313)/bin/python || $(PY313) -m venv $(VENV313)
 	$(VENV313)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	$(VENV313)/bin/pytest -q -p no:cacheprovider
+	$(VENV313)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 # The signal-stop end-to-end tests, RUNS times in a row (a flaky stop is a race to find).
 RUNS ?= 100
