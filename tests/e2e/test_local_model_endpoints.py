@@ -108,6 +108,8 @@ async def run_a_theft(
     task = asyncio.create_task(runtime.run(stop))
     try:
         await asyncio.wait_for(runtime.daemon.ready.wait(), 10)
+        # The daemon is ready before its subscription is: events emoted earlier reach nobody.
+        await asyncio.wait_for(_until_subscribed(world), 10)
         world.emote(2003, "shouts: thief! A purse is gone.")
         world.emote(1001, "hauls a crate along the quay.")
         await asyncio.wait_for(_until_done(store, watch.id), 20)
@@ -117,6 +119,11 @@ async def run_a_theft(
         await asyncio.wait_for(task, 30)
         await runtime.close()
     return Daemon(store, openai, local)
+
+
+async def _until_subscribed(world: SimWorld) -> None:
+    while world.waiting_subscriptions == 0:
+        await asyncio.sleep(0.01)
 
 
 async def _until_done(store: Store, storyteller_id: int) -> None:
