@@ -122,8 +122,11 @@ async def run_a_theft(
 
 
 async def _until_subscribed(world: SimWorld) -> None:
-    while world.waiting_subscriptions == 0:
+    for _ in range(1000):
+        if world.waiting_subscriptions > 0:
+            return
         await asyncio.sleep(0.01)
+    raise AssertionError("the daemon never subscribed to the world")
 
 
 async def _until_done(store: Store, storyteller_id: int) -> None:
