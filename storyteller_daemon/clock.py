@@ -91,15 +91,23 @@ async def within(
 
 
 async def uncancelled(work: Awaitable[object]) -> None:
-    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise).
+    """Await `work` to its end even if the caller is cancelled meanwhile, once or more often
+    (then re-raise the cancellation).
 
-    For short writes that must not be cut in half by a stop: the stop waits for them.
+    For short writes that must not be cut in half by a stop: the stop waits for them, and no
+    write outlives its caller (a task group that cancels twice cannot orphan it while the
+    database closes under it).
     """
     task = asyncio.ensure_future(work)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await asyncio.wait([task])
-            task.result()
-        raise
+    interrupted = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            interrupted = interrupted or not task.done() or not task.cancelled()
+    if interrupted:
+        if not task.cancelled():
+            with contextlib.suppress(Exception):
+                task.result()  # retrieved, so never "never retrieved"
+        raise asyncio.CancelledError
+    task.result()
