@@ -62,8 +62,6 @@ class Runtime:
     """The MCP servers storytellers' tools call (None when none are configured)."""
     summaries: LoggingObserver | None = None
     """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
-    summaries_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    """How the summaries wait for the next minute (the runtime clock's sleep)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
@@ -144,7 +142,7 @@ class Runtime:
             yield "approvals", self.approvals.run()
         yield "prog-catalogue", self.keep_catalogue()
         if self.summaries is not None:
-            yield "minute-summaries", self.summaries.run(self.summaries_sleep)
+            yield "minute-summaries", self.summaries.run()
 
     async def close(self) -> None:
         """Release the model client, the world's connections and the database."""

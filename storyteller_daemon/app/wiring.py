@@ -190,7 +190,7 @@ async def build_runtime(
     summaries = None  # the log's minute summaries, unless the caller observes the pipeline
     if observer is None:
         observer = summaries = LoggingObserver(
-            debug_payloads=cfg.logging.debug_payloads, clock=clock.monotonic, stats=stats
+            clock=clock, debug_payloads=cfg.logging.debug_payloads, stats=stats
         )
     pipeline = Pipeline(
         router=router,
@@ -274,7 +274,7 @@ async def build_runtime(
             monotonic=clock.monotonic,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
-    runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep
+    runtime.summaries = summaries
     # Parked calls are looked at every few seconds only where approvals are in use: tools are
     # marked for approval, or calls parked under an earlier configuration are still open.
     in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))

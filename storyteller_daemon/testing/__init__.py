@@ -19,6 +19,7 @@ from storyteller_daemon.testing.model_responder import (
     request_from_body,
 )
 from storyteller_daemon.testing.obedient import Injection, ObedientResponder
+from storyteller_daemon.testing.pipeline import WiredPipeline, wired_pipeline
 from storyteller_daemon.testing.responses_answers import Fault, Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import (
@@ -29,6 +30,7 @@ from storyteller_daemon.testing.steps import (
     hang,
     verdict_json,
 )
+from storyteller_daemon.testing.turns import ScriptedOutcome, ScriptedTurnRunner
 from storyteller_daemon.testing.world import InstrumentedWorld, WorldCall
 
 __all__ = [
@@ -41,9 +43,12 @@ __all__ = [
     "ObedientResponder",
     "Reply",
     "ScriptedModel",
+    "ScriptedOutcome",
     "ScriptedResponsesServer",
+    "ScriptedTurnRunner",
     "Step",
     "StepFunction",
+    "WiredPipeline",
     "WorldCall",
     "attend_all",
     "by_kind",
@@ -57,4 +62,5 @@ __all__ = [
     "settle",
     "text",
     "verdict_json",
+    "wired_pipeline",
 ]

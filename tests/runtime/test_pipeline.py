@@ -12,78 +12,25 @@ from typing import Any
 import pytest
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.work import WorkState
-from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.ports import VerdictMemory
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedOutcome, ScriptedTurnRunner
 from world_adapter.events import CharacterState, Crime, Cursor, RoomEcho, StateChange
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 AT_ONCE = AttentionConfig(quiet_seconds=0, max_wait_seconds=0)
-
-
-@dataclass
-class Verdict:
-    interested: bool
-    reason: str = ""
-    violation: str | None = None
-
-
-@dataclass
-class Outcome:
-    outcome: str
-
-
-@dataclass
-class FakeRunner:
-    judged: list[list[Trigger]] = field(default_factory=list)
-    turns: list[tuple[Trigger, str]] = field(default_factory=list)
-    verdict: Verdict = field(default_factory=lambda: Verdict(True, "matters"))
-    release: asyncio.Event | None = None
-    judge_gate: asyncio.Event | None = None
-    failures: int = 0
-    """Judge calls still to fail."""
-    asked: list[list[Trigger]] = field(default_factory=list)
-    """Every judge call as it arrives, before the gate holds it."""
-    outcome: str = "completed"
-    interruptions: list[tuple[str, int]] = field(default_factory=list)
-
-    async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
-        self.asked.append(list(triggers))
-        if self.judge_gate is not None:
-            await self.judge_gate.wait()
-        if self.failures:
-            self.failures -= 1
-            raise ModelTransientError("HTTP 503 (gave up after 1 retries)")
-        self.judged.append(list(triggers))
-        return [self.verdict for _ in triggers]
-
-    async def run_turn(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
-        if self.release is not None:
-            await self.release.wait()
-        self.turns.append((trigger, key))
-        return Outcome(self.outcome)
-
-    async def interrupted(
-        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
-    ) -> None:
-        self.interruptions.append((key, attempt))
-
-    @property
-    def turn_triggers(self) -> list[Trigger]:
-        return [t for t, _ in self.turns]
 
 
 class Recorder:
@@ -144,7 +91,7 @@ def crime(seq: int) -> Crime:
 @dataclass
 class Rig:
     pipeline: Pipeline
-    runner: FakeRunner
+    runner: ScriptedTurnRunner
     recorder: Recorder
     clock: FakeClock
     backlog: BacklogRepository
@@ -164,27 +111,23 @@ class Harness:
     async def start(
         self,
         attention: AttentionConfig = AT_ONCE,
-        runner: FakeRunner | None = None,
+        runner: ScriptedTurnRunner | None = None,
         storytellers: Sequence[Storyteller] = (WATCHER,),
         verdict_memory: VerdictMemory | None = None,
     ) -> Rig:
-        router = Router()
-        router.update(storytellers, ZONES)
-        runner = runner or FakeRunner()
-        backlog = BacklogRepository(self.store.db, self.clock.now)
         alerts = RecordedAlerts()
-        pipeline = Pipeline(
-            router=router,
-            runner=runner,
+        wired = wired_pipeline(
+            self.store,
+            runner=runner or ScriptedTurnRunner(),
             clock=self.clock,
-            stats=RuntimeStats(),
-            observer=(recorder := Recorder()),
-            backlog=backlog,
+            storytellers=storytellers,
+            zones=ZONES,
             attention=attention,
-            queue_size=25,
+            observer=(recorder := Recorder()),
             alerts=alerts,
             verdict_memory=verdict_memory,
         )
+        pipeline, runner, backlog = wired.pipeline, wired.runner, wired.backlog
         self.tasks.append(asyncio.create_task(pipeline.run()))
         await settle()
         return Rig(pipeline, runner, recorder, self.clock, backlog, alerts, self.store)
@@ -242,10 +185,10 @@ async def test_interested_event_reaches_a_turn_with_the_reason(rig: Rig) -> None
 
 
 async def test_ignored_and_violating_verdicts_are_recorded_and_counted(rig: Rig) -> None:
-    rig.runner.verdict = Verdict(False, "")
+    rig.runner.verdict = AttentionVerdict(False, "")
     await rig.pipeline.ingest(echo())
     await rig.pipeline.wait_idle()
-    rig.runner.verdict = Verdict(False, "", violation="no single verdict after a re-ask")
+    rig.runner.verdict = AttentionVerdict(False, "", violation="no single verdict after a re-ask")
     await rig.pipeline.ingest(echo(seq=2))
     await rig.pipeline.wait_idle()
     assert rig.runner.turns == []
@@ -266,7 +209,7 @@ async def test_urgent_kinds_fail_open_when_the_gate_cannot_judge_them(
 ) -> None:
     """Crimes always, and any kind the admin lists, get a turn after a contract violation."""
     rig = await harness.start(AT_ONCE.model_copy(update={"urgent_kinds": urgent_kinds}))
-    rig.runner.verdict = Verdict(False, "", violation="no verdict from the batch")
+    rig.runner.verdict = AttentionVerdict(False, "", violation="no verdict from the batch")
     await rig.pipeline.ingest(crime(1))
     await rig.pipeline.wait_idle()
     await rig.pipeline.ingest(echo(seq=2))
@@ -385,32 +328,31 @@ async def test_after_stop_intake_nothing_new_is_accepted(rig: Rig) -> None:
     assert rig.recorder.drops == [("intake", "shutting down")] * 2
 
 
-def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
+async def test_routine_drops_and_ignores_stay_out_of_the_info_log_but_are_summed_up(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     import logging
 
-    from storyteller_daemon.agent.verdicts import AttentionVerdict as Verdict
     from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 
     caplog.set_level(logging.INFO, logger="storyteller.activity")
-    now = [0.0]
+    clock = FakeClock(T0)
     stats = RuntimeStats()
-    observer = LoggingObserver(clock=lambda: now[0], stats=stats)
+    observer = LoggingObserver(clock=clock, stats=stats)
     trigger = Trigger.from_event(echo())
     stats.heard[WATCHER.name] += 6
     stats.spend(WATCHER.name, 0.0123)
     observer.dropped(WATCHER, trigger, "api_key", "no model API key configured")
     observer.dropped(WATCHER, trigger, "pause", "storyteller is paused")
     for _ in range(3):
-        observer.judged(WATCHER, trigger, Verdict(interested=False))
-    observer.judged(WATCHER, trigger, Verdict(interested=True, reason="a theft"))
+        observer.judged(WATCHER, trigger, AttentionVerdict(interested=False))
+    observer.judged(WATCHER, trigger, AttentionVerdict(interested=True, reason="a theft"))
     observer.dropped(WATCHER, trigger, "expired", "unjudged for 900 s")
     assert [r.getMessage().split(": ", 1)[1] for r in caplog.records] == [
         "attention on Room Echo in room #101: interested",
         "Room Echo in room #101 dropped at expired (unjudged for 900 s)",
     ]
-    now[0] = 61.0
+    await clock.advance(61.0)
     observer.turn_started(WATCHER, trigger)  # the next callback after a minute sums it up
     assert caplog.records[2].getMessage() == (
         f"{WATCHER.name}, last 61 s: 6 event(s) in; 4 judged (3 ignore, 1 interested); "
@@ -431,8 +373,8 @@ async def test_summaries_come_every_minute_quiet_or_not_and_at_the_end(
     caplog.set_level(logging.INFO, logger="storyteller.activity")
     clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
     stats = RuntimeStats()
-    observer = LoggingObserver(clock=clock.monotonic, stats=stats)
-    task = asyncio.create_task(observer.run(clock.sleep))
+    observer = LoggingObserver(clock=clock, stats=stats)
+    task = asyncio.create_task(observer.run())
     await settle()
     stats.heard["Quay"] += 3
     stats.spend("Market", 0.5)
@@ -510,7 +452,7 @@ async def test_a_big_backlog_is_judged_in_full_batches_without_waiting(harness: 
     rig = await harness.start(
         AttentionConfig(quiet_seconds=30, max_wait_seconds=60, max_batch_events=5)
     )
-    rig.runner.verdict = Verdict(False)
+    rig.runner.verdict = AttentionVerdict(False)
     await rig.pipeline.accept([echo(seq=seq, text=f"t{seq}") for seq in range(1, 13)])
     await until(lambda: len(rig.runner.judged) == 2)
     assert [len(b) for b in rig.runner.judged] == [5, 5]  # full batches go at once
@@ -520,7 +462,7 @@ async def test_a_big_backlog_is_judged_in_full_batches_without_waiting(harness: 
 
 
 async def test_a_slow_model_grows_the_durable_backlog_and_loses_nothing(harness: Harness) -> None:
-    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False))
+    runner = ScriptedTurnRunner(judge_gate=asyncio.Event(), verdict=AttentionVerdict(False))
     rig = await harness.start(AttentionConfig(quiet_seconds=0, max_wait_seconds=0), runner)
     await rig.pipeline.ingest(echo(seq=1, text="first"))
     await until(lambda: rig.pipeline.judging(1))
@@ -538,7 +480,7 @@ async def test_a_slow_model_grows_the_durable_backlog_and_loses_nothing(harness:
 async def test_a_deep_backlog_is_judged_by_parallel_requests_on_disjoint_events(
     harness: Harness,
 ) -> None:
-    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False))
+    runner = ScriptedTurnRunner(judge_gate=asyncio.Event(), verdict=AttentionVerdict(False))
     rig = await harness.start(
         AttentionConfig(
             quiet_seconds=0, max_wait_seconds=0, max_batch_events=5, parallel_requests=3
@@ -561,7 +503,7 @@ async def test_a_deep_backlog_is_judged_by_parallel_requests_on_disjoint_events(
 
 
 async def test_one_request_in_flight_when_parallel_requests_is_one(harness: Harness) -> None:
-    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False))
+    runner = ScriptedTurnRunner(judge_gate=asyncio.Event(), verdict=AttentionVerdict(False))
     rig = await harness.start(
         AttentionConfig(
             quiet_seconds=0, max_wait_seconds=0, max_batch_events=5, parallel_requests=1
@@ -582,7 +524,7 @@ async def test_one_request_in_flight_when_parallel_requests_is_one(harness: Harn
 async def test_a_failed_request_beside_one_in_flight_backs_off_and_loses_nothing(
     harness: Harness,
 ) -> None:
-    runner = FakeRunner(verdict=Verdict(False), failures=1)
+    runner = ScriptedTurnRunner(verdict=AttentionVerdict(False), failures=1)
     rig = await harness.start(
         AttentionConfig(
             quiet_seconds=0, max_wait_seconds=0, max_batch_events=4, parallel_requests=2
@@ -603,7 +545,9 @@ async def test_a_failed_request_beside_one_in_flight_backs_off_and_loses_nothing
 async def test_requests_failing_together_count_as_one_failure_for_the_back_off(
     harness: Harness,
 ) -> None:
-    runner = FakeRunner(judge_gate=asyncio.Event(), verdict=Verdict(False), failures=2)
+    runner = ScriptedTurnRunner(
+        judge_gate=asyncio.Event(), verdict=AttentionVerdict(False), failures=2
+    )
     cfg = AttentionConfig(
         quiet_seconds=0, max_wait_seconds=0, max_batch_events=4, parallel_requests=2
     )
@@ -633,7 +577,7 @@ async def test_the_same_text_heard_in_many_rooms_is_judged_once(rig: Rig) -> Non
 
 
 async def test_repeated_ambience_in_a_room_takes_the_earlier_verdict(rig: Rig) -> None:
-    rig.runner.verdict = Verdict(False)
+    rig.runner.verdict = AttentionVerdict(False)
     gulls = "Gulls wheel and cry over the quay."
     await rig.pipeline.ingest(echo(seq=1, text=gulls))
     await rig.pipeline.wait_idle()
@@ -684,7 +628,7 @@ async def test_a_crashing_turn_is_recorded_failed_and_the_lane_goes_on(rig: Rig)
 
     async def crash_once(
         st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
+    ) -> ScriptedOutcome:
         nonlocal calls
         calls += 1
         if calls == 1:
@@ -727,7 +671,7 @@ async def test_a_failed_attention_request_leaves_the_events_pending(rig: Rig) ->
 async def test_events_past_the_maximum_age_are_expired_counted_and_alerted(
     harness: Harness,
 ) -> None:
-    runner = FakeRunner(failures=10_000)
+    runner = ScriptedTurnRunner(failures=10_000)
     rig = await harness.start(
         AttentionConfig(quiet_seconds=0, max_wait_seconds=0, max_age_seconds=60), runner
     )
@@ -741,7 +685,7 @@ async def test_events_past_the_maximum_age_are_expired_counted_and_alerted(
 
 
 async def test_a_restart_resumes_pending_and_interested_work(harness: Harness) -> None:
-    runner = FakeRunner(judge_gate=asyncio.Event(), release=asyncio.Event())
+    runner = ScriptedTurnRunner(judge_gate=asyncio.Event(), release=asyncio.Event())
     rig = await harness.start(AT_ONCE, runner)
     await rig.pipeline.accept([echo(seq=1), crime(2)])
     await until(lambda: rig.pipeline.judging(1))
@@ -756,14 +700,14 @@ async def test_a_restart_resumes_pending_and_interested_work(harness: Harness) -
 
 async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness: Harness) -> None:
     once = AttentionConfig(quiet_seconds=0, max_wait_seconds=0, turn_retries=1)
-    runner = FakeRunner(release=asyncio.Event())
+    runner = ScriptedTurnRunner(release=asyncio.Event())
     rig = await harness.start(once, runner)
     await rig.pipeline.ingest(echo(seq=1))
     await until(lambda: rig.pipeline.turn_running(1))  # turn running
     await harness.crash()
     assert await rig.states() == ["running"]
 
-    second = await harness.start(once, FakeRunner(release=asyncio.Event()))
+    second = await harness.start(once, ScriptedTurnRunner(release=asyncio.Event()))
     await until(lambda: second.pipeline.turn_running(1))  # re-run, killed again
     assert second.runner.interruptions == [("st1:event:e:1", 2)]
     await harness.crash()
@@ -782,7 +726,7 @@ async def test_a_turn_killed_mid_way_runs_again_under_the_same_key_once(harness:
 
 
 async def test_a_rerun_turn_gets_its_original_key(harness: Harness) -> None:
-    rig = await harness.start(AT_ONCE, FakeRunner(release=asyncio.Event()))
+    rig = await harness.start(AT_ONCE, ScriptedTurnRunner(release=asyncio.Event()))
     await rig.pipeline.accept([echo(seq=1), echo(seq=2)])
     await until(lambda: rig.pipeline.turn_running(1))
     await harness.crash()
@@ -793,7 +737,7 @@ async def test_a_rerun_turn_gets_its_original_key(harness: Harness) -> None:
 
 
 async def test_a_cut_off_drain_leaves_work_in_the_backlog(harness: Harness) -> None:
-    runner = FakeRunner(release=asyncio.Event())
+    runner = ScriptedTurnRunner(release=asyncio.Event())
     rig = await harness.start(AttentionConfig(quiet_seconds=30, max_wait_seconds=60), runner)
     await rig.pipeline.ingest(crime(1))  # urgent: judged and turned at once
     await until(lambda: rig.pipeline.turn_running(1))
@@ -830,7 +774,7 @@ async def test_attention_rules_decide_without_a_model_call(harness: Harness) -> 
     )
     watcher = replace(WATCHER, attention_rules=rules)
     rig = await harness.start(storytellers=[watcher])
-    rig.runner.verdict = Verdict(False)
+    rig.runner.verdict = AttentionVerdict(False)
     await rig.pipeline.accept(
         [
             echo(seq=1, text="The temple BELL rings."),
@@ -866,7 +810,7 @@ async def test_finished_work_is_pruned_after_its_retention(harness: Harness) -> 
     rig = await harness.start(
         AttentionConfig(quiet_seconds=0, max_wait_seconds=0, retention_hours=2)
     )
-    rig.runner.verdict = Verdict(False)
+    rig.runner.verdict = AttentionVerdict(False)
     await rig.pipeline.ingest(echo())
     await rig.pipeline.wait_idle()
     kept_until = []

@@ -26,9 +26,12 @@ Speech is also written to the rooms' speech history, once per event whoever hear
 background writer behind a bounded buffer (overflow is counted as the ``speech_history`` drop).
 A batch holding speech waits for the writer to catch up before it is judged.
 
-The package's modules: `ports` (what the pipeline needs from outside), `state` (the lanes and
-the state the stages share), the stages `intake`, `attention`, `turn_loop` and `speech`, and
-`core` (the `Pipeline` that puts them together).
+The package's modules: `ports` (what the pipeline needs from outside), `lanes` (each
+storyteller's lane and the `Lanes` every stage shares: the lanes table, the backlog and the
+progress signal), the stages `intake`, `routing`, `attention` (with `judging`, one batch's
+decisions), `turn_loop` and `speech`, and `core` (the `Pipeline` that builds and supervises
+them). Each stage is an object of its own that the others reach only through the references
+`Pipeline` gives them, and every field of a lane changes through a method of `Lane`.
 """
 
 from storyteller_daemon.runtime.pipeline.attention import EXPIRY_EVERY_SECONDS, RETRY_CAP_SECONDS
@@ -42,7 +45,7 @@ from storyteller_daemon.runtime.pipeline.ports import (
     TurnRunner,
     Verdict,
 )
-from storyteller_daemon.runtime.pipeline.state import SPEECH_BUFFER
+from storyteller_daemon.runtime.pipeline.speech import SPEECH_BUFFER
 from storyteller_daemon.runtime.pipeline.turn_loop import FAILED_OUTCOMES, turn_key_of
 
 __all__ = [

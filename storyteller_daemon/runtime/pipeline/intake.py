@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runs import encode_trigger
-from storyteller_daemon.runtime.pipeline.routing import SUBSCRIPTION_FOR
-from storyteller_daemon.runtime.pipeline.state import PipelineState
+from storyteller_daemon.runtime.pipeline.lanes import Lanes
+from storyteller_daemon.runtime.pipeline.routing import Routing
+from storyteller_daemon.runtime.pipeline.speech import SpeechHistory
+from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.events import Speech, WorldEvent
 
 
@@ -31,22 +35,65 @@ class Refusal(NamedTuple):
     reason: str
 
 
-class IntakeStage(PipelineState):
-    """Runs the synchronous stages and stores what passes them as work items."""
+class Intake:
+    """Runs the synchronous stages and stores what passes them as work items.
+
+    Args:
+        lanes: the lanes and the backlog the work goes to.
+        routing: who hears an event, and the stages a trigger passes.
+        speech: the speech-history writer (each speech heard is handed to it).
+        clock: for trigger and arrival times.
+        stats: the daemon's counters.
+        attention: the turn classes and urgent kinds.
+        queue_size: turns a storyteller may have waiting or running before a direct
+            invocation is refused.
+        source: the world's name, the prefix of its events' work item sources.
+        observe: told of every event taken in (the look-up cache invalidates from it).
+    """
+
+    def __init__(
+        self,
+        *,
+        lanes: Lanes,
+        routing: Routing,
+        speech: SpeechHistory,
+        clock: Clock,
+        stats: RuntimeStats,
+        attention: AttentionConfig,
+        queue_size: int,
+        source: str,
+        observe: Callable[[WorldEvent], None] | None,
+    ) -> None:
+        self._lanes = lanes
+        self._routing = routing
+        self._speech = speech
+        self._clock = clock
+        self._stats = stats
+        self._cfg = attention
+        self._queue_size = queue_size
+        self._source = source
+        self._observe = observe
+        self._busy = 0
+        """Calls under way whose work may not be in the backlog yet."""
+
+    @property
+    def busy(self) -> bool:
+        """Whether intake is storing work the lanes do not know of yet."""
+        return self._busy > 0
 
     async def accept(self, events: Sequence[WorldEvent]) -> int:
         """Offer world events to every storyteller that hears them; return work items stored."""
         new: list[NewWork] = []
         for event in events:
-            self.stats.events_in += 1
+            self._stats.events_in += 1
             if self._observe is not None:
                 self._observe(event)
             if isinstance(event, Speech):
-                self._remember_speech(event)
-            for st in self.router.audience(event):
+                self._speech.remember(event)
+            for st in self._routing.router.audience(event):
                 trigger = Trigger.from_event(event)
-                if self._refused(st, trigger) is None:
-                    self.stats.heard[st.name] += 1
+                if self._routing.refused(st, trigger) is None:
+                    self._stats.heard[st.name] += 1
                     new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
         return await self._store(new)
 
@@ -56,15 +103,15 @@ class IntakeStage(PipelineState):
 
     async def heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> bool:
         """A heartbeat fired for a storyteller; True when its turn was queued."""
-        st = self.router.storyteller(storyteller_id)
+        st = self._routing.router.storyteller(storyteller_id)
         if st is None or heartbeat not in st.heartbeats:
             return False
         trigger = Trigger(TriggerKind.HEARTBEAT, occurred_at=self._clock.now(), heartbeat=heartbeat)
         lane = self._lanes.get(storyteller_id)
         if lane is not None and lane.running_turn:  # must not pile onto work in progress
-            self._drop(st, trigger, "busy", "a turn of this storyteller is running")
+            self._routing.drop(st, trigger, "busy", "a turn of this storyteller is running")
             return False
-        if self._refused(st, trigger) is not None:
+        if self._routing.refused(st, trigger) is not None:
             return False
         source = f"heartbeat:{heartbeat.value}:{trigger.occurred_at.isoformat()}"
         return await self._store([self._work(st, trigger, source)]) == 1
@@ -102,14 +149,14 @@ class IntakeStage(PipelineState):
             room=room_id,
             involved=frozenset({character_id} if character_id is not None else ()),
         )
-        refusal = self._refused(storyteller, trigger)
+        refusal = self._routing.refused(storyteller, trigger)
         if refusal is None:
-            refusal = await self._admitted(storyteller, trigger)
+            refusal = await self._routing.admitted(storyteller, trigger)
             if refusal is not None:
-                self._drop(storyteller, trigger, *refusal)
+                self._routing.drop(storyteller, trigger, *refusal)
         if refusal is not None:
             return Refusal(*refusal)
-        depth = await self._backlog.depth()
+        depth = await self._lanes.backlog.depth()
         waiting = sum(
             n
             for (sid, state), n in depth.items()
@@ -117,25 +164,11 @@ class IntakeStage(PipelineState):
         )
         if waiting >= self._queue_size:
             reason = f"queue full ({self._queue_size} turns waiting or running)"
-            self.stats.queue_overflow[storyteller.name] += 1
-            self._drop(storyteller, trigger, "queue", reason)
+            self._stats.queue_overflow[storyteller.name] += 1
+            self._routing.drop(storyteller, trigger, "queue", reason)
             return Refusal("queue", reason)
         source = source or f"direct:{uuid.uuid4().hex}"
         await self._store([self._work(storyteller, trigger, source)])
-        return None
-
-    def _refused(self, storyteller: Storyteller, trigger: Trigger) -> tuple[str, str] | None:
-        """Run the synchronous stages; None when accepted, else the stage and why."""
-        for stage, check in (
-            ("intake", self._intake_stage),
-            ("pause", self._pause_stage),
-            ("api_key", self._api_key_stage),
-            ("prefilter", self._prefilter_stage),
-        ):
-            reason = check(storyteller, trigger)
-            if reason is not None:
-                self._drop(storyteller, trigger, stage, reason)
-                return stage, reason
         return None
 
     def _work(self, storyteller: Storyteller, trigger: Trigger, source: str) -> NewWork:
@@ -165,42 +198,21 @@ class IntakeStage(PipelineState):
     async def _store(self, new: Sequence[NewWork]) -> int:
         if not new:
             return 0
-        self._intake_busy += 1
+        self._busy += 1
         try:
-            stored = await self._backlog.add(new)
+            stored = await self._lanes.backlog.add(new)
         finally:
-            self._intake_busy -= 1
+            self._busy -= 1
         now = self._clock.monotonic()
         for item in stored:
-            st = self.router.storyteller(item.storyteller_id)
+            st = self._routing.router.storyteller(item.storyteller_id)
             if st is None:
                 continue
-            lane = self._ensure_lane(st)
-            self._touch(lane)
+            lane = self._lanes.ensure(st)
+            self._lanes.touch(lane)
             if item.state is WorkState.PENDING:
-                lane.pending += 1
-                lane.first_at = now if lane.first_at is None else lane.first_at
-                lane.last_at = now
-                lane.urgent |= item.kind in self._cfg.urgent_kinds
-                lane.wake.set()
+                lane.arrived(now, urgent=item.kind in self._cfg.urgent_kinds)
             else:
-                lane.turn_wake.set()
-        await self._changed()
+                lane.wake_turns()
+        await self._lanes.changed()
         return len(stored)
-
-    # ------------------------------------------------------------------ synchronous stages
-
-    def _intake_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
-        return None if self._accepting else "shutting down"
-
-    def _prefilter_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
-        event = trigger.event
-        if event is None:
-            return None
-        if event.origin != "world":
-            return "caused by a storyteller's own prog"
-        if SUBSCRIPTION_FOR[event.kind] not in storyteller.subscriptions:
-            return f"not subscribed to {event.kind.value} events"
-        if storyteller.id is None or event.cell_id not in self.router.cells_of(storyteller.id):
-            return f"room #{event.cell_id} is not watched"
-        return None

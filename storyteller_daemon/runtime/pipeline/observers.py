@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.pipeline import TurnOutcome, Verdict
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -58,22 +57,22 @@ class LoggingObserver:
 
     Args:
         debug_payloads: log the model's reasons too.
-        clock: monotonic seconds, for the summary period.
+        clock: the runtime's clock, for the summary period.
         stats: the daemon's counters, for events heard and spend per storyteller.
     """
 
     def __init__(
         self,
         *,
+        clock: Clock,
         debug_payloads: bool = False,
-        clock: Callable[[], float] = time.monotonic,
         stats: RuntimeStats | None = None,
     ) -> None:
         self._debug = debug_payloads
         self._clock = clock
         self._stats = stats
         self._tallies: dict[str, _Tally] = {}
-        self._since = clock()
+        self._since = clock.monotonic()
         self._heard: Counter[str] = Counter(stats.heard) if stats else Counter()
         self._spent: dict[str, float] = dict(stats.spent) if stats else {}
 
@@ -82,12 +81,12 @@ class LoggingObserver:
         return self._tallies.setdefault(storyteller.name, _Tally())
 
     def _maybe_summarise(self) -> None:
-        if self._clock() - self._since >= SUMMARY_SECONDS:
+        if self._clock.monotonic() - self._since >= SUMMARY_SECONDS:
             self.flush()
 
     def flush(self) -> None:
         """Log each storyteller's summary of the period so far (those with anything to say)."""
-        now = self._clock()
+        now = self._clock.monotonic()
         if self._stats is not None:
             for name, count in (self._stats.heard - self._heard).items():
                 self._tallies.setdefault(name, _Tally()).heard = count
@@ -101,10 +100,10 @@ class LoggingObserver:
         self._tallies.clear()
         self._since = now
 
-    async def run(self, sleep: Callable[[float], Awaitable[None]]) -> None:
+    async def run(self) -> None:
         """Log the summaries every minute, quiet minutes included, until cancelled."""
         while True:
-            await sleep(SUMMARY_SECONDS)
+            await self._clock.sleep(SUMMARY_SECONDS)
             self._maybe_summarise()
 
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:

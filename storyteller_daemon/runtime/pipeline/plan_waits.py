@@ -49,6 +49,10 @@ class PlanWaits:
         self.waits = tuple(waits)
         self.stale = False
 
+    def mark_stale(self) -> None:
+        """Reload the waits before they are next used (plans may have changed)."""
+        self.stale = True
+
     def clear(self) -> None:
         """Forget the waits (the storyteller does not plan); reload them when it does again."""
         self.waits = ()

@@ -1,10 +1,19 @@
-"""Which storytellers hear which world events: surveillance, subscriptions, pause."""
+"""Which storytellers hear which world events, and what stops a trigger on its way.
+
+`Router` holds each storyteller's watched cells and subscriptions; `Routing` is the pipeline's
+routing stage: the synchronous checks (shutdown, pause, model, prefilter), the last checks
+before a model call (`Admission`) and the drops they make.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.settings import EventKind, Storyteller
+from storyteller_daemon.runtime.pipeline.lanes import Lanes
+from storyteller_daemon.runtime.pipeline.ports import Admission, Observer
+from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.events import EventKind as WorldEventKind
 from world_adapter.events import WorldEvent
 
@@ -59,3 +68,97 @@ class Router:
             for sid, st in sorted(self._storytellers.items())
             if wanted in st.subscriptions and event.cell_id in self._cells[sid]
         ]
+
+
+class Routing:
+    """The synchronous stages a trigger passes on its way to a model, and its drops.
+
+    Intake runs every stage (`refused`); attention and turns look again at pause and the model
+    (`held`) and at the last checks before a model call (`admitted`). Every trigger stopped on
+    the way is counted and told to the observer (`drop`).
+
+    Args:
+        router: who hears what.
+        lanes: for the stop flag (intake closes when the pipeline stops).
+        stats: the daemon's counters.
+        observer: told of every drop.
+        admission: the last checks before a model call (budgets, idle heartbeats).
+        model_available: False when no model is configured (every trigger is dropped).
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        lanes: Lanes,
+        stats: RuntimeStats,
+        observer: Observer,
+        admission: Admission | None,
+        *,
+        model_available: bool,
+    ) -> None:
+        self.router = router
+        self._lanes = lanes
+        self._stats = stats
+        self._observer = observer
+        self._admission = admission
+        self.model_available = model_available
+
+    def set_model_available(self, available: bool) -> None:
+        """Whether a model is configured (triggers are dropped at ``api_key`` without one)."""
+        self.model_available = available
+
+    def drop(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
+        """Count a trigger stopped at `stage` and tell the observer why."""
+        self._stats.drop(stage)
+        self._observer.dropped(storyteller, trigger, stage, reason)
+
+    def refused(self, storyteller: Storyteller, trigger: Trigger) -> tuple[str, str] | None:
+        """Run the synchronous stages; None when accepted, else the stage and why (dropped)."""
+        for stage, check in (
+            ("intake", self._intake_stage),
+            ("pause", self._pause_stage),
+            ("api_key", self._api_key_stage),
+            ("prefilter", self._prefilter_stage),
+        ):
+            reason = check(storyteller, trigger)
+            if reason is not None:
+                self.drop(storyteller, trigger, stage, reason)
+                return stage, reason
+        return None
+
+    def held(self, storyteller: Storyteller) -> tuple[str, str] | None:
+        """Why no model may be asked for the storyteller now (paused, no model), or None."""
+        if storyteller.paused:
+            return "pause", "storyteller is paused"
+        if not self.model_available:
+            return "api_key", "no model API key configured"
+        return None
+
+    async def admitted(self, storyteller: Storyteller, trigger: Trigger) -> tuple[str, str] | None:
+        """None when `Admission` lets the trigger reach a model, else the stage and reason."""
+        if self._admission is None or storyteller.id is None:
+            return None
+        watched = self.router.cells_of(storyteller.id)
+        return await self._admission.admit(storyteller, trigger, watched)
+
+    def _intake_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        return "shutting down" if self._lanes.stopping() else None
+
+    @staticmethod
+    def _pause_stage(storyteller: Storyteller, trigger: Trigger) -> str | None:
+        return "storyteller is paused" if storyteller.paused else None
+
+    def _api_key_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        return None if self.model_available else "no model API key configured"
+
+    def _prefilter_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        event = trigger.event
+        if event is None:
+            return None
+        if event.origin != "world":
+            return "caused by a storyteller's own prog"
+        if SUBSCRIPTION_FOR[event.kind] not in storyteller.subscriptions:
+            return f"not subscribed to {event.kind.value} events"
+        if storyteller.id is None or event.cell_id not in self.router.cells_of(storyteller.id):
+            return f"room #{event.cell_id} is not watched"
+        return None

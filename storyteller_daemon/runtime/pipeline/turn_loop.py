@@ -21,45 +21,88 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.clock import uncancelled
+from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock, uncancelled
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.runs import decode_trigger
-from storyteller_daemon.runtime.pipeline.ports import TurnOutcome
-from storyteller_daemon.runtime.pipeline.state import PipelineState, _Lane, log
+from storyteller_daemon.runtime.pipeline.lanes import Lane, Lanes, log
+from storyteller_daemon.runtime.pipeline.ports import Observer, TurnOutcome, TurnRunner
+from storyteller_daemon.runtime.pipeline.routing import Routing
+from storyteller_daemon.runtime.stats import RuntimeStats
 
 FAILED_OUTCOMES = frozenset({"model_transient_error", "model_fatal_error", "crashed"})
 
 
-class TurnStage(PipelineState):
-    """Each storyteller's turn task: it claims, runs and ends the storyteller's turns."""
+class Turns:
+    """Each storyteller's turn task: it claims, runs and ends the storyteller's turns.
 
-    async def _turn_loop(self, storyteller_id: int, lane: _Lane) -> None:
+    Args:
+        lanes: the lanes and the backlog the turns are claimed from.
+        routing: the pause, admission and drops before a turn's model call.
+        runner: runs the turns.
+        clock: for latencies and the retry delay.
+        stats: the daemon's counters.
+        observer: told of every turn's start and end.
+        attention: the turn size, retries and delays.
+        alerts: where failed and given-up turns are alerted (None: nowhere).
+    """
+
+    def __init__(
+        self,
+        *,
+        lanes: Lanes,
+        routing: Routing,
+        runner: TurnRunner,
+        clock: Clock,
+        stats: RuntimeStats,
+        observer: Observer,
+        attention: AttentionConfig,
+        alerts: AlertSink | None,
+    ) -> None:
+        self._lanes = lanes
+        self._routing = routing
+        self._runner = runner
+        self._clock = clock
+        self._stats = stats
+        self._observer = observer
+        self._cfg = attention
+        self._alerts = alerts
+        self.listeners: list[Callable[[str], None]] = []
+        """Told the key of each turn once its end is stored (ran, failed, or refused by a last
+        check); they must not block or raise (the daemon's invocation outcomes)."""
+
+    def _turn_ended(self, turn_key: str) -> None:
+        for listener in self.listeners:
+            listener(turn_key)
+
+    async def run(self, storyteller_id: int, lane: Lane) -> None:
+        """The storyteller's turn task: claim and run turns whenever the lane is woken."""
         while True:
             await lane.turn_wake.wait()
-            if self._stopping:
+            if self._lanes.stopping():
                 return
-            lane.turn_wake.clear()
-            lane.turn_active = True
+            lane.begin_turns()
             try:
                 while await self._next_turn(storyteller_id, lane):
                     pass
             except Exception:  # a failing claim or a bug: the work stays in the backlog
                 log.exception("turn stage failed for storyteller %s", storyteller_id)
-                lane.turn_wake.set()
+                lane.wake_turns()
                 await self._clock.sleep(self._cfg.retry_seconds)
             finally:
-                lane.turn_active = False
-                self._touch(lane)
-                await self._changed()
+                lane.turn_task_active(False)
+                self._lanes.touch(lane)
+                await self._lanes.changed()
 
-    async def _next_turn(self, storyteller_id: int, lane: _Lane) -> bool:
+    async def _next_turn(self, storyteller_id: int, lane: Lane) -> bool:
         """Run the next turn of a storyteller; False when there is none (or shutdown began)."""
-        st = self.router.storyteller(storyteller_id)
-        if st is None or self._stopping:
+        st = self._routing.router.storyteller(storyteller_id)
+        if st is None or self._lanes.stopping():
             return False
         limit = 1 if self._cfg.one_call_per_event else self._cfg.max_turn_events
-        claim = await self._backlog.claim_turn(
+        claim = await self._lanes.backlog.claim_turn(
             storyteller_id, turn_key_of(st), limit, retries=self._cfg.turn_retries
         )
         if claim is None:
@@ -82,21 +125,21 @@ class TurnStage(PipelineState):
         if st.paused:  # pause is a master switch: waiting work does not run either
             await self._end_turn(claim, st, trigger, "pause", "storyteller was paused")
             return True
-        refusal = await self._admitted(st, trigger)
+        refusal = await self._routing.admitted(st, trigger)
         if refusal is not None:
             await self._end_turn(claim, st, trigger, *refusal)
             return True
         now = self._clock.now()
         for item in claim.items:
-            self.stats.turn_latency.observe((now - item.received_at).total_seconds())
+            self._stats.turn_latency.observe((now - item.received_at).total_seconds())
 
         async def finish(outcome: str) -> bool:
             failed = outcome in FAILED_OUTCOMES
             state = WorkState.FAILED if failed else WorkState.DONE
-            await self._backlog.finish_turn(claim.turn_key, state, outcome)
+            await self._lanes.backlog.finish_turn(claim.turn_key, state, outcome)
             return not failed
 
-        lane.running_turn = True
+        lane.turn_running(True)
         self._observer.turn_started(st, trigger)
         outcome: TurnOutcome | None = None
         cut_off = False
@@ -105,33 +148,33 @@ class TurnStage(PipelineState):
                 outcome = await self._runner.run_turn(st, trigger, claim.turn_key, finish=finish)
             except asyncio.CancelledError:
                 cut_off = True
-                if self.stopping():  # a clean stop: the next start runs it again uncounted
-                    await uncancelled(self._backlog.stopped(claim.turn_key))
+                if self._lanes.stopping():  # a clean stop: the next start runs it again uncounted
+                    await uncancelled(self._lanes.backlog.stopped(claim.turn_key))
                 raise
             except Exception:
-                self.stats.turns["crashed"] += 1
+                self._stats.turns["crashed"] += 1
                 log.exception("turn %s of storyteller %s crashed", claim.turn_key, st.name)
-                await self._backlog.finish_turn(claim.turn_key, WorkState.FAILED, "crashed")
+                await self._lanes.backlog.finish_turn(claim.turn_key, WorkState.FAILED, "crashed")
                 self._alert_failed(st, claim, "crashed")
             else:
-                self.stats.turns[outcome.outcome] += 1
+                self._stats.turns[outcome.outcome] += 1
                 if outcome.outcome == "model_transient_error":
                     self._alert_transient(st, claim.turn_key)
                 # A runner that stores no record leaves the items to this (no-op otherwise).
                 await finish(outcome.outcome)
         finally:
-            lane.running_turn = False
-            lane.plan_waits.stale = True  # the turn may have made, advanced or ended plans
+            lane.turn_running(False)
+            lane.plans_changed()  # the turn may have made, advanced or ended plans
             if cut_off:
                 log.warning(
                     "storyteller %s: turn %s cut off by %s; the next start runs it again",
                     st.name,
                     claim.turn_key,
-                    "the stop" if self.stopping() else "cancellation",
+                    "the stop" if self._lanes.stopping() else "cancellation",
                 )
             else:
                 self._observer.turn_finished(st, trigger, outcome)
-            await self._changed()
+            await self._lanes.changed()
         self._turn_ended(claim.turn_key)
         return True
 
@@ -139,9 +182,11 @@ class TurnStage(PipelineState):
         self, claim: TurnClaim, st: Storyteller, trigger: Trigger, stage: str, reason: str
     ) -> None:
         for each in trigger.all:
-            self._drop(st, each, stage, reason)
+            self._routing.drop(st, each, stage, reason)
         # Refused before any model call (paused, over budget, idle): filtered, not failed.
-        await self._backlog.finish_turn(claim.turn_key, WorkState.FILTERED, reason, rule=stage)
+        await self._lanes.backlog.finish_turn(
+            claim.turn_key, WorkState.FILTERED, reason, rule=stage
+        )
         self._turn_ended(claim.turn_key)
 
     def _alert_given_up(self, st: Storyteller, claim: TurnClaim, run_id: int | None) -> None:
