@@ -130,7 +130,7 @@ class ScriptedTurnRunner:
         """Every answered trigger, in order."""
         return [trigger for batch in self.judged for trigger in batch]
 
-    async def wait_turns(self, count: int) -> None:
-        """Return once `count` turns have been released and run."""
+    async def wait_until(self, done: Callable[[], bool]) -> None:
+        """Return once `done()` holds, looking again after each turn that ran."""
         async with self._progress:
-            await self._progress.wait_for(lambda: len(self.turns) >= count)
+            await self._progress.wait_for(done)

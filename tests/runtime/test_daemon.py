@@ -3,69 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import EventKind, Storyteller
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
 
 RELOAD = 5.0
-
-
-@dataclass
-class Verdict:
-    interested: bool = True
-    reason: str = "yes"
-    violation: str | None = None
-
-
-@dataclass
-class Outcome:
-    outcome: str = "completed"
-
-
-class BlockingRunner:
-    def __init__(self) -> None:
-        self.judged: list[Trigger] = []
-        self.interruptions: list[tuple[str, int]] = []
-        self.turns: list[Trigger] = []
-        self.release = asyncio.Event()
-        self.release.set()
-        self.started = asyncio.Event()
-        self.progress = asyncio.Condition()
-
-    async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
-        self.judged.extend(triggers)
-        return [Verdict() for _ in triggers]
-
-    async def run_turn(
-        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
-        self.started.set()
-        await self.release.wait()
-        self.turns.append(trigger)
-        async with self.progress:
-            self.progress.notify_all()
-        return Outcome()
-
-    async def interrupted(
-        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
-    ) -> None:
-        self.interruptions.append((key, attempt))
 
 
 @dataclass
@@ -73,7 +26,7 @@ class Rig:
     store: Store
     world: SimWorld
     clock: FakeClock
-    runner: BlockingRunner
+    runner: ScriptedTurnRunner
     daemon: Daemon
     stop: asyncio.Event
     task: asyncio.Task[None]
@@ -86,19 +39,9 @@ class Rig:
         await settle()
 
 
-def _pipeline(store: Store, clock: FakeClock, runner: BlockingRunner) -> Pipeline:
+def _pipeline(store: Store, clock: FakeClock, runner: ScriptedTurnRunner) -> Pipeline:
     """A pipeline that judges at once (no burst window)."""
-    return Pipeline(
-        router=Router(),
-        runner=runner,
-        clock=clock,
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db, clock.now),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-        queue_size=25,
-        model_available=True,
-    )
+    return wired_pipeline(store, runner=runner, clock=clock).pipeline
 
 
 @pytest.fixture
@@ -109,7 +52,7 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
     )
     world = SimWorld.harbour_town()
     clock = FakeClock()
-    runner = BlockingRunner()
+    runner = ScriptedTurnRunner()
     pipeline = _pipeline(sqlite_store, clock, runner)
     daemon = Daemon(
         settings=sqlite_store.storytellers,
@@ -132,16 +75,15 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
         await asyncio.wait_for(task, 5)
 
 
-async def _wait(runner: BlockingRunner, predicate: Callable[[], bool]) -> None:
+async def _wait(runner: ScriptedTurnRunner, predicate: Callable[[], bool]) -> None:
     """Wait until a finished turn makes `predicate` true."""
-    async with runner.progress:
-        await asyncio.wait_for(runner.progress.wait_for(predicate), 5)
+    await asyncio.wait_for(runner.wait_until(predicate), 5)
 
 
 async def test_cli_changes_take_effect_without_restart(rig: Rig) -> None:
     rig.world.emote(1001, "waves.")  # room 101: not watched yet
     await settle()
-    assert rig.runner.judged == []
+    assert rig.runner.judged_triggers == []
     watching = replace(
         rig.storyteller, surveillance=rig.storyteller.surveillance.toggled("include", 101)
     )
@@ -149,8 +91,8 @@ async def test_cli_changes_take_effect_without_restart(rig: Rig) -> None:
     await rig.reload_tick()
     assert rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0) == {101}
     rig.world.emote(1001, "waves again.")
-    await _wait(rig.runner, lambda: len(rig.runner.turns) == 1)
-    assert rig.runner.turns[0].event.text.endswith("waves again.")  # type: ignore[union-attr]
+    await _wait(rig.runner, lambda: len(rig.runner.turn_triggers) == 1)
+    assert rig.runner.turn_triggers[0].event.text.endswith("waves again.")  # type: ignore[union-attr]
 
     # pausing through the store stops the next event at the pause stage
     paused = await rig.store.storytellers.get(rig.storyteller.id or 0)
@@ -158,7 +100,7 @@ async def test_cli_changes_take_effect_without_restart(rig: Rig) -> None:
     await rig.reload_tick()
     rig.world.emote(1001, "waves a third time.")
     await settle()
-    assert len(rig.runner.judged) == 1
+    assert len(rig.runner.judged_triggers) == 1
     assert rig.daemon.pipeline.stats.dropped["pause"] == 1
 
 
@@ -172,7 +114,7 @@ async def test_zone_membership_changes_are_picked_up(rig: Rig) -> None:
     assert 201 in rig.daemon.pipeline.router.cells_of(rig.storyteller.id or 0)
     rig.world.emote(1003, "stumbles out of the temple.")  # Ilsa is in 202; move her to 201
     rig.world.move(1003, 201)
-    await _wait(rig.runner, lambda: any(t.room_id == 201 for t in rig.runner.turns))
+    await _wait(rig.runner, lambda: any(t.room_id == 201 for t in rig.runner.turn_triggers))
 
 
 async def test_a_deleted_storyteller_is_forgotten(rig: Rig) -> None:
@@ -193,14 +135,14 @@ async def test_stop_drains_a_turn_in_flight(rig: Rig) -> None:
     assert await rig.daemon.pipeline.direct(st, "too late") is False  # intake is closed
     rig.runner.release.set()
     await asyncio.wait_for(rig.task, 5)
-    assert [t.text for t in rig.runner.turns] == ["a bell tolls"]
+    assert [t.text for t in rig.runner.turn_triggers] == ["a bell tolls"]
     assert rig.daemon.pipeline.stats.turns["completed"] == 1
 
 
 async def test_drain_deadline_cancels_what_is_left(sqlite_store: Store) -> None:
     st = await sqlite_store.storytellers.create("Stuck")
     st = await sqlite_store.storytellers.save(replace(st, paused=False))
-    runner = BlockingRunner()
+    runner = ScriptedTurnRunner()
     runner.release.clear()
     clock = FakeClock()
     pipeline = _pipeline(sqlite_store, clock, runner)
@@ -236,7 +178,7 @@ async def test_the_daemon_goes_red_and_alerts_on_a_stalled_intake_and_recovers(
     daemon = Daemon(
         settings=sqlite_store.storytellers,
         world=world,
-        pipeline=_pipeline(sqlite_store, clock, BlockingRunner()),
+        pipeline=_pipeline(sqlite_store, clock, ScriptedTurnRunner()),
         clock=clock,
         alerts=alerts,
         intake_activity=lambda: activity[0],

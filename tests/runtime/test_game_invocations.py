@@ -11,18 +11,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 import pytest
-from test_invoke import HeldRunner
+from test_invoke import held_runner
 
-from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.spending.admission import Admission
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedTurnRunner
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.sim_server import BridgeServer
 from world_adapter.sim import SimWorld
@@ -34,7 +30,7 @@ WAIT = 10.0  # a guard against hanging: every wait ends on a condition
 @dataclass
 class Rig:
     daemon: Daemon
-    runner: HeldRunner
+    runner: ScriptedTurnRunner
     game: BridgeServer
     store: Store
     watch_id: int
@@ -51,19 +47,15 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
     await game.start()
     clock = FakeClock()
     client = BridgeWorldClient(game.url, TOKEN, clock=clock, rng=random.Random(3))
-    runner = HeldRunner()
+    runner = held_runner()
     kill_switch = [False]
-    pipeline = Pipeline(
-        router=Router(),
+    pipeline = wired_pipeline(
+        store,
         runner=runner,
         clock=clock,
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=5,
         admission=Admission(None, None, kill_switch=lambda: kill_switch[0]),
-    )
+    ).pipeline
     daemon = Daemon(
         settings=store.storytellers,
         world=client,
@@ -103,7 +95,7 @@ async def test_a_repeated_request_id_is_answered_from_the_stored_turn(rig: Rig) 
     assert done.duplicate and "its turn is done" in done.message
     assert await asyncio.wait_for(rig.game.wait_outcome("bell-1"), WAIT) == outcome
     await rig.daemon.pipeline.wait_idle()
-    assert [t.text for t in rig.runner.turns] == ["Ring the bell."]  # one turn, once
+    assert [t.text for t in rig.runner.turn_triggers] == ["Ring the bell."]  # one turn, once
 
 
 async def test_a_turn_a_last_check_stops_is_reported_as_not_run(rig: Rig) -> None:

@@ -4,67 +4,42 @@ reason, including a full queue (FutureMUD reported success even then, §9.15).""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from storyteller_daemon.agent.model import ModelRequest
-from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
+from storyteller_daemon.agent.trigger import TriggerKind
+from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.daemon import Daemon, InvocationResult
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
 
 QUEUE = 3
 
 
-@dataclass
-class Outcome:
-    outcome: str = "completed"
-
-
-class HeldRunner:
-    """Runs turns only while `release` is set."""
-
-    def __init__(self) -> None:
-        self.interruptions: list[tuple[str, int]] = []
-        self.turns: list[Trigger] = []
-        self.release = asyncio.Event()
-        self.release.set()
-
-    async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[object]:
-        raise AssertionError("a direct invocation never passes the attention gate")
-
-    async def run_turn(
-        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
-        await self.release.wait()
-        self.turns.append(trigger)
-        return Outcome()
-
-    async def interrupted(
-        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
-    ) -> None:
-        self.interruptions.append((key, attempt))
+def held_runner() -> ScriptedTurnRunner:
+    """Runs turns only while `release` is set; a direct invocation never passes the gate."""
+    return ScriptedTurnRunner(
+        judge_error=AssertionError("a direct invocation never passes the attention gate")
+    )
 
 
 @dataclass
 class Rig:
     daemon: Daemon
-    runner: HeldRunner
+    runner: ScriptedTurnRunner
     watch: Storyteller
     bell: Storyteller
 
@@ -73,24 +48,13 @@ class Rig:
         return self.daemon.pipeline
 
 
-def build(store: Store, runner: HeldRunner, admission: Admission | None = None) -> Daemon:
-    pipeline = Pipeline(
-        router=Router(),
-        runner=runner,
-        clock=FakeClock(),
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-        queue_size=QUEUE,
-        model_available=True,
-        admission=admission,
-    )
+def build(store: Store, runner: ScriptedTurnRunner, admission: Admission | None = None) -> Daemon:
+    wired = wired_pipeline(store, runner=runner, queue_size=QUEUE, admission=admission)
     return Daemon(
         settings=store.storytellers,
         world=SimWorld.harbour_town(),
-        pipeline=pipeline,
-        clock=FakeClock(),
+        pipeline=wired.pipeline,
+        clock=wired.clock,
         drain_seconds=5,
     )
 
@@ -100,7 +64,7 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
     watch = await sqlite_store.storytellers.create("Harbour Watch")
     watch = await sqlite_store.storytellers.save(replace(watch, paused=False))
     bell = await sqlite_store.storytellers.create("Temple Bell")  # new storytellers are paused
-    runner = HeldRunner()
+    runner = held_runner()
     daemon = build(sqlite_store, runner)
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
@@ -120,9 +84,9 @@ async def test_a_storyteller_is_found_by_id_digits_or_name_in_any_case(rig: Rig)
         result = await rig.daemon.invoke(ref, f"  The tide turns ({ref!r}).  ")
         assert result == InvocationResult(True, "queued", sid), ref
         await rig.pipeline.wait_idle()
-    assert [t.kind for t in rig.runner.turns] == [TriggerKind.DIRECT] * 5
-    assert rig.runner.turns[0].text == f"The tide turns ({sid!r})."
-    assert {t.label for t in rig.runner.turns} == {"Direct Invocation"}
+    assert [t.kind for t in rig.runner.turn_triggers] == [TriggerKind.DIRECT] * 5
+    assert rig.runner.turn_triggers[0].text == f"The tide turns ({sid!r})."
+    assert {t.label for t in rig.runner.turn_triggers} == {"Direct Invocation"}
 
 
 @pytest.mark.parametrize("ref", ["Harbour", "Harbour Watch Two", "999", 999, True, ""])
@@ -161,7 +125,7 @@ async def test_a_full_queue_refuses_and_counts_the_overflow(rig: Rig) -> None:
     assert rig.pipeline.stats.queue_overflow == {"Harbour Watch": 1}
     rig.runner.release.set()
     await rig.pipeline.wait_idle()
-    assert [t.text for t in rig.runner.turns] == [f"Call {n}." for n in range(QUEUE)]
+    assert [t.text for t in rig.runner.turn_triggers] == [f"Call {n}." for n in range(QUEUE)]
     assert (await rig.daemon.invoke("Harbour Watch", "Room again.")).accepted
 
 
@@ -177,7 +141,7 @@ async def test_the_routing_table_is_the_current_one(rig: Rig, sqlite_store: Stor
 async def test_only_a_running_daemon_accepts(sqlite_store: Store) -> None:
     watch = await sqlite_store.storytellers.create("Harbour Watch")
     await sqlite_store.storytellers.save(replace(watch, paused=False))
-    runner = HeldRunner()
+    runner = held_runner()
     daemon = build(sqlite_store, runner)
     assert await daemon.invoke("Harbour Watch", "Too early.") == InvocationResult(
         False, "the daemon is not running", stage="not_running"
@@ -190,13 +154,13 @@ async def test_only_a_running_daemon_accepts(sqlite_store: Store) -> None:
     stop.set()
     await asyncio.wait_for(task, 5)
     assert not (await daemon.invoke("Harbour Watch", "Too late.")).accepted
-    assert [t.text for t in runner.turns] == ["On time."]
+    assert [t.text for t in runner.turn_triggers] == ["On time."]
 
 
 async def running(store: Store, admission: Admission) -> tuple[Daemon, asyncio.Event, Any]:
     watch = await store.storytellers.create("Harbour Watch")
     await store.storytellers.save(replace(watch, paused=False))
-    daemon = build(store, HeldRunner(), admission)
+    daemon = build(store, held_runner(), admission)
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     await asyncio.wait_for(daemon.ready.wait(), 5)

@@ -22,16 +22,16 @@ digests. Shutdown (SIGINT/SIGTERM): intake stops, heartbeats and reflection stop
 or turn in flight gets ``drain_seconds`` to finish, then is cancelled; everything else stays in
 the backlog for the next start. No task outlives `run()`.
 
-The package's modules: `ports` (what the daemon needs from outside), `state` (the state its
-parts share), `settings_watch` (settings reloads and direct invocation), `invocations` (a
-game's invocations over the bridge and their outcomes), `world_pump` (the
-world's events into the pipeline, durably) and `core` (the `Daemon` that puts them together,
-with its lifecycle).
+The package's modules: `ports` (what the daemon needs from outside), `state` (the world link's
+status, which every part may change), `settings_watch` (settings reloads), `invocations`
+(direct invocations and a game's over the bridge, and their outcomes), `world_pump` (the
+world's events into the pipeline, durably), `intake_watch` (the stalled-intake watchdog) and
+`core` (the `Daemon` that builds them as collaborators and runs them, with its lifecycle).
 """
 
 from storyteller_daemon.runtime.daemon.core import Daemon, stop_on_signals
+from storyteller_daemon.runtime.daemon.invocations import InvocationResult
 from storyteller_daemon.runtime.daemon.ports import EventInbox, IdleWork, SettingsSource
-from storyteller_daemon.runtime.daemon.settings_watch import InvocationResult
 from storyteller_daemon.runtime.daemon.world_pump import INBOX_BATCH, complete_even_if_cancelled
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""`Daemon`: the settings watch and the world pump put together, with the lifecycle.
+"""`Daemon`: the settings watch, the world pump and the invocations, with the lifecycle.
 
 `Daemon.run` loads the settings, starts the pipeline, the world pump, the settings watch, the
 heartbeats, the intake watchdog and reflection while idle in one task group, and on stop closes
@@ -10,16 +10,147 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
-from storyteller_daemon.runtime.daemon.invocations import GameInvocations
-from storyteller_daemon.runtime.daemon.state import log
+from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.runtime.daemon.intake_watch import IntakeWatch
+from storyteller_daemon.runtime.daemon.invocations import Invocations
+from storyteller_daemon.runtime.daemon.ports import (
+    EventInbox,
+    IdleWork,
+    SettingsListener,
+    SettingsSource,
+    TurnRuns,
+)
+from storyteller_daemon.runtime.daemon.settings_watch import SettingsWatch
+from storyteller_daemon.runtime.daemon.state import WorldStatus, log
 from storyteller_daemon.runtime.daemon.world_pump import WorldPump
+from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError, WorldAdapterError
+from world_adapter.events import Cursor
+from world_adapter.invocations import InvocationChannel
+from world_adapter.protocol import WorldClient
 
 
-class Daemon(GameInvocations, WorldPump):
-    """Owns the tasks that make up a running storyteller service."""
+class Daemon:
+    """Owns the tasks that make up a running storyteller service.
+
+    It builds its collaborators, the settings watch, the world pump and the invocations, from
+    what it is given, runs them with the pipeline, the heartbeats and reflection while idle,
+    and answers for them (readiness, the world's status, invocations).
+
+    Args:
+        settings: where the storytellers are read.
+        world: the world followed.
+        pipeline: where the world's events and invocations go.
+        clock: the runtime's clock.
+        reload_seconds: how often the settings are polled.
+        drain_seconds: how long work in flight gets on stop.
+        retry_seconds: the delay before a failed stream or store is retried.
+        alerts: where trouble is alerted.
+        inbox: the durable event inbox of a world that can replay (None: none).
+        world_key: the world's name in the inbox.
+        inbox_keep: dispatched events the inbox keeps.
+        intake_activity: the world stream's activity count, for the intake watchdog.
+        stall_seconds: activity without stored events for this long is a stall.
+        idle_work: reflection while idle (None: none).
+        settings_listeners: told every storyteller on each settings (re)load.
+        invocations: the world's channel for the game's invocations (None: none).
+        turn_runs: where an invocation's run record is read for its outcome.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: SettingsSource,
+        world: WorldClient,
+        pipeline: Pipeline,
+        clock: Clock,
+        reload_seconds: float = 5.0,
+        drain_seconds: float = 30.0,
+        retry_seconds: float = 5.0,
+        alerts: AlertSink | None = None,
+        inbox: EventInbox | None = None,
+        world_key: str = "world",
+        inbox_keep: int = 10_000,
+        intake_activity: Callable[[], int] | None = None,
+        stall_seconds: float = 120.0,
+        idle_work: IdleWork | None = None,
+        settings_listeners: Sequence[SettingsListener] = (),
+        invocations: InvocationChannel | None = None,
+        turn_runs: TurnRuns | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self._inbox = inbox
+        self._drain_seconds = drain_seconds
+        self.idle_work = idle_work
+        """Reflection while idle, run as one of the daemon's tasks (None: none)."""
+        self.ready = asyncio.Event()
+        self.status = WorldStatus(alerts)
+        self.heartbeats = HeartbeatScheduler(self._fire_heartbeat, clock)
+        self.watch = SettingsWatch(
+            settings=settings,
+            world=world,
+            pipeline=pipeline,
+            heartbeats=self.heartbeats,
+            listeners=settings_listeners,
+            clock=clock,
+            reload_seconds=reload_seconds,
+            status=self.status,
+        )
+        self.pump = WorldPump(
+            world=world,
+            pipeline=pipeline,
+            watch=self.watch,
+            status=self.status,
+            clock=clock,
+            retry_seconds=retry_seconds,
+            alerts=alerts,
+            inbox=inbox,
+            world_key=world_key,
+            inbox_keep=inbox_keep,
+            intake=IntakeWatch(intake_activity, stall_seconds) if intake_activity else None,
+        )
+        self.invocations = Invocations(
+            pipeline=pipeline, ready=self.ready, channel=invocations, turn_runs=turn_runs
+        )
+        self.reload = self.watch.reload
+        self.wait_polls = self.watch.wait_polls
+        self.wait_cursor = self.pump.wait_cursor
+        self.invoke = self.invocations.invoke
+        self.find_storyteller = self.invocations.find_storyteller
+        self.answer_invocation = self.invocations.answer_invocation
+
+    async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
+        await self.pipeline.heartbeat(storyteller_id, heartbeat)
+
+    @property
+    def world_status(self) -> str:
+        """How the daemon stands with the world (see `WorldStatus.state`)."""
+        return self.status.state
+
+    @property
+    def failure(self) -> WorldAdapterError | None:
+        """Why the world refused the daemon, if it did (`run` raises it after draining)."""
+        return self.status.failure
+
+    @property
+    def cursor(self) -> Cursor | None:
+        """The cursor of the last world event stored or dispatched."""
+        return self.pump.cursor
+
+    @property
+    def stream_gaps(self) -> int:
+        """Times the world could not replay from the daemon's cursor, so events were lost."""
+        return self.pump.stream_gaps
+
+    @property
+    def polls(self) -> int:
+        """Completed settings polls."""
+        return self.watch.polls
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then drain and return.
@@ -27,8 +158,8 @@ class Daemon(GameInvocations, WorldPump):
         Raises:
             FatalStreamError: After draining, if the world refused the daemon.
         """
-        self._stop = stop
-        invoked = self._serve_invocations()
+        self.status.stops(stop)
+        invoked = self.invocations.serve()
         if self._inbox is None:
             # Work from a previous run of a world that cannot replay (the embedded sim world
             # starts over at the same cursors) cannot be matched to this run's events.
@@ -36,7 +167,7 @@ class Daemon(GameInvocations, WorldPump):
         try:
             await self.reload(force=True)
         except FatalStreamError as exc:
-            self._refused(exc)
+            self.status.refused(exc)
             raise
         except WorldAdapterError as exc:  # a game that is down: the settings poll retries
             log.warning("the world did not answer at start (%s); retrying while running", exc)
@@ -44,25 +175,27 @@ class Daemon(GameInvocations, WorldPump):
             async with asyncio.TaskGroup() as group:
                 pipeline = group.create_task(self.pipeline.run(), name="pipeline")
                 background = [
-                    group.create_task(self._pump(), name="world-pump"),
-                    group.create_task(self._watch_settings(), name="settings-watch"),
+                    group.create_task(self.pump.run(), name="world-pump"),
+                    group.create_task(self.watch.run(), name="settings-watch"),
                     group.create_task(self.heartbeats.run(), name="heartbeats"),
                 ]
-                if self.intake is not None:
-                    background.append(group.create_task(self._watch_intake(), name="intake"))
+                if self.pump.intake is not None:
+                    background.append(group.create_task(self.pump.watch_intake(), name="intake"))
                 if self.idle_work is not None:
                     background.append(group.create_task(self.idle_work.run(), name="reflection"))
                 if invoked:
-                    background.append(group.create_task(self._send_outcomes(), name="outcomes"))
+                    background.append(
+                        group.create_task(self.invocations.send_outcomes(), name="outcomes")
+                    )
                 self.ready.set()
                 log.info(
                     "ready: %d storytellers, %d watched rooms; SIGTERM or SIGINT stops",
                     len(self.pipeline.router.storytellers),
-                    len(self._cells),
+                    len(self.watch.cells),
                 )
                 await stop.wait()
                 log.info("stopping: no new events; draining queued turns")
-                self._intake_open = False
+                self.pump.close_intake()
                 self.pipeline.stop_intake()
                 for task in background:
                     task.cancel()

@@ -1,6 +1,8 @@
-"""A game's invocations: a storyteller's turn asked for over the bridge, answered, then reported.
+"""Invocations: a storyteller's turn asked for directly or over the bridge, answered, reported.
 
-`GameInvocations` answers each ``invoke`` the game sends through `invoke` (the same admission
+Direct invocation (`Invocations.invoke`, FutureMUD's ``InvokeStorytellerAttention``) finds a
+storyteller by id or name in the routing table and queues its turn. `Invocations` also answers
+each ``invoke`` the game sends through `invoke` (the same admission
 as every direct invocation: pause, model, blank text, queue, budget, kill switch) with the
 game's request id in the work item's source, ``direct:game:<id>``. The backlog's one item per
 storyteller and source makes the request id an idempotency key: an id already accepted is
@@ -12,15 +14,21 @@ connection, a daemon restart) is reported again when the game sends its id again
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
+
 from storyteller_daemon.agent.records import TurnOutcome
+from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import WorkItem, WorkState
 from storyteller_daemon.errors import StorageError
-from storyteller_daemon.runtime.daemon.settings_watch import InvocationResult, SettingsWatch
+from storyteller_daemon.runtime.daemon.ports import TurnRuns
 from storyteller_daemon.runtime.daemon.state import OpenInvocation, log
+from storyteller_daemon.runtime.pipeline import Pipeline
 from world_adapter.errors import WorldAdapterError
 from world_adapter.invocations import (
     GameInvocation,
     InvocationAnswer,
+    InvocationChannel,
     InvocationOutcome,
     RefusalCode,
     ToolCall,
@@ -49,21 +57,114 @@ NOT_RUN = "not_run"
 """The outcome of an accepted invocation whose turn a last check stopped before the model."""
 
 
-class GameInvocations(SettingsWatch):
-    """Answers the game's invocations and sends each accepted one's outcome."""
+@dataclass(frozen=True)
+class InvocationResult:
+    """The answer to a direct invocation.
+
+    Attributes:
+        accepted: True once the turn is queued (it runs later; the result does not wait).
+        reason: why it was refused, or ``queued``.
+        storyteller_id: the storyteller the reference named, when it named one.
+        stage: what refused it: ``not_running``, ``unknown``, or a pipeline stage (``pause``,
+            ``api_key``, ``text``, ``queue``, ``budget``, ``kill_switch``...); empty when
+            accepted.
+    """
+
+    accepted: bool
+    reason: str
+    storyteller_id: int | None = None
+    stage: str = ""
+
+
+class Invocations:
+    """Answers direct invocations and the game's, and sends each accepted one's outcome.
+
+    Args:
+        pipeline: where the invocations' turns are stored, and whose routing table names the
+            storytellers.
+        ready: set while the daemon runs (invocations are refused otherwise).
+        channel: the world's channel for the game's invocations (None: the world sends none).
+        turn_runs: where an invocation's run record is read for its outcome (None: nowhere).
+    """
+
+    def __init__(
+        self,
+        *,
+        pipeline: Pipeline,
+        ready: asyncio.Event,
+        channel: InvocationChannel | None,
+        turn_runs: TurnRuns | None,
+    ) -> None:
+        self._pipeline = pipeline
+        self._ready = ready
+        self._channel = channel
+        self._turn_runs = turn_runs
+        self._open: dict[str, OpenInvocation] = {}
+        """Turn key → an accepted invocation waiting for its outcome to be sent."""
+        self._ended_turns: asyncio.Queue[str] = asyncio.Queue()
+        """Turn keys of open invocations whose turns ended (one per invocation at most)."""
+
+    def find_storyteller(self, ref: str | int) -> Storyteller | None:
+        """A storyteller by id, or by name ignoring case (a text of digits is an id)."""
+        if isinstance(ref, bool):  # a bool is an int to Python, but never an id
+            return None
+        text = str(ref).strip()
+        if isinstance(ref, int) or text.isdigit():
+            return self._pipeline.router.storyteller(int(text))
+        wanted = text.casefold()
+        return next(
+            (s for s in self._pipeline.router.storytellers if s.name.casefold() == wanted), None
+        )
+
+    async def invoke(
+        self,
+        storyteller_ref: str | int,
+        text: str,
+        *,
+        source: str | None = None,
+        character_id: int | None = None,
+        room_id: int | None = None,
+    ) -> InvocationResult:
+        """Store a direct-invocation turn for a storyteller, with the game's text.
+
+        Args:
+            storyteller_ref: the storyteller's id, or its name in any case.
+            text: what the game wants the storyteller to attend to (trimmed).
+            source: the work item's source, for an invocation with the game's request id
+                (the same source is stored once); default: a new one.
+            character_id: the character it concerns, if any.
+            room_id: the room it concerns, if any.
+
+        Returns:
+            Accepted once the turn is queued. Refused, with the reason and the stage, when the
+            daemon is not running, the storyteller is unknown or paused, the text is blank, no
+            model is configured, the storyteller's queue is full, its budget is spent or the
+            kill switch is on.
+        """
+        if not self._ready.is_set():
+            return InvocationResult(False, "the daemon is not running", stage="not_running")
+        storyteller = self.find_storyteller(storyteller_ref)
+        if storyteller is None:
+            return InvocationResult(False, f"no storyteller '{storyteller_ref}'", stage="unknown")
+        refusal = await self._pipeline.submit_direct(
+            storyteller, text, source=source, character_id=character_id, room_id=room_id
+        )
+        if refusal is not None:
+            return InvocationResult(False, refusal.reason, storyteller.id, refusal.stage)
+        return InvocationResult(True, "queued", storyteller.id)
 
     async def answer_invocation(self, invocation: GameInvocation) -> InvocationAnswer:
         """Store the invocation's turn (or find it stored under its request id) and answer."""
         source = GAME_SOURCE + invocation.id
         storyteller = self.find_storyteller(invocation.storyteller)
         watching = None
-        if storyteller is not None and storyteller.id is not None and self.ready.is_set():
-            stored = await self.pipeline.stored_work(storyteller.id, source)
+        if storyteller is not None and storyteller.id is not None and self._ready.is_set():
+            stored = await self._pipeline.stored_work(storyteller.id, source)
             if stored is not None:
                 return await self._duplicate(invocation, stored)
             # Watched before it is stored: its turn may end before `invoke` returns.
             watching = f"st{storyteller.id}:{source}"  # as the turn lane names it
-            self._open_invocations[watching] = OpenInvocation(invocation.id, storyteller.id, source)
+            self._open[watching] = OpenInvocation(invocation.id, storyteller.id, source)
         result = await self.invoke(
             invocation.storyteller,
             invocation.text,
@@ -72,11 +173,11 @@ class GameInvocations(SettingsWatch):
             room_id=invocation.room_id,
         )
         if watching is not None and (not result.accepted or result.storyteller_id is None):
-            self._open_invocations.pop(watching, None)
+            self._open.pop(watching, None)
         if not result.accepted or result.storyteller_id is None:
             return self._refusal(invocation, result)
         turn_key = f"st{result.storyteller_id}:{source}"
-        self._open_invocations.setdefault(
+        self._open.setdefault(
             turn_key, OpenInvocation(invocation.id, result.storyteller_id, source)
         )
         log.info(
@@ -95,9 +196,7 @@ class GameInvocations(SettingsWatch):
 
     async def _duplicate(self, invocation: GameInvocation, stored: WorkItem) -> InvocationAnswer:
         turn_key = stored.turn_key or f"st{stored.storyteller_id}:{stored.source}"
-        self._open_invocations[turn_key] = OpenInvocation(
-            invocation.id, stored.storyteller_id, stored.source
-        )
+        self._open[turn_key] = OpenInvocation(invocation.id, stored.storyteller_id, stored.source)
         if stored.state.final:  # the outcome is known: send it again after the answer
             self._ended_turns.put_nowait(turn_key)
         return InvocationAnswer(
@@ -124,23 +223,23 @@ class GameInvocations(SettingsWatch):
         )
 
     def _invocation_turn_ended(self, turn_key: str) -> None:
-        if turn_key in self._open_invocations:
+        if turn_key in self._open:
             self._ended_turns.put_nowait(turn_key)
 
-    async def _send_outcomes(self) -> None:
+    async def send_outcomes(self) -> None:
         """Send each ended invocation's outcome to the game, while running."""
-        assert self._invocation_channel is not None
+        assert self._channel is not None
         while True:
             turn_key = await self._ended_turns.get()
-            waiting = self._open_invocations.pop(turn_key, None)
+            waiting = self._open.pop(turn_key, None)
             if waiting is None:
                 continue
             try:
                 outcome = await self._outcome(turn_key, waiting)
                 if outcome is None:  # not ended after all (a duplicate raced the turn's end)
-                    self._open_invocations[turn_key] = waiting
+                    self._open[turn_key] = waiting
                     continue
-                await self._invocation_channel.send_outcome(outcome)
+                await self._channel.send_outcome(outcome)
             except (WorldAdapterError, StorageError) as exc:
                 log.warning(
                     "could not tell the game the outcome of request %s (%s); it gets it "
@@ -152,7 +251,7 @@ class GameInvocations(SettingsWatch):
                 log.exception("reporting the outcome of request %s failed", waiting.request_id)
 
     async def _outcome(self, turn_key: str, waiting: OpenInvocation) -> InvocationOutcome | None:
-        item = await self.pipeline.stored_work(waiting.storyteller_id, waiting.source)
+        item = await self._pipeline.stored_work(waiting.storyteller_id, waiting.source)
         if item is None or not item.state.final:
             return None
         run = await self._turn_runs.turn_run(turn_key) if self._turn_runs is not None else None
@@ -177,11 +276,11 @@ class GameInvocations(SettingsWatch):
             tool_calls=calls,
         )
 
-    def _serve_invocations(self) -> bool:
+    def serve(self) -> bool:
         """Start taking the game's invocations; False when the world carries none."""
-        if self._invocation_channel is None:
+        if self._channel is None:
             return False
-        self._invocation_channel.serve_invocations(self.answer_invocation)
-        if self._invocation_turn_ended not in self.pipeline.turn_listeners:
-            self.pipeline.turn_listeners.append(self._invocation_turn_ended)
+        self._channel.serve_invocations(self.answer_invocation)
+        if self._invocation_turn_ended not in self._pipeline.turn_listeners:
+            self._pipeline.turn_listeners.append(self._invocation_turn_ended)
         return True

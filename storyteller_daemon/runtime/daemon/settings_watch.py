@@ -1,42 +1,73 @@
-"""Settings changes while the daemon runs, and direct invocation.
+"""Settings changes while the daemon runs.
 
 `SettingsWatch` polls the storytellers' revisions and the world's zone membership every
 ``reload_seconds``; on a difference it reloads the settings, re-routes, forgets storytellers
-that are gone, re-syncs heartbeats, tells the settings listeners (the budget keeper) and asks
-the world pump to resubscribe when the watched rooms changed. Direct invocation finds a
-storyteller by id or name in that routing table and queues its turn.
+that are gone, re-syncs heartbeats, tells the settings listeners (the budget keeper) and lets
+the world pump know when the watched rooms changed (`wait_cells_changed`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Mapping, Sequence
 
-from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.runtime.daemon.state import DaemonState, log
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
+from storyteller_daemon.runtime.daemon.state import WorldStatus, log
+from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError
+from world_adapter.protocol import WorldClient
 
 
-@dataclass(frozen=True)
-class InvocationResult:
-    """The answer to a direct invocation.
+class SettingsWatch:
+    """Keeps routing and heartbeats in step with the stored settings.
 
-    Attributes:
-        accepted: True once the turn is queued (it runs later; the result does not wait).
-        reason: why it was refused, or ``queued``.
-        storyteller_id: the storyteller the reference named, when it named one.
-        stage: what refused it: ``not_running``, ``unknown``, or a pipeline stage (``pause``,
-            ``api_key``, ``text``, ``queue``, ``budget``, ``kill_switch``...); empty when
-            accepted.
+    Args:
+        settings: where the storytellers are read.
+        world: asked for its zones.
+        pipeline: re-routed on each change.
+        heartbeats: re-synced on each change.
+        listeners: told every storyteller on each (re)load.
+        clock: for the poll interval.
+        reload_seconds: the poll interval.
+        status: told when the world refuses the daemon.
     """
 
-    accepted: bool
-    reason: str
-    storyteller_id: int | None = None
-    stage: str = ""
+    def __init__(
+        self,
+        *,
+        settings: SettingsSource,
+        world: WorldClient,
+        pipeline: Pipeline,
+        heartbeats: HeartbeatScheduler,
+        listeners: Sequence[SettingsListener],
+        clock: Clock,
+        reload_seconds: float,
+        status: WorldStatus,
+    ) -> None:
+        self._settings = settings
+        self._world = world
+        self._pipeline = pipeline
+        self._heartbeats = heartbeats
+        self._listeners = tuple(listeners)
+        self._clock = clock
+        self._reload_seconds = reload_seconds
+        self._status = status
+        self._revisions: dict[int, int] | None = None
+        self._zones: Mapping[int, frozenset[int]] | None = None
+        self._cells: frozenset[int] = frozenset()
+        self._cells_changed = asyncio.Condition()
+        self._reloading = asyncio.Lock()
+        """One settings reload at a time: the poll's and one asked for after an admin change."""
+        self.polls = 0
+        """Completed settings polls (tests wait on this instead of sleeping)."""
+        self._polled = asyncio.Condition()
 
-
-class SettingsWatch(DaemonState):
-    """Keeps routing and heartbeats in step with the stored settings; answers invocations."""
+    @property
+    def cells(self) -> frozenset[int]:
+        """The rooms any subscribing storyteller watches (the world stream's filter)."""
+        return self._cells
 
     async def reload(self, *, force: bool = False) -> bool:
         """Pick up changed settings or zones; True when something changed."""
@@ -49,20 +80,22 @@ class SettingsWatch(DaemonState):
         if not force and revisions == self._revisions and zones == self._zones:
             return False
         storytellers = await self._settings.list()
-        known = {s.id for s in self.pipeline.router.storytellers}
-        self.pipeline.router.update(storytellers, zones)
-        self.pipeline.storytellers_reloaded()
+        router = self._pipeline.router
+        known = {s.id for s in router.storytellers}
+        router.update(storytellers, zones)
+        self._pipeline.storytellers_reloaded()
         for gone in known - {s.id for s in storytellers}:
             if gone is not None:
-                self.pipeline.forget(gone)
-        self.heartbeats.sync(storytellers)
-        for listener in self._settings_listeners:
+                self._pipeline.forget(gone)
+        self._heartbeats.sync(storytellers)
+        for listener in self._listeners:
             listener(storytellers)
         self._revisions, self._zones = revisions, zones
-        cells = self.pipeline.router.watched_cells()
+        cells = router.watched_cells()
         if cells != self._cells:
             self._cells = cells
-            self._resubscribe.set()
+            async with self._cells_changed:
+                self._cells_changed.notify_all()
         if not force:
             log.info(
                 "settings reloaded: %d storytellers, %d watched rooms",
@@ -71,62 +104,19 @@ class SettingsWatch(DaemonState):
             )
         return True
 
-    def find_storyteller(self, ref: str | int) -> Storyteller | None:
-        """A storyteller by id, or by name ignoring case (a text of digits is an id)."""
-        if isinstance(ref, bool):  # a bool is an int to Python, but never an id
-            return None
-        text = str(ref).strip()
-        if isinstance(ref, int) or text.isdigit():
-            return self.pipeline.router.storyteller(int(text))
-        wanted = text.casefold()
-        return next(
-            (s for s in self.pipeline.router.storytellers if s.name.casefold() == wanted), None
-        )
+    async def wait_cells_changed(self, cells: frozenset[int]) -> None:
+        """Return once the watched rooms differ from `cells`."""
+        async with self._cells_changed:
+            await self._cells_changed.wait_for(lambda: self._cells != cells)
 
-    async def invoke(
-        self,
-        storyteller_ref: str | int,
-        text: str,
-        *,
-        source: str | None = None,
-        character_id: int | None = None,
-        room_id: int | None = None,
-    ) -> InvocationResult:
-        """Store a direct-invocation turn for a storyteller, with the game's text.
-
-        Args:
-            storyteller_ref: the storyteller's id, or its name in any case.
-            text: what the game wants the storyteller to attend to (trimmed).
-            source: the work item's source, for an invocation with the game's request id
-                (the same source is stored once); default: a new one.
-            character_id: the character it concerns, if any.
-            room_id: the room it concerns, if any.
-
-        Returns:
-            Accepted once the turn is queued. Refused, with the reason and the stage, when the
-            daemon is not running, the storyteller is unknown or paused, the text is blank, no
-            model is configured, the storyteller's queue is full, its budget is spent or the
-            kill switch is on.
-        """
-        if not self.ready.is_set():
-            return InvocationResult(False, "the daemon is not running", stage="not_running")
-        storyteller = self.find_storyteller(storyteller_ref)
-        if storyteller is None:
-            return InvocationResult(False, f"no storyteller '{storyteller_ref}'", stage="unknown")
-        refusal = await self.pipeline.submit_direct(
-            storyteller, text, source=source, character_id=character_id, room_id=room_id
-        )
-        if refusal is not None:
-            return InvocationResult(False, refusal.reason, storyteller.id, refusal.stage)
-        return InvocationResult(True, "queued", storyteller.id)
-
-    async def _watch_settings(self) -> None:
+    async def run(self) -> None:
+        """Poll every ``reload_seconds`` until cancelled (or the world refuses the daemon)."""
         while True:
             await self._clock.sleep(self._reload_seconds)
             try:
                 await self.reload()
             except FatalStreamError as exc:
-                self._refused(exc)
+                self._status.refused(exc)
                 return
             except Exception:  # a failed poll is retried at the next interval
                 log.exception("could not reload settings")

@@ -13,25 +13,84 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Sequence
 
+from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import StorageError
-from storyteller_daemon.runtime.daemon.intake_watch import Change
-from storyteller_daemon.runtime.daemon.state import DaemonState, log
+from storyteller_daemon.runtime.daemon.intake_watch import Change, IntakeWatch
+from storyteller_daemon.runtime.daemon.ports import EventInbox
+from storyteller_daemon.runtime.daemon.settings_watch import SettingsWatch
+from storyteller_daemon.runtime.daemon.state import WorldStatus, log
+from storyteller_daemon.runtime.pipeline import Pipeline
 from world_adapter.bridge.batches import EventBatches
 from world_adapter.bridge.errors import StreamGap
 from world_adapter.errors import CursorExpired, FatalStreamError, WorldAdapterError
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.protocol import WorldClient
 
 INBOX_BATCH = 500
 """Events stored per transaction at most."""
 
 
-class WorldPump(DaemonState):
-    """Follows the world's events into the pipeline and watches that intake moves."""
+class WorldPump:
+    """Follows the world's events into the pipeline and watches that intake moves.
+
+    Args:
+        world: the world whose events are followed.
+        pipeline: where the events go.
+        watch: the settings watch (its watched rooms are the stream's filter).
+        status: the world link's status, set as the stream goes.
+        clock: for retry delays and the intake watchdog.
+        retry_seconds: the delay before a failed stream or store is retried.
+        alerts: where gaps and stalls are alerted (None: only logged).
+        inbox: the durable event inbox of a world that can replay (None: none).
+        world_key: the world's name in the inbox.
+        inbox_keep: dispatched events the inbox keeps.
+        intake: the intake watchdog (None for a world without stream counters).
+    """
+
+    def __init__(
+        self,
+        *,
+        world: WorldClient,
+        pipeline: Pipeline,
+        watch: SettingsWatch,
+        status: WorldStatus,
+        clock: Clock,
+        retry_seconds: float,
+        alerts: AlertSink | None,
+        inbox: EventInbox | None,
+        world_key: str,
+        inbox_keep: int,
+        intake: IntakeWatch | None,
+    ) -> None:
+        self._world = world
+        self._pipeline = pipeline
+        self._watch = watch
+        self._status = status
+        self._clock = clock
+        self._retry_seconds = retry_seconds
+        self._alerts = alerts
+        self._inbox = inbox
+        self._world_key = world_key
+        self._inbox_keep = inbox_keep
+        self.intake = intake
+        """The intake watchdog (None for a world without stream counters, like the sim)."""
+        self._restored = inbox is None
+        self._stored_since_prune = 0
+        self._intake_open = True
+        self.cursor: Cursor | None = None
+        self.stream_gaps = 0
+        """Times the world could not replay from our cursor, so events were lost."""
+        self._took = asyncio.Condition()
+
+    def close_intake(self) -> None:
+        """Dispatch nothing more (shutdown): stored events stay pending for the next start."""
+        self._intake_open = False
 
     async def _consume(self, cells: frozenset[int]) -> None:
         if not self._restored:
             await self._restore()
-        self.world_status = "stalled" if self.intake and self.intake.stalled else "subscribed"
+        self._status.set("stalled" if self.intake and self.intake.stalled else "subscribed")
         self._progressed()
         stream = self._world.subscribe(cells, self.cursor)
         async with EventBatches(stream, INBOX_BATCH) as batches:
@@ -52,7 +111,7 @@ class WorldPump(DaemonState):
         if self._inbox is None:  # a world that cannot replay: its events go straight in
             self.cursor = events[-1].cursor
             if self._intake_open:
-                await self.pipeline.accept(events)
+                await self._pipeline.accept(events)
         else:
             stored = await self._inbox.store_events(self._world_key, events)
             self.cursor = events[-1].cursor
@@ -66,16 +125,16 @@ class WorldPump(DaemonState):
         if self.intake is None:
             return
         if self.intake.progress(self.cursor, self._clock.monotonic()) is Change.RESUMED:
-            if self.world_status == "stalled":
-                self.world_status = "subscribed"
+            if self._status.state == "stalled":
+                self._status.set("subscribed")
             log.warning("world intake moves again: events are stored from %s on", self.cursor)
 
-    async def _watch_intake(self) -> None:
+    async def watch_intake(self) -> None:
         """Look for a stalled intake four times per `stall_seconds`, while running."""
         assert self.intake is not None
         while True:
             await self._clock.sleep(self.intake.stall_seconds / 4)
-            if self.world_status != "subscribed":
+            if self._status.state != "subscribed":
                 continue  # reconnecting, refused: said elsewhere
             if self.intake.look(self._clock.monotonic()) is Change.STALLED:
                 self._report_stall()
@@ -83,7 +142,7 @@ class WorldPump(DaemonState):
     def _report_stall(self) -> None:
         assert self.intake is not None and self.intake.stalled is not None
         stall = self.intake.stalled
-        self.world_status = "stalled"
+        self._status.set("stalled")
         after = f"after {stall.cursor}" if stall.cursor else "since the daemon started"
         detail = (
             f"The game sent {stall.activity} frame(s) or reconnect(s) in {stall.seconds:.0f} s, "
@@ -118,19 +177,19 @@ class WorldPump(DaemonState):
             return
         # The backlog stores the storytellers' work before the inbox marks the events, so a crash
         # in between dispatches them again, and the backlog skips what it already holds.
-        await self.pipeline.accept([event for _, event in stored])
+        await self._pipeline.accept([event for _, event in stored])
         await self._inbox.mark_dispatched([row_id for row_id, _ in stored])
         self._stored_since_prune += len(stored)
         if self._stored_since_prune >= self._inbox_keep // 10:
             self._stored_since_prune = 0
             await self._inbox.prune(self._world_key, keep=self._inbox_keep)
 
-    async def _pump(self) -> None:
+    async def run(self) -> None:
         """Follow the world's events, resubscribing when the watched rooms change."""
         while True:
-            self._resubscribe.clear()
-            consumer = asyncio.create_task(self._consume(self._cells))
-            changed = asyncio.create_task(self._resubscribe.wait())
+            cells = self._watch.cells
+            consumer = asyncio.create_task(self._consume(cells))
+            changed = asyncio.create_task(self._watch.wait_cells_changed(cells))
             try:
                 await asyncio.wait({consumer, changed}, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -151,16 +210,16 @@ class WorldPump(DaemonState):
                 self._report_gap()
                 self.cursor = resume
             elif isinstance(error, FatalStreamError):
-                self._refused(error)
+                self._status.refused(error)
                 return
             elif isinstance(error, StorageError):
-                self.world_status = "reconnecting"
+                self._status.set("reconnecting")
                 log.error(
                     "could not store world events (%s); retrying in %ss", error, self._retry_seconds
                 )
                 await self._clock.sleep(self._retry_seconds)
             elif isinstance(error, WorldAdapterError):
-                self.world_status = "reconnecting"
+                self._status.set("reconnecting")
                 log.warning("world stream failed (%s); retrying in %ss", error, self._retry_seconds)
                 await self._clock.sleep(self._retry_seconds)
             elif error is not None:

@@ -45,7 +45,11 @@ class LiveDaemon(Protocol):
     """What the dashboard asks of a running daemon (`runtime.daemon.Daemon` has it)."""
 
     ready: asyncio.Event
-    world_status: str
+
+    @property
+    def world_status(self) -> str:
+        """How the daemon stands with the world."""
+        ...
 
     async def reload(self, *, force: bool = False) -> bool:
         """Pick up changed settings now."""

@@ -1,9 +1,10 @@
 """The `Pipeline`: the supervisor of the stages, with their lifecycle and queries.
 
 `Pipeline` builds the intake, routing, attention, turn and speech-history stages over one
-`Lanes` they share. While it runs it owns every storyteller's tasks in one task group; it resumes the work
-an earlier run left in the backlog, prunes finished work every hour, closes intake and drains
-what is in flight on stop, and tells the daemon and the health checks how each lane stands.
+`Lanes` they share. While it runs it owns every storyteller's tasks in one task group; it
+resumes the work an earlier run left in the backlog, prunes finished work every hour, closes
+intake and drains what is in flight on stop, and tells the daemon and the health checks how
+each lane stands.
 """
 
 from __future__ import annotations
