@@ -17,6 +17,7 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.pipeline import (
     SPEECH_BUFFER,
     Admission,
+    Backlog,
     Observer,
     Pipeline,
     SpeechRecorder,
@@ -71,6 +72,7 @@ def wired_pipeline(
     observe: Callable[[WorldEvent], None] | None = None,
     plans: PlanReader | None = None,
     verdict_memory: VerdictMemory | None = None,
+    wrap_backlog: Callable[[BacklogRepository], Backlog] | None = None,
 ) -> WiredPipeline:
     """A pipeline over `store`'s backlog, not yet running (`pipeline.run()` runs it).
 
@@ -86,6 +88,8 @@ def wired_pipeline(
         stats: the counters (default: new ones).
         queue_size, model_available, speech, speech_buffer, admission, alerts, source,
             observe, plans, verdict_memory: as `Pipeline` takes them.
+        wrap_backlog: what the pipeline uses of the backlog repository (a test that holds or
+            counts its calls); `WiredPipeline.backlog` stays the repository itself.
     """
     clock = clock or FakeClock()
     stats = stats or RuntimeStats()
@@ -101,7 +105,7 @@ def wired_pipeline(
         clock=clock,
         stats=stats,
         observer=observer,
-        backlog=backlog,
+        backlog=wrap_backlog(backlog) if wrap_backlog is not None else backlog,
         attention=attention,
         queue_size=queue_size,
         model_available=model_available,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -13,21 +13,21 @@ import pytest
 
 from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
+from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, text
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedTurnRunner
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
@@ -246,50 +246,6 @@ async def test_a_storyteller_at_its_cap_is_not_admitted() -> None:
     assert await admission.admit(CRIER, heartbeat(), frozenset()) is None
 
 
-@dataclass
-class Verdict:
-    interested: bool = True
-    reason: str = "matters"
-    violation: str | None = None
-
-
-@dataclass
-class Outcome:
-    outcome: str = "completed"
-
-
-class HeldRunner:
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.started = asyncio.Event()
-        self.turns: list[Trigger] = []
-        self.judge_error: Exception | None = None
-
-    async def judge(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
-        if self.judge_error is not None:
-            raise self.judge_error
-        return [Verdict() for _ in triggers]
-
-    async def run_turn(
-        self, storyteller: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
-        self.turns.append(trigger)
-        self.started.set()
-        await self.release.wait()
-        return Outcome()
-
-    async def interrupted(
-        self,
-        storyteller: Storyteller,
-        trigger: Trigger,
-        key: str,
-        attempt: int,
-        *,
-        given_up: bool = False,
-    ) -> None:
-        pass
-
-
 class Drops:
     def __init__(self) -> None:
         self.drops: list[tuple[str, str]] = []
@@ -318,7 +274,9 @@ class Refuse:
 
 
 @pytest.fixture
-async def rig(sqlite_store: Store) -> AsyncIterator[tuple[Pipeline, HeldRunner, Drops, Refuse]]:
+async def rig(
+    sqlite_store: Store,
+) -> AsyncIterator[tuple[Pipeline, ScriptedTurnRunner, Drops, Refuse]]:
     st = Storyteller(
         name="Watch",
         id=1,
@@ -326,21 +284,18 @@ async def rig(sqlite_store: Store) -> AsyncIterator[tuple[Pipeline, HeldRunner, 
         heartbeats=frozenset({Heartbeat.TEN_MINUTES}),
         surveillance=Surveillance(zones=frozenset({1})),
     )
-    router = Router()
-    router.update([st], {1: frozenset({101})})
-    runner, drops, refuse = HeldRunner(), Drops(), Refuse()
-    pipeline = Pipeline(
-        router=router,
+    runner = ScriptedTurnRunner(release=asyncio.Event())  # every turn is held
+    drops, refuse = Drops(), Refuse()
+    pipeline = wired_pipeline(
+        sqlite_store,
         runner=runner,
         clock=FakeClock(T0),
-        stats=RuntimeStats(),
+        storytellers=[st],
+        zones={1: frozenset({101})},
         observer=drops,
-        backlog=BacklogRepository(sqlite_store.db),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=5,
-        model_available=True,
         admission=refuse,
-    )
+    ).pipeline
     task = asyncio.create_task(pipeline.run())
     await settle()
     try:
@@ -356,14 +311,14 @@ async def test_a_heartbeat_is_dropped_while_a_turn_of_its_storyteller_runs(rig: 
     st = pipeline.router.storyteller(1)
     assert await pipeline.direct(st, "the bells ring")
     await asyncio.wait_for(runner.started.wait(), 5)
-    assert len(runner.turns) == 1  # running, held
+    assert len(runner.begun) == 1  # running, held
     assert await pipeline.heartbeat(1, Heartbeat.TEN_MINUTES) is False
     assert drops.drops == [("busy", "a turn of this storyteller is running")]
     runner.release.set()
     await pipeline.wait_idle()
     assert await pipeline.heartbeat(1, Heartbeat.TEN_MINUTES)
     await pipeline.wait_idle()
-    assert [t.kind for t in runner.turns] == [TriggerKind.DIRECT, TriggerKind.HEARTBEAT]
+    assert [t.kind for t, _ in runner.begun] == [TriggerKind.DIRECT, TriggerKind.HEARTBEAT]
 
 
 async def test_admission_drops_before_the_turn_and_before_attention(rig: tuple) -> None:
@@ -377,7 +332,7 @@ async def test_admission_drops_before_the_turn_and_before_attention(rig: tuple) 
     echo = RoomEcho(cursor=Cursor("e", 1), cell_id=101, zone_id=1, occurred_at=T0, text="x")
     await pipeline.ingest(echo)
     await pipeline.wait_idle()
-    assert runner.turns == []
+    assert runner.begun == []
     assert drops.drops == [("budget", "its daily budget of $1.00 is spent")] * 2
     assert pipeline.stats.attention_calls == 0
 

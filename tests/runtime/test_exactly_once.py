@@ -36,6 +36,7 @@ from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.pipeline import wired_pipeline
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -165,20 +166,19 @@ class Daemon:
             journal=journal,
         )
         alerts = RecordedAlerts()
-        pipeline = Pipeline(
-            router=router,
+        pipeline = wired_pipeline(
+            self.store,
             runner=runner,
             clock=self.clock,
-            stats=RuntimeStats(),
-            observer=Quiet(),
-            backlog=wrap("backlog", BacklogRepository(db, self.clock.now)),
+            router=router,
             attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0, turn_retries=retries),
-            queue_size=25,
+            observer=Quiet(),
             alerts=alerts,
-        )
+            wrap_backlog=lambda backlog: wrap("backlog", backlog),
+        ).pipeline
         start = Start(pipeline, model, alerts, asyncio.create_task(pipeline.run()))
         self.starts.append(start)
-        await until(lambda: pipeline._restored)
+        await until(lambda: pipeline.restored)
         return start
 
     async def crash(self, start: Start) -> None:

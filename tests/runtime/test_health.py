@@ -22,14 +22,12 @@ from storyteller_daemon.runtime.health import (
     check_http_settings,
     is_loopback,
 )
-from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, text
+from storyteller_daemon.testing.pipeline import wired_pipeline
 from world_adapter.sim import SimWorld
 
 TOKEN = "s3cret-metrics-token"
@@ -136,8 +134,8 @@ async def test_metrics_describe_the_running_daemon(running: Running) -> None:
     assert all(line.startswith("# ") or sample.match(line) for line in lines), text
 
 
-async def test_healthz_is_503_naming_what_failed() -> None:
-    rig = _StoppedDaemon()
+async def test_healthz_is_503_naming_what_failed(sqlite_store: Store) -> None:
+    rig = _StoppedDaemon(sqlite_store)
 
     async def unreachable() -> None:
         raise StorageError("cannot reach the database: connection refused")
@@ -242,18 +240,9 @@ def test_a_histogram_with_its_own_bounds_counts_overflow() -> None:
 class _StoppedDaemon:
     """A daemon that was built but never run."""
 
-    def __init__(self) -> None:
-        clock = FakeClock()
-        pipeline = Pipeline(
-            router=Router(),
-            runner=None,  # never asked: nothing runs
-            clock=clock,
-            stats=RuntimeStats(),
-            observer=LoggingObserver(),
-            backlog=None,  # type: ignore[arg-type]  # never asked: nothing runs
-            queue_size=1,
-            model_available=False,
-        )
+    def __init__(self, store: Store) -> None:
+        wired = wired_pipeline(store, queue_size=1, model_available=False)
+        pipeline, clock = wired.pipeline, wired.clock
         self.daemon = Daemon(
             settings=None, world=SimWorld.harbour_town(), pipeline=pipeline, clock=clock
         )

@@ -5,79 +5,45 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pytest
 from reflection_rig import USAGE, Rig, reflection_rig, storyteller
 
-from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import AttentionConfig, Config, ReflectionConfig
+from storyteller_daemon.config import Config, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.pipeline import Pipeline, Verdict
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
+from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.reflection import ReflectionScheduler
-from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, text
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
 
 CFG = ReflectionConfig(check_seconds=30, quiet_seconds=120, interval_seconds=3600)
 
 
-@dataclass
-class Outcome:
-    outcome: str = "completed"
-
-
-class HeldRunner:
+def held_runner() -> ScriptedTurnRunner:
     """Turns wait for `release`; attention is never asked (direct turns skip it)."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.started = asyncio.Event()
-
-    async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
-        raise AssertionError("not asked")
-
-    async def run_turn(
-        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
-        self.started.set()
-        await self.release.wait()
-        return Outcome()
-
-    async def interrupted(
-        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
-    ) -> None:
-        """Nothing is interrupted here."""
+    return ScriptedTurnRunner(judge_error=AssertionError("not asked"))
 
 
 @dataclass
 class Idle:
     rig: Rig
     pipeline: Pipeline
-    runner: HeldRunner
+    runner: ScriptedTurnRunner
     scheduler: ReflectionScheduler
     storytellers: list[Storyteller]
 
 
-def make_pipeline(rig: Rig, runner: HeldRunner) -> Pipeline:
-    return Pipeline(
-        router=Router(),
-        runner=runner,
-        clock=rig.clock,
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(rig.store.db, rig.clock.now),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-    )
+def make_pipeline(rig: Rig, runner: ScriptedTurnRunner) -> Pipeline:
+    return wired_pipeline(rig.store, runner=runner, clock=rig.clock).pipeline
 
 
 @pytest.fixture
@@ -92,7 +58,7 @@ async def idle(sqlite_store: Store) -> AsyncIterator[Idle]:
     for st in (alpha, beta, gamma):
         assert st.id is not None
         await rig.store.memories.create(st.id, 7, "Wren", f"{st.name} saw Wren steal a purse.")
-    runner = HeldRunner()
+    runner = held_runner()
     pipeline = make_pipeline(rig, runner)
     pipeline.router.update([alpha, beta, gamma], {})
     task = asyncio.create_task(pipeline.run())
@@ -176,7 +142,7 @@ async def test_the_daemons_reflection_task_runs_on_its_clock_and_stops_with_it(
     st = await storyteller(rig.store)
     assert st.id is not None
     await rig.store.memories.create(st.id, 7, "Wren", "Wren stole a purse.")
-    pipeline = make_pipeline(rig, HeldRunner())
+    pipeline = make_pipeline(rig, held_runner())
     scheduler = ReflectionScheduler(rig.reflection, pipeline, clock, CFG)
     daemon = Daemon(
         settings=rig.store.storytellers,

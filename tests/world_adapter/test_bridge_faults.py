@@ -10,9 +10,8 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import pytest
 from test_bridge_doubles import TOKEN, RecordingSleep, served, sim_world
@@ -20,14 +19,10 @@ from test_bridge_doubles import TOKEN, RecordingSleep, served, sim_world
 from storyteller_daemon.domain.settings import EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.pipeline import wired_pipeline
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.sim_server import BridgeServer
 from world_adapter.errors import FatalStreamError
@@ -39,20 +34,18 @@ EVENTS = 10_000
 WAIT = 30.0  # a guard against hanging, not a sleep: every wait below ends on a condition
 
 
-class RecordingPipeline(Pipeline):
-    """The real pipeline, also noting each event it is given."""
+class SeenEvents:
+    """The pipeline's `observe` hook: notes each event it takes in, in order."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self) -> None:
         self.seen: list[Cursor] = []
         self._target = 0
         self._reached = asyncio.Event()
 
-    async def accept(self, events: Sequence[WorldEvent]) -> int:
-        self.seen += [event.cursor for event in events]
+    def __call__(self, event: WorldEvent) -> None:
+        self.seen.append(event.cursor)
         if len(self.seen) >= self._target:
             self._reached.set()
-        return await super().accept(events)
 
     async def wait_seen(self, count: int) -> None:
         self._target = count
@@ -64,12 +57,14 @@ class RecordingPipeline(Pipeline):
 @dataclass
 class RunningDaemon:
     daemon: Daemon
-    pipeline: RecordingPipeline
+    pipeline: SeenEvents
+    """What the pipeline was given (`seen`, `wait_seen`)."""
     client: BridgeWorldClient
     stop: asyncio.Event
     task: asyncio.Task[None]
     sleep: RecordingSleep = field(default_factory=RecordingSleep)
     clock: FakeClock = field(default_factory=FakeClock)
+    alerts: RecordingAlerts = field(default_factory=lambda: RecordingAlerts())
 
     async def finish(self) -> None:
         self.stop.set()
@@ -115,16 +110,8 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
     clock = FakeClock()  # pings and settings polls never fire: the test drives everything
     sleep = RecordingSleep()
     client = BridgeWorldClient(url, token, clock=clock, sleep=sleep, rng=random.Random(5))
-    pipeline = RecordingPipeline(
-        router=Router(),
-        runner=None,
-        clock=clock,
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
-        queue_size=25,
-        model_available=False,
-    )
+    seen, alerts = SeenEvents(), RecordingAlerts()
+    pipeline = wired_pipeline(store, clock=clock, model_available=False, observe=seen).pipeline
     daemon = Daemon(
         settings=store.storytellers,
         world=client,
@@ -133,11 +120,11 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         drain_seconds=5,
         inbox=InboxRepository(store.db),
         world_key="bridge",
-        alerts=RecordingAlerts(),
+        alerts=alerts,
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
-    return RunningDaemon(daemon, pipeline, client, stop, task, sleep, clock)
+    return RunningDaemon(daemon, seen, client, stop, task, sleep, clock, alerts)
 
 
 async def generate(world: SimWorld, count: int) -> None:
@@ -238,7 +225,7 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
         assert game.subscriptions == 3  # the first, the one that met the gap, the resumption
     assert running.pipeline.seen == epoch_cursors("boot-1", 5) + epoch_cursors("boot-2", 5)
     assert running.daemon.stream_gaps == 1
-    assert [a[:2] for a in running.daemon._alerts.sent] == [("stream_gap", "warning")]  # type: ignore[union-attr]
+    assert [a[:2] for a in running.alerts.sent] == [("stream_gap", "warning")]
     assert "world cannot replay from boot-1:5; continuing from boot-2:0" in caplog.text
     assert await inbox.cursor("bridge") == Cursor("boot-2", 5)
     assert running.sleep.delays == []  # the connection had delivered events: resumed at once
@@ -252,7 +239,7 @@ async def test_a_wrong_token_stops_the_daemon_instead_of_retrying(watched_store:
             await asyncio.wait_for(running.task, WAIT)
         await running.client.close()
     assert server.stats.refused == 1 and running.sleep.delays == []
-    assert [a[:2] for a in running.daemon._alerts.sent] == [("world_refused", "error")]  # type: ignore[union-attr]
+    assert [a[:2] for a in running.alerts.sent] == [("world_refused", "error")]
 
 
 async def test_a_token_revoked_while_running_stops_the_daemon_after_draining(
