@@ -18,7 +18,7 @@ import pytest
 from storyteller_daemon.agent.model import ModelRequest
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import AttentionConfig, LimitsConfig
+from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -29,14 +29,12 @@ from storyteller_daemon.domain.settings import (
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import FULL_ONLY_TOOLS, FULL_PROFILE_TOOLS, ToolProfile
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.steps import attend_all, by_kind
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.events import CharacterState, Crime, Cursor, WorldEvent
@@ -131,20 +129,15 @@ async def make_rig(
         stats=stats,
         speech=sqlite_store.speech,
     )
-    router = Router()
-    router.update([st], await world.zones())
-    pipeline = Pipeline(
-        router=router,
+    pipeline = wired_pipeline(
+        sqlite_store,
         runner=runner,
         clock=FakeClock(T0),
+        storytellers=[st],
+        zones=await world.zones(),
         stats=stats,
-        observer=LoggingObserver(),
-        backlog=BacklogRepository(sqlite_store.db),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-        queue_size=25,
-        model_available=True,
         speech=sqlite_store.speech,
-    )
+    ).pipeline
     task = asyncio.create_task(pipeline.run())
     await settle()
     try:

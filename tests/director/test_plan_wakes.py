@@ -11,18 +11,15 @@ from dataclasses import replace
 
 from director_rig import HARBOUR_WARD, MAREN, QUAY, Rig, create_plan, director_rig, echo, step
 
-from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.settings import EventKind
 from storyteller_daemon.domain.story_plans import PlanStatus, StepState
 from storyteller_daemon.domain.work import WorkItem, WorkState
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.testing.clock import settle
 from storyteller_daemon.testing.model import calls
+from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.steps import attend_all
 from world_adapter.events import Cursor, Speech
 
@@ -66,19 +63,14 @@ async def pipeline_of(rig: Rig, *rules: AttentionRule) -> AsyncIterator[Pipeline
             attention_rules=rules,
         )
     )
-    router = Router()
-    router.update([teller], await rig.world.zones())
-    stats = RuntimeStats()
-    pipeline = Pipeline(
-        router=router,
+    pipeline = wired_pipeline(
+        rig.store,
         runner=rig.runner,
         clock=rig.clock,
-        stats=stats,
-        observer=LoggingObserver(clock=rig.clock.monotonic, stats=stats),
-        backlog=BacklogRepository(rig.store.db, rig.clock.now),
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
+        storytellers=[teller],
+        zones=await rig.world.zones(),
         plans=rig.store.plans,
-    )
+    ).pipeline
     task = asyncio.create_task(pipeline.run())
     await settle()
     try:

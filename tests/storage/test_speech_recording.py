@@ -6,24 +6,21 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import AttentionConfig
+from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import EventKind, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline import Pipeline, SpeechRecorder
-from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import ScriptedTurnRunner
 from world_adapter.events import Cursor, RoomEcho, Speech
 from world_adapter.sim import SimWorld
 
@@ -34,37 +31,15 @@ _seq = itertools.count(1)
 
 
 @dataclass
-class Verdict:
-    interested: bool = False
-    reason: str = "not now"
-    violation: str | None = None
+class HistoryReads:
+    """The gate's hook: reads the history before judging, as the real prompt builder does for
+    speech, and keeps what it read each time."""
 
+    read: Callable[[], Awaitable[list[str]]]
+    seen: list[list[str]] = field(default_factory=list)
 
-@dataclass
-class Outcome:
-    outcome: str = "completed"
-
-
-class HistoryReadingRunner:
-    """Judges after reading the history, as the real prompt builder does for speech."""
-
-    def __init__(self, read: Callable[[], Awaitable[list[str]]]) -> None:
-        self._read = read
-        self.seen: list[list[str]] = []
-
-    async def judge(self, st: Storyteller, triggers: Sequence[Trigger]) -> list[Verdict]:
-        self.seen.append(await self._read())
-        return [Verdict() for _ in triggers]
-
-    async def run_turn(
-        self, st: Storyteller, trigger: Trigger, key: str, *, finish: Any = None
-    ) -> Outcome:
-        return Outcome()
-
-    async def interrupted(
-        self, st: Storyteller, trigger: Trigger, key: str, attempt: int, *, given_up: bool = False
-    ) -> None:
-        pass
+    async def __call__(self, triggers: Sequence[Trigger]) -> None:
+        self.seen.append(await self.read())
 
 
 class MemoryRecorder:
@@ -120,49 +95,42 @@ def speech(text: str, seconds: float = 0) -> Speech:
 
 
 def pipeline_over(
+    store: Store,
     recorder: SpeechRecorder,
-    runner: HistoryReadingRunner,
+    reads: HistoryReads,
     tellers: list[Storyteller],
-    backlog: BacklogRepository,
     buffer: int = 256,
 ) -> Pipeline:
-    router = Router()
-    router.update(tellers, {})
-    return Pipeline(
-        router=router,
+    runner = ScriptedTurnRunner(verdict=AttentionVerdict(False, "not now"), on_judge=reads)
+    return wired_pipeline(
+        store,
         runner=runner,
         clock=FakeClock(T0),
-        stats=RuntimeStats(),
-        observer=LoggingObserver(),
-        backlog=backlog,
-        attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
-        queue_size=25,
-        model_available=True,
+        storytellers=tellers,
         speech=recorder,
         speech_buffer=buffer,
-    )
+    ).pipeline
 
 
 @pytest.fixture
 async def rig(
     sqlite_store: Store,
-) -> AsyncIterator[tuple[Pipeline, MemoryRecorder, HistoryReadingRunner]]:
+) -> AsyncIterator[tuple[Pipeline, MemoryRecorder, HistoryReads]]:
     recorder = MemoryRecorder()
-    runner = HistoryReadingRunner(recorder.read)
+    reads = HistoryReads(recorder.read)
     tellers = [LISTENING, PAUSED, ECHOES_ONLY]
-    backlog = BacklogRepository(sqlite_store.db)
-    pipeline = pipeline_over(recorder, runner, tellers, backlog, buffer=2)
+    pipeline = pipeline_over(sqlite_store, recorder, reads, tellers, buffer=2)
     task = asyncio.create_task(pipeline.run())
     await settle()
     try:
-        yield pipeline, recorder, runner
+        yield pipeline, recorder, reads
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_each_speech_is_recorded_once_whoever_listens(rig: tuple) -> None:
-    pipeline, recorder, runner = rig
+    pipeline, recorder, reads = rig
     await pipeline.accept(
         [
             speech("Three storytellers watch this room."),
@@ -172,32 +140,32 @@ async def test_each_speech_is_recorded_once_whoever_listens(rig: tuple) -> None:
     await pipeline.wait_idle()
     assert recorder.recorded == ["Three storytellers watch this room."]
     # One judgement each from the speech listener and the echo listener; one line recorded.
-    assert len(runner.seen) == 2
+    assert len(reads.seen) == 2
 
 
 async def test_speech_is_recorded_even_when_every_listener_is_paused(rig: tuple) -> None:
-    pipeline, recorder, runner = rig
+    pipeline, recorder, reads = rig
     pipeline.router.update([PAUSED, replace(LISTENING, paused=True)], {})
     await pipeline.ingest(speech("Nobody is listening."))
     await pipeline.wait_idle()
     assert pipeline.stats.dropped["pause"] == 2
     assert recorder.recorded == ["Nobody is listening."]
-    assert runner.seen == []
+    assert reads.seen == []
 
 
 async def test_speech_is_judged_only_once_the_history_holds_it(rig: tuple) -> None:
-    pipeline, recorder, runner = rig
+    pipeline, recorder, reads = rig
     recorder.gate.clear()  # the database is slow
     await pipeline.accept([speech("First.", 1), speech("Second.", 2)])
     await settle()
-    assert runner.seen == []  # the attention stage waits for the writer
+    assert reads.seen == []  # the attention stage waits for the writer
     recorder.gate.set()
     await pipeline.wait_idle()
-    assert runner.seen == [["First.", "Second."]]
+    assert reads.seen == [["First.", "Second."]]
 
 
 async def test_intake_never_waits_for_the_writer_and_overflow_is_counted(rig: tuple) -> None:
-    pipeline, recorder, runner = rig
+    pipeline, recorder, reads = rig
     recorder.gate.clear()
     pipeline.router.update([], {})
     await pipeline.ingest(speech("taken by the writer"))
@@ -213,7 +181,7 @@ async def test_intake_never_waits_for_the_writer_and_overflow_is_counted(rig: tu
 async def test_a_failed_write_loses_one_line_only(
     rig: tuple, caplog: pytest.LogCaptureFixture
 ) -> None:
-    pipeline, recorder, runner = rig
+    pipeline, recorder, reads = rig
     recorder.fail = {"secret plans"}
     for text in ("good 1", "secret plans", "good 2"):
         await pipeline.ingest(speech(text))
@@ -245,8 +213,8 @@ async def test_the_daemon_records_each_watched_speech_from_the_world_once(
         lines = await sqlite_store.speech.recent(QUAY, limit=10, since=T0)
         return [line.message for line in lines]
 
-    runner = HistoryReadingRunner(quay_history)
-    pipeline = pipeline_over(sqlite_store.speech, runner, [], BacklogRepository(sqlite_store.db))
+    reads = HistoryReads(quay_history)
+    pipeline = pipeline_over(sqlite_store, sqlite_store.speech, reads, [])
     world = SimWorld.harbour_town(clock=lambda: T0)
     daemon = Daemon(
         settings=sqlite_store.storytellers,
@@ -269,7 +237,7 @@ async def test_the_daemon_records_each_watched_speech_from_the_world_once(
     stop.set()
     await asyncio.wait_for(task, 5)
     assert await quay_history() == ["Heard by both storytellers."]
-    assert runner.seen == [["Heard by both storytellers."]]
+    assert reads.seen == [["Heard by both storytellers."]]
     tavern = await sqlite_store.speech.recent(TAVERN, limit=10, since=T0)
     assert [line.message for line in tavern] == ["Heard by the paused one only."]
     assert await sqlite_store.speech.recent(TEMPLE_SQUARE, limit=10, since=T0) == []
