@@ -14,11 +14,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.app.adapters import ModelChoice, close_if_closable
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.mcp import McpHub
@@ -50,6 +50,8 @@ class Runtime:
     stats: RuntimeStats
     pipeline: Pipeline
     daemon: Daemon
+    clock: Clock
+    """The runtime's clock (the catalogue's storing time)."""
     runner: AgentTurnRunner | None = None
     alerts: Alerts | None = None
     health: HealthServer | None = None
@@ -93,7 +95,7 @@ class Runtime:
         try:
             progs = await self.world.progs()
             # A stop must not cut the write off mid-transaction.
-            save = self.store.catalogues.save(self.cfg.world.identity, progs, datetime.now(UTC))
+            save = self.store.catalogues.save(self.cfg.world.identity, progs, self.clock.now())
             await complete_even_if_cancelled(save)
         except (WorldAdapterError, StorageError) as exc:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)

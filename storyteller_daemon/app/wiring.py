@@ -273,7 +273,7 @@ async def build_runtime(
             web_app=dashboard,
             monotonic=clock.monotonic,
         )
-    runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
+    runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, clock, runner)
     runtime.summaries = summaries
     # Parked calls are looked at every few seconds only where approvals are in use: tools are
     # marked for approval, or calls parked under an earlier configuration are still open.
