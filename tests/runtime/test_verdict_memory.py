@@ -8,8 +8,9 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from test_pipeline import AT_ONCE, T0, WATCHER, ZONES, Harness, Rig, Verdict, crime, echo
+from test_pipeline import AT_ONCE, T0, WATCHER, ZONES, Harness, Rig, crime, echo
 
+from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import EventKind
 from storyteller_daemon.domain.verdict_memory import prompts_digest, recallable
@@ -57,7 +58,7 @@ async def memory_rig(harness: Harness, sqlite_store: Store) -> Rig:
     assert saved.id == WATCHER.id
     memory = VerdictMemoryRepository(sqlite_store.db, harness.clock.now)
     rig = await harness.start(REMEMBERING, storytellers=(LISTENER,), verdict_memory=memory)
-    rig.runner.verdict = Verdict(False, "")
+    rig.runner.verdict = AttentionVerdict(False, "")
     return rig
 
 
@@ -97,11 +98,11 @@ async def test_past_the_horizon_or_in_another_zone_the_model_judges_again(memory
 
 
 async def test_only_ignored_verdicts_are_kept(memory_rig: Rig) -> None:
-    memory_rig.runner.verdict = Verdict(True, "matters")
+    memory_rig.runner.verdict = AttentionVerdict(True, "matters")
     await judge(memory_rig, echo(text=GULLS))
     await judge(memory_rig, echo(seq=2, text=GULLS))
     assert len(memory_rig.runner.judged) == 2
-    memory_rig.runner.verdict = Verdict(False, "", violation="no verdict")
+    memory_rig.runner.verdict = AttentionVerdict(False, "", violation="no verdict")
     await judge(memory_rig, echo(seq=3, text="A bell tolls."))
     await judge(memory_rig, echo(seq=4, text="A bell tolls."))
     assert len(memory_rig.runner.judged) == 4
@@ -203,7 +204,7 @@ async def test_the_one_call_design_keeps_no_verdict_memory(
     reference = REMEMBERING.model_copy(update={"one_call_per_event": True})
     memory = VerdictMemoryRepository(sqlite_store.db, harness.clock.now)
     rig = await harness.start(reference, verdict_memory=memory)
-    rig.runner.verdict = Verdict(False, "")
+    rig.runner.verdict = AttentionVerdict(False, "")
     await judge(rig, echo(text=GULLS), echo(seq=2, text=GULLS))
     assert len(rig.runner.judged) == 2
     assert await memory.list(1) == []
