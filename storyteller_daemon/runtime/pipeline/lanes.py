@@ -178,18 +178,22 @@ class Lane:
 
     # ------------------------------------------------------------------ turns
 
-    def turn_task_active(self, active: bool) -> None:
-        """The turn task starts or stops claiming and running turns."""
-        self.turn_active = active
-
-    def turn_running(self, running: bool) -> None:
-        """A turn starts running, or has ended (its end is stored)."""
-        self.running_turn = running
-
     def begin_turns(self) -> None:
         """The turn task takes the wake-up and starts claiming."""
         self.turn_wake.clear()
         self.turn_active = True
+
+    def end_turns(self) -> None:
+        """The turn task has claimed and run what there was (or failed to)."""
+        self.turn_active = False
+
+    def turn_started(self) -> None:
+        """A turn starts running."""
+        self.running_turn = True
+
+    def turn_ended(self) -> None:
+        """The running turn has ended (its end is stored, or it was cut off)."""
+        self.running_turn = False
 
     # ------------------------------------------------------------------ tasks
 

@@ -92,7 +92,7 @@ class Turns:
                 lane.wake_turns()
                 await self._clock.sleep(self._cfg.retry_seconds)
             finally:
-                lane.turn_task_active(False)
+                lane.end_turns()
                 self._lanes.touch(lane)
                 await self._lanes.changed()
 
@@ -139,7 +139,7 @@ class Turns:
             await self._lanes.backlog.finish_turn(claim.turn_key, state, outcome)
             return not failed
 
-        lane.turn_running(True)
+        lane.turn_started()
         self._observer.turn_started(st, trigger)
         outcome: TurnOutcome | None = None
         cut_off = False
@@ -163,7 +163,7 @@ class Turns:
                 # A runner that stores no record leaves the items to this (no-op otherwise).
                 await finish(outcome.outcome)
         finally:
-            lane.turn_running(False)
+            lane.turn_ended()
             lane.plans_changed()  # the turn may have made, advanced or ended plans
             if cut_off:
                 log.warning(
