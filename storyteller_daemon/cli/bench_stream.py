@@ -133,11 +133,12 @@ async def run_stream_bench(
     from storyteller_daemon.app import Runtime, build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.domain.surveillance import Surveillance
+    from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.runtime.stats import RuntimeStats
     from storyteller_daemon.storage.backlog import BacklogRepository
     from storyteller_daemon.storage.ledger import LedgerRepository
     from storyteller_daemon.storage.runs import RunRepository
-    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.storage.seeding import load_pack
     from storyteller_daemon.storage.store import Store
     from storyteller_daemon.testing import RecordedAlerts
     from world_adapter.bridge.sim_server import BridgeServer
