@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from storyteller_daemon.storage.audit import AuditRepository
 from storyteller_daemon.storage.catalogue import CatalogueRepository
+from storyteller_daemon.storage.character_data import CharacterDataRepository
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
-from storyteller_daemon.storage.erasure import CharacterDataRepository
 from storyteller_daemon.storage.memories import MemoryRepository
-from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.provider_queries import ProviderQueryRepository
 from storyteller_daemon.storage.references import ReferenceRepository
 from storyteller_daemon.storage.scene_claims import SceneClaimRepository
-from storyteller_daemon.storage.speech import SpeechHistoryRepository
+from storyteller_daemon.storage.situations import SituationRepository
+from storyteller_daemon.storage.speech_history import SpeechHistoryRepository
 from storyteller_daemon.storage.story_plans import StoryPlanRepository
 from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
 from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.domain.work import Decision, NewWork, WorkState
 from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.dashboard import DashboardQueries, HourSpend, RunFilter
+from storyteller_daemon.storage.dashboard_queries import DashboardQueries, HourSpend, RunFilter
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import LedgerEntry, NewRun, RunRepository
 from storyteller_daemon.storage.store import Store

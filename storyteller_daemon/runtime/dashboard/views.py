@@ -29,7 +29,7 @@ from storyteller_daemon.runtime.dashboard.plot import cost_plots
 from storyteller_daemon.runtime.spending.budgets import daily_cap
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.dashboard import DashboardQueries, RunFilter
+from storyteller_daemon.storage.dashboard_queries import DashboardQueries, RunFilter
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository, RunSummary, StoredRun
 from storyteller_daemon.storage.store import Store
