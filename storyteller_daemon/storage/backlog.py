@@ -26,7 +26,7 @@ from storyteller_daemon.domain.work import (
     WorkState,
 )
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import TurnJournalRow, WorkRow
+from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 _T = TypeVar("_T")

@@ -39,8 +39,6 @@ from storyteller_daemon.domain.character_data import (
 from storyteller_daemon.domain.redaction import Redactor
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.approvals import (
-    ApprovalRow,
-    PolicyActionRow,
     action_to_domain,
     approval_to_domain,
     id_set,
@@ -51,17 +49,20 @@ from storyteller_daemon.storage.character_holdings import Held, gather, storytel
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import digest_to_domain
 from storyteller_daemon.storage.memories import edit_to_domain, memory_to_domain
-from storyteller_daemon.storage.models import (
-    CustomToolParameterRow,
-    CustomToolRow,
+from storyteller_daemon.storage.models.policy import ApprovalRow, PolicyActionRow
+from storyteller_daemon.storage.models.records import RunRow
+from storyteller_daemon.storage.models.story import (
     DigestRow,
     MemoryEditRow,
     MemoryRow,
     SituationRow,
-    SpeechRow,
+)
+from storyteller_daemon.storage.models.storytellers import (
+    CustomToolParameterRow,
+    CustomToolRow,
     StorytellerRow,
 )
-from storyteller_daemon.storage.runs import RunRow
+from storyteller_daemon.storage.models.world import SpeechRow
 from storyteller_daemon.storage.situations import situation_to_domain
 from storyteller_daemon.storage.speech_history import line_to_domain
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now

@@ -22,16 +22,11 @@ from sqlalchemy.orm import QueryableAttribute
 from storyteller_daemon.domain.character_data import HeldEvent
 from storyteller_daemon.domain.redaction import Redactor, character_texts, worth_finding
 from storyteller_daemon.domain.text import BLANK_FIELD
-from storyteller_daemon.storage.models import (
-    InboxRow,
-    MemoryEditRow,
-    MemoryRow,
-    SituationRow,
-    SpeechRow,
-    StorytellerRow,
-    WorkRow,
-)
-from storyteller_daemon.storage.runs import RunRow
+from storyteller_daemon.storage.models.records import RunRow
+from storyteller_daemon.storage.models.story import MemoryEditRow, MemoryRow, SituationRow
+from storyteller_daemon.storage.models.storytellers import StorytellerRow
+from storyteller_daemon.storage.models.work import WorkRow
+from storyteller_daemon.storage.models.world import InboxRow, SpeechRow
 
 
 @dataclass

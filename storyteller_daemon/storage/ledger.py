@@ -28,8 +28,9 @@ from sqlalchemy import case, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import SituationRow
-from storyteller_daemon.storage.runs import LedgerEntry, LedgerRow, ledger_row
+from storyteller_daemon.storage.models.records import LedgerRow
+from storyteller_daemon.storage.models.story import SituationRow
+from storyteller_daemon.storage.runs import LedgerEntry, ledger_row
 
 Grouping = Literal[
     "day", "storyteller", "trigger", "situation", "room", "model", "purpose", "status"

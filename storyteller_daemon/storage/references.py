@@ -30,7 +30,10 @@ from storyteller_daemon.domain.references import (
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage import reference_search
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRestrictionRow
+from storyteller_daemon.storage.models.references import (
+    ReferenceDocumentRow,
+    ReferenceRestrictionRow,
+)
 from storyteller_daemon.storage.storytellers import Clock, utc_now
 
 _PER_STATEMENT = 500

@@ -19,7 +19,8 @@ from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.interchange.packs.contents import Pack, PackDocument
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import ReferenceDocumentRow, StorytellerRow
+from storyteller_daemon.storage.models.references import ReferenceDocumentRow
+from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.references import apply_to_row as apply_document_row
 from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.references import to_domain as document_to_domain

@@ -24,7 +24,7 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.direction_codec import direction_from_json, direction_to_json
-from storyteller_daemon.storage.models import (
+from storyteller_daemon.storage.models.storytellers import (
     CustomToolParameterRow,
     CustomToolRow,
     StorytellerRow,
