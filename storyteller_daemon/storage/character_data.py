@@ -38,12 +38,7 @@ from storyteller_daemon.domain.character_data import (
 )
 from storyteller_daemon.domain.redaction import Redactor
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.storage.approvals import (
-    action_to_domain,
-    approval_to_domain,
-    id_set,
-    id_text,
-)
+from storyteller_daemon.storage.approvals import approval_to_domain
 from storyteller_daemon.storage.audit import AuditRepository
 from storyteller_daemon.storage.character_holdings import Held, gather, storyteller_names
 from storyteller_daemon.storage.database import Database
@@ -63,6 +58,7 @@ from storyteller_daemon.storage.models.storytellers import (
     StorytellerRow,
 )
 from storyteller_daemon.storage.models.world import SpeechRow
+from storyteller_daemon.storage.policy_actions import action_to_domain, id_set, id_text
 from storyteller_daemon.storage.situations import situation_to_domain
 from storyteller_daemon.storage.speech_history import line_to_domain
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now

@@ -11,12 +11,10 @@ holds the whole schema (alembic's ``env.py`` and `sweep` rely on it).
 """
 
 # Every area is imported here so that `Base.metadata` holds every table.
-from storyteller_daemon.storage.models import (  # noqa: F401
-    policy,
-    records,
-    references,
-    story,
-    storytellers,
-    work,
-    world,
-)
+import storyteller_daemon.storage.models.policy
+import storyteller_daemon.storage.models.records
+import storyteller_daemon.storage.models.references
+import storyteller_daemon.storage.models.story
+import storyteller_daemon.storage.models.storytellers
+import storyteller_daemon.storage.models.work
+import storyteller_daemon.storage.models.world  # noqa: F401
