@@ -22,7 +22,8 @@ from typing import Any
 
 from storyteller_daemon.config import BudgetsConfig, PolicyConfig
 from storyteller_daemon.runtime.stats import percentile
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun
+from storyteller_daemon.storage.ledger import LedgerEntry
+from storyteller_daemon.storage.runs import NewRun
 from storyteller_daemon.storage.store import Store
 
 BATCH = 2000
