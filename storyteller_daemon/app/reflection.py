@@ -20,8 +20,6 @@ from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 
 
@@ -43,7 +41,7 @@ async def one_shot_reflection(
     clock = clock or SystemClock()
     owned = choice is None
     choice = choice or choose_model(cfg, environ)
-    ledger = LedgerRepository(store.db)
+    ledger = store.ledger
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock)
     await budget.load(ledger)
     budget.learn(await store.storytellers.list())  # the storytellers' own daily caps
@@ -58,7 +56,7 @@ async def one_shot_reflection(
             now=clock.now,
             monotonic=clock.monotonic,
         )
-    runs = RunRepository(store.db)
+    runs = store.runs
     try:
         refresher = DigestRefresher(
             store=store,

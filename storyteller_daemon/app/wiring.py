@@ -60,14 +60,7 @@ from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
-from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.inbox import InboxRepository
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.storage.turn_journal import TurnJournalRepository
-from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
@@ -103,15 +96,16 @@ async def build_runtime(
     alerts = alerts or build_alerts(cfg, clock, environ)
     store = store or open_store(cfg, environ)
     await store.db.require_current()
+    stamped = store.stamped_by(clock.now)  # what the pipeline writes carries the daemon's time
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
     stats = RuntimeStats()
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
-    ledger = LedgerRepository(store.db)
+    ledger = store.ledger
     await budget.load(ledger)  # today's spend survives a restart
-    journal = TurnJournalRepository(store.db, clock.now)
+    journal = stamped.journal
     recorder = RunRecorder(
-        RunRepository(store.db),
+        store.runs,
         ledger,
         clock,
         record=cfg.runs.record,
@@ -124,8 +118,8 @@ async def build_runtime(
         log.warning(OFFLINE_BANNER)
     lookups = CachedWorld(world, clock.monotonic)
     router = Router()
-    actions = PolicyActionRepository(store.db)
-    approvals = ApprovalRepository(store.db)
+    actions = store.policy_actions
+    approvals = store.approvals
     policy = Policy(
         cfg.policy,
         clock.monotonic,
@@ -198,7 +192,7 @@ async def build_runtime(
         clock=clock,
         stats=stats,
         observer=observer,
-        backlog=BacklogRepository(store.db, clock.now),
+        backlog=stamped.backlog,
         attention=cfg.attention,
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
@@ -213,13 +207,13 @@ async def build_runtime(
         source=cfg.world.kind,
         observe=lookups.observe,
         plans=store.plans,
-        verdict_memory=VerdictMemoryRepository(store.db, clock.now),
+        verdict_memory=stamped.verdicts,
     )
     reflection = None
     if cfg.reflection.enabled:
         refresher = DigestRefresher(
             store=store,
-            runs=RunRepository(store.db) if cfg.runs.record else None,
+            runs=store.runs if cfg.runs.record else None,
             model=TierFallback(metered, clock.monotonic) if metered is not None else None,
             recorder=recorder,
             clock=clock,
@@ -236,7 +230,7 @@ async def build_runtime(
         alerts=alerts,
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
-        inbox=InboxRepository(store.db) if cfg.world.kind == "bridge" else None,
+        inbox=store.inbox if cfg.world.kind == "bridge" else None,
         world_key=cfg.world.kind,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
@@ -247,7 +241,7 @@ async def build_runtime(
         ),
         settings_listeners=[budget.learn],
         invocations=_invocation_channel(world),
-        turn_runs=RunRepository(store.db) if cfg.runs.record else None,
+        turn_runs=store.runs if cfg.runs.record else None,
     )
     if admin_cli is not None and isinstance(world, BridgeWorldClient):
         world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)

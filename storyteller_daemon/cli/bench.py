@@ -51,7 +51,8 @@ async def pipeline(
     from storyteller_daemon.agent.offline import OfflineStandInModel
     from storyteller_daemon.app import ModelChoice, build_runtime
     from storyteller_daemon.config import parse_config
-    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.interchange.packs.files import read_pack
+    from storyteller_daemon.storage.seeding import load_pack
     from storyteller_daemon.storage.store import Store
     from world_adapter.sim import SimWorld
 

@@ -37,7 +37,6 @@ from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
@@ -176,7 +175,7 @@ class ArgumentsRig:
             limits=self.limits,
             clock=self.clock,
             stats=RuntimeStats(),
-            recorder=RunRecorder(RunRepository(self.store.db), None, self.clock),
+            recorder=RunRecorder(self.store.runs, None, self.clock),
             policy=Policy(_PERMISSIVE, self.clock.monotonic, now=self.clock.now),
             plans=self.store.plans,
             claims=self.store.claims,

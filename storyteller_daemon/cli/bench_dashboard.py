@@ -22,7 +22,8 @@ from typing import Any
 
 from storyteller_daemon.config import BudgetsConfig, PolicyConfig
 from storyteller_daemon.runtime.stats import percentile
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun
+from storyteller_daemon.storage.ledger import LedgerEntry
+from storyteller_daemon.storage.runs import NewRun
 from storyteller_daemon.storage.store import Store
 
 BATCH = 2000
@@ -117,19 +118,17 @@ def _runs(count: int, now: datetime, seed: int = 5) -> list[tuple[NewRun, list[L
 
 async def _fill(store: Store, runs: int, now: datetime) -> None:
     from storyteller_daemon.domain.work import NewWork
-    from storyteller_daemon.storage.backlog import BacklogRepository
-    from storyteller_daemon.storage.runs import RunRepository
 
     for name in STORYTELLERS:
         await store.storytellers.create(name)
-    repository = RunRepository(store.db)
+    repository = store.runs
     made = _runs(runs, now)
     for start in range(0, len(made), BATCH):
         await repository.add_many(made[start : start + BATCH])
     per_day = max(1, runs // 30)
     for day in range(30, -1, -1):
         moment = now - timedelta(days=day)
-        backlog = BacklogRepository(store.db, lambda moment=moment: moment)  # type: ignore[misc]
+        backlog = store.stamped_by(lambda moment=moment: moment).backlog  # type: ignore[misc]
         await backlog.add(
             [
                 NewWork(1 + n % 3, f"sim:{day}:{n}", "room_echo", "event", 101, "{}")

@@ -133,11 +133,9 @@ async def run_stream_bench(
     from storyteller_daemon.app import Runtime, build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.domain.surveillance import Surveillance
+    from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.runtime.stats import RuntimeStats
-    from storyteller_daemon.storage.backlog import BacklogRepository
-    from storyteller_daemon.storage.ledger import LedgerRepository
-    from storyteller_daemon.storage.runs import RunRepository
-    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.storage.seeding import load_pack
     from storyteller_daemon.storage.store import Store
     from storyteller_daemon.testing import RecordedAlerts
     from world_adapter.bridge.sim_server import BridgeServer
@@ -355,12 +353,11 @@ async def run_stream_bench(
                 settled = True
             except TimeoutError:
                 settled = False
-            db = runtime.store.db
-            backlog = BacklogRepository(db)
+            backlog = runtime.store.backlog
             ledger_rows = sum(
-                line.requests for line in await LedgerRepository(db).totals("storyteller")
+                line.requests for line in await runtime.store.ledger.totals("storyteller")
             )
-            turn_runs = await RunRepository(db).list(kind="turn", limit=1_000_000)
+            turn_runs = await runtime.store.runs.list(kind="turn", limit=1_000_000)
             interrupted = sum(1 for r in turn_runs if r.outcome == "interrupted")
             ended = Counter(r.turn_key for r in turn_runs if r.outcome != "interrupted")
             work = []

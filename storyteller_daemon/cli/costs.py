@@ -61,12 +61,11 @@ async def costs(
 ) -> None:
     """Tokens and USD of model requests, summed by day, storyteller, trigger, situation or
     status (failed requests included, with what they may be billed)."""
-    from storyteller_daemon.storage.ledger import LedgerRepository
 
     start, end = window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:
-        lines = await LedgerRepository(store.db).totals(
+        lines = await store.ledger.totals(
             by.value,
             since=start,
             until=end,

@@ -70,8 +70,9 @@ async def demo(
     from storyteller_daemon.app import OFFLINE_BANNER, build_runtime, choose_model, open_store
     from storyteller_daemon.cli.run import configure_logging
     from storyteller_daemon.config import load_config, parse_config
+    from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.runtime.daemon import stop_on_signals
-    from storyteller_daemon.storage.seeding import Action, load_pack, read_pack
+    from storyteller_daemon.storage.seeding import Action, load_pack
     from world_adapter.sim import SimWorld
 
     db_file = _fresh_database_file(data_dir)

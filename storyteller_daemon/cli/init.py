@@ -50,7 +50,7 @@ def _choose_zones(given: list[int], zones: dict[int, frozenset[int]], ask: bool)
 def _write_pack(pack_dir: Path, files: dict[str, str]) -> None:
     """Write the pack beside its final place, read it as ``seed load`` will, then move it there:
     a pack that would not load (a name the rules refuse, say) leaves nothing behind."""
-    from storyteller_daemon.storage.pack_files import read_pack
+    from storyteller_daemon.interchange.packs.files import read_pack
 
     pack_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".init-", dir=pack_dir.parent))

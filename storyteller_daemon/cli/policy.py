@@ -137,11 +137,10 @@ async def approvals(
 ) -> None:
     """Prog calls parked for approval (pending and approved; --all for every one)."""
     from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
-    from storyteller_daemon.storage.approvals import ApprovalRepository
 
     async with open_store(ctx) as store:
         states = () if show_all else tuple(OPEN_APPROVAL_STATES)
-        found = await ApprovalRepository(store.db).list(states, limit=limit)
+        found = await store.approvals.list(states, limit=limit)
     if as_json:
         print_json([_approval_json(a) for a in found])
         return
@@ -164,12 +163,11 @@ async def approvals(
 
 
 async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: str) -> Approval:
-    from storyteller_daemon.storage.approvals import ApprovalRepository
-
     async with open_store(ctx) as store:
-        return await ApprovalRepository(store.db).decide(
+        decided: Approval = await store.approvals.decide(
             approval_id, approve=approve, now=datetime.now(UTC), by=acting_user(ctx), note=note
         )
+    return decided
 
 
 @app.command("approve")
@@ -205,11 +203,10 @@ async def report(
     """Refused calls by rule, tool, storyteller and triggering character."""
     from storyteller_daemon.cli.runs import time_window
     from storyteller_daemon.runs.refusals import refusal_report
-    from storyteller_daemon.storage.runs import RunRepository
 
     start, _ = time_window(since, None)
     async with open_store(ctx) as store:
-        runs = await RunRepository(store.db).records_since(
+        runs = await store.runs.records_since(
             None, start, kind="turn", limit=limit, min_tool_calls=1
         )
     found = refusal_report(runs, start)

@@ -24,7 +24,8 @@ from storyteller_daemon.cli.common import (
 from storyteller_daemon.errors import EX_DATAERR, ConfigError
 
 if TYPE_CHECKING:
-    from storyteller_daemon.storage.seeding import LoadReport, Pack
+    from storyteller_daemon.interchange.packs.contents import Pack
+    from storyteller_daemon.storage.seeding import LoadReport
 
 # storage (SQLAlchemy) is imported by the commands themselves, so `--help` stays quick.
 SEED_DIR = bundled_dir("seed")
@@ -78,7 +79,7 @@ async def list_(
 ) -> None:
     """Show the packs under seed/: the world each was written for, its storytellers and how many
     documents it holds."""
-    from storyteller_daemon.storage.seeding import list_packs, read_pack
+    from storyteller_daemon.interchange.packs.files import list_packs, read_pack
 
     rows: list[tuple[str, str, str, str, str]] = []
     packs: list[dict[str, object]] = []
@@ -137,7 +138,8 @@ async def load(
     Everything is validated first and written in one transaction. A storyteller's pause state is
     set only when it is created.
     """
-    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.interchange.packs.files import read_pack
+    from storyteller_daemon.storage.seeding import load_pack
 
     with working(f"reading and loading pack {pack}"):
         parsed = read_pack(pack, seed_dir)

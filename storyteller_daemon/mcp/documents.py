@@ -23,9 +23,8 @@ from typing import Any
 from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.errors import NotFoundError, ValidationError
-from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.ledger import Grouping, LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository, RunSummary
+from storyteller_daemon.storage.ledger import Grouping
+from storyteller_daemon.storage.runs import RunSummary
 from storyteller_daemon.storage.store import Store
 
 SCHEME = "storyteller://"
@@ -170,9 +169,9 @@ class Documents:
         self._store = store
         self._max = max_items
         self._now = now
-        self._runs = RunRepository(store.db)
-        self._backlog = BacklogRepository(store.db)
-        self._ledger = LedgerRepository(store.db)
+        self._runs = store.runs
+        self._backlog = store.backlog
+        self._ledger = store.ledger
 
     async def storyteller(self, ref: str | int) -> Storyteller:
         """A storyteller by id or name (`NotFoundError` names the reference)."""

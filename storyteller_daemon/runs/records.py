@@ -19,7 +19,8 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
 from storyteller_daemon.runs.tape import Services, Tape, encode_trigger
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun
+from storyteller_daemon.storage.ledger import LedgerEntry
+from storyteller_daemon.storage.runs import NewRun
 
 RECORD_VERSION = 1
 DIGEST_TRIGGER = "reflection"

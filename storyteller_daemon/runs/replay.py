@@ -45,7 +45,7 @@ from storyteller_daemon.runs.differences import (
     tape_differences,
 )
 from storyteller_daemon.runs.tape import Services, Tape, decode_trigger
-from storyteller_daemon.storage.runs import LedgerEntry
+from storyteller_daemon.storage.ledger import LedgerEntry
 
 """Tape methods that change something; one the replay no longer causes is a difference."""
 

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.character_data import AuditEntry
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import AuditRow
+from storyteller_daemon.storage.models.records import AuditRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 

@@ -20,7 +20,7 @@ from sqlalchemy import delete, func, select, update
 
 from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import InboxRow, StreamStateRow
+from storyteller_daemon.storage.models.world import InboxRow, StreamStateRow
 from storyteller_daemon.storage.storytellers import Clock, utc_now
 from world_adapter.codec import CodecError, decode_event, encode_event
 from world_adapter.events import Cursor, WorldEvent

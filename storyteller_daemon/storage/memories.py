@@ -28,8 +28,8 @@ from storyteller_daemon.domain.situations import (
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage import memory_search
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import MemoryEditRow, MemoryRow
-from storyteller_daemon.storage.narrative import (
+from storyteller_daemon.storage.models.story import MemoryEditRow, MemoryRow
+from storyteller_daemon.storage.situations import (
     provenance_of,
     require_title,
     store_provenance,

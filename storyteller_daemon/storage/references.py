@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Row, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import (
     ReferenceDocument,
     ReferenceHit,
@@ -29,8 +30,11 @@ from storyteller_daemon.domain.references import (
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage import reference_search
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRestrictionRow
-from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
+from storyteller_daemon.storage.models.references import (
+    ReferenceDocumentRow,
+    ReferenceRestrictionRow,
+)
+from storyteller_daemon.storage.storytellers import Clock, utc_now
 
 _PER_STATEMENT = 500
 """Names or ids a batch puts in one statement (SQLite bounds the bound parameters)."""

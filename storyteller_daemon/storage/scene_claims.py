@@ -21,7 +21,8 @@ from storyteller_daemon.domain.scenes import (
 )
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import SceneClaimRow, StorytellerRow
+from storyteller_daemon.storage.models.story import SceneClaimRow
+from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 _LOCK_SPACE = 0x5C3E  # keeps these advisory locks apart from any other use of them

@@ -3,7 +3,8 @@
 `load_pack` matches storytellers and documents by name (case-insensitively), creates what is
 missing, updates what differs and leaves the rest, all in one transaction, so a failure writes
 nothing. A storyteller's pause state is only set when it is created: reloading a pack never
-pauses or unpauses a running storyteller. Reading and validating a pack is `pack_files`.
+pauses or unpauses a running storyteller. Reading and validating a pack is
+`interchange.packs`; this module takes the `Pack` it gives and never parses.
 """
 
 from __future__ import annotations
@@ -13,39 +14,21 @@ from enum import StrEnum
 
 from sqlalchemy import select
 
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import (
-    Storyteller,
-)
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.interchange.packs.contents import Pack, PackDocument
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import ReferenceDocumentRow, StorytellerRow
-from storyteller_daemon.storage.pack_files import (
-    SEED_DIR,
-    Pack,
-    PackDocument,
-    find_pack,
-    list_packs,
-    read_pack,
-)
+from storyteller_daemon.storage.models.references import ReferenceDocumentRow
+from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.references import apply_to_row as apply_document_row
 from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.references import to_domain as document_to_domain
-from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
+from storyteller_daemon.storage.storytellers import Clock, utc_now
 from storyteller_daemon.storage.storytellers import apply_to_row as apply_storyteller_row
 from storyteller_daemon.storage.storytellers import to_domain as storyteller_to_domain
 
-__all__ = [
-    "SEED_DIR",
-    "Action",
-    "Change",
-    "LoadReport",
-    "Pack",
-    "PackDocument",
-    "find_pack",
-    "list_packs",
-    "load_pack",
-    "read_pack",
-]
+__all__ = ["Action", "Change", "LoadReport", "load_pack"]
 
 
 # --------------------------------------------------------------------------- comparing and loading

@@ -35,7 +35,7 @@ from storyteller_daemon.domain.story_plans import (
 )
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import StoryPlanRow
+from storyteller_daemon.storage.models.story import StoryPlanRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 OPEN = (PlanStatus.ACTIVE.value, PlanStatus.NEEDS_REPLAN.value)

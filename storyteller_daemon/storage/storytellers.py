@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.mcp import McpGrant, validate_grants
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -23,7 +24,7 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.direction_codec import direction_from_json, direction_to_json
-from storyteller_daemon.storage.models import (
+from storyteller_daemon.storage.models.storytellers import (
     CustomToolParameterRow,
     CustomToolRow,
     StorytellerRow,
@@ -41,11 +42,6 @@ def utc_now() -> datetime:
 def as_utc(value: datetime) -> datetime:
     """SQLite returns naive datetimes; every stored time is UTC."""
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def name_key(name: str) -> str:
-    """The case-insensitive natural key of a name."""
-    return name.strip().casefold()
 
 
 def _effort(value: str | None) -> ReasoningEffort | None:

@@ -17,7 +17,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import TurnJournalRow
+from storyteller_daemon.storage.models.work import TurnJournalRow
 from storyteller_daemon.storage.storytellers import Clock, utc_now
 
 

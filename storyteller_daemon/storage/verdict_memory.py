@@ -16,7 +16,8 @@ from sqlalchemy import delete, insert, select, update
 
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import MemoryRow, SettledVerdictRow, SituationRow
+from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
+from storyteller_daemon.storage.models.work import SettledVerdictRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 _CHUNK = 500

@@ -25,7 +25,8 @@ from storyteller_daemon.errors import ConflictError, NotFoundError
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
+from storyteller_daemon.storage.approvals import ApprovalRepository
+from storyteller_daemon.storage.policy_actions import PolicyActionRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.sim import SimWorld

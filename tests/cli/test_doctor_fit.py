@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from storyteller_daemon.cli import app
 from storyteller_daemon.cli.doctor import Doctor, Finding
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.served_sim import served_sim
 from world_adapter.bridge.sim_server import BridgeServer

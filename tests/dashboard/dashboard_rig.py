@@ -11,7 +11,8 @@ from typing import Any
 from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls

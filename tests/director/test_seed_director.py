@@ -10,7 +10,8 @@ import pytest
 from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.domain.direction import ProviderKind
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 
 

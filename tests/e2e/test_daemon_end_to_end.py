@@ -24,8 +24,9 @@ from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.approvals import ApprovalState
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.approvals import ApprovalRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, calls

@@ -18,8 +18,9 @@ import pytest
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.config import parse_config
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.runs import RunRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder

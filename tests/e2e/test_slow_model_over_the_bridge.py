@@ -19,8 +19,9 @@ from storyteller_daemon.app import build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ModelTransientError
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder

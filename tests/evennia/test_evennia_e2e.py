@@ -36,8 +36,9 @@ from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.settings import CustomTool, EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
-from storyteller_daemon.storage.models import InboxRow
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.models.world import InboxRow
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import settle

@@ -26,7 +26,7 @@ from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.models import MemoryRow, SituationRow
+from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock

@@ -31,8 +31,9 @@ from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.situations import Provenance
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.runs import RunRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.obedient import Injection, ObedientResponder

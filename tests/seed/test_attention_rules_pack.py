@@ -10,7 +10,8 @@ import pytest
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.seeding import Action, Change, load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import Action, Change, load_pack
 from storyteller_daemon.storage.store import Store
 
 CopyPack = Callable[[str], Path]

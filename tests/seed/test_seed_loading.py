@@ -13,15 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storyteller_daemon.agent.tools.custom import build_custom_tool
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.interchange.packs.contents import Pack
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage import seeding
-from storyteller_daemon.storage.seeding import (
-    Action,
-    Change,
-    Pack,
-    load_pack,
-    read_pack,
-    storyteller_differences,
-)
+from storyteller_daemon.storage.seeding import Action, Change, load_pack, storyteller_differences
 from storyteller_daemon.storage.store import Store
 from world_adapter.sim import SimWorld
 

@@ -32,10 +32,11 @@ from storyteller_daemon.domain.work import NewWork
 from storyteller_daemon.runs import RunRecorder, encode_trigger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
+from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.storage.policy_actions import PolicyActionRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock

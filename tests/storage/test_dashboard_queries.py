@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.domain.work import Decision, NewWork, WorkState
 from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.dashboard import DashboardQueries, HourSpend, RunFilter
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun, RunRepository
+from storyteller_daemon.storage.dashboard_queries import DashboardQueries, HourSpend, RunFilter
+from storyteller_daemon.storage.ledger import LedgerEntry, LedgerRepository
+from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -136,7 +136,7 @@ async def test_large_batches_are_stored_in_one_call(store: Store) -> None:
 async def test_a_payload_that_cannot_be_read_back_is_a_storage_error(sqlite_store: Store) -> None:
     from sqlalchemy import update
 
-    from storyteller_daemon.storage.models import InboxRow
+    from storyteller_daemon.storage.models.world import InboxRow
 
     inbox = inbox_of(sqlite_store)
     await inbox.store_events("game", [echo(1)])

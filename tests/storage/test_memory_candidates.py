@@ -11,7 +11,7 @@ from sqlalchemy import insert, text
 
 from storyteller_daemon.domain.memory_ranking import MemoryCandidate
 from storyteller_daemon.storage import memory_search
-from storyteller_daemon.storage.models import MemoryRow
+from storyteller_daemon.storage.models.story import MemoryRow
 from storyteller_daemon.storage.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

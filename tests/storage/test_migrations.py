@@ -12,11 +12,11 @@ import storyteller_daemon.storage.approvals
 import storyteller_daemon.storage.runs  # noqa: F401 - registers the run and ledger tables
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import (
-    Base,
+from storyteller_daemon.storage.models.autogenerate import (
     autogenerate_include_name,
     autogenerate_include_object,
 )
+from storyteller_daemon.storage.models.base import Base
 from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.storytellers import utc_now

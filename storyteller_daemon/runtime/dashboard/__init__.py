@@ -9,7 +9,7 @@ under ``/api/``. Access is `runtime.health.access.Gate`'s: the bearer token, or 
 Modules: `site` (pages, login, assets), `api` (JSON, the live stream, controls), `views` (what
 each page shows), `plot` (the cost plots' geometry), `feed` (wakes the live stream), `params`
 (query strings), `server` (the listener of ``storyteller dashboard``). Reads go through
-`storage.dashboard.DashboardQueries`; the controls write through the storyteller repository.
+`storage.dashboard_queries.DashboardQueries`; the controls write through the storyteller repository.
 """
 
 from storyteller_daemon.runtime.dashboard.feed import RunFeed

@@ -28,10 +28,8 @@ from storyteller_daemon.runs.refusals import refusal_report
 from storyteller_daemon.runtime.dashboard.plot import cost_plots
 from storyteller_daemon.runtime.spending.budgets import daily_cap
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.dashboard import DashboardQueries, RunFilter
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository, RunSummary, StoredRun
+from storyteller_daemon.storage.dashboard_queries import RunFilter
+from storyteller_daemon.storage.runs import RunSummary, StoredRun
 from storyteller_daemon.storage.store import Store
 
 WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
@@ -256,10 +254,10 @@ class DashboardData:
         stats: RuntimeStats | None = None,
     ) -> None:
         self.store = store
-        self.queries = DashboardQueries(store.db)
-        self.runs = RunRepository(store.db)
-        self._backlog = BacklogRepository(store.db)
-        self._ledger = LedgerRepository(store.db)
+        self.queries = store.dashboard
+        self.runs = store.runs
+        self._backlog = store.backlog
+        self._ledger = store.ledger
         self._budgets = budgets
         self.clock = clock
         self.controls = controls

@@ -23,7 +23,7 @@ from storyteller_daemon.domain.situations import (
 )
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import MemoryRow, SituationRow
+from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
 from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
 
 

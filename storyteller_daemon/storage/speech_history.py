@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.text import SpeechLine, as_utc
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import SpeechRow
+from storyteller_daemon.storage.models.world import SpeechRow
 from world_adapter.events import Speech
 
 MAX_LINES_PER_ROOM = 200

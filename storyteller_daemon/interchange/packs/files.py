@@ -8,58 +8,31 @@ A pack is a directory (``seed/README.md`` is the format reference)::
 
 Reading only touches the pack's files and checks everything before any database work: an
 unknown key, a bad value or a missing file is a `ConfigError` naming the file and the key.
-A storyteller's table is read by `pack_storytellers`, on the typed tables of `pack_tables`.
+A storyteller's table is read by `storytellers`, on the typed tables of `tables`; what a read
+pack holds is `contents`.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from storyteller_daemon.bundled import bundled_dir
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import DEFAULT_FOLDER, DEFAULT_TYPE, ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.pack_storytellers import read_storyteller
-from storyteller_daemon.storage.pack_tables import PackTable, display_path
-from storyteller_daemon.storage.storytellers import name_key
+from storyteller_daemon.interchange.packs.contents import Pack, PackDocument
+from storyteller_daemon.interchange.packs.storytellers import read_storyteller
+from storyteller_daemon.interchange.packs.tables import PackTable, display_path
 
 SEED_DIR = bundled_dir("seed")
 """Where `storyteller seed` looks for packs by name."""
 PACK_FILE = "pack.toml"
 REFERENCES_DIR = "references"
 FRONT_MATTER_FENCE = "+++"
-
-
-# --------------------------------------------------------------------------- what a pack holds
-
-
-@dataclass(frozen=True)
-class PackDocument:
-    """A reference document of a pack, with its restriction still given by storyteller names."""
-
-    document: ReferenceDocument
-    restricted_to: tuple[str, ...]
-    """Names of storytellers of the same pack; empty means every storyteller may read it."""
-    source: Path
-
-
-@dataclass(frozen=True)
-class Pack:
-    """A fully validated pack, ready to compare with a database.
-
-    Each storyteller's ``paused`` holds the pack's ``starts_paused``; it applies on creation only.
-    """
-
-    name: str
-    path: Path
-    description: str
-    world: str | None
-    """The world it was written for (``sim`` or a game's name); None: unsaid."""
-    storytellers: tuple[Storyteller, ...]
-    documents: tuple[PackDocument, ...]
 
 
 # --------------------------------------------------------------------------- reference documents

@@ -22,9 +22,11 @@ from sqlalchemy.sql.elements import ColumnElement
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.memories import memory_to_domain
-from storyteller_daemon.storage.models import MemoryRow, SituationRow, WorkRow
-from storyteller_daemon.storage.narrative import situation_to_domain
-from storyteller_daemon.storage.runs import LedgerRow, RunRow, RunSummary, StoredRun, run_summary
+from storyteller_daemon.storage.models.records import LedgerRow, RunRow
+from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
+from storyteller_daemon.storage.models.work import WorkRow
+from storyteller_daemon.storage.runs import RunSummary, StoredRun, run_summary
+from storyteller_daemon.storage.situations import situation_to_domain
 
 MAX_PAGE = 200
 """The most runs, situations or memories one query returns."""

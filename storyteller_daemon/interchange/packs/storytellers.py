@@ -22,6 +22,7 @@ from storyteller_daemon.domain.direction import (
     Pacing,
     ProviderKind,
 )
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.settings import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
     DICTATED_MODES,
@@ -37,8 +38,7 @@ from storyteller_daemon.domain.settings import (
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.storage.pack_tables import PackTable
-from storyteller_daemon.storage.storytellers import name_key
+from storyteller_daemon.interchange.packs.tables import PackTable
 
 T = TypeVar("T")
 
