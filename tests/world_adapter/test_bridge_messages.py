@@ -15,8 +15,6 @@ from world_adapter.bridge.messages import (
     ErrorCode,
     EventFrame,
     FrameTooLarge,
-    Gap,
-    GapReason,
     Hello,
     Ping,
     Pong,
@@ -40,6 +38,7 @@ from world_adapter.events import (
     WorldEvent,
 )
 from world_adapter.facts import DoorRule, PathRule, RoomInfo
+from world_adapter.replay import Gap, GapReason
 
 AT = datetime(2026, 11, 22, 18, 4, 5, tzinfo=UTC)
 C = Cursor("boot-1", 7)

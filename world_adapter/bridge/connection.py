@@ -32,7 +32,6 @@ from world_adapter.bridge.messages import (
     EventFrame,
     Frame,
     FrameTooLarge,
-    Gap,
     Ping,
     Pong,
     Request,
@@ -55,6 +54,7 @@ from world_adapter.invocations import (
     InvocationHandler,
     RefusalCode,
 )
+from world_adapter.replay import Gap
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from world_adapter.bridges.evennia import replaybuffer
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
 from world_adapter.events import MAX_WORLD_ID, Cursor, WorldEvent, out_of_range_world_id
 from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
+from world_adapter.replay import Gap
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1_048_576
@@ -62,14 +62,6 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
 
 
-class GapReason(StrEnum):
-    """Why a game could not replay everything after a cursor."""
-
-    EPOCH = "epoch"
-    EXPIRED = "expired"
-    AHEAD = "ahead"
-
-
 def _check_id(value: str, name: str) -> None:
     if not 1 <= len(value) <= MAX_ID_CHARS:
         raise ValueError(f"{name} must be 1-{MAX_ID_CHARS} characters")
@@ -107,20 +99,6 @@ class Subscribed:
 
     cells: tuple[int, ...]
     head: Cursor
-
-
-@dataclass(frozen=True)
-class Gap:
-    """game → daemon: events after `after` up to `resume_after` cannot be replayed."""
-
-    reason: GapReason
-    after: Cursor
-    resume_after: Cursor
-
-    @classmethod
-    def from_buffer(cls, gap: replaybuffer.Gap) -> Gap:
-        """The frame of a gap the replay buffer reports."""
-        return cls(GapReason(gap.reason), Cursor(*gap.after), Cursor(*gap.resume_after))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from world_adapter.bridge.messages import (
     Error,
     EventFrame,
     Frame,
-    Gap,
     Ping,
     Pong,
     Request,
@@ -38,6 +37,7 @@ from world_adapter.bridge.messages import (
 )
 from world_adapter.bridge.methods import Method
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.replay import Gap
 
 
 class CheckFailed(Exception):

@@ -27,7 +27,6 @@ from world_adapter.bridge.messages import (
     EventFrame,
     Frame,
     FrameTooLarge,
-    Gap,
     Hello,
     Ping,
     Pong,
@@ -175,7 +174,7 @@ class ServerSession:
         position, gap = buffer.start(frame.after)
         await self.send(Subscribed(frame.cells, buffer.head))
         if gap is not None:
-            await self.send(Gap.from_buffer(gap))
+            await self.send(gap)
         self._stream = asyncio.create_task(
             self._stream_events(frozenset(frame.cells), position), name="bridge-stream"
         )
@@ -186,7 +185,7 @@ class ServerSession:
         while True:
             lost = buffer.behind(position)
             if lost is not None:  # fell behind the buffer while sending
-                await self.send(Gap.from_buffer(lost))
+                await self.send(lost)
                 position = lost.resume_after.seq
                 continue
             events = buffer.held_after(position, _CHUNK)

@@ -26,7 +26,7 @@ from .executor import ProgExecutor
 from .invocations import BadFrame, InvocationDesk
 from .params import BadParams, CommandFailed, Method
 from .registry import ProgError
-from .replaybuffer import Mark
+from .replaybuffer import Cursor
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,7 @@ class BridgeSession:
             self._bad_frame("subscribe needs 'after', a cursor or null.")
             return
         self._events.remove_listener(self.pump)
-        start = self._events.start(None if after is None else Mark(after["epoch"], after["seq"]))
+        start = self._events.start(None if after is None else Cursor(after["epoch"], after["seq"]))
         self._cells = frozenset(cells)
         self._position = start.position
         self._send({"type": "subscribed", "cells": cells, "head": self._events.head})
