@@ -14,9 +14,9 @@ from world_adapter.bridge.messages import (
     CloseCode,
     ErrorCode,
     frame_type,
-    parse_frame,
 )
 from world_adapter.bridge.methods import reference_text, world_methods
+from world_adapter.bridge.wire import parse_frame
 from world_adapter.replay import GapReason
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "bridge-protocol.md"

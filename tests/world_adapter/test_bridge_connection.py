@@ -32,9 +32,9 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    frame_data,
 )
 from world_adapter.bridge.timing import BridgeTimings
+from world_adapter.bridge.wire import frame_data
 from world_adapter.errors import FatalStreamError, StreamTimeout, TransientStreamError
 from world_adapter.events import Cursor, RoomEcho
 

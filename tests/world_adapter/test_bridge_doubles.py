@@ -16,7 +16,8 @@ from typing import Any
 
 from aiohttp import WSMessage, WSMsgType, web
 
-from world_adapter.bridge.messages import Frame, Hello, Welcome, encode_frame, parse_frame
+from world_adapter.bridge.messages import Frame, Hello, Welcome
+from world_adapter.bridge.wire import encode_frame, parse_frame
 from world_adapter.bridge.world_server import ServedWorld, WorldServer
 from world_adapter.events import Cursor
 from world_adapter.sim import SimWorld

@@ -10,11 +10,9 @@ import pytest
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
-    BadFrame,
     Error,
     ErrorCode,
     EventFrame,
-    FrameTooLarge,
     Hello,
     Ping,
     Pong,
@@ -23,10 +21,9 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    encode_frame,
-    parse_frame,
 )
 from world_adapter.bridge.methods import method, world_methods
+from world_adapter.bridge.wire import BadFrame, FrameTooLarge, encode_frame, parse_frame
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
 from world_adapter.events import (
     CharacterState,

@@ -24,9 +24,8 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    encode_frame,
-    parse_frame,
 )
+from world_adapter.bridge.wire import encode_frame, parse_frame
 from world_adapter.event_buffer import EventBuffer
 from world_adapter.events import Cursor, RoomEcho
 from world_adapter.replay import Gap, GapReason

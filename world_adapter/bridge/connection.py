@@ -25,13 +25,11 @@ from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
     MAX_IN_FLIGHT_REQUESTS,
     Admin,
-    BadFrame,
     CloseCode,
     Error,
     ErrorCode,
     EventFrame,
     Frame,
-    FrameTooLarge,
     Ping,
     Pong,
     Request,
@@ -39,13 +37,17 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
+    frame_type,
+)
+from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
+from world_adapter.bridge.wire import (
+    BadFrame,
+    FrameTooLarge,
     encode_frame,
     frame_bytes,
-    frame_type,
     parse_frame,
     short_message,
 )
-from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
 from world_adapter.errors import StreamError, StreamTimeout, TransientStreamError
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.invocations import (

@@ -20,7 +20,6 @@ from typing import Any, Union
 import aiohttp
 
 from world_adapter.bridge.messages import (
-    BadFrame,
     Error,
     EventFrame,
     Frame,
@@ -31,11 +30,10 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     close_code_name,
-    encode_frame,
     frame_type,
-    parse_frame,
 )
 from world_adapter.bridge.methods import Method
+from world_adapter.bridge.wire import BadFrame, encode_frame, parse_frame
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.replay import Gap
 

@@ -22,13 +22,11 @@ from world_adapter.bridge.messages import (
     CAUSABLE_KINDS,
     CAUSE_EVENT,
     PROTOCOL_VERSION,
-    BadFrame,
     CloseCode,
     Error,
     ErrorCode,
     EventFrame,
     Frame,
-    FrameTooLarge,
     Hello,
     Ping,
     Pong,
@@ -37,13 +35,17 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    encode_frame,
     frame_type,
-    parse_frame,
-    short_message,
 )
 from world_adapter.bridge.methods import method
 from world_adapter.bridge.timing import BridgeClock, wait_or_timeout
+from world_adapter.bridge.wire import (
+    BadFrame,
+    FrameTooLarge,
+    encode_frame,
+    parse_frame,
+    short_message,
+)
 from world_adapter.codec import CodecError, encode
 from world_adapter.errors import WorldCommandError
 from world_adapter.event_buffer import EventBuffer
