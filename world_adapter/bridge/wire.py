@@ -3,11 +3,13 @@
 `parse_frame` turns received text into one of the frames of `messages` or raises `BadFrame`
 with a message fit for an ``error`` frame (JSON's edge cases included: ``NaN`` and
 ``Infinity``, lone surrogates and NUL, world ids out of range); `encode_frame` writes one,
-within `MAX_FRAME_BYTES`.
+within `MAX_FRAME_BYTES`. The daemon reads frames up to `READ_LIMIT_BYTES`, so that an oversize
+event can be kept with its texts cut (`cut_texts`) instead of being resent forever.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -23,7 +25,7 @@ from world_adapter.bridge.messages import (
     frame_type,
 )
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
-from world_adapter.events import MAX_WORLD_ID, out_of_range_world_id
+from world_adapter.events import MAX_WORLD_ID, WorldEvent, out_of_range_world_id
 
 MAX_ERROR_MESSAGE_CHARS = 500
 """Error messages are cut to this length, so echoing a bad value never makes a frame too large."""
@@ -207,3 +209,19 @@ def encode_frame(frame: Frame) -> str:
     if size > MAX_FRAME_BYTES:
         raise FrameTooLarge(f"A {frame_type(frame)} frame would be over {MAX_FRAME_BYTES} bytes.")
     return text
+
+
+READ_LIMIT_BYTES = 16 * MAX_FRAME_BYTES
+"""Largest frame the daemon reads; a larger one closes the connection (1009)."""
+CUT_TEXT_CHARS = 16_384
+"""An oversize event's texts are cut to this many characters."""
+
+
+def cut_texts(event: WorldEvent) -> WorldEvent:
+    """`event` with every text longer than `CUT_TEXT_CHARS` cut, marked as cut."""
+    changes: dict[str, Any] = {
+        f.name: value[:CUT_TEXT_CHARS] + f" [cut: {len(value) - CUT_TEXT_CHARS} more characters]"
+        for f in dataclasses.fields(event)
+        if isinstance(value := getattr(event, f.name), str) and len(value) > CUT_TEXT_CHARS
+    }
+    return dataclasses.replace(event, **changes) if changes else event
