@@ -18,7 +18,7 @@ from world_adapter.replay import ReplayBuffer
 class EventBuffer(ReplayBuffer[WorldEvent]):
     """The newest `capacity` events of one epoch, appended in seq order.
 
-    Seqs may skip values (the bridge server holds only the rooms it follows).
+    Seqs may skip values (the world server holds only the rooms it follows).
 
     Args:
         head: The newest cursor before anything is appended (its epoch is the buffer's).
