@@ -138,7 +138,7 @@ async def run_stream_bench(
     from storyteller_daemon.storage.seeding import load_pack
     from storyteller_daemon.storage.store import Store
     from storyteller_daemon.testing import RecordedAlerts
-    from world_adapter.bridge.sim_server import BridgeServer
+    from world_adapter.bridge.world_server import WorldServer
     from world_adapter.sim import SimWorld
     from world_adapter.sim.stream import labelled_stream
     from world_adapter.sim.stream_files import read_stream
@@ -217,7 +217,7 @@ async def run_stream_bench(
             await store.storytellers.save(
                 replace(twin, paused=False, surveillance=watching(number))
             )
-        bridge = BridgeServer(world, token, cells=cells, buffer_size=len(items) + 10)
+        bridge = WorldServer(world, token, cells=cells, buffer_size=len(items) + 10)
         bridge_url = await bridge.start()
         model_server = ScriptedResponsesServer(responder=oracle)
         await model_server.start()

@@ -53,13 +53,13 @@ async def serve_sim(
         stop: Set to shut down.
         on_ready: Called with the URL and the epoch once the server listens.
     """
-    from world_adapter.bridge.sim_server import BridgeServer
+    from world_adapter.bridge.world_server import WorldServer
     from world_adapter.sim import SimWorld
     from world_adapter.sim.hooks import cause_event
 
     world = SimWorld.harbour_town(seed=seed, epoch=unique_epoch())
     cells = frozenset(room.id for room in world.town_map.rooms)
-    server = BridgeServer(
+    server = WorldServer(
         world,
         token,
         cells=cells,

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from storyteller_daemon.storage.audit import AuditRepository
-from world_adapter.bridge.connection import AdminRefused
+from world_adapter.bridge.game_calls import AdminRefused
 from world_adapter.bridge.messages import Admin, AdminLevel
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.served_sim import served_sim
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,9 +73,9 @@ def write_pack(root: Path, text: str) -> Path:
 
 
 @pytest.fixture
-async def game() -> AsyncIterator[BridgeServer]:
+async def game() -> AsyncIterator[WorldServer]:
     world = SimWorld.harbour_town(epoch="fit-1")
-    server = BridgeServer(
+    server = WorldServer(
         world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms), game=GAME
     )
     await server.start("127.0.0.1", 0)
@@ -85,7 +85,7 @@ async def game() -> AsyncIterator[BridgeServer]:
         await server.stop()
 
 
-async def fit_findings(sqlite_url: str, game: BridgeServer) -> list[Finding]:
+async def fit_findings(sqlite_url: str, game: WorldServer) -> list[Finding]:
     cfg = parse_config(
         {
             "database": {"url": sqlite_url},
@@ -98,7 +98,7 @@ async def fit_findings(sqlite_url: str, game: BridgeServer) -> list[Finding]:
 
 
 async def test_a_pack_that_fits_the_world_passes(
-    sqlite_url: str, sqlite_store: Store, game: BridgeServer, tmp_path: Path
+    sqlite_url: str, sqlite_store: Store, game: WorldServer, tmp_path: Path
 ) -> None:
     await load_pack(sqlite_store.db, read_pack(write_pack(tmp_path, FITTING)))
     [finding] = await fit_findings(sqlite_url, game)
@@ -146,7 +146,7 @@ async def test_a_pack_that_fits_the_world_passes(
 async def test_each_mismatch_is_exactly_one_finding(
     sqlite_url: str,
     sqlite_store: Store,
-    game: BridgeServer,
+    game: WorldServer,
     tmp_path: Path,
     old: str,
     new: str,
@@ -160,7 +160,7 @@ async def test_each_mismatch_is_exactly_one_finding(
 
 
 async def test_the_shipped_sim_pack_against_a_game_is_one_finding(
-    sqlite_url: str, sqlite_store: Store, game: BridgeServer
+    sqlite_url: str, sqlite_store: Store, game: WorldServer
 ) -> None:
     # The sim served over the bridge has every zone and prog harbour-ward names: what is left
     # is that the pack says it was written for the embedded sim, not for this game.

@@ -26,7 +26,7 @@ from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all, by_kind
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.invocations import InvocationAnswer, ToolCall
 from world_adapter.sim import SimWorld
 
@@ -37,7 +37,7 @@ WAIT = 20.0  # a guard against hanging: every wait ends on a condition
 @dataclass
 class Game:
     world: SimWorld
-    bridge: BridgeServer
+    bridge: WorldServer
     runtime: Runtime
     store: Store
     model: ScriptedModel
@@ -68,7 +68,7 @@ async def game(tmp_path: Path) -> AsyncIterator[Game]:
         assert watch.id is not None
         token = secrets.token_hex(8)
         world = SimWorld.harbour_town(epoch=f"invoke-{token}")
-        bridge = BridgeServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
+        bridge = WorldServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
         bridge_url = await bridge.start()
         stack.push_async_callback(bridge.stop)
         model = echo_model()

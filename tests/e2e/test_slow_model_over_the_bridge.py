@@ -27,7 +27,7 @@ from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all, by_kind, cycle
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 WATCH = "Harbour Ward Watch"
@@ -56,7 +56,7 @@ async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path
     assert watch.id is not None
     token = secrets.token_hex(8)
     world = SimWorld.harbour_town(epoch=f"slow-{token}")
-    bridge = BridgeServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
+    bridge = WorldServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
     model = slow_model(delay=0.15)
     server = ScriptedResponsesServer(responder=ModelResponder(model))
     await server.start()

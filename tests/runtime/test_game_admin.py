@@ -23,7 +23,7 @@ from storyteller_daemon.runtime.game_admin import (
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
-from world_adapter.bridge.connection import AdminRefused
+from world_adapter.bridge.game_calls import AdminRefused
 from world_adapter.bridge.messages import Admin, AdminLevel
 from world_adapter.sim import SimWorld
 

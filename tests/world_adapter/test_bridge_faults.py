@@ -29,7 +29,7 @@ from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.bridge.client import BridgeWorldClient
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.errors import FatalStreamError
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.sim import SimWorld
@@ -153,7 +153,7 @@ def epoch_cursors(epoch: str, count: int, start: int = 1) -> list[Cursor]:
 
 
 @contextlib.asynccontextmanager
-async def daemon_on(store: Store, server: BridgeServer) -> AsyncIterator[RunningDaemon]:
+async def daemon_on(store: Store, server: WorldServer) -> AsyncIterator[RunningDaemon]:
     running = await start_daemon(store, server.url)
     try:
         yield running

@@ -21,7 +21,6 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.messages import (
-    BadFrame,
     Error,
     ErrorCode,
     EventFrame,
@@ -29,8 +28,8 @@ from world_adapter.bridge.messages import (
     Result,
     Subscribe,
     Subscribed,
-    parse_frame,
 )
+from world_adapter.bridge.wire import BadFrame, parse_frame
 from world_adapter.codec import decode_event, encode_event
 from world_adapter.events import MAX_WORLD_ID, Cursor
 

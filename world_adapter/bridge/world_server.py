@@ -1,11 +1,11 @@
-"""The game side of the bridge for an in-process world: the sim world served over WebSocket.
+"""The game side of the bridge for an in-process world: any `WorldClient` served over WebSocket.
 
-`BridgeServer` follows a world's event stream into an `EventBuffer` (the one replay buffer) and
-serves any number of daemon connections (each a `sim_session.ServerSession`) per
-docs/bridge-protocol.md: handshake (token compared in constant time), subscriptions with replay
-and gaps, every `WorldClient` query as a request method, pings, error frames for bad frames, and
-the 1 MiB frame limit. It is the reference the conformance checker is tested against, and
-`storyteller sim serve` runs it.
+`WorldServer` follows a world's event stream (the sim world's, or any `ServedWorld`) into an
+`EventBuffer` (the one replay buffer) and serves any number of daemon connections (each a
+`server_session.ServerSession`) per docs/bridge-protocol.md: handshake (token compared in
+constant time), subscriptions with replay and gaps, every `WorldClient` query as a request
+method, pings, error frames for bad frames, and the 1 MiB frame limit. It is the reference the
+conformance checker is tested against, and `storyteller sim serve` runs it.
 
 For fault tests it can cut connections on purpose: `cut_every` aborts a connection after that
 many events, and `cut_all()` aborts every open one; `restart(world)` plays a game reboot.
@@ -21,13 +21,12 @@ import asyncio
 import hmac
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
 
 from world_adapter.bridge.messages import MAX_FRAME_BYTES, CloseCode
-from world_adapter.bridge.sim_session import ServerSession
+from world_adapter.bridge.server_session import ServerSession, ServerStats
 from world_adapter.bridge.timing import BridgeClock, SystemBridgeClock, wait_or_timeout
 from world_adapter.errors import CursorExpired
 from world_adapter.event_buffer import EventBuffer
@@ -49,20 +48,7 @@ class ServedWorld(WorldClient, Protocol):
         ...
 
 
-@dataclass
-class ServerStats:
-    """What the server has seen, for tests and logs."""
-
-    connections: int = 0
-    refused: int = 0
-    """Connections closed during the handshake (bad token, version, or no hello)."""
-    bad_frames: int = 0
-    requests: int = 0
-    events_sent: int = 0
-    cuts: int = 0
-
-
-class BridgeServer:
+class WorldServer:
     """Serves `world` to bridge clients on one address.
 
     Args:

@@ -1,10 +1,11 @@
-"""One daemon connection to the sim world's bridge server, from hello to close.
+"""One daemon connection to a world server, from hello to close.
 
-`ServerSession` runs the handshake (hello within the server's time, token, protocol version),
+`ServerSession` runs the handshake (hello within the host's time, token, protocol version),
 answers pings, request frames (every `WorldClient` query, by its method spec) and bad frames,
-and streams a subscription's events from the server's `EventBuffer`, with a gap when the
+and streams a subscription's events from the host's `EventBuffer`, with a gap when the
 subscriber's cursor or a slow socket falls behind it. It can be cut without a close frame, as
-the server's fault injection does. It logs under the server's logger.
+the server's fault injection does. What it needs of the server that accepted it is `SessionHost`
+(`world_server.WorldServer` is one); it logs under the server's logger.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
@@ -20,14 +22,11 @@ from world_adapter.bridge.messages import (
     CAUSABLE_KINDS,
     CAUSE_EVENT,
     PROTOCOL_VERSION,
-    BadFrame,
     CloseCode,
     Error,
     ErrorCode,
     EventFrame,
     Frame,
-    FrameTooLarge,
-    Gap,
     Hello,
     Ping,
     Pong,
@@ -36,29 +35,105 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    encode_frame,
     frame_type,
+)
+from world_adapter.bridge.methods import method
+from world_adapter.bridge.timing import BridgeClock, wait_or_timeout
+from world_adapter.bridge.wire import (
+    BadFrame,
+    FrameTooLarge,
+    encode_frame,
     parse_frame,
     short_message,
 )
-from world_adapter.bridge.methods import method
-from world_adapter.bridge.timing import wait_or_timeout
 from world_adapter.codec import CodecError, encode
 from world_adapter.errors import WorldCommandError
+from world_adapter.event_buffer import EventBuffer
 from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationOutcome
+from world_adapter.protocol import WorldClient
 
-if TYPE_CHECKING:
-    from world_adapter.bridge.sim_server import BridgeServer
-
-log = logging.getLogger("world_adapter.bridge.sim_server")
+log = logging.getLogger("world_adapter.bridge.world_server")
 
 _CHUNK = 256  # events copied from the buffer per step, so appends never wait on a slow socket
+
+
+@dataclass
+class ServerStats:
+    """What the server has seen, for tests and logs."""
+
+    connections: int = 0
+    refused: int = 0
+    """Connections closed during the handshake (bad token, version, or no hello)."""
+    bad_frames: int = 0
+    requests: int = 0
+    events_sent: int = 0
+    cuts: int = 0
+
+
+class SessionHost(Protocol):
+    """What a session needs of the server that accepted its connection."""
+
+    @property
+    def world(self) -> WorldClient:
+        """The world whose queries requests are answered from."""
+        ...
+
+    @property
+    def buffer(self) -> EventBuffer:
+        """The world's events, held for subscriptions."""
+        ...
+
+    @property
+    def game(self) -> str:
+        """The name sent in welcome."""
+        ...
+
+    @property
+    def handshake_seconds(self) -> float:
+        """How long a new connection may take to send hello."""
+        ...
+
+    @property
+    def clock(self) -> BridgeClock:
+        """Times the handshake."""
+        ...
+
+    @property
+    def cut_every(self) -> int | None:
+        """Abort each connection after this many events (fault injection)."""
+        ...
+
+    @property
+    def cause_event(self) -> Callable[[str], None] | None:
+        """Makes one event of a kind happen (``cause_event`` requests), if the game can."""
+        ...
+
+    @property
+    def stats(self) -> ServerStats:
+        """Counts the session adds to."""
+        ...
+
+    def check_token(self, token: str) -> bool:
+        """Whether `token` is the secret."""
+        ...
+
+    def answered(self, answer: InvocationAnswer) -> None:
+        """The daemon answered an invocation."""
+        ...
+
+    async def outcome_arrived(self, outcome: InvocationOutcome) -> None:
+        """The daemon reported how an invocation's turn ended."""
+        ...
+
+    async def note_subscription(self) -> None:
+        """Count a handled subscribe frame."""
+        ...
 
 
 class ServerSession:
     """One client connection to `server`."""
 
-    def __init__(self, server: BridgeServer, ws: web.WebSocketResponse, request: web.Request):
+    def __init__(self, server: SessionHost, ws: web.WebSocketResponse, request: web.Request):
         self._server = server
         self._ws = ws
         self._request = request
@@ -175,7 +250,7 @@ class ServerSession:
         position, gap = buffer.start(frame.after)
         await self.send(Subscribed(frame.cells, buffer.head))
         if gap is not None:
-            await self.send(Gap.from_buffer(gap))
+            await self.send(gap)
         self._stream = asyncio.create_task(
             self._stream_events(frozenset(frame.cells), position), name="bridge-stream"
         )
@@ -186,7 +261,7 @@ class ServerSession:
         while True:
             lost = buffer.behind(position)
             if lost is not None:  # fell behind the buffer while sending
-                await self.send(Gap.from_buffer(lost))
+                await self.send(lost)
                 position = lost.resume_after.seq
                 continue
             events = buffer.held_after(position, _CHUNK)
