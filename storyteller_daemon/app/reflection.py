@@ -11,7 +11,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 
-from storyteller_daemon.agent.service_tiers import TierFallback
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
 from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import Config

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
 from storyteller_daemon.agent.attention import AttentionOptions
-from storyteller_daemon.agent.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path, kill_switch_on
-from storyteller_daemon.agent.service_tiers import TierFallback
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.cli.bench_contract_faults import ContractFaults
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key

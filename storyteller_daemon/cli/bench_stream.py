@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from storyteller_daemon.agent.attention import attention_instructions
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.cli.bench_stand_ins import (
     CACHE_MINIMUM_TOKENS,
     CHARS_PER_TOKEN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from storyteller_daemon.agent.tokens import cut_to_tokens, estimate_tokens
+from storyteller_daemon.agent.models.tokens import cut_to_tokens, estimate_tokens
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.domain.tool_names import ToolProfile
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool

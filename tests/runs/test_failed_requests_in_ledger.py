@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.breaker import CircuitBreaker
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.config import BudgetsConfig, ModelPrice, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder

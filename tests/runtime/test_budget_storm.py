@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
 from storyteller_daemon.runs import RunRecorder

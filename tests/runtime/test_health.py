@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.app import Runtime, build_runtime
 from storyteller_daemon.config import HttpConfig, parse_config
 from storyteller_daemon.errors import ConfigError, StorageError

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.records import api_body
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice

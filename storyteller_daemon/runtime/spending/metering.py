@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelError
 from storyteller_daemon.runs import Charge, Exchange, RunContext, cost_usd, current_run

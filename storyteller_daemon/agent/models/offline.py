@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from storyteller_daemon.agent.model import (
+from storyteller_daemon.agent.models.interface import (
     FunctionCall,
     ModelRequest,
     ModelResponse,
@@ -34,7 +34,7 @@ from storyteller_daemon.agent.model import (
     ToolSpec,
     Usage,
 )
-from storyteller_daemon.agent.offline_plans import plan_calls
+from storyteller_daemon.agent.models.offline_plans import plan_calls
 from storyteller_daemon.agent.verdicts import format_ids
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ModelFatalError
