@@ -31,13 +31,13 @@ from storyteller_daemon.agent.models.interface import (
     ModelResponse,
     Usage,
 )
+from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError, ValidationError
-from storyteller_daemon.runs.costs import cost_usd
 from storyteller_daemon.runs.differences import (
     Difference,
     call_differences,

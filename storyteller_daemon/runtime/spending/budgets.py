@@ -36,12 +36,13 @@ from datetime import date
 from typing import Protocol
 
 from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.pricing import price_for
 from storyteller_daemon.agent.records import api_body
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
-from storyteller_daemon.runs import RunContext, current_run, price_for
+from storyteller_daemon.runs import RunContext, current_run
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelError
-from storyteller_daemon.runs import Charge, Exchange, RunContext, cost_usd, current_run
+from storyteller_daemon.runs import Charge, Exchange, RunContext, current_run
 from storyteller_daemon.runs.attribution import REQUEST_OK, REQUEST_SENT
 from storyteller_daemon.runtime.spending.budgets import (
     BudgetKeeper,
