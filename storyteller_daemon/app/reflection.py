@@ -18,7 +18,7 @@ from storyteller_daemon.config import Config
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
@@ -50,7 +50,7 @@ async def one_shot_reflection(
     stats = RuntimeStats()
     model = None
     if choice.model is not None:
-        model = MeteredModel(
+        model = metered_model(
             choice.model,
             stats,
             cfg.model.prices,

@@ -24,7 +24,7 @@ from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat,
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs import RunRecorder, decode_trigger, encode_trigger, replay_turn
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -97,7 +97,7 @@ def runner(
         situations=store.situations,
         memories=store.memories,
         references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, now=clock.now),
+        model=metered_model(model, RuntimeStats(), PRICES, now=clock.now),
         limits=LimitsConfig(),
         clock=clock,
         stats=RuntimeStats(),

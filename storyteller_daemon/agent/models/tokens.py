@@ -17,12 +17,20 @@ budget by the real count too:
 
 Pieces never cross a line break, so the estimate of blocks joined by blank lines is the sum
 of their estimates plus one per join; prompt assembly relies on that (`agent.context`).
+
+Money needs a bound, not an estimate: `input_estimate` counts a whole request at one token per
+byte of its body (no token is shorter than a byte), which the budgets reserve before a request
+goes and the ledger bills for a request the provider got but did not answer.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+
+from storyteller_daemon.agent.models.interface import ModelRequest
+from storyteller_daemon.agent.records import api_body
 
 TokenCounter = Callable[[str], int]
 """Estimated (or exact) tokens of a text; what a prompt budget is measured with."""
@@ -49,6 +57,12 @@ def estimate_tokens(text: str) -> int:
         + len(_SPACES.findall(text))
         + other
     )
+
+
+def input_estimate(request: ModelRequest) -> int:
+    """The request's input tokens at most: its body's UTF-8 size (no token is shorter than a
+    byte)."""
+    return len(json.dumps(api_body(request), ensure_ascii=False).encode("utf-8"))
 
 
 def cut_to_tokens(
