@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.dictation import CallVoice
-from storyteller_daemon.agent.model import FunctionCall, ResponseItem
+from storyteller_daemon.agent.models.interface import FunctionCall, ResponseItem
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import APPROVAL, DESTRUCTIVE_RULE, NOT_OFFERED, Decision
 from storyteller_daemon.agent.records import CallRecord, TurnRecord

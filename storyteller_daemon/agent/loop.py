@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from storyteller_daemon.agent.dispatch import TurnState, note, run_call
-from storyteller_daemon.agent.model import (
+from storyteller_daemon.agent.models.interface import (
     FunctionCall,
     Model,
     ModelRequest,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
 
 
 class TurnOutcome(StrEnum):

@@ -11,14 +11,14 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 
-from storyteller_daemon.agent.service_tiers import TierFallback
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
 from storyteller_daemon.clock import Clock, SystemClock
 from storyteller_daemon.config import Config
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 
@@ -48,7 +48,7 @@ async def one_shot_reflection(
     stats = RuntimeStats()
     model = None
     if choice.model is not None:
-        model = MeteredModel(
+        model = metered_model(
             choice.model,
             stats,
             cfg.model.prices,

@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
 from storyteller_daemon.agent.attention import AttentionOptions
-from storyteller_daemon.agent.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path, kill_switch_on
-from storyteller_daemon.agent.service_tiers import TierFallback
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
@@ -57,7 +58,7 @@ from storyteller_daemon.runtime.reflection import (
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
@@ -143,7 +144,7 @@ async def build_runtime(
             pause_seconds=cfg.model.refused_pause_seconds,
             monotonic=clock.monotonic,
         )
-        metered = MeteredModel(
+        metered = metered_model(
             breaker,
             stats,
             cfg.model.prices,

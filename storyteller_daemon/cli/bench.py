@@ -48,7 +48,7 @@ async def pipeline(
     as_json: JsonFlag = False,
 ) -> None:
     """Push a burst of world events through intake, attention and turns; time every stage."""
-    from storyteller_daemon.agent.offline import OfflineStandInModel
+    from storyteller_daemon.agent.models.offline import OfflineStandInModel
     from storyteller_daemon.app import ModelChoice, build_runtime
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.interchange.packs.files import read_pack

@@ -4,8 +4,8 @@
 answers attention requests from the stream's labels (breaking the verdict contract on a share of
 them, `bench_contract_faults`) and turn rounds with ``Noop`` (or one narration through
 ``EchoToRoom``), with latency and with token counts estimated from request and reply sizes,
-logging them in a `RequestLog`. `ProgLog` counts what the world ran, and
-`cost_usd` prices the model's tokens at `LIST_PRICES`.
+logging them in a `RequestLog`. `ProgLog` counts what the world ran; `LIST_PRICES` are the
+prices the bench's configuration holds.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.cli.bench_contract_faults import ContractFaults
-from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_answers import Fault, Reply
 
@@ -287,16 +286,6 @@ class ProgLog:
     def repeated(self) -> int:
         """Runs of an action that had run before under another key."""
         return sum(count - 1 for count in self.runs.values() if count > 1)
-
-
-def cost_usd(usage: Usage, price: ModelPrice) -> float:
-    """What `usage` costs in USD at `price` (cached input tokens at the cached price)."""
-    fresh = usage.input_tokens - usage.cached_tokens
-    return (
-        fresh * price.input
-        + usage.cached_tokens * price.cached_input
-        + usage.output_tokens * price.output
-    ) / 1_000_000
 
 
 class LogLineCounter(logging.Handler):

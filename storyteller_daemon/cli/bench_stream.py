@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from storyteller_daemon.agent.attention import attention_instructions
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
+from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.cli.bench_stand_ins import (
     CACHE_MINIMUM_TOKENS,
     CHARS_PER_TOKEN,
@@ -54,7 +55,6 @@ from storyteller_daemon.cli.bench_stand_ins import (
     Oracle,
     ProgLog,
     ScaledClock,
-    cost_usd,
 )
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
@@ -398,7 +398,11 @@ async def run_stream_bench(
     price = cfg.model.prices.get(options.price_model)
     usage_total = sum(oracle.log.usage.values(), Usage())
     hours = span / 3600
-    usd = cost_usd(usage_total, price) / hours if price is not None else None
+    usd = (
+        cost_usd(cfg.model.prices, options.price_model, usage_total) / hours
+        if price is not None
+        else None
+    )
     relevant_total = sum(1 for item in items if item.relevant)
     return {
         "design": "one call per event" if options.one_call_per_event else "batched",

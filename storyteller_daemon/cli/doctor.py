@@ -91,7 +91,7 @@ class Doctor:
     def prices(self, cfg: Config, used: Mapping[str, list[str]]) -> Finding:
         """Which models in use have a price; one without costs $0 (a local model), which is
         no problem."""
-        from storyteller_daemon.runs import price_for
+        from storyteller_daemon.agent.models.pricing import price_for
 
         unpriced = sorted(name for name in used if price_for(cfg.model.prices, name) is None)
         if not unpriced:

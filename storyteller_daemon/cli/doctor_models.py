@@ -18,7 +18,7 @@ from storyteller_daemon.cli.doctor import ENV_FILE_HINT, Finding, ok, problem
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelError, ModelFatalError
 
 if TYPE_CHECKING:
-    from storyteller_daemon.agent.model import Model
+    from storyteller_daemon.agent.models.interface import Model
     from storyteller_daemon.config import Config
 
 PROBE_MAX_OUTPUT_TOKENS = 400
@@ -81,7 +81,7 @@ async def probe_models(
 async def _probe(
     endpoint: Model, model: str, users: list[str], where: str, request_seconds: float
 ) -> Finding:
-    from storyteller_daemon.agent.model import ModelRequest, ToolSpec
+    from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec
 
     check = f"model {model}"
     common: dict[str, Any] = {

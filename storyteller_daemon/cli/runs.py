@@ -40,7 +40,7 @@ from storyteller_daemon.cli.runs_view import (
 from storyteller_daemon.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
-    from storyteller_daemon.agent.model import Model
+    from storyteller_daemon.agent.models.interface import Model
     from storyteller_daemon.config import Config
 
 app = command_group("Run records: list and show what storytellers did, replay a turn, prune.")

@@ -6,11 +6,11 @@ The one public face of run records:
   requests made inside it (`attribution`), tapes what the world and the repositories answered
   (`tape`) and stores the record (`records`) with one cost-ledger row per request;
 - `replay_turn` runs a recorded turn again with today's code over its tape and reports the
-  `Difference`s;
-- `cost_usd` prices a request's usage.
+  `Difference`s.
 
 The record types the agent produces (`TurnRecord`, its calls and requests) live with the agent
-(`agent.records`) and are re-exported here. Storage of runs is `storage.runs`.
+(`agent.records`) and are re-exported here. Storage of runs is `storage.runs`;
+prices are `agent.models.pricing`.
 """
 
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
@@ -21,7 +21,6 @@ from storyteller_daemon.runs.attribution import (
     attributed,
     current_run,
 )
-from storyteller_daemon.runs.costs import cost_usd, price_for
 from storyteller_daemon.runs.differences import Difference
 from storyteller_daemon.runs.recorder import RunRecorder
 from storyteller_daemon.runs.records import AttentionRun, DigestRun, TurnRun
@@ -44,10 +43,8 @@ __all__ = [
     "TurnRecord",
     "TurnRun",
     "attributed",
-    "cost_usd",
     "current_run",
     "decode_trigger",
     "encode_trigger",
-    "price_for",
     "replay_turn",
 ]

@@ -6,7 +6,7 @@ prompt is rebuilt, the tool loop runs, the tools run. What differs from a live t
 the runner talks to:
 
 * the model is a `ReplayModel`, which answers the n-th request with the n-th recorded response
-  (or, with ``--model``, a live model asked under another name);
+  (or, with ``--model``, a live model asked under another name; both `agent.models.replayed`);
 * the world and the repositories answer from the run's tape (`tape.Tape`): the recorded prog
   results, situations and lookups come back, and nothing acts on the real world or database.
 
@@ -19,25 +19,20 @@ outcome. No differences means the turn is *identical*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from storyteller_daemon.agent.model import (
-    FunctionCall,
-    Model,
-    ModelRequest,
-    ModelResponse,
-    Usage,
-)
+from storyteller_daemon.agent.models.interface import Model
+from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.agent.models.replayed import RenamedModel, ReplayModel
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.errors import ModelFatalError, ModelTransientError, ValidationError
-from storyteller_daemon.runs.costs import cost_usd
+from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs.differences import (
     Difference,
     call_differences,
@@ -48,64 +43,6 @@ from storyteller_daemon.runs.tape import Services, Tape, decode_trigger
 from storyteller_daemon.storage.ledger import LedgerEntry
 
 """Tape methods that change something; one the replay no longer causes is a difference."""
-
-
-def response_from(entry: dict[str, Any]) -> ModelResponse:
-    """The `ModelResponse` a recorded request entry holds."""
-    body = entry["response"]
-    return ModelResponse(
-        id=body["id"],
-        model=body["model"],
-        status=body["status"],
-        function_calls=tuple(
-            FunctionCall(c["call_id"], c["name"], c["arguments"]) for c in body["function_calls"]
-        ),
-        output_text=body["output_text"],
-        continuation=tuple(body["continuation"]),
-        usage=Usage(**entry["usage"]),
-        incomplete_reason=body.get("incomplete_reason"),
-    )
-
-
-class ReplayModel:
-    """Answers the n-th request with the n-th recorded response (or recorded model error)."""
-
-    name = "replay"
-
-    def __init__(self, recorded: Sequence[dict[str, Any]]) -> None:
-        self._recorded = list(recorded)
-        self.sent: list[ModelRequest] = []
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        """The recorded answer to the request in this position."""
-        self.sent.append(request)
-        index = len(self.sent) - 1
-        if index >= len(self._recorded):
-            raise ModelFatalError(f"replay: the recording has no response #{index + 1}")
-        entry = self._recorded[index]
-        if entry.get("response") is None:
-            error = str(entry.get("error") or "no response recorded")
-            if error.startswith("ModelFatalError"):
-                raise ModelFatalError(f"replayed: {error}")
-            raise ModelTransientError(f"replayed: {error}")
-        return response_from(entry)
-
-
-class RenamedModel:
-    """A live model asked every request under one model name (``runs replay --model``)."""
-
-    def __init__(self, inner: Model, model_name: str) -> None:
-        self._inner = inner
-        self._model_name = model_name
-
-    @property
-    def name(self) -> str:
-        """The wrapped endpoint's name and the model asked."""
-        return f"{self._inner.name} as {self._model_name}"
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        """Ask the inner model, under the chosen name."""
-        return await self._inner.respond(replace(request, model=self._model_name))
 
 
 @dataclass

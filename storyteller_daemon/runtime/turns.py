@@ -29,7 +29,7 @@ from storyteller_daemon.agent.director import (
 )
 from storyteller_daemon.agent.fencing import NOTES, Fence
 from storyteller_daemon.agent.loop import ToolLoop
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.ports import (
     DigestStore,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storyteller_daemon.agent.breaker import CircuitBreaker
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
 from storyteller_daemon.testing.model import ScriptedModel, text
 
@@ -81,7 +81,7 @@ async def test_a_zero_pause_never_pauses() -> None:
 
 async def test_a_401_over_http_pauses_the_model_and_sends_nothing_more() -> None:
     """The Responses adapter names the status, so a real refusal opens the breaker."""
-    from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+    from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
     from storyteller_daemon.testing.responses_answers import Fault
     from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, MISSING_CALL_FEEDBACK, ToolLoop
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools.base import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind

@@ -19,7 +19,7 @@ import pytest
 from storyteller_daemon.agent.attention import AttentionGate, AttentionOptions, BatchEntry
 from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, ToolLoop
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome
 from storyteller_daemon.agent.tools.base import ToolContext

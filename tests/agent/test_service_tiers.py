@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.service_tiers import TierFallback
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
-from storyteller_daemon.runs.costs import cost_usd
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, text
 

@@ -14,7 +14,7 @@ from agent_doubles import ManualClock, ScriptedModel, calls, text
 
 from storyteller_daemon.agent.dispatch import SKIPPED_ERROR
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, MISSING_CALL_FEEDBACK, ToolLoop
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools import registry
 from storyteller_daemon.agent.tools.base import Tool, ToolContext

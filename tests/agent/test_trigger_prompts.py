@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import AttentionConfig, LimitsConfig

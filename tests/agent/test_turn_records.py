@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec, Usage
 from storyteller_daemon.agent.records import (
     CallRecord,
     RequestRecord,

@@ -13,7 +13,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -120,7 +120,7 @@ def record_a_timed_out_turn(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(ScriptedModel(timeout), RuntimeStats(), PRICES, now=clock.now),
+            model=metered_model(ScriptedModel(timeout), RuntimeStats(), PRICES, now=clock.now),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -86,7 +86,7 @@ def record_runs(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(script(), RuntimeStats(), PRICES, now=clock.now),
+            model=metered_model(script(), RuntimeStats(), PRICES, now=clock.now),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),
@@ -302,7 +302,7 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(batch, RuntimeStats(), PRICES, now=clock.now),
+            model=metered_model(batch, RuntimeStats(), PRICES, now=clock.now),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.interchange.packs.files import read_pack

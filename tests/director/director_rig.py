@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind

@@ -17,7 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+from storyteller_daemon.agent.models.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.bridge.world_server import WorldServer

@@ -29,7 +29,7 @@ from evennia_game import ADMIN, TOKEN_ENV, EvenniaGame, evennia_venv
 from evennia_telnet import TelnetClient
 from sqlalchemy import select
 
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.alerts.service import Alerts
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.clock import SystemClock
@@ -711,7 +711,7 @@ async def test_a_new_admin_goes_from_an_empty_directory_to_a_turn(
     game: EvenniaGame, player: TelnetClient, tmp_path: Any
 ) -> None:
     """init → db upgrade → seed load --check-world → doctor → ais unpause → run, on Evennia."""
-    from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+    from storyteller_daemon.agent.models.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 
     await player.send_line("@tag here = limbo:zone")
     await player.read_until("limbo")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp_doubles import DEAD_COMMAND, TOKEN, SlowServer, weather_command
 
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.ports import McpToolbox
 from storyteller_daemon.agent.records import TurnRecord

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import Model, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.interface import Model, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs import RunRecorder, decode_trigger, encode_trigger, replay_turn
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -97,7 +97,7 @@ def runner(
         situations=store.situations,
         memories=store.memories,
         references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, now=clock.now),
+        model=metered_model(model, RuntimeStats(), PRICES, now=clock.now),
         limits=LimitsConfig(),
         clock=clock,
         stats=RuntimeStats(),

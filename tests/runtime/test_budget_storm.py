@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -176,7 +176,7 @@ def _runner(
         situations=store.situations,
         memories=store.memories,
         references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, budget=budget, now=clock.now),
+        model=metered_model(model, RuntimeStats(), PRICES, budget=budget, now=clock.now),
         limits=LimitsConfig(),
         clock=clock,
         stats=RuntimeStats(),

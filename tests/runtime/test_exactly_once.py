@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import AttentionConfig, LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller

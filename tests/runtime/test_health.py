@@ -11,7 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.app import Runtime, build_runtime
 from storyteller_daemon.config import HttpConfig, parse_config
 from storyteller_daemon.errors import ConfigError, StorageError
@@ -25,7 +26,7 @@ from storyteller_daemon.runtime.health import (
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
@@ -216,7 +217,7 @@ async def test_model_latency_is_measured_per_model_and_exported_as_a_histogram()
     clock = FakeClock()
     # Each answer moves the clock on by the model's latency.
     slow = ScriptedModel(then=text("", Usage(1, 0, 1, 0)), sleep=clock.advance)
-    metered = MeteredModel(slow, RuntimeStats(), {}, monotonic=clock.monotonic)
+    metered = metered_model(slow, RuntimeStats(), {}, monotonic=clock.monotonic)
     for model, seconds in [("gpt-5", 1.5), ("gpt-5", 0.1), ("gpt-5", 90.0), ("gpt-5-nano", 0.3)]:
         slow.latency = seconds
         await metered.respond(ModelRequest(model=model, input=[]))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from storyteller_daemon.agent.attention import AttentionOptions
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind, turn_key
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import EventKind, Heartbeat

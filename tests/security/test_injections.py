@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.situations import Provenance

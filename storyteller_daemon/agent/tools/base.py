@@ -24,7 +24,7 @@ from typing import Any
 from progs.scalars import ID_KEYS, MAX_ID, integer_value, is_id
 from progs.types import ProgSignature
 from storyteller_daemon.agent.effects import Effect
-from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.models.interface import ToolSpec
 from storyteller_daemon.agent.ports import (
     McpToolbox,
     MemoryStore,

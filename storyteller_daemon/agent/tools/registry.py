@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.models.interface import ToolSpec
 from storyteller_daemon.agent.policy_rules import DESTRUCTIVE_RULE
 from storyteller_daemon.agent.tools import (
     landmarks,

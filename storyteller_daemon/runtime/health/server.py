@@ -18,13 +18,13 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.config import HttpConfig
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health.access import Gate, is_loopback
 from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, daemon_metrics
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram
 
 DB_CHECK_SECONDS = 3.0
 SHUTDOWN_SECONDS = 5.0

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse
+from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelFatalError
 
 log = logging.getLogger(__name__)

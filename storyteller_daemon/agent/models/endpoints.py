@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse
+from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelFatalError
 
 

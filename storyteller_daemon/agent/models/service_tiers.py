@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse
+from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse
 from storyteller_daemon.errors import ModelError
 
 log = logging.getLogger(__name__)

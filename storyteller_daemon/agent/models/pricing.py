@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.config import ModelPrice
 
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.config import ModelEntry, model_entry
 
 EFFORTS = ("none", "minimal", "low", "medium", "high")

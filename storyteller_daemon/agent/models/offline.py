@@ -14,8 +14,9 @@ storage, world commands) can be shown working offline:
   ``Location: … [#<id>]`` line, ``CreateSituation`` about the event text plus, when offered, a
   custom tool taking a room and a text, called with a fixed in-world line; otherwise ``Noop``.
 
-Arguments fill every property of the tool's schema (strict schemas require all keys). Ids are
-derived from the request, so the same request always gets the same answer.
+Arguments fill every property of the tool's schema (strict schemas require all keys,
+`offline_schemas`); what a prompt says is read by `offline_prompts`. Ids are derived from the
+request, so the same request always gets the same answer.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from storyteller_daemon.agent.model import (
+from storyteller_daemon.agent.models.interface import (
     FunctionCall,
     ModelRequest,
     ModelResponse,
@@ -34,7 +35,20 @@ from storyteller_daemon.agent.model import (
     ToolSpec,
     Usage,
 )
-from storyteller_daemon.agent.offline_plans import plan_calls
+from storyteller_daemon.agent.models.offline_plans import plan_calls
+from storyteller_daemon.agent.models.offline_prompts import (
+    batch_lines,
+    event_text,
+    last_quoted,
+    title,
+    truncate,
+    user_texts,
+)
+from storyteller_daemon.agent.models.offline_schemas import (
+    fill_arguments,
+    room_and_text_parameters,
+    wants_objects,
+)
 from storyteller_daemon.agent.verdicts import format_ids
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ModelFatalError
@@ -61,13 +75,8 @@ DEFAULT_AMBIENT_LINE = "A watchman's whistle shrills somewhere along the quay."
 """The in-world line sent through a custom room-echo tool."""
 
 _MODEL_ID = "offline-stand-in"
-_TITLE_LIMIT = 80
 _DESCRIPTION_LIMIT = 1000
 _LOCATION = re.compile(r"^\s*Location:.*\[#([\d,]+)\]", re.MULTILINE)
-_EVENT_HEADERS = ("Event Text:", "Spoken Text:")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-_ROOM_PARAMETER = re.compile(r"room|location|cell", re.IGNORECASE)
-_TEXT_PARAMETER = re.compile(r"text|echo|message|emote|line", re.IGNORECASE)
 
 
 class OfflineStandInModel:
@@ -149,14 +158,14 @@ class OfflineStandInModel:
         if "attend" not in properties or "ignore" not in properties:
             # Not a verdict (a connection check, say): the schema's shape with placeholders.
             return _text_response(
-                digest, json.dumps(_fill_arguments({"properties": properties}, {}))
+                digest, json.dumps(fill_arguments({"properties": properties}, {}))
             )
-        reasons = _wants_objects(properties["ignore"])
+        reasons = wants_objects(properties["ignore"])
         attend: list[dict[str, Any]] = []
         ignore: list[Any] = []
-        for number, line in _batch_lines("\n".join(_user_texts(request.input))):
+        for number, line in batch_lines("\n".join(user_texts(request.input))):
             item_id = int(number)
-            found = self._watch_hits(_last_quoted(line))
+            found = self._watch_hits(last_quoted(line))
             if found:
                 attend.append({"id": item_id, "why": "mentions " + ", ".join(found)})
             elif reasons:
@@ -188,68 +197,42 @@ class OfflineStandInModel:
         foreign = not any(t.name in BUILTIN_TOOL_NAMES for t in request.tools)
         fallback = request.tools[0] if request.tool_choice == "required" and foreign else None
         quiet = tools.get("Noop", fallback)
-        noop = [(quiet, _fill_arguments(quiet.parameters, {}))] if quiet is not None else []
+        noop = [(quiet, fill_arguments(quiet.parameters, {}))] if quiet is not None else []
         if any(item.get("type") == "function_call_output" for item in request.input):
             return noop
-        texts = _user_texts(request.input)
+        texts = user_texts(request.input)
         prompt = texts[-1] if texts else ""
-        planned = plan_calls(tools, prompt, _fill_arguments, _room_and_text_parameters)
+        planned = plan_calls(tools, prompt, fill_arguments, room_and_text_parameters)
         if planned is not None:
             return planned
         location = _LOCATION.search(prompt)
         if location is None:
             return noop
         room_id = int(location.group(1).replace(",", ""))
-        event_text = _event_text(prompt)
+        happened = event_text(prompt)
         calls: list[tuple[ToolSpec, dict[str, Any]]] = []
         situation = tools.get("CreateSituation")
         if situation is not None:
             known = {
-                "Title": _title(event_text, room_id),
-                "Description": _truncate(
-                    f'Reported in room #{room_id}: "{event_text}"'
-                    if event_text
+                "Title": title(happened, room_id),
+                "Description": truncate(
+                    f'Reported in room #{room_id}: "{happened}"'
+                    if happened
                     else f"Something happened in room #{room_id}.",
                     _DESCRIPTION_LIMIT,
                 ),
                 "RoomId": room_id,
                 "CharacterId": None,
             }
-            calls.append((situation, _fill_arguments(situation.parameters, known)))
+            calls.append((situation, fill_arguments(situation.parameters, known)))
         for tool in request.tools:
-            parameters = _room_and_text_parameters(tool)
+            parameters = room_and_text_parameters(tool)
             if tool.name not in BUILTIN_TOOL_NAMES and parameters is not None:
                 room_name, text_name = parameters
                 known = {room_name: room_id, text_name: self._ambient_line}
-                calls.append((tool, _fill_arguments(tool.parameters, known)))
+                calls.append((tool, fill_arguments(tool.parameters, known)))
                 break
         return calls or noop
-
-
-_BATCH_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
-
-
-def _batch_lines(text: str) -> list[tuple[str, str]]:
-    """The (id, line) of every event of an attention batch."""
-    return [(m.group(1), m.group(2)) for m in _BATCH_LINE.finditer(text)]
-
-
-def _last_quoted(line: str) -> str:
-    """The event's own text: the line's last JSON string (not the room or speaker names)."""
-    start = line.rfind(': "')
-    if start < 0:
-        return line
-    try:
-        value = json.loads(line[start + 2 :])
-    except json.JSONDecodeError:
-        return line
-    return value if isinstance(value, str) else line
-
-
-def _wants_objects(schema: Any) -> bool:
-    """Whether a list's items are objects (ignore verdicts with reasons)."""
-    items = schema.get("items") if isinstance(schema, Mapping) else None
-    return isinstance(items, Mapping) and items.get("type") == "object"
 
 
 SUMMARY_HEADER = "Offline stand-in summary (rule-based, not a language model); the newest changes:"
@@ -261,7 +244,7 @@ def _summary(request: ModelRequest) -> str:
     its input, as given, under a header that says what wrote them."""
     lines = [
         line.strip()
-        for text in _user_texts(request.input)
+        for text in user_texts(request.input)
         for line in text.splitlines()
         if line.strip().startswith("- ")
     ]
@@ -300,128 +283,3 @@ def _response(
         continuation=tuple(items),
         usage=Usage(),
     )
-
-
-def _user_texts(items: Iterable[ResponseItem]) -> list[str]:
-    """The text of each user message, in order."""
-    texts: list[str] = []
-    for item in items:
-        if item.get("role") != "user" or item.get("type", "message") != "message":
-            continue
-        content = item.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            parts = [
-                part["text"]
-                for part in content
-                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-            ]
-            texts.append("\n".join(parts))
-    return texts
-
-
-def _event_text(prompt: str) -> str:
-    """The text after an ``Event Text:``/``Spoken Text:`` header, up to the next blank line."""
-    lines = prompt.splitlines()
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        header = next((h for h in _EVENT_HEADERS if stripped.startswith(h)), None)
-        if header is None:
-            continue
-        collected = [_unquote(stripped[len(header) :])]
-        for following in lines[index + 1 :]:
-            if not following.strip() or following.startswith("<<end world-text "):
-                break
-            collected.append(_unquote(following))
-        return " ".join(part for part in collected if part)
-    return ""
-
-
-_FENCE_MARKER = re.compile(r"<<(end )?world-text [0-9a-f]+( from [^>]*)?>>")
-
-
-def _unquote(line: str) -> str:
-    """A line of world text; the markers of the fence around it count as blank."""
-    text = line.strip()
-    return "" if _FENCE_MARKER.fullmatch(text) else text
-
-
-_TITLE_WORDS = 4
-"""Words of the event a title keeps: fewer than the policy's run of copied words (6), so the
-stand-in's titles are its own words, as a storyteller's must be (`dictated`)."""
-
-
-def _title(event_text: str, room_id: int) -> str:
-    if not event_text:
-        return f"Something stirs in room #{room_id}"
-    sentence = _SENTENCE_END.split(event_text, maxsplit=1)[0].split()
-    if len(sentence) > _TITLE_WORDS:
-        return _truncate(f"In room #{room_id}: {' '.join(sentence[:_TITLE_WORDS])}…", _TITLE_LIMIT)
-    return _truncate(" ".join(sentence), _TITLE_LIMIT)
-
-
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _types(schema: Any) -> set[str]:
-    """Every JSON type a property schema allows (``type`` lists and ``anyOf`` included)."""
-    if not isinstance(schema, Mapping):
-        return set()
-    declared = schema.get("type")
-    types = {declared} if isinstance(declared, str) else set(declared or ())
-    for option in schema.get("anyOf") or ():
-        types |= _types(option)
-    return {str(t) for t in types}
-
-
-def _room_and_text_parameters(tool: ToolSpec) -> tuple[str, str] | None:
-    """Names of an integer room parameter and a string parameter of ``tool``, if it has both."""
-    properties = tool.parameters.get("properties") or {}
-    room = next(
-        (
-            name
-            for name, schema in properties.items()
-            if _ROOM_PARAMETER.search(name) and "integer" in _types(schema)
-        ),
-        None,
-    )
-    strings = [name for name, schema in properties.items() if "string" in _types(schema)]
-    if room is None or not strings:
-        return None
-    text = next((name for name in strings if _TEXT_PARAMETER.search(name)), strings[0])
-    return room, text
-
-
-def _fill_arguments(schema: Mapping[str, Any], known: Mapping[str, Any]) -> dict[str, Any]:
-    """A value for every property of an object schema: ``known`` ones (by case-insensitive
-    name) where their type allows, a neutral placeholder otherwise."""
-    lowered = {name.lower(): value for name, value in known.items()}
-    arguments: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        types = _types(prop)
-        key = str(name).lower()
-        if key in lowered and (lowered[key] is not None or "null" in types):
-            arguments[name] = lowered[key]
-        else:
-            arguments[name] = _placeholder(prop, types)
-    return arguments
-
-
-def _placeholder(schema: Any, types: set[str]) -> Any:
-    if "null" in types:
-        return None
-    if isinstance(schema, Mapping) and schema.get("enum"):
-        return schema["enum"][0]
-    if "string" in types:
-        return ""
-    if "integer" in types or "number" in types:
-        return 0
-    if "boolean" in types:
-        return False
-    if "array" in types:
-        return []
-    if "object" in types and isinstance(schema, Mapping):
-        return _fill_arguments(schema, {})
-    return None

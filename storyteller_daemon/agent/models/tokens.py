@@ -17,12 +17,24 @@ budget by the real count too:
 
 Pieces never cross a line break, so the estimate of blocks joined by blank lines is the sum
 of their estimates plus one per join; prompt assembly relies on that (`agent.context`).
+
+A floor is the opposite case: `characters_holding` says how much prose surely reaches a token
+count, so it errs long (the attention examples that bring instructions up to the provider's
+prompt-cache floor are sized by it).
+
+Money needs a bound, not an estimate: `input_estimate` counts a whole request at one token per
+byte of its body (no token is shorter than a byte), which the budgets reserve before a request
+goes and the ledger bills for a request the provider got but did not answer.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+
+from storyteller_daemon.agent.models.interface import ModelRequest
+from storyteller_daemon.agent.records import api_body
 
 TokenCounter = Callable[[str], int]
 """Estimated (or exact) tokens of a text; what a prompt budget is measured with."""
@@ -49,6 +61,22 @@ def estimate_tokens(text: str) -> int:
         + len(_SPACES.findall(text))
         + other
     )
+
+
+PROSE_CHARS_PER_TOKEN = 4.5
+"""Characters of English prose counted per token when a length must reach a token count:
+above the usual four, so the count is reached."""
+
+
+def characters_holding(tokens: int) -> int:
+    """Characters of English prose that hold at least `tokens` tokens (errs long)."""
+    return int(tokens * PROSE_CHARS_PER_TOKEN)
+
+
+def input_estimate(request: ModelRequest) -> int:
+    """The request's input tokens at most: its body's UTF-8 size (no token is shorter than a
+    byte)."""
+    return len(json.dumps(api_body(request), ensure_ascii=False).encode("utf-8"))
 
 
 def cut_to_tokens(

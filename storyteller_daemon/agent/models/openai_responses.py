@@ -35,12 +35,12 @@ from openai.types.responses.response_create_params import (
 )
 from openai.types.shared_params import Reasoning
 
-from storyteller_daemon.agent.capabilities import (
+from storyteller_daemon.agent.models.capabilities import (
     ModelCapabilities,
     infer_capabilities,
     shape_request,
 )
-from storyteller_daemon.agent.model import (
+from storyteller_daemon.agent.models.interface import (
     FunctionCall,
     ModelRequest,
     ModelResponse,

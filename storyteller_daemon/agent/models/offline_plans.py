@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.models.interface import ToolSpec
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 
 Call = tuple[ToolSpec, dict[str, Any]]
