@@ -47,6 +47,7 @@ from storyteller_daemon.agent.models.interface import (
     ModelRequest,
     ModelResponse,
     ResponseItem,
+    api_body,
     response_from_json,
     response_to_json,
 )
@@ -58,7 +59,6 @@ from storyteller_daemon.agent.records import (
     RequestRecord,
     TurnOutcome,
     TurnRecord,
-    api_body,
     response_summary,
 )
 from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from storyteller_daemon.agent.records import TurnRecord, api_body, response_summary, usage_dict
+from storyteller_daemon.agent.models.interface import api_body
+from storyteller_daemon.agent.records import TurnRecord, response_summary, usage_dict
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller

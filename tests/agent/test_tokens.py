@@ -8,14 +8,13 @@ import json
 from pathlib import Path
 
 import storyteller_daemon
-from storyteller_daemon.agent.models.interface import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest, api_body
 from storyteller_daemon.agent.models.tokens import (
     characters_holding,
     cut_to_tokens,
     estimate_tokens,
     input_estimate,
 )
-from storyteller_daemon.agent.records import api_body
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.tool_names import ToolProfile

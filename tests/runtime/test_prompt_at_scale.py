@@ -17,8 +17,8 @@ from sqlalchemy import insert
 
 from storyteller_daemon.agent.context import Priority
 from storyteller_daemon.agent.knowledge import MORE_SITUATIONS
+from storyteller_daemon.agent.models.interface import api_body
 from storyteller_daemon.agent.models.tokens import estimate_tokens
-from storyteller_daemon.agent.records import api_body
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest

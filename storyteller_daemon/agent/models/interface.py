@@ -110,6 +110,33 @@ class ModelResponse:
     """The tier that served the request, when the provider says (it prices the usage)."""
 
 
+def api_body(request: ModelRequest) -> dict[str, Any]:
+    """The Responses-API request body a `ModelRequest` stands for (stateless, ``store=false``)."""
+    body: dict[str, Any] = {"model": request.model, "input": list(request.input), "store": False}
+    if request.instructions is not None:
+        body["instructions"] = request.instructions
+    if request.tools:
+        body["tools"] = [tool.to_api() for tool in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    if request.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.reasoning_effort is not None:
+        body["reasoning"] = {"effort": request.reasoning_effort}
+        body["include"] = ["reasoning.encrypted_content"]
+    if request.max_output_tokens is not None:
+        body["max_output_tokens"] = request.max_output_tokens
+    if request.text_format is not None:
+        body["text"] = {"format": request.text_format}
+    if request.truncation is not None:
+        body["truncation"] = request.truncation
+    if request.metadata:
+        body["metadata"] = dict(request.metadata)
+    if request.prompt_cache_key is not None:
+        body["prompt_cache_key"] = request.prompt_cache_key
+    return body
+
+
 def response_to_json(response: ModelResponse) -> dict[str, Any]:
     """The answer as JSON (for the turn journal); its usage is left out: a replayed answer
     costs nothing again."""

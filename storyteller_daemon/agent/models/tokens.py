@@ -33,8 +33,7 @@ import json
 import re
 from collections.abc import Callable
 
-from storyteller_daemon.agent.models.interface import ModelRequest
-from storyteller_daemon.agent.records import api_body
+from storyteller_daemon.agent.models.interface import ModelRequest, api_body
 
 TokenCounter = Callable[[str], int]
 """Estimated (or exact) tokens of a text; what a prompt budget is measured with."""
