@@ -15,27 +15,29 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from storyteller_daemon.agent.trigger import TriggerKind
-from storyteller_daemon.cli.ais_io import (
+from storyteller_daemon.cli.support import (
+    JsonFlag,
     command_group,
     format_duration,
-    parse_duration,
-    register,
-    say,
-)
-from storyteller_daemon.cli.common import (
-    JsonFlag,
     open_store,
+    parse_duration,
     print_json,
+    register,
     run_async,
+    say,
     state,
     working,
 )
-from storyteller_daemon.cli.runs_view import (
+from storyteller_daemon.cli.views.runs import (
+    Since,
+    StorytellerOption,
+    Until,
     list_runs,
-    parse_when,
     show_replay,
     show_run,
+    storyteller_filter,
     summary_json,
+    time_window,
 )
 from storyteller_daemon.errors import NotFoundError, ValidationError
 
@@ -48,33 +50,6 @@ app = command_group("Run records: list and show what storytellers did, replay a 
 RUN_KINDS = ("turn", "attention", "digest")
 
 RunId = Annotated[int, typer.Argument(metavar="ID", help="Run id (see `runs list`).", min=1)]
-StorytellerOption = Annotated[
-    str | None,
-    typer.Option("--storyteller", "-s", help="Only this storyteller (id, or name in any case)."),
-]
-Since = Annotated[
-    str | None,
-    typer.Option(help="Only from this time: 2026-03-01, 2026-03-01T12:00 (UTC) or 3d (ago)."),
-]
-Until = Annotated[str | None, typer.Option(help="Only before this time (same forms).")]
-
-
-def storyteller_filter(ref: str | None) -> tuple[int | None, str | None]:
-    """``--storyteller`` as the (id, name) filter pair: digits are an id, anything else a name."""
-    if ref is None or not ref.strip():
-        return None, None
-    text = ref.strip()
-    return (int(text), None) if text.isdigit() else (None, text)
-
-
-def time_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
-    """``--since`` and ``--until`` as UTC times."""
-    now = datetime.now(UTC)
-    start = parse_when(since, now) if since else None
-    end = parse_when(until, now) if until else None
-    if start is not None and end is not None and end <= start:
-        raise ValidationError("--until must be later than --since.")
-    return start, end
 
 
 @register(app, "list")
@@ -244,7 +219,7 @@ async def retry(
     json_out: JsonFlag = False,
 ) -> None:
     """Queue a failed turn again: it resumes from its journal, so nothing it did runs twice."""
-    from storyteller_daemon.cli.common import os_user
+    from storyteller_daemon.cli.support import os_user
     from storyteller_daemon.storage.backlog import BacklogRepository
     from storyteller_daemon.storage.runs import RunRepository
 

@@ -26,7 +26,7 @@ from typer.testing import CliRunner, Result
 
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli import common as cli_common
+from storyteller_daemon.cli import support as cli_common
 from storyteller_daemon.storage.store import Store
 
 T = TypeVar("T")
