@@ -263,7 +263,8 @@ async def stream(
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
     from storyteller_daemon.bench.stand_ins import LogLineCounter
-    from storyteller_daemon.bench.stream import StreamBenchOptions, run_stream_bench
+    from storyteller_daemon.bench.stream import run_stream_bench
+    from storyteller_daemon.bench.stream_report import StreamBenchOptions
     from storyteller_daemon.errors import ValidationError
     from world_adapter.sim.stream_files import read_stream
 
