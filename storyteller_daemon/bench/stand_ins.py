@@ -2,7 +2,7 @@
 
 `ScaledClock` is the daemon's clock running faster than real time. `Oracle` is the model: it
 answers attention requests from the stream's labels (breaking the verdict contract on a share of
-them, `bench_contract_faults`) and turn rounds with ``Noop`` (or one narration through
+them, `bench.contract_faults`) and turn rounds with ``Noop`` (or one narration through
 ``EchoToRoom``), with latency and with token counts estimated from request and reply sizes,
 logging them in a `RequestLog`. `ProgLog` counts what the world ran, and
 `cost_usd` prices the model's tokens at `LIST_PRICES`.

@@ -1,7 +1,7 @@
 """``storyteller init DIR``: start from your own world.
 
 Probes the game over the bridge, then writes into DIR a ``storyteller.toml`` for that game and
-a starter pack made from what the game answered (see `init_files`), plus a README of the next
+a starter pack made from what the game answered (see `init.files`), plus a README of the next
 steps. Given ``--config`` (an installed daemon's configuration), it uses that file's game and
 database and writes only the pack and the README. On a terminal it asks for what the flags
 leave out; elsewhere the flags (or their defaults) are all it uses. It writes nothing when the
