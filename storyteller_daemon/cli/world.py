@@ -10,24 +10,16 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.support import (
-    JsonFlag,
-    console,
-    print_json,
-    run_async,
-    state,
-    table,
-)
+from storyteller_daemon.cli.support import JsonFlag, console, print_json, run_async, state, table
 from storyteller_daemon.errors import NotFoundError
 
 if TYPE_CHECKING:
     from storyteller_daemon.app.world_access import ReachedWorld
 
-T = TypeVar("T")
 
 app = typer.Typer(
     help="The configured world, read-only: zones, rooms, progs, characters.",

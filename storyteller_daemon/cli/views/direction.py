@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from storyteller_daemon.cli.support import (
-    say,
-    yes_no,
-)
+from storyteller_daemon.cli.support import say, yes_no
 
 if TYPE_CHECKING:
     from storyteller_daemon.domain.settings import Storyteller

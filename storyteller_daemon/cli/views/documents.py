@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from storyteller_daemon.cli.support import (
-    say,
-)
+from storyteller_daemon.cli.support import say
 from storyteller_daemon.domain.references import ReferenceDocument
 
 if TYPE_CHECKING:
