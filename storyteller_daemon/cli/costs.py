@@ -13,11 +13,15 @@ from typing import Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.ais_io import say, table
-from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async
-from storyteller_daemon.cli.runs import Since, StorytellerOption, Until, storyteller_filter
-from storyteller_daemon.cli.runs import time_window as window
-from storyteller_daemon.cli.runs_view import usd
+from storyteller_daemon.cli.support import JsonFlag, open_store, print_json, run_async, say, table
+from storyteller_daemon.cli.views.runs import (
+    Since,
+    StorytellerOption,
+    Until,
+    storyteller_filter,
+    usd,
+)
+from storyteller_daemon.cli.views.runs import time_window as window
 
 
 class Grouping(StrEnum):

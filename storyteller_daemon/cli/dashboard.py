@@ -13,8 +13,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_io import say
-from storyteller_daemon.cli.common import open_store, run_async, state
+from storyteller_daemon.cli.support import open_store, run_async, say, state
 
 STREAM_POLL_SECONDS = 2.0
 """How often the live timeline looks for runs a daemon elsewhere stored."""

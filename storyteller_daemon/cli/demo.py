@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from storyteller_daemon.bundled import example_config
-from storyteller_daemon.cli.common import console, run_async
+from storyteller_daemon.cli.support import console, run_async
 
 DEMO_STORYTELLER = "Harbour Ward Watch"
 DIRECTOR = "Harbour Ward Director"
@@ -68,7 +68,7 @@ async def demo(
 ) -> None:
     """Migrate a fresh SQLite file, load the packs, and watch a storyteller work (Ctrl-C ends)."""
     from storyteller_daemon.app import OFFLINE_BANNER, build_runtime, choose_model, open_store
-    from storyteller_daemon.cli.run import configure_logging
+    from storyteller_daemon.app.logs import configure_logging
     from storyteller_daemon.config import load_config, parse_config
     from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.runtime.daemon import stop_on_signals
@@ -118,7 +118,7 @@ async def demo(
 
     world = SimWorld.harbour_town(seed=cfg.world.sim_seed)
     players = [(s.id, s.name) for s in world.all_sheets() if s.is_player]
-    from storyteller_daemon.cli.live import ConsoleObserver
+    from storyteller_daemon.cli.views.live import ConsoleObserver
 
     observer = ConsoleObserver(console, players=lambda: players, output_of=world.output_of)
     # The panel above said it; the daemon's own start-up warning would say it twice.

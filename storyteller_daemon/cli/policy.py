@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.ais_io import say
-from storyteller_daemon.cli.common import (
+from storyteller_daemon.cli.support import (
     JsonFlag,
     acting_user,
     console,
     fail,
     open_store,
     print_json,
-    print_table,
     run_async,
+    say,
     state,
+    table,
 )
 from storyteller_daemon.errors import ConfigError
 
@@ -144,7 +144,7 @@ async def approvals(
     if as_json:
         print_json([_approval_json(a) for a in found])
         return
-    print_table(
+    table(
         "Parked calls",
         ["id", "state", "storyteller", "tool", "arguments", "trigger", "expires (UTC)"],
         [
@@ -159,6 +159,7 @@ async def approvals(
             )
             for a in found
         ],
+        wide={"storyteller", "tool", "arguments", "trigger"},
     )
 
 
@@ -201,7 +202,7 @@ async def report(
     as_json: JsonFlag = False,
 ) -> None:
     """Refused calls by rule, tool, storyteller and triggering character."""
-    from storyteller_daemon.cli.runs import time_window
+    from storyteller_daemon.cli.views.runs import time_window
     from storyteller_daemon.runs.refusals import refusal_report
 
     start, _ = time_window(since, None)
@@ -221,12 +222,13 @@ async def report(
         ("By tool", "by_tool"),
         ("By storyteller", "by_storyteller"),
     ):
-        print_table(title, ["", "refused"], list(data[key].items()))
-    print_table(
+        table(title, ["", "refused"], list(data[key].items()), wide={""})
+    table(
         "By triggering character",
         ["character", "refused", "rules"],
         [
             (name, entry["refused"], ", ".join(f"{r} {n}" for r, n in entry["rules"].items()))
             for name, entry in data["by_character"].items()
         ],
+        wide={"character", "rules"},
     )

@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from storyteller_daemon.bundled import bundled_dir
-from storyteller_daemon.cli.common import (
+from storyteller_daemon.cli.support import (
     JsonFlag,
     console,
     err_console,
     fail,
     open_store,
     print_json,
-    print_table,
     run_async,
     state,
+    table,
     working,
 )
 from storyteller_daemon.errors import EX_DATAERR, ConfigError
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 # storage (SQLAlchemy) is imported by the commands themselves, so `--help` stays quick.
 SEED_DIR = bundled_dir("seed")
+
+_PACK_WIDE = frozenset({"Description", "Written for", "Storytellers", "Documents"})
 
 app = typer.Typer(help="Example storyteller packs: list and load.", no_args_is_help=True)
 
@@ -112,7 +114,12 @@ async def list_(
     if as_json:
         print_json(packs)
         return
-    print_table("Packs", ["Pack", "Description", "Written for", "Storytellers", "Documents"], rows)
+    table(
+        "Packs",
+        ["Pack", "Description", "Written for", "Storytellers", "Documents"],
+        rows,
+        wide=_PACK_WIDE,
+    )
 
 
 @app.command("load")
@@ -160,9 +167,10 @@ async def load(
         )
         return
     if report.changed or dry_run:
-        print_table(
+        table(
             None,
             ["Kind", "Name", "Action", "Changed fields"],
             [(c.kind, c.name, c.action.value, ", ".join(c.fields)) for c in report.changes],
+            wide={"Name", "Changed fields"},
         )
     console.print(_summary(report))

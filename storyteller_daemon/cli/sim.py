@@ -17,10 +17,8 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.cli.support import DEFAULT_TOKEN_ENV, console, fail, run_async
 from storyteller_daemon.errors import EX_CONFIG
-
-DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - the NAME of a variable
 
 app = typer.Typer(
     help="The embedded sim world, served over the bridge protocol.", no_args_is_help=True

@@ -11,8 +11,8 @@ import pytest
 import storyteller_daemon
 from storyteller_daemon.agent.models import pricing
 from storyteller_daemon.agent.models.interface import Usage
-from storyteller_daemon.cli import bench_stream
-from storyteller_daemon.cli.bench_stand_ins import LIST_PRICES
+from storyteller_daemon.bench import stream_report
+from storyteller_daemon.bench.stand_ins import LIST_PRICES
 from storyteller_daemon.config import ModelPrice
 
 PACKAGE = Path(storyteller_daemon.__file__).parent
@@ -45,14 +45,14 @@ def test_the_price_functions_are_defined_once() -> None:
 
 
 def test_the_bench_prices_with_the_one_cost_function() -> None:
-    assert bench_stream.cost_usd is pricing.cost_usd
+    assert stream_report.cost_usd is pricing.cost_usd
 
 
 def test_more_cached_than_input_tokens_bills_no_negative_input() -> None:
     # A provider reporting more cached tokens than input tokens: the uncached share is 0, not
     # negative, so the bill is the cached tokens at the cached price (and never below 0).
     odd = Usage(input_tokens=100, cached_tokens=150, output_tokens=0)
-    cost = bench_stream.cost_usd(PRICES, "gpt-5", odd)
+    cost = stream_report.cost_usd(PRICES, "gpt-5", odd)
     assert cost == pytest.approx(150 * 0.125 / 1_000_000)
     assert pricing.cost_usd(PRICES, "gpt-5", odd, "flex") == pytest.approx(cost / 2)
 

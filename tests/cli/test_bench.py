@@ -91,7 +91,8 @@ async def test_a_long_benchmark_shows_progress_on_a_terminal_only(
 
     from rich.console import Console
 
-    from storyteller_daemon.cli import bench, common
+    from storyteller_daemon.cli import bench
+    from storyteller_daemon.cli import support as common
 
     heard: list[tuple[int, int]] = []
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from storyteller_daemon.bench.stream import run_stream_bench
+from storyteller_daemon.bench.stream_report import StreamBenchOptions
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
 from storyteller_daemon.domain.work import TURN_RETRIES
 from world_adapter.sim.stream import labelled_stream
 from world_adapter.sim.stream_files import write_stream

@@ -13,7 +13,8 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli.doctor import Doctor, Finding
+from storyteller_daemon.cli.doctor.checks import Doctor
+from storyteller_daemon.cli.doctor.findings import Finding
 from storyteller_daemon.config import Config, parse_config
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.storage.store import Store

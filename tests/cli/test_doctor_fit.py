@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli.doctor import Doctor, Finding
+from storyteller_daemon.cli.doctor.checks import Doctor
+from storyteller_daemon.cli.doctor.findings import Finding
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.seeding import load_pack

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli import common as cli_common
+from storyteller_daemon.cli import support as cli_common
 from storyteller_daemon.storage.store import Store
 
 runner = CliRunner()
