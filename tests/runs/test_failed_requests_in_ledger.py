@@ -15,11 +15,12 @@ import pytest
 from storyteller_daemon.agent.breaker import CircuitBreaker
 from storyteller_daemon.agent.model import ModelRequest, Usage
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError
-from storyteller_daemon.runs import RunRecorder, Services
+from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, input_estimate, worst_case
 from storyteller_daemon.runtime.spending.metering import MeteredModel
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -50,8 +51,8 @@ async def server() -> AsyncIterator[ScriptedResponsesServer]:
         yield running
 
 
-def services(store: Store) -> Services:
-    return Services(SimWorld.harbour_town(), store.situations, store.memories, store.references)
+def services(store: Store) -> TurnServices:
+    return TurnServices(SimWorld.harbour_town(), store.situations, store.memories, store.references)
 
 
 def input_usd(tokens: int) -> float:
