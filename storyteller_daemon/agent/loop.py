@@ -24,7 +24,7 @@ model is only repeating itself. Calls to tools not offered in this turn are refu
 
 How one call is run (repeat check, policy point, approval parking) is `dispatch`.
 
-With a turn journal (`ToolContext.journal`) each answer is kept as it comes and each call's
+With a turn journal (`TurnServices.journal`) each answer is kept as it comes and each call's
 result with it (a call that writes notes keeps it in the same transaction as its writes). A turn
 run again under its key after a crash takes the answers and results kept before from the
 journal, so it asks the model nothing twice and writes nothing twice; it goes on from where the

@@ -1,5 +1,7 @@
 """The agent behind the pipeline: prompts, the attention gate, the tool loop, and accounting.
 
+`AgentTurnRunner` is the one `TurnRunner` (`agent.turn_runner`): attention batches go to its
+`AttentionJudge` (`runtime.judging`), turns to the tool loop over the turn's `TurnServices`.
 Each attention call and each turn runs inside a `RunRecorder` run, which attributes its model
 requests (for the budgets and the cost ledger), tapes what the turn's services answered, and
 stores the run record. A replay builds this same runner over services that answer from a tape.
@@ -16,8 +18,6 @@ from typing import Any
 from storyteller_daemon.agent.attention import (
     AttentionGate,
     AttentionOptions,
-    BatchEntry,
-    attention_input,
 )
 from storyteller_daemon.agent.director import (
     DirectorView,
@@ -55,18 +55,16 @@ from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.direction import ProviderKind
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.judging import AttentionJudge
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
-VIOLATION_ALERT_STREAK = 5
-"""Consecutive attention contract violations before an error is raised to the admins."""
-
 
 class AgentTurnRunner:
-    """Implements the pipeline's `TurnRunner` with the real agent."""
+    """Implements the `TurnRunner` of the pipeline and of replays with the real agent."""
 
     def __init__(
         self,
@@ -110,69 +108,16 @@ class AgentTurnRunner:
         # of the prompt (stored knowledge that changed not) reads the same turn after turn.
         self._notes_fence = fences.notes or Fence.new().token
         self.gate = AttentionGate(model, limits, options=attention)
+        self._recorder = recorder or RunRecorder(None, None, clock)
+        self._judge = AttentionJudge(self.gate, self._prompts, self._recorder, stats, alerts)
         self._loop = ToolLoop(model, limits, clock, policy=policy)
         self._policy = policy
-        self._recorder = recorder or RunRecorder(None, None, clock)
-
-    async def _attention_line(self, storyteller: Storyteller, trigger: Trigger) -> str:
-        """One event as the gate shows it; the reference design shows its classifier what its
-        turn would see (an echo's raw text, the whole prompt of speech and crimes)."""
-        if not self.gate.options.reference:
-            return await self._prompts.attention_line(trigger)
-        prompt = await self._prompts.build(storyteller, trigger)
-        return prompt.attention_input or await self._prompts.attention_line(trigger)
 
     async def judge(
         self, storyteller: Storyteller, triggers: Sequence[Trigger]
     ) -> list[AttentionVerdict]:
-        """Verdicts for a batch of triggers (room echoes, speech, crimes), one request for all.
-
-        The batch is recorded as one attention run; its events get the ids ``1``, ``2``...
-        in order.
-        """
-        if not triggers:
-            return []
-        reference = self.gate.options.reference
-        context = "" if reference else await self._prompts.attention_context(storyteller, triggers)
-        entries = [
-            BatchEntry(str(index), await self._attention_line(storyteller, trigger))
-            for index, trigger in enumerate(triggers, start=1)
-        ]
-        fence = Fence.new()
-        item = attention_input(context, entries, fence)
-        # Named like the turn of the same events, so a burst's turn shows its attention call.
-        extra = f"+{len(triggers) - 1}" if len(triggers) > 1 else ""
-        key = f"{turn_key(storyteller, triggers[0])}{extra}"
-        async with self._recorder.attention(storyteller, triggers, key, item) as run:
-            judgement = await self.gate.judge(storyteller, context, entries, fence)
-            run.verdicts = [judgement.verdicts[e.id] for e in entries]
-        self._stats.attention_calls += judgement.requests
-        self._stats.events_judged_alone += judgement.alone
-        verdicts = run.verdicts
-        assert storyteller.id is not None
-        streak = self.gate.consecutive_violations(storyteller.id)
-        if streak == VIOLATION_ALERT_STREAK:
-            # One bad reply is noise; a run of them means a wrong model or prompt.
-            last = "; ".join(judgement.problems[-2:]) or "unknown"
-            log.error(
-                "storyteller %s: the attention model broke the verdict contract in %d batches "
-                "in a row (last: %s); check its attention model and prompt",
-                storyteller.name,
-                streak,
-                last,
-            )
-            if self._alerts is not None:
-                self._alerts.alert(
-                    "attention_violations",
-                    f"{storyteller.name}: its attention model keeps breaking the verdict contract",
-                    f"{streak} batches in a row broke it (last: {last}). Events are asked "
-                    "about again, then alone; those no reply judges get turns when urgent (rule "
-                    "fail_open) and are recorded as violations otherwise. Check the "
-                    "storyteller's attention model and prompt.",
-                    severity="warning",
-                    key=f"attention_violations:{storyteller.id}",
-                )
-        return verdicts
+        """Verdicts for a batch of triggers, one recorded request for all (`AttentionJudge`)."""
+        return await self._judge.judge(storyteller, triggers)
 
     async def interrupted(
         self,

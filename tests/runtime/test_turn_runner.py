@@ -12,7 +12,8 @@ from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.model import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind, turn_key
 from storyteller_daemon.domain.settings import EventKind, Heartbeat
-from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner
+from storyteller_daemon.runtime.judging import VIOLATION_ALERT_STREAK
+from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock

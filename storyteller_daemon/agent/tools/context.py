@@ -58,11 +58,12 @@ def _add(kept: list[str], texts: Iterable[str], taint: Taint) -> None:
 class ToolContext:
     """What a tool handler may use.
 
-    The composition root builds one with the long-lived services; `ToolLoop.run` narrows it to
-    a turn with `for_turn`.
+    The turn runner builds one over the turn's services (`TurnServices`, taped while the turn
+    is recorded); `ToolLoop.run` narrows it to a turn with `for_turn`. A tool reaches a store
+    as ``ctx.services.<field>``.
 
     Attributes:
-        services: the world and the stores the turn uses (taped while it is recorded).
+        services: the world and the stores the turn uses.
         progs: the world's prog catalogue for this turn; None means "ask the world once".
         storyteller: whose turn it is (set by `for_turn`).
         turn_key: the turn's stable key; prog calls derive their idempotency keys from it.
