@@ -21,7 +21,9 @@ from storyteller_daemon.agent.models.metering import LatencyHistogram, MeteredMo
 from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path, kill_switch_on
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import Finish, TurnOutcome, Verdict
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
 from storyteller_daemon.app.adapters import (
@@ -46,9 +48,8 @@ from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardD
 from storyteller_daemon.runtime.game_admin import GameAdmin
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
-from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
+from storyteller_daemon.runtime.pipeline import Observer, Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.ports import Finish
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.reflection import (
     DigestRefresher,
@@ -153,20 +154,25 @@ async def build_runtime(
             now=clock.now,
         )
         latency = metered.latency
-        runner = AgentTurnRunner(
+        services = TurnServices(
             world=world,
             situations=store.situations,
             memories=store.memories,
             references=store.references,
+            speech=store.speech,
+            digests=store.digests,
+            mcp=mcp,
+            plans=store.plans,
+            claims=store.claims,
+            queries=store.queries,
+            journal=journal,
+        )
+        runner = AgentTurnRunner(
+            services,
             model=metered,
             limits=cfg.limits,
             clock=clock,
             stats=stats,
-            speech=store.speech,
-            digests=store.digests,
-            plans=store.plans,
-            claims=store.claims,
-            queries=store.queries,
             alerts=alerts,
             recorder=recorder,
             attention=AttentionOptions(
@@ -179,8 +185,6 @@ async def build_runtime(
             ),
             lookups=lookups,
             policy=policy,
-            mcp=mcp,
-            journal=journal,
         )
     summaries = None  # the log's minute summaries, unless the caller observes the pipeline
     if observer is None:

@@ -29,6 +29,7 @@ from progs.scalars import is_id
 from progs.types import ProgParameter, ProgSignature, ProgType, supports_tool_parameter
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.direction import Direction
@@ -165,20 +166,24 @@ class ArgumentsRig:
         outcome = Outcome(case)
         before = len(self.game.calls)
         model = ScriptedModel(calls((case.tool, case.text)), then=calls(("Noop", {})))
-        runner = AgentTurnRunner(
-            world=self.game,  # as the daemon wires it: turns ask the world, attention the cache
-            lookups=CachedWorld(self.game, self.clock.monotonic),
+        services = TurnServices(
+            world=self.game,
             situations=self.store.situations,
             memories=self.store.memories,
             references=self.store.references,
+            plans=self.store.plans,
+            claims=self.store.claims,
+        )
+        runner = AgentTurnRunner(
+            services,
+            # as the daemon wires it: turns ask the world, attention the cache
+            lookups=CachedWorld(self.game, self.clock.monotonic),
             model=model,
             limits=self.limits,
             clock=self.clock,
             stats=RuntimeStats(),
             recorder=RunRecorder(self.store.runs, None, self.clock),
             policy=Policy(_PERMISSIVE, self.clock.monotonic, now=self.clock.now),
-            plans=self.store.plans,
-            claims=self.store.claims,
         )
         trigger = Trigger(TriggerKind.HEARTBEAT, self.clock.now(), heartbeat=Heartbeat.HOUR)
         try:

@@ -147,6 +147,7 @@ async def replay(
     The world's answers and prog results come from the recording, so no prog runs and nothing
     is stored, except the cost of a live model's requests in the cost ledger.
     """
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runs import replay_turn
     from storyteller_daemon.runtime.turns import replay_runner
     from storyteller_daemon.storage.ledger import LedgerRepository
@@ -176,6 +177,7 @@ async def replay(
                     storyteller,
                     cfg.limits,
                     runner=replay_runner,
+                    clock=SystemClock(),
                     live=live,
                     live_name=model,
                     prices=cfg.model.prices,

@@ -25,7 +25,7 @@ from storyteller_daemon.runs.differences import Difference
 from storyteller_daemon.runs.recorder import RunRecorder
 from storyteller_daemon.runs.records import AttentionRun, DigestRun, TurnRun
 from storyteller_daemon.runs.replay import ReplayReport, RunnerFactory, replay_turn
-from storyteller_daemon.runs.tape import Services, Tape, decode_trigger, encode_trigger
+from storyteller_daemon.runs.tape import Tape, decode_trigger, encode_trigger
 
 __all__ = [
     "AttentionRun",
@@ -37,7 +37,6 @@ __all__ = [
     "RunContext",
     "RunRecorder",
     "RunnerFactory",
-    "Services",
     "Tape",
     "TurnOutcome",
     "TurnRecord",

@@ -18,17 +18,17 @@ from agent_doubles import ScriptedModel, calls
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig, PolicyConfig
+from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import ApprovalState
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.errors import ConflictError, NotFoundError
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
-from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.policy_actions import PolicyActionRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 QUAY = 101
@@ -63,15 +63,12 @@ class Harness:
         )
 
     def new_runner(self) -> AgentTurnRunner:
-        return AgentTurnRunner(
-            world=self.world,
-            situations=self.store.situations,
-            memories=self.store.memories,
-            references=self.store.references,
-            model=self.model,
-            limits=LimitsConfig(),
+        return turn_runner(
+            self.store,
+            self.world,
+            self.model,
             clock=self.clock,
-            stats=RuntimeStats(),
+            recorded=False,
             policy=self.policy,
         )
 

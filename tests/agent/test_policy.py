@@ -22,10 +22,11 @@ from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path
 from storyteller_daemon.agent.records import TurnRecord
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.sim import SimWorld
 
 MAREN, WREN = 1001, 2004
@@ -65,7 +66,7 @@ async def turn(
     key: str = "turn-1",
 ) -> TurnRecord:
     model = ScriptedModel(*(calls(b) for b in batches), calls(("Noop", {})))
-    loop = ToolLoop(model, LimitsConfig(), ManualClock(), policy=policy)
+    loop = ToolLoop(model, LimitsConfig(), FakeClock(), policy=policy)
     return await loop.run(teller, trigger, "Something happened.", services, turn_key=key)
 
 

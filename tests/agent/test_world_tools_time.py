@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from agent_doubles import execute
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.surveillance import Surveillance
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
@@ -277,7 +277,7 @@ async def test_date_time_for_target_in_a_place_without_a_calendar(
     world = SimWorld(
         HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, (), timekeeping=harbour_only, clock=clock
     )
-    elsewhere = replace(ctx, world=world)
+    elsewhere = replace(ctx, services=replace(ctx.services, world=world))
     assert await _error(elsewhere, "DateTimeForTarget", {"RoomId": TEMPLE_SQUARE}) == (
         "Room 202 has no calendar."
     )

@@ -16,11 +16,12 @@ from storyteller_daemon.agent.models.breaker import CircuitBreaker
 from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.models.tokens import input_estimate
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError
-from storyteller_daemon.runs import RunRecorder, Services
+from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -51,8 +52,8 @@ async def server() -> AsyncIterator[ScriptedResponsesServer]:
         yield running
 
 
-def services(store: Store) -> Services:
-    return Services(SimWorld.harbour_town(), store.situations, store.memories, store.references)
+def services(store: Store) -> TurnServices:
+    return TurnServices(SimWorld.harbour_town(), store.situations, store.memories, store.references)
 
 
 def input_usd(tokens: int) -> float:

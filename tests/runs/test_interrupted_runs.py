@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelTransientError
-from storyteller_daemon.runs import RunRecorder, Services
+from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import worst_case
 from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -41,7 +42,7 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
     inner = ScriptedModel(text("", USAGE), hang())
     model = metered_model(inner, RuntimeStats(), PRICES, now=clock.now)
     request = ModelRequest(model="gpt-x", input=[])
-    services = Services(
+    services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
         sqlite_store.memories,
@@ -71,7 +72,7 @@ async def test_a_request_refused_with_a_status_is_a_row_without_cost(sqlite_stor
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     failing = ScriptedModel(ModelTransientError("HTTP 503", status=503))
     model = metered_model(failing, RuntimeStats(), PRICES, now=clock.now)
-    services = Services(
+    services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
         sqlite_store.memories,
@@ -91,7 +92,7 @@ async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_st
     runs = RunRepository(sqlite_store.db)
     recorder = RunRecorder(runs, ledger, clock)
     model = metered_model(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, now=clock.now)
-    services = Services(
+    services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
         sqlite_store.memories,

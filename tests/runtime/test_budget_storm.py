@@ -18,7 +18,7 @@ import pytest
 from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
+from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
 from storyteller_daemon.runtime.spending.metering import metered_model
@@ -31,6 +31,7 @@ from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model_responder import request_from_body
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -171,14 +172,5 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
 def _runner(
     store: Store, model: Any, budget: BudgetKeeper | None, recorder: RunRecorder, clock: FakeClock
 ) -> AgentTurnRunner:
-    return AgentTurnRunner(
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=metered_model(model, RuntimeStats(), PRICES, budget=budget, now=clock.now),
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=recorder,
-    )
+    metered = metered_model(model, RuntimeStats(), PRICES, budget=budget, now=clock.now)
+    return turn_runner(store, SimWorld.harbour_town(), metered, clock=clock, recorder=recorder)

@@ -20,14 +20,13 @@ import pytest
 
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import AttentionConfig, LimitsConfig
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
@@ -36,6 +35,7 @@ from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.turns import store_services, turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -150,19 +150,18 @@ class Daemon:
             unit=db.unit,
             journal=journal,
         )
-        runner = AgentTurnRunner(
-            world=SimWorld.harbour_town(),
+        world = SimWorld.harbour_town()
+        services = store_services(
+            self.store,
+            world,
+            "plans",
+            "claims",
             situations=wrap("situations", self.store.situations),
             memories=wrap("memories", self.store.memories),
-            references=self.store.references,
-            plans=self.store.plans,
-            claims=self.store.claims,
-            model=model,
-            limits=LimitsConfig(),
-            clock=self.clock,
-            stats=RuntimeStats(),
-            recorder=recorder,
             journal=journal,
+        )
+        runner = turn_runner(
+            self.store, world, model, services=services, clock=self.clock, recorder=recorder
         )
         alerts = RecordedAlerts()
         pipeline = Pipeline(

@@ -13,11 +13,12 @@ import pytest
 from reflection_rig import USAGE, Rig, reflection_rig, storyteller
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import Verdict
 from storyteller_daemon.config import AttentionConfig, Config, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.pipeline import Pipeline, Verdict
+from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.reflection import ReflectionScheduler

@@ -22,25 +22,21 @@ import pytest
 from sqlalchemy import event, inspect, text
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import ApprovalState, ParkedCall, PolicyAction
 from storyteller_daemon.domain.character_data import ERASED, EXPORTED, subject
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.redaction import MARKER
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.work import NewWork
-from storyteller_daemon.runs import RunRecorder, encode_trigger
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.runs import encode_trigger
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
-from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.policy_actions import PolicyActionRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.events import Cursor, Speech
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
@@ -122,17 +118,7 @@ async def record_osric_turn(store: Store, storyteller_id: int) -> None:
         ),
         calls(("Noop", {})),
     )
-    runner = AgentTurnRunner(
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=model,
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-    )
+    runner = turn_runner(store, SimWorld.harbour_town(), model, clock=clock)
     st = await store.storytellers.get(storyteller_id)
     trigger = replace(Trigger.from_event(OSRIC_SPEAKS), attention_reason="a secret meeting")
     outcome = await runner.run_turn(st, trigger)

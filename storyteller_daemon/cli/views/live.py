@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.runtime.pipeline import TurnOutcome, Verdict
 
 QUIET_STAGES = {"prefilter"}
 OUTCOME_WORDS = {

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.agent.turn_runner import Verdict
 from storyteller_daemon.clock import sleep_or_wake
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.repeats import (
@@ -41,7 +42,6 @@ from storyteller_daemon.domain.verdict_memory import RULE_PREFIX, settled_rule
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import decode_trigger
-from storyteller_daemon.runtime.pipeline.ports import Verdict
 from storyteller_daemon.runtime.pipeline.state import PipelineState, _Lane, log
 from world_adapter.events import Crime, RoomEcho, Speech
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import TurnRunner
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
@@ -30,7 +31,6 @@ from storyteller_daemon.runtime.pipeline.ports import (
     Observer,
     PlanReader,
     SpeechRecorder,
-    TurnRunner,
     VerdictMemory,
 )
 from storyteller_daemon.runtime.pipeline.routing import Router

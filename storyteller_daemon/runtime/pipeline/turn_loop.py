@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import TurnOutcome
 from storyteller_daemon.clock import uncancelled
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.runs import decode_trigger
-from storyteller_daemon.runtime.pipeline.ports import TurnOutcome
 from storyteller_daemon.runtime.pipeline.state import PipelineState, _Lane, log
 
 FAILED_OUTCOMES = frozenset({"model_transient_error", "model_fatal_error", "crashed"})
