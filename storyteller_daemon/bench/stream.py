@@ -183,25 +183,12 @@ async def run_stream_bench(
                 },
                 "attention": {
                     "one_call_per_event": options.one_call_per_event,
-                    **(
-                        {}
-                        if options.quiet_seconds is None
-                        else {"quiet_seconds": options.quiet_seconds}
-                    ),
-                    **(
-                        {}
-                        if options.max_wait_seconds is None
-                        else {"max_wait_seconds": options.max_wait_seconds}
-                    ),
-                    **(
-                        {}
-                        if options.cache_floor is None
-                        else {"cache_floor_tokens": options.cache_floor}
-                    ),
-                    **(
-                        {}
-                        if options.verdict_memory_hours is None
-                        else {"verdict_memory_hours": options.verdict_memory_hours}
+                    **_given(
+                        quiet_seconds=options.quiet_seconds,
+                        max_wait_seconds=options.max_wait_seconds,
+                        max_age_seconds=options.max_age_seconds,
+                        cache_floor_tokens=options.cache_floor,
+                        verdict_memory_hours=options.verdict_memory_hours,
                     ),
                 },
                 "limits": {"turn_seconds": 3600.0},
@@ -353,3 +340,8 @@ async def run_stream_bench(
             behind=behind,
         )
     )
+
+
+def _given(**overrides: object) -> dict[str, object]:
+    """The configuration overrides an option set (None: the setting's default)."""
+    return {key: value for key, value in overrides.items() if value is not None}

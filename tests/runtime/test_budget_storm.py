@@ -90,8 +90,6 @@ def billed(body: dict[str, Any]) -> Reply:
         output_tokens=int(body["max_output_tokens"] * BILLED_SHARE),
         reasoning_tokens=100,
     )
-    # Answers take a moment, so requests released together are in flight together even though
-    # each first notes itself in the ledger (one SQLite transaction at a time).
     return replace(Reply.calls(("Noop", {}), usage=usage), delay_seconds=0.05)
 
 
@@ -103,7 +101,18 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
     for index in range(STORYTELLERS):
         st = await sqlite_store.storytellers.create(f"Teller {index}")
         storytellers.append(await sqlite_store.storytellers.save(replace(st, paused=False)))
-    async with ScriptedResponsesServer(responder=billed) as server:
+    together = asyncio.Event()
+    together.set()  # the probe below is alone
+
+    async def respond(body: dict[str, Any]) -> Reply:
+        """Bill the request, once a second one is in flight too (the storm's first wave
+        admits several): the overlap the test needs, made certain however loaded the machine."""
+        if server.in_flight >= 2:
+            together.set()
+        await asyncio.wait_for(together.wait(), 30)
+        return billed(body)
+
+    async with ScriptedResponsesServer(responder=respond) as server:
         sdk = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
         try:
             # One unbudgeted turn first, to price a request of this storm.
@@ -113,6 +122,7 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
             )
             worst = worst_case(PRICES, request_from_body(server.requests[0]))[2]
             server.requests.clear()
+            together.clear()
             # Room for about three requests at once, and for about nine in all.
             cap = 3.2 * worst
             if cap_on == "global":
