@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 
 from storyteller_daemon.agent.service_tiers import TierFallback
 from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
@@ -32,7 +32,7 @@ async def one_shot_reflection(
     *,
     environ: Mapping[str, str] = os.environ,
     choice: ModelChoice | None = None,
-    clock: Clock | None = None,
+    clock: Clock,
 ) -> AsyncIterator[Reflection]:
     """A `Reflection` over `store` with the configured model (or `choice`'s); a model it chose
     itself is closed afterwards.
@@ -40,7 +40,6 @@ async def one_shot_reflection(
     Without a model (no API key and no offline stand-in) it still consolidates memories; its
     digests come back ``no_model``.
     """
-    clock = clock or SystemClock()
     owned = choice is None
     choice = choice or choose_model(cfg, environ)
     ledger = LedgerRepository(store.db)
@@ -55,8 +54,7 @@ async def one_shot_reflection(
             stats,
             cfg.model.prices,
             budget=budget,
-            now=clock.now,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
     runs = RunRepository(store.db)
     try:

@@ -34,7 +34,7 @@ from storyteller_daemon.app.adapters import (
     open_store,
 )
 from storyteller_daemon.app.runtime import Runtime
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
@@ -85,7 +85,7 @@ async def build_runtime(
     world: WorldClient | None = None,
     choice: ModelChoice | None = None,
     observer: Observer | None = None,
-    clock: Clock | None = None,
+    clock: Clock,
     store: Store | None = None,
     reload_seconds: float = 5.0,
     drain_seconds: float | None = None,
@@ -99,9 +99,8 @@ async def build_runtime(
     admin commands run through it (`GameAdmin`); without, the daemon refuses them.
     """
     token = http_token(cfg, environ)
-    clock = clock or SystemClock()
     alerts = alerts or build_alerts(cfg, clock, environ)
-    store = store or open_store(cfg, environ)
+    store = store or open_store(cfg, clock, environ)
     await store.db.require_current()
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
@@ -109,7 +108,7 @@ async def build_runtime(
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
     ledger = LedgerRepository(store.db)
     await budget.load(ledger)  # today's spend survives a restart
-    journal = TurnJournalRepository(store.db, clock.now)
+    journal = TurnJournalRepository(store.db, clock)
     recorder = RunRecorder(
         RunRepository(store.db),
         ledger,
@@ -128,11 +127,10 @@ async def build_runtime(
     approvals = ApprovalRepository(store.db)
     policy = Policy(
         cfg.policy,
-        clock.monotonic,
+        clock,
         secrets=daemon_secrets(cfg, environ),
         cells_of=router.cells_of,
         kill_file=kill_file_path(cfg.policy, database_url(cfg, environ)),
-        now=clock.now,
         journal=actions.add,
         approvals=approvals,
         claims=store.claims,
@@ -153,9 +151,8 @@ async def build_runtime(
             breaker,
             stats,
             cfg.model.prices,
-            monotonic=clock.monotonic,
             budget=budget,
-            now=clock.now,
+            clock=clock,
         )
         latency = metered.latency
         runner = AgentTurnRunner(
@@ -198,7 +195,7 @@ async def build_runtime(
         clock=clock,
         stats=stats,
         observer=observer,
-        backlog=BacklogRepository(store.db, clock.now),
+        backlog=BacklogRepository(store.db, clock),
         attention=cfg.attention,
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
@@ -213,7 +210,7 @@ async def build_runtime(
         source=cfg.world.kind,
         observe=lookups.observe,
         plans=store.plans,
-        verdict_memory=VerdictMemoryRepository(store.db, clock.now),
+        verdict_memory=VerdictMemoryRepository(store.db, clock),
     )
     reflection = None
     if cfg.reflection.enabled:
@@ -236,7 +233,7 @@ async def build_runtime(
         alerts=alerts,
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
-        inbox=InboxRepository(store.db) if cfg.world.kind == "bridge" else None,
+        inbox=InboxRepository(store.db, clock) if cfg.world.kind == "bridge" else None,
         world_key=cfg.world.kind,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
@@ -271,7 +268,7 @@ async def build_runtime(
             port=cfg.http.port,
             token=token,
             web_app=dashboard,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
     runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep

@@ -9,7 +9,7 @@ show`` gives the count (`summary`).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -75,7 +75,7 @@ async def list_memory(ctx: typer.Context, json_out: JsonFlag = False) -> None:
     hours = state(ctx).config().attention.verdict_memory_hours
     async with open_store(ctx) as store:
         st = await store.storytellers.get(selected(ctx))
-        entries = await holding(store, st, hours, datetime.now(UTC))
+        entries = await holding(store, st, hours, store.clock.now())
     if json_out:
         print_json(
             {"storyteller": st.name, **summary(entries, hours)}

@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async
+from storyteller_daemon.clock import SystemClock
 
 app = typer.Typer(
     help="Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
@@ -58,15 +59,19 @@ async def pipeline(
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
         cfg = parse_config({"database": {"url": url}, "limits": {"queue_size": 10_000}}, "bench")
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         await store.db.upgrade()
-        await load_pack(store.db, read_pack("harbour-ward"))
+        await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
         watch = await store.storytellers.get("Harbour Ward Watch")
         await store.storytellers.save(replace(watch, paused=False))
         world = SimWorld.harbour_town(buffer_size=max(10_000, events * 2))
         offline = OfflineStandInModel()
         runtime = await build_runtime(
-            cfg, world=world, choice=ModelChoice(offline, offline.name), store=store
+            cfg,
+            world=world,
+            choice=ModelChoice(offline, offline.name),
+            store=store,
+            clock=SystemClock(),
         )
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.daemon.run(stop))

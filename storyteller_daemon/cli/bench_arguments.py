@@ -30,6 +30,7 @@ from progs.types import ProgParameter, ProgSignature, ProgType, supports_tool_pa
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
@@ -177,7 +178,7 @@ class ArgumentsRig:
             clock=self.clock,
             stats=RuntimeStats(),
             recorder=RunRecorder(RunRepository(self.store.db), None, self.clock),
-            policy=Policy(_PERMISSIVE, self.clock.monotonic, now=self.clock.now),
+            policy=Policy(_PERMISSIVE, self.clock),
             plans=self.store.plans,
             claims=self.store.claims,
         )
@@ -263,7 +264,7 @@ async def arguments_rig(database_url: str | None = None) -> AsyncIterator[Argume
     """A rig on a migrated store (a throw-away SQLite file unless `database_url` is given)."""
     with tempfile.TemporaryDirectory(prefix="storyteller-arguments-") as tmp:
         url = database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'arguments.db'}"
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         try:
             await store.db.upgrade()
             clock = FakeClock(_START)

@@ -116,10 +116,13 @@ async def open_store(ctx: typer.Context, *, migrated: bool = True) -> AsyncItera
 
     With `migrated`, refuse to touch a database whose schema is not current.
     """
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.storage.store import Store
 
     cfg = state(ctx).config()
-    store = Store.open(cfg.database.url, busy_timeout_ms=cfg.database.busy_timeout_ms)
+    store = Store.open(
+        cfg.database.url, busy_timeout_ms=cfg.database.busy_timeout_ms, clock=SystemClock()
+    )
     try:
         if migrated:
             await store.db.require_current()

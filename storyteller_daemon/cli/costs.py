@@ -63,9 +63,9 @@ async def costs(
     status (failed requests included, with what they may be billed)."""
     from storyteller_daemon.storage.ledger import LedgerRepository
 
-    start, end = window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:
+        start, end = window(since, until, store.clock.now())
         lines = await LedgerRepository(store.db).totals(
             by.value,
             since=start,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runtime.pipeline import TurnOutcome, Verdict
 
@@ -43,16 +43,19 @@ class ConsoleObserver:
         self,
         console: Console,
         *,
+        clock: Clock,
         players: Callable[[], list[tuple[int, str]]] | None = None,
         output_of: Callable[[int], list[str]] | None = None,
     ) -> None:
         self._console = console
+        self._time = clock
         self._players = players or list
         self._output_of = output_of
         self._seen: dict[int, int] = {}
 
     def _clock(self) -> str:
-        return datetime.now().strftime("%H:%M:%S")  # noqa: DTZ005 - local time for a person
+        """The time of day, in local time for a person."""
+        return self._time.now().astimezone().strftime("%H:%M:%S")
 
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
         """Attention drops are worth showing; routing drops are noise."""

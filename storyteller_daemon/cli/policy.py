@@ -16,7 +16,7 @@ character whose words or actions started the turn, so an admin sees who is tryin
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -168,7 +168,7 @@ async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: 
 
     async with open_store(ctx) as store:
         return await ApprovalRepository(store.db).decide(
-            approval_id, approve=approve, now=datetime.now(UTC), by=acting_user(ctx), note=note
+            approval_id, approve=approve, now=store.clock.now(), by=acting_user(ctx), note=note
         )
 
 
@@ -207,8 +207,8 @@ async def report(
     from storyteller_daemon.runs.refusals import refusal_report
     from storyteller_daemon.storage.runs import RunRepository
 
-    start, _ = time_window(since, None)
     async with open_store(ctx) as store:
+        start, _ = time_window(since, None, store.clock.now())
         runs = await RunRepository(store.db).records_since(
             None, start, kind="turn", limit=limit, min_tool_calls=1
         )

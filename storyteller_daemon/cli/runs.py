@@ -9,7 +9,7 @@ deletes runs past the retention period.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -67,9 +67,10 @@ def storyteller_filter(ref: str | None) -> tuple[int | None, str | None]:
     return (int(text), None) if text.isdigit() else (None, text)
 
 
-def time_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
-    """``--since`` and ``--until`` as UTC times."""
-    now = datetime.now(UTC)
+def time_window(
+    since: str | None, until: str | None, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """``--since`` and ``--until`` as UTC times, relative ones counted back from `now`."""
     start = parse_when(since, now) if since else None
     end = parse_when(until, now) if until else None
     if start is not None and end is not None and end <= start:
@@ -104,9 +105,9 @@ async def list_command(
     """List runs, newest first."""
     if kind is not None and kind not in RUN_KINDS:
         raise ValidationError("--kind must be 'turn', 'attention' or 'digest'.")
-    start, end = time_window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:
+        start, end = time_window(since, until, store.clock.now())
         from storyteller_daemon.storage.runs import RunRepository
 
         runs = await RunRepository(store.db).list(
@@ -253,7 +254,7 @@ async def retry(
         if key.isdigit():
             key = (await RunRepository(store.db).get(int(key))).summary.turn_key
         async with store.db.unit():  # all of it, or nothing
-            items = await BacklogRepository(store.db).retry(key)
+            items = await BacklogRepository(store.db, store.clock).retry(key)
             if not items:
                 raise ValidationError(f"turn {key} has no failed events to queue again")
             sid = items[0].storyteller_id
@@ -289,8 +290,8 @@ async def prune(
     keep = parse_duration(older_than) if older_than else timedelta(days=cfg.runs.retention_days)
     if not keep:
         raise ValidationError("Runs are kept forever (runs.retention_days = 0); give --older-than.")
-    now = datetime.now(UTC)
     async with open_store(ctx) as store:
+        now = store.clock.now()
         runs = await RunRepository(store.db).prune(now - keep)
         ledger = 0
         if cfg.runs.ledger_retention_days:

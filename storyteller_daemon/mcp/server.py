@@ -24,7 +24,6 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 import mcp_types as types
@@ -33,6 +32,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from storyteller_daemon import __version__
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import McpServeConfig
 from storyteller_daemon.domain.settings import validate_daily_budget
 from storyteller_daemon.errors import StorytellerError
@@ -374,11 +374,9 @@ def types_error(message: str) -> MCPError:
     return MCPError(types.INVALID_PARAMS, message)
 
 
-async def serve_stdio(
-    store: Store, cfg: McpServeConfig, *, token_held: bool, now: Callable[[], datetime]
-) -> None:
+async def serve_stdio(store: Store, cfg: McpServeConfig, *, token_held: bool, clock: Clock) -> None:
     """Serve over this process's stdin and stdout until the client closes them."""
-    docs = Documents(store, max_items=cfg.max_items, now=now)
+    docs = Documents(store, max_items=cfg.max_items, clock=clock)
     server = build_server(docs, cfg, token_held=token_held)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
@@ -389,12 +387,12 @@ async def serve_http(
     cfg: McpServeConfig,
     *,
     token: str,
-    now: Callable[[], datetime],
+    clock: Clock,
     stop: asyncio.Event,
     started: Callable[[LoopbackHttp], None] | None = None,
 ) -> None:
     """Serve streamable HTTP on ``[mcp.serve] host:port`` behind `token` until `stop` is set."""
-    docs = Documents(store, max_items=cfg.max_items, now=now)
+    docs = Documents(store, max_items=cfg.max_items, clock=clock)
     server = build_server(docs, cfg, token_held=True)
     app = server.streamable_http_app(host=cfg.host)
     async with LoopbackHttp(app, host=cfg.host, port=cfg.port, token=token) as http:

@@ -23,6 +23,7 @@ from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storytelle
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from world_adapter.sim import SimWorld
 
 MAREN = 1001
@@ -57,7 +58,7 @@ def heartbeat() -> Trigger:
 def policy(approvals: ApprovalRepository | None = None, **settings: Any) -> Policy:
     return Policy(
         PolicyConfig(**({"target_cooldown_seconds": 0} | settings)),
-        ManualClock(),
+        FakeClock(),
         cells_of=lambda _: frozenset({QUAY, 102}),
         approvals=approvals,
     )

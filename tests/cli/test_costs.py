@@ -120,7 +120,7 @@ def record_a_timed_out_turn(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(ScriptedModel(timeout), RuntimeStats(), PRICES, now=clock.now),
+            model=MeteredModel(ScriptedModel(timeout), RuntimeStats(), PRICES, clock=clock),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),

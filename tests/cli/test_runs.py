@@ -86,7 +86,7 @@ def record_runs(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(script(), RuntimeStats(), PRICES, now=clock.now),
+            model=MeteredModel(script(), RuntimeStats(), PRICES, clock=clock),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),
@@ -302,7 +302,7 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
             situations=store.situations,
             memories=store.memories,
             references=store.references,
-            model=MeteredModel(batch, RuntimeStats(), PRICES, now=clock.now),
+            model=MeteredModel(batch, RuntimeStats(), PRICES, clock=clock),
             limits=LimitsConfig(),
             clock=clock,
             stats=RuntimeStats(),
@@ -329,7 +329,7 @@ def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cl
 
     async def fail_a_turn(store: Store) -> tuple[int, int]:
         st = await store.storytellers.get(1)
-        backlog = BacklogRepository(store.db)
+        backlog = BacklogRepository(store.db, store.clock)
         await backlog.add(
             [NewWork(1, "direct:abc", "direct", "direct", None, "{}", WorkState.INTERESTED)]
         )
@@ -351,7 +351,7 @@ def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cl
     }
 
     async def look(store: Store) -> tuple[str, int, str]:
-        [item] = await BacklogRepository(store.db).items(1)
+        [item] = await BacklogRepository(store.db, store.clock).items(1)
         [entry] = await store.audit.list(limit=1)
         return item.state.value, (await store.storytellers.get(1)).revision, entry.action
 

@@ -39,7 +39,7 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     # The second request never comes back: the process dies while it waits.
     inner = ScriptedModel(text("", USAGE), hang())
-    model = MeteredModel(inner, RuntimeStats(), PRICES, now=clock.now)
+    model = MeteredModel(inner, RuntimeStats(), PRICES, clock=clock)
     request = ModelRequest(model="gpt-x", input=[])
     services = Services(
         SimWorld.harbour_town(),
@@ -70,7 +70,7 @@ async def test_a_request_refused_with_a_status_is_a_row_without_cost(sqlite_stor
     ledger = LedgerRepository(sqlite_store.db)
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     failing = ScriptedModel(ModelTransientError("HTTP 503", status=503))
-    model = MeteredModel(failing, RuntimeStats(), PRICES, now=clock.now)
+    model = MeteredModel(failing, RuntimeStats(), PRICES, clock=clock)
     services = Services(
         SimWorld.harbour_town(),
         sqlite_store.situations,
@@ -90,7 +90,7 @@ async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_st
     ledger = LedgerRepository(sqlite_store.db)
     runs = RunRepository(sqlite_store.db)
     recorder = RunRecorder(runs, ledger, clock)
-    model = MeteredModel(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, now=clock.now)
+    model = MeteredModel(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, clock=clock)
     services = Services(
         SimWorld.harbour_town(),
         sqlite_store.situations,

@@ -19,6 +19,7 @@ import pytest
 from storyteller_daemon.agent.model import Model, Usage
 from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
@@ -97,7 +98,7 @@ def runner(
         situations=store.situations,
         memories=store.memories,
         references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, now=clock.now),
+        model=MeteredModel(model, RuntimeStats(), PRICES, clock=clock),
         limits=LimitsConfig(),
         clock=clock,
         stats=RuntimeStats(),
@@ -196,7 +197,7 @@ async def test_without_run_records_only_the_ledger_is_written(sqlite_store: Stor
 async def test_a_run_that_cannot_be_stored_does_not_fail_the_turn(
     sqlite_store: Store, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}", clock=SystemClock())
     try:
         st = await watcher(sqlite_store)
         agent = runner(

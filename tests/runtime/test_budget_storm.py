@@ -176,7 +176,7 @@ def _runner(
         situations=store.situations,
         memories=store.memories,
         references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, budget=budget, now=clock.now),
+        model=MeteredModel(model, RuntimeStats(), PRICES, budget=budget, clock=clock),
         limits=LimitsConfig(),
         clock=clock,
         stats=RuntimeStats(),

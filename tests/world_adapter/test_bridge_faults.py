@@ -121,7 +121,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
+        backlog=BacklogRepository(store.db, store.clock),
         queue_size=25,
         model_available=False,
     )
@@ -131,7 +131,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         pipeline=pipeline,
         clock=clock,
         drain_seconds=5,
-        inbox=InboxRepository(store.db),
+        inbox=InboxRepository(store.db, store.clock),
         world_key="bridge",
         alerts=RecordingAlerts(),
     )
@@ -168,7 +168,7 @@ async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
     watched_store: Store,
 ) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world, cut_every=500) as server, daemon_on(watched_store, server) as running:
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
         started = time.perf_counter()
@@ -187,7 +187,7 @@ async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
 
 async def test_a_daemon_killed_mid_stream_resumes_from_its_database(watched_store: Store) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world) as server:
         first = await start_daemon(watched_store, server.url)
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
@@ -211,7 +211,7 @@ async def test_events_stored_but_never_dispatched_are_dispatched_first_on_restar
 ) -> None:
     world = sim_world()
     events = [world.emote(MAREN, f"counts {n}.") for n in range(5)]
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     await inbox.store_events("bridge", events[:3])  # a daemon that died before dispatching
     async with served(world) as server, daemon_on(watched_store, server) as running:
         await running.pipeline.wait_seen(5)
@@ -224,7 +224,7 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
 ) -> None:
     caplog.set_level(logging.WARNING)
     old = sim_world("boot-1")
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(old) as game, daemon_on(watched_store, game) as running:
         await asyncio.wait_for(game.wait_subscriptions(1), WAIT)
         await generate(old, 5)
@@ -276,7 +276,7 @@ async def test_text_no_database_can_store_is_kept_and_intake_goes_on(
     watched_store: Store, hostile: str
 ) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world) as server, daemon_on(watched_store, server) as running:
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
         world.emote(MAREN, hostile)

@@ -258,7 +258,7 @@ class DashboardData:
         self.store = store
         self.queries = DashboardQueries(store.db)
         self.runs = RunRepository(store.db)
-        self._backlog = BacklogRepository(store.db)
+        self._backlog = BacklogRepository(store.db, clock)
         self._ledger = LedgerRepository(store.db)
         self._budgets = budgets
         self.clock = clock

@@ -15,12 +15,11 @@ The run the request belongs to (`attribution.current_run`) gets the request, ans
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelError
 from storyteller_daemon.runs import Charge, Exchange, RunContext, cost_usd, current_run
@@ -32,11 +31,6 @@ from storyteller_daemon.runtime.spending.budgets import (
     worst_case,
 )
 from storyteller_daemon.runtime.stats import RuntimeStats
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
 
 LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)
 """Upper bounds, in seconds, of the model-latency histogram (served on /metrics)."""
@@ -78,15 +72,13 @@ class MeteredModel:
         prices: Mapping[str, ModelPrice],
         *,
         budget: BudgetKeeper | None = None,
-        now: Callable[[], datetime] = _utc_now,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock,
     ) -> None:
         self._inner = inner
         self._stats = stats
         self._prices = prices
         self._budget = budget
-        self._now = now
-        self._monotonic = monotonic
+        self._clock = clock
         self.latency: dict[str, LatencyHistogram] = {}
         """Model name → latency of its requests, failed ones included."""
 
@@ -106,7 +98,7 @@ class MeteredModel:
             run.exchanges.append(exchange)
             _, _, worst_usd, _ = worst_case(self._prices, request)
             worst = Charge(
-                self._now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
+                self._clock.now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
             )
             provisional = await run.sending(worst)
         try:
@@ -169,14 +161,14 @@ class MeteredModel:
             self._budget.settle(reservation, usage, cost)
         if run is not None:
             self._stats.spend(run.storyteller_name, cost)
-            charge = Charge(self._now(), run.purpose, request.model, usage, cost, status)
+            charge = Charge(self._clock.now(), run.purpose, request.model, usage, cost, status)
             await run.charge(charge, provisional)
 
     async def _timed(self, request: ModelRequest) -> ModelResponse:
         """The inner model's answer, with the request's latency recorded."""
-        began = self._monotonic()
+        began = self._clock.monotonic()
         try:
             return await self._inner.respond(request)
         finally:
             histogram = self.latency.setdefault(request.model, LatencyHistogram())
-            histogram.observe(self._monotonic() - began)
+            histogram.observe(self._clock.monotonic() - began)
