@@ -27,6 +27,7 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.sim_server import BridgeServer
@@ -99,18 +100,6 @@ async def watched_store(sqlite_store: Store) -> Store:
     return sqlite_store
 
 
-class RecordingAlerts:
-    """An alert sink that keeps what it was given."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str, str]] = []
-
-    def alert(
-        self, kind: str, title: str, detail: str = "", *, severity: str = "error", key: str = ""
-    ) -> None:
-        self.sent.append((kind, severity, title))
-
-
 async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDaemon:
     clock = FakeClock()  # pings and settings polls never fire: the test drives everything
     sleep = RecordingSleep()
@@ -133,7 +122,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         drain_seconds=5,
         inbox=InboxRepository(store.db, store.clock),
         world_key="bridge",
-        alerts=RecordingAlerts(),
+        alerts=RecordedAlerts(),
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
@@ -238,7 +227,9 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
         assert game.subscriptions == 3  # the first, the one that met the gap, the resumption
     assert running.pipeline.seen == epoch_cursors("boot-1", 5) + epoch_cursors("boot-2", 5)
     assert running.daemon.stream_gaps == 1
-    assert [a[:2] for a in running.daemon._alerts.sent] == [("stream_gap", "warning")]  # type: ignore[union-attr]
+    alerts = running.daemon._alerts
+    assert isinstance(alerts, RecordedAlerts)
+    assert [(a.kind, a.severity) for a in alerts.alerts] == [("stream_gap", "warning")]
     assert "world cannot replay from boot-1:5; continuing from boot-2:0" in caplog.text
     assert await inbox.cursor("bridge") == Cursor("boot-2", 5)
     assert running.sleep.delays == []  # the connection had delivered events: resumed at once
@@ -252,7 +243,9 @@ async def test_a_wrong_token_stops_the_daemon_instead_of_retrying(watched_store:
             await asyncio.wait_for(running.task, WAIT)
         await running.client.close()
     assert server.stats.refused == 1 and running.sleep.delays == []
-    assert [a[:2] for a in running.daemon._alerts.sent] == [("world_refused", "error")]  # type: ignore[union-attr]
+    alerts = running.daemon._alerts
+    assert isinstance(alerts, RecordedAlerts)
+    assert [(a.kind, a.severity) for a in alerts.alerts] == [("world_refused", "error")]
 
 
 async def test_a_token_revoked_while_running_stops_the_daemon_after_draining(
