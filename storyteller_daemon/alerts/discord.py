@@ -130,7 +130,7 @@ class DiscordWebhookSink:
         self._url = url.strip()
         self._clock = clock
         self._source = source
-        self._throttle = Throttle(clock.monotonic, period_seconds)
+        self._throttle = Throttle(clock, period_seconds)
         self._queue: asyncio.Queue[tuple[Alert, datetime]] = asyncio.Queue(maxsize=queue_size)
         self._max_attempts = max_attempts
         self._timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)

@@ -121,7 +121,7 @@ async def build_runtime(
         log.warning("model: %s", choice.description)
     elif choice.offline:
         log.warning(OFFLINE_BANNER)
-    lookups = CachedWorld(world, clock.monotonic)
+    lookups = CachedWorld(world, clock)
     router = Router()
     actions = PolicyActionRepository(store.db)
     approvals = ApprovalRepository(store.db)

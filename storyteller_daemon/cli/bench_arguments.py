@@ -169,7 +169,7 @@ class ArgumentsRig:
         model = ScriptedModel(calls((case.tool, case.text)), then=calls(("Noop", {})))
         runner = AgentTurnRunner(
             world=self.game,  # as the daemon wires it: turns ask the world, attention the cache
-            lookups=CachedWorld(self.game, self.clock.monotonic),
+            lookups=CachedWorld(self.game, self.clock),
             situations=self.store.situations,
             memories=self.store.memories,
             references=self.store.references,

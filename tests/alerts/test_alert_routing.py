@@ -31,7 +31,7 @@ def occurrence(key: str = "k", kind: str = "log_error", title: str = "t") -> Ale
 
 async def test_repeats_inside_the_quiet_period_are_folded_into_one_summary() -> None:
     clock = FakeClock()
-    throttle = Throttle(clock.monotonic, period_seconds=600)
+    throttle = Throttle(clock, period_seconds=600)
     assert throttle.admit(occurrence(title="first")) is not None
     for n in range(5):
         assert throttle.admit(occurrence(title=f"repeat {n}")) is None
@@ -54,7 +54,7 @@ async def test_repeats_inside_the_quiet_period_are_folded_into_one_summary() -> 
 
 async def test_an_occurrence_after_an_unflushed_period_carries_the_pending_count() -> None:
     clock = FakeClock()
-    throttle = Throttle(clock.monotonic, period_seconds=60)
+    throttle = Throttle(clock, period_seconds=60)
     throttle.admit(occurrence())
     throttle.admit(occurrence())
     await clock.advance(61)
@@ -64,7 +64,7 @@ async def test_an_occurrence_after_an_unflushed_period_carries_the_pending_count
 
 async def test_model_refusals_are_reported_at_most_hourly_per_key() -> None:
     clock = FakeClock()
-    throttle = Throttle(clock.monotonic, period_seconds=600)
+    throttle = Throttle(clock, period_seconds=600)
     fatal = occurrence(key="model_fatal:3", kind="model_fatal")
     assert throttle.admit(fatal) is not None
     await clock.advance(3599)
