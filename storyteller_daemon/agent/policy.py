@@ -110,10 +110,8 @@ class Policy(PolicyRules):
         approvals: ApprovalQueue | None = None,
         claims: SceneClaimStore | None = None,
     ) -> None:
-        self.pacing = PacingState(clock.monotonic)
-        super().__init__(
-            cfg, clock.monotonic, secrets=secrets, cells_of=cells_of, kill_file=kill_file
-        )
+        self.pacing = PacingState(clock)
+        super().__init__(cfg, clock, secrets=secrets, cells_of=cells_of, kill_file=kill_file)
         self._now = clock.now
         self._journal = journal
         self._approvals = approvals
@@ -136,7 +134,7 @@ class Policy(PolicyRules):
 
     def restore(self, actions: Iterable[PolicyAction], now: datetime) -> None:
         """Count prog calls that ran before a restart (oldest first), as `ran` would have."""
-        offset = self._clock() - now.timestamp()
+        offset = self._clock.monotonic() - now.timestamp()
         for action in actions:
             self._count(action, action.at.timestamp() + offset)
 
@@ -307,7 +305,7 @@ class Policy(PolicyRules):
             rooms=effect.rooms,
             characters=effect.characters,
         )
-        self._count(action, self._clock())
+        self._count(action, self._clock.monotonic())
         if self._journal is not None:
             try:
                 await self._journal(action)

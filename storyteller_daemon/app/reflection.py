@@ -61,7 +61,7 @@ async def one_shot_reflection(
         refresher = DigestRefresher(
             store=store,
             runs=runs if cfg.runs.record else None,
-            model=TierFallback(model, clock.monotonic) if model is not None else None,
+            model=TierFallback(model, clock) if model is not None else None,
             recorder=RunRecorder(runs, ledger, clock, record=cfg.runs.record),
             clock=clock,
             cfg=cfg.reflection,

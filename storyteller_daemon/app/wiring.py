@@ -145,7 +145,7 @@ async def build_runtime(
         breaker = CircuitBreaker(
             choice.model,
             pause_seconds=cfg.model.refused_pause_seconds,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
         metered = MeteredModel(
             breaker,
@@ -217,7 +217,7 @@ async def build_runtime(
         refresher = DigestRefresher(
             store=store,
             runs=RunRepository(store.db) if cfg.runs.record else None,
-            model=TierFallback(metered, clock.monotonic) if metered is not None else None,
+            model=TierFallback(metered, clock) if metered is not None else None,
             recorder=recorder,
             clock=clock,
             cfg=cfg.reflection,
@@ -247,7 +247,7 @@ async def build_runtime(
         turn_runs=RunRepository(store.db) if cfg.runs.record else None,
     )
     if admin_cli is not None and isinstance(world, BridgeWorldClient):
-        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)
+        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None

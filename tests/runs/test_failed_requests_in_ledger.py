@@ -165,7 +165,7 @@ async def test_a_request_a_paused_model_never_sent_leaves_no_row(
     recorder = RunRecorder(RunRepository(store.db), ledger, clock)
     server.enqueue(Fault.status(401))
     async with OpenAIResponsesModel(api_key="k", base_url=server.base_url) as endpoint:
-        breaker = CircuitBreaker(endpoint, pause_seconds=60, monotonic=clock.monotonic)
+        breaker = CircuitBreaker(endpoint, pause_seconds=60, clock=clock)
         model = MeteredModel(breaker, RuntimeStats(), PRICES, clock=clock)
         for key in ("st4:direct:4", "st4:direct:5"):
             with pytest.raises(ModelError):
