@@ -20,7 +20,6 @@ from typing import Annotated
 import typer
 
 from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async
-from storyteller_daemon.clock import SystemClock
 
 app = typer.Typer(
     help="Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
@@ -51,6 +50,7 @@ async def pipeline(
     """Push a burst of world events through intake, attention and turns; time every stage."""
     from storyteller_daemon.agent.offline import OfflineStandInModel
     from storyteller_daemon.app import ModelChoice, build_runtime
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.storage.seeding import load_pack, read_pack
     from storyteller_daemon.storage.store import Store
@@ -71,7 +71,7 @@ async def pipeline(
             world=world,
             choice=ModelChoice(offline, offline.name),
             store=store,
-            clock=SystemClock(),
+            clock=store.clock,
         )
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.daemon.run(stop))

@@ -48,21 +48,21 @@ class ConsoleObserver:
         output_of: Callable[[int], list[str]] | None = None,
     ) -> None:
         self._console = console
-        self._time = clock
+        self._clock = clock
         self._players = players or list
         self._output_of = output_of
         self._seen: dict[int, int] = {}
 
-    def _clock(self) -> str:
+    def _time_of_day(self) -> str:
         """The time of day, in local time for a person."""
-        return self._time.now().astimezone().strftime("%H:%M:%S")
+        return self._clock.now().astimezone().strftime("%H:%M:%S")
 
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
         """Attention drops are worth showing; routing drops are noise."""
         if stage in QUIET_STAGES:
             return
         self._console.print(
-            f"[dim]{self._clock()}[/] {describe_trigger(trigger)}\n"
+            f"[dim]{self._time_of_day()}[/] {describe_trigger(trigger)}\n"
             f"          [yellow]✗ {escape(storyteller.name)}[/]: {stage} — {escape(reason)}"
         )
 
@@ -70,7 +70,7 @@ class ConsoleObserver:
         """Only interested verdicts here; ignores are shown as drops."""
         if verdict.interested and not verdict.violation:
             self._console.print(
-                f"[dim]{self._clock()}[/] {describe_trigger(trigger)}\n"
+                f"[dim]{self._time_of_day()}[/] {describe_trigger(trigger)}\n"
                 f"          [green]✓ {escape(storyteller.name)}[/]: interested — "
                 f"{escape(_short(verdict.reason, 100))}"
             )
@@ -81,7 +81,7 @@ class ConsoleObserver:
             for pid, _ in self._players():
                 self._seen[pid] = len(self._output_of(pid))
         if not trigger.needs_attention:
-            self._console.print(f"[dim]{self._clock()}[/] {describe_trigger(trigger)}")
+            self._console.print(f"[dim]{self._time_of_day()}[/] {describe_trigger(trigger)}")
 
     def turn_finished(
         self, storyteller: Storyteller, trigger: Trigger, outcome: TurnOutcome | None
