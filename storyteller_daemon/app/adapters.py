@@ -53,9 +53,11 @@ def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list
     return [environ[n] for n in names if n and environ.get(n, "").strip()]
 
 
-def open_store(cfg: Config, environ: Mapping[str, str] = os.environ) -> Store:
-    """A store over the configured database."""
-    return Store.open(database_url(cfg, environ), busy_timeout_ms=cfg.database.busy_timeout_ms)
+def open_store(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.environ) -> Store:
+    """A store over the configured database, stamping rows with `clock`'s time."""
+    return Store.open(
+        database_url(cfg, environ), busy_timeout_ms=cfg.database.busy_timeout_ms, clock=clock
+    )
 
 
 @dataclass

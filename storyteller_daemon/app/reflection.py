@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 
 from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
@@ -30,7 +30,7 @@ async def one_shot_reflection(
     *,
     environ: Mapping[str, str] = os.environ,
     choice: ModelChoice | None = None,
-    clock: Clock | None = None,
+    clock: Clock,
 ) -> AsyncIterator[Reflection]:
     """A `Reflection` over `store` with the configured model (or `choice`'s); a model it chose
     itself is closed afterwards.
@@ -38,7 +38,6 @@ async def one_shot_reflection(
     Without a model (no API key and no offline stand-in) it still consolidates memories; its
     digests come back ``no_model``.
     """
-    clock = clock or SystemClock()
     owned = choice is None
     choice = choice or choose_model(cfg, environ)
     ledger = store.ledger
@@ -53,15 +52,14 @@ async def one_shot_reflection(
             stats,
             cfg.model.prices,
             budget=budget,
-            now=clock.now,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
     runs = store.runs
     try:
         refresher = DigestRefresher(
             store=store,
             runs=runs if cfg.runs.record else None,
-            model=TierFallback(model, clock.monotonic) if model is not None else None,
+            model=TierFallback(model, clock) if model is not None else None,
             recorder=RunRecorder(runs, ledger, clock, record=cfg.runs.record),
             clock=clock,
             cfg=cfg.reflection,

@@ -14,7 +14,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from storyteller_daemon.alerts import Alerts
@@ -95,7 +94,9 @@ class Runtime:
         try:
             progs = await self.world.progs()
             # A stop must not cut the write off mid-transaction.
-            save = self.store.catalogues.save(self.cfg.world.identity, progs, datetime.now(UTC))
+            save = self.store.catalogues.save(
+                self.cfg.world.identity, progs, self.store.clock.now()
+            )
             await complete_even_if_cancelled(save)
         except (WorldAdapterError, StorageError) as exc:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)

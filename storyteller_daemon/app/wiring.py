@@ -37,7 +37,7 @@ from storyteller_daemon.app.adapters import (
     open_store,
 )
 from storyteller_daemon.app.runtime import Runtime
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
@@ -80,7 +80,7 @@ async def build_runtime(
     world: WorldClient | None = None,
     choice: ModelChoice | None = None,
     observer: Observer | None = None,
-    clock: Clock | None = None,
+    clock: Clock,
     store: Store | None = None,
     reload_seconds: float = 5.0,
     drain_seconds: float | None = None,
@@ -94,11 +94,10 @@ async def build_runtime(
     admin commands run through it (`GameAdmin`); without, the daemon refuses them.
     """
     token = http_token(cfg, environ)
-    clock = clock or SystemClock()
     alerts = alerts or build_alerts(cfg, clock, environ)
-    store = store or open_store(cfg, environ)
+    store = store or open_store(cfg, clock, environ)
     await store.db.require_current()
-    stamped = store.stamped_by(clock.now)  # what the pipeline writes carries the daemon's time
+    stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
     stats = RuntimeStats()
@@ -118,17 +117,16 @@ async def build_runtime(
         log.warning("model: %s", choice.description)
     elif choice.offline:
         log.warning(OFFLINE_BANNER)
-    lookups = CachedWorld(world, clock.monotonic)
+    lookups = CachedWorld(world, clock)
     router = Router()
     actions = store.policy_actions
     approvals = store.approvals
     policy = Policy(
         cfg.policy,
-        clock.monotonic,
+        clock,
         secrets=daemon_secrets(cfg, environ),
         cells_of=router.cells_of,
         kill_file=kill_file_path(cfg.policy, database_url(cfg, environ)),
-        now=clock.now,
         journal=actions.add,
         approvals=approvals,
         claims=store.claims,
@@ -143,15 +141,14 @@ async def build_runtime(
         breaker = CircuitBreaker(
             choice.model,
             pause_seconds=cfg.model.refused_pause_seconds,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
         metered = metered_model(
             breaker,
             stats,
             cfg.model.prices,
-            monotonic=clock.monotonic,
             budget=budget,
-            now=clock.now,
+            clock=clock,
         )
         latency = metered.latency
         services = TurnServices(
@@ -219,7 +216,7 @@ async def build_runtime(
         refresher = DigestRefresher(
             store=store,
             runs=store.runs if cfg.runs.record else None,
-            model=TierFallback(metered, clock.monotonic) if metered is not None else None,
+            model=TierFallback(metered, clock) if metered is not None else None,
             recorder=recorder,
             clock=clock,
             cfg=cfg.reflection,
@@ -235,7 +232,7 @@ async def build_runtime(
         alerts=alerts,
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
-        inbox=store.inbox if cfg.world.kind == "bridge" else None,
+        inbox=stamped.inbox if cfg.world.kind == "bridge" else None,
         world_key=cfg.world.kind,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
@@ -249,7 +246,7 @@ async def build_runtime(
         turn_runs=store.runs if cfg.runs.record else None,
     )
     if admin_cli is not None and isinstance(world, BridgeWorldClient):
-        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)
+        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
@@ -270,7 +267,7 @@ async def build_runtime(
             port=cfg.http.port,
             token=token,
             web_app=dashboard,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, runner)
     runtime.summaries, runtime.summaries_sleep = summaries, clock.sleep

@@ -31,6 +31,7 @@ from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
@@ -177,13 +178,13 @@ class ArgumentsRig:
         runner = AgentTurnRunner(
             services,
             # as the daemon wires it: turns ask the world, attention the cache
-            lookups=CachedWorld(self.game, self.clock.monotonic),
+            lookups=CachedWorld(self.game, self.clock),
             model=model,
             limits=self.limits,
             clock=self.clock,
             stats=RuntimeStats(),
             recorder=RunRecorder(self.store.runs, None, self.clock),
-            policy=Policy(_PERMISSIVE, self.clock.monotonic, now=self.clock.now),
+            policy=Policy(_PERMISSIVE, self.clock),
         )
         trigger = Trigger(TriggerKind.HEARTBEAT, self.clock.now(), heartbeat=Heartbeat.HOUR)
         try:
@@ -267,7 +268,7 @@ async def arguments_rig(database_url: str | None = None) -> AsyncIterator[Argume
     """A rig on a migrated store (a throw-away SQLite file unless `database_url` is given)."""
     with tempfile.TemporaryDirectory(prefix="storyteller-arguments-") as tmp:
         url = database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'arguments.db'}"
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         try:
             await store.db.upgrade()
             clock = FakeClock(_START)

@@ -16,10 +16,11 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import BudgetsConfig, PolicyConfig
 from storyteller_daemon.runtime.stats import percentile
 from storyteller_daemon.storage.ledger import LedgerEntry
@@ -118,6 +119,7 @@ def _runs(count: int, now: datetime, seed: int = 5) -> list[tuple[NewRun, list[L
 
 async def _fill(store: Store, runs: int, now: datetime) -> None:
     from storyteller_daemon.domain.work import NewWork
+    from storyteller_daemon.testing import FakeClock
 
     for name in STORYTELLERS:
         await store.storytellers.create(name)
@@ -128,7 +130,7 @@ async def _fill(store: Store, runs: int, now: datetime) -> None:
     per_day = max(1, runs // 30)
     for day in range(30, -1, -1):
         moment = now - timedelta(days=day)
-        backlog = store.stamped_by(lambda moment=moment: moment).backlog  # type: ignore[misc]
+        backlog = store.stamped_by(FakeClock(moment)).backlog
         await backlog.add(
             [
                 NewWork(1 + n % 3, f"sim:{day}:{n}", "room_echo", "event", 101, "{}")
@@ -144,7 +146,7 @@ async def _fill(store: Store, runs: int, now: datetime) -> None:
 @asynccontextmanager
 async def _store() -> AsyncIterator[Store]:
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
-        store = Store.open(f"sqlite+aiosqlite:///{Path(tmp) / 'dashboard.db'}")
+        store = Store.open(f"sqlite+aiosqlite:///{Path(tmp) / 'dashboard.db'}", clock=SystemClock())
         try:
             await store.db.upgrade()
             yield store
@@ -156,16 +158,15 @@ async def run_dashboard_bench(runs: int, requests: int) -> dict[str, object]:
     """Fill, serve, fetch each page `requests` times; the report's rows."""
     import aiohttp
 
-    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
     from storyteller_daemon.runtime.dashboard.server import DashboardServer
 
-    now = datetime.now(UTC)
     async with _store() as store:
+        now = store.clock.now()
         began = time.perf_counter()
         await _fill(store, runs, now)
         filled = time.perf_counter() - began
-        data = DashboardData(store, BudgetsConfig(), SystemClock(), Controls(PolicyConfig(), None))
+        data = DashboardData(store, BudgetsConfig(), store.clock, Controls(PolicyConfig(), None))
         site = Dashboard(data, RunFeed(poll_seconds=2.0))
         newest = await data.queries.newest_run_id()
         pages = {
@@ -189,7 +190,9 @@ async def run_dashboard_bench(runs: int, requests: int) -> dict[str, object]:
         }
         headers = {"Authorization": f"Bearer {TOKEN}"}
         async with (
-            DashboardServer(site, host="127.0.0.1", port=0, token=TOKEN) as server,
+            DashboardServer(
+                site, host="127.0.0.1", port=0, token=TOKEN, clock=store.clock
+            ) as server,
             aiohttp.ClientSession(headers=headers) as session,
         ):
             base = f"http://127.0.0.1:{server.port}"

@@ -23,6 +23,7 @@ async def run_pipeline_bench(events: int) -> dict[str, object]:
     """Push `events` emotes through the daemon and time every stage; the report's rows."""
     from storyteller_daemon.agent.models.offline import OfflineStandInModel
     from storyteller_daemon.app import ModelChoice, build_runtime
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.storage.seeding import load_pack
@@ -32,15 +33,19 @@ async def run_pipeline_bench(events: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
         cfg = parse_config({"database": {"url": url}, "limits": {"queue_size": 10_000}}, "bench")
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         await store.db.upgrade()
-        await load_pack(store.db, read_pack("harbour-ward"))
+        await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
         watch = await store.storytellers.get("Harbour Ward Watch")
         await store.storytellers.save(replace(watch, paused=False))
         world = SimWorld.harbour_town(buffer_size=max(10_000, events * 2))
         offline = OfflineStandInModel()
         runtime = await build_runtime(
-            cfg, world=world, choice=ModelChoice(offline, offline.name), store=store
+            cfg,
+            world=world,
+            choice=ModelChoice(offline, offline.name),
+            store=store,
+            clock=store.clock,
         )
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.daemon.run(stop))

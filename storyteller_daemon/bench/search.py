@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.runtime.stats import percentile
 from storyteller_daemon.storage.store import Store
@@ -104,7 +105,9 @@ def make_queries(corpus: Corpus, count: int, *, seed: int = 11) -> list[str]:
 async def _store(database_url: str | None) -> AsyncIterator[Store]:
     """A migrated store on the given database, or on a throw-away SQLite file."""
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
-        store = Store.open(database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'search.db'}")
+        store = Store.open(
+            database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'search.db'}", clock=SystemClock()
+        )
         try:
             await store.db.upgrade()
             yield store

@@ -10,13 +10,11 @@ prices the bench's configuration holds.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 import random
 import re
-import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -24,6 +22,7 @@ from typing import Any
 
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.bench.contract_faults import ContractFaults
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_answers import Fault, Reply
 
@@ -42,16 +41,17 @@ _CRIME_PROMPT = "has committed a crime"
 
 
 class ScaledClock:
-    """The runtime `Clock`, running `speedup` times faster than real time."""
+    """The runtime `Clock`, running `speedup` times faster than `real`."""
 
-    def __init__(self, speedup: float, start: datetime) -> None:
+    def __init__(self, real: Clock, speedup: float, start: datetime) -> None:
+        self._real = real
         self._speedup = speedup
         self._start = start
-        self._origin = time.monotonic()
+        self._origin = real.monotonic()
 
     def monotonic(self) -> float:
         """Stream seconds since the clock was made."""
-        return (time.monotonic() - self._origin) * self._speedup
+        return (self._real.monotonic() - self._origin) * self._speedup
 
     def now(self) -> datetime:
         """The stream's time of day."""
@@ -59,7 +59,7 @@ class ScaledClock:
 
     async def sleep(self, seconds: float) -> None:
         """Sleep `seconds` of stream time."""
-        await asyncio.sleep(max(0.0, seconds) / self._speedup)
+        await self._real.sleep(max(0.0, seconds) / self._speedup)
 
 
 def _tokens(chars: int) -> int:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -53,6 +52,7 @@ from storyteller_daemon.bench.stand_ins import (
     ScaledClock,
 )
 from storyteller_daemon.bench.stream_report import StreamBenchOptions, StreamFacts, stream_report
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.events import Cursor, RoomEcho, Speech, WorldEvent
@@ -110,7 +110,8 @@ async def run_stream_bench(
         if item.relevant and (text := _event_text(item.event)) is not None
         if (key := repeat_key("t", text)) is not None
     }
-    clock = ScaledClock(options.speedup, start)
+    real = SystemClock()  # paces the playback, times the stops, stamps the store's rows
+    clock = ScaledClock(real, options.speedup, start)
     oracle = Oracle(
         relevant_texts,
         attention_latency=options.attention_latency,
@@ -125,9 +126,9 @@ async def run_stream_bench(
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
-        store = Store.open(url)
+        store = Store.open(url, clock=real)
         await store.db.upgrade()
-        await load_pack(store.db, read_pack("harbour-ward"))
+        await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
         watch = await store.storytellers.get("Harbour Ward Watch")
         world = SimWorld.harbour_town(epoch=f"bench-{token[:8]}", buffer_size=len(items) + 10)
         progs = ProgLog()
@@ -225,22 +226,22 @@ async def run_stream_bench(
         async def restart(*, graceful: bool) -> float:
             """Stop (or kill) the daemon and start a new one; the seconds the stop took."""
             nonlocal runtime, stop, task
-            stopped_at = time.monotonic()
+            stopped_at = real.monotonic()
             if graceful:
                 stop.set()
             else:
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await runtime.close()
-            took = time.monotonic() - stopped_at
+            took = real.monotonic() - stopped_at
             earlier.append(runtime.stats)
-            runtime, stop, task = await start_daemon(Store.open(url))
+            runtime, stop, task = await start_daemon(Store.open(url, clock=real))
             return took
 
         crashes = 0
         labels: dict[str, bool] = {}
         try:
-            began = time.monotonic()
+            began = real.monotonic()
             last_crash = last_cut = last_stop = 0.0
             stop_times: list[float] = []
             played: list[tuple[int, Cursor]] = []
@@ -250,9 +251,9 @@ async def run_stream_bench(
                 if progress is not None and played_count % 50 == 0:
                     progress(played_count, len(items))
                 offset = (item.event.occurred_at - start).total_seconds()
-                wait = offset / options.speedup - (time.monotonic() - began)
+                wait = offset / options.speedup - (real.monotonic() - began)
                 if wait > 0:
-                    await asyncio.sleep(wait)
+                    await real.sleep(wait)
                 else:
                     behind = max(behind, -wait * options.speedup)
                 if options.crash_every and offset - last_crash >= options.crash_every:
@@ -291,7 +292,7 @@ async def run_stream_bench(
             except TimeoutError:
                 settled = False
             db = runtime.store.db
-            backlog = BacklogRepository(db)
+            backlog = BacklogRepository(db, runtime.store.clock)
             ledger_rows = sum(
                 line.requests for line in await LedgerRepository(db).totals("storyteller")
             )
@@ -338,6 +339,7 @@ async def run_stream_bench(
             world_requests=bridge.stats.requests,
             settled=settled,
             behind=behind,
+            at=real.now(),
         )
     )
 

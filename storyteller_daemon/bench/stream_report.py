@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,8 @@ class StreamFacts:
     world_requests: int
     settled: Any
     behind: float
+    at: datetime
+    """When the run was made (the report's stamp)."""
 
 
 def stream_report(f: StreamFacts) -> dict[str, object]:
@@ -238,5 +240,5 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
         "attention latency (s)": options.attention_latency,
         "round latency (s)": options.round_latency,
         "speed-up": options.speedup,
-        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "at": f.at.isoformat(timespec="seconds"),
     }

@@ -66,9 +66,9 @@ async def costs(
     """Tokens and USD of model requests, summed by day, storyteller, trigger, situation or
     status (failed requests included, with what they may be billed)."""
 
-    start, end = window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:
+        start, end = window(since, until, store.clock.now())
         lines = await store.ledger.totals(
             by.value,
             since=start,

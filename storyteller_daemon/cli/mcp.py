@@ -65,7 +65,7 @@ async def serve(
         )
     async with open_store(ctx) as store:
         if transport is Transport.STDIO:
-            await serve_stdio(store, serve_cfg, token_held=bool(token), now=clock.now)
+            await serve_stdio(store, serve_cfg, token_held=bool(token), clock=clock)
             return
         stop = asyncio.Event()
         with stop_on_signals(stop):
@@ -73,7 +73,7 @@ async def serve(
                 store,
                 serve_cfg,
                 token=token,
-                now=clock.now,
+                clock=clock,
                 stop=stop,
                 started=lambda http: err_console.print(f"serving MCP on {http.url}", markup=False),
             )

@@ -16,7 +16,7 @@ character whose words or actions started the turn, so an admin sees who is tryin
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -166,7 +166,7 @@ async def approvals(
 async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: str) -> Approval:
     async with open_store(ctx) as store:
         decided: Approval = await store.approvals.decide(
-            approval_id, approve=approve, now=datetime.now(UTC), by=acting_user(ctx), note=note
+            approval_id, approve=approve, now=store.clock.now(), by=acting_user(ctx), note=note
         )
     return decided
 
@@ -205,8 +205,8 @@ async def report(
     from storyteller_daemon.cli.views.runs import time_window
     from storyteller_daemon.runs.refusals import refusal_report
 
-    start, _ = time_window(since, None)
     async with open_store(ctx) as store:
+        start, _ = time_window(since, None, store.clock.now())
         runs = await store.runs.records_since(
             None, start, kind="turn", limit=limit, min_tool_calls=1
         )

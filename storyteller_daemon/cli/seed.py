@@ -153,7 +153,7 @@ async def load(
         if check_world:
             await _check_world(ctx, parsed)
         async with open_store(ctx) as store:
-            report = await load_pack(store.db, parsed, dry_run=dry_run)
+            report = await load_pack(store.db, parsed, dry_run=dry_run, clock=store.clock)
     if as_json:
         print_json(
             {

@@ -130,7 +130,11 @@ async def open_store(ctx: typer.Context, *, migrated: bool = True) -> AsyncItera
     from storyteller_daemon.storage.store import Store
 
     cfg = state(ctx).config()
-    store = Store.open(cfg.database.url, busy_timeout_ms=cfg.database.busy_timeout_ms)
+    from storyteller_daemon.clock import SystemClock
+
+    store = Store.open(
+        cfg.database.url, busy_timeout_ms=cfg.database.busy_timeout_ms, clock=SystemClock()
+    )
     try:
         if migrated:
             await store.db.require_current()

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.work import (
     OPEN_STATES,
     TURN_RETRIES,
@@ -27,7 +28,7 @@ from storyteller_daemon.domain.work import (
 )
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.storytellers import as_utc
 from storyteller_daemon.storage.turn_claims import claim_next_turn, work_item
 
 _T = TypeVar("_T")
@@ -41,7 +42,7 @@ def _chunks(values: Sequence[_T]) -> list[list[_T]]:
 class BacklogRepository:
     """Adds, lists and moves work items of every storyteller."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -64,7 +65,7 @@ class BacklogRepository:
                     )
                 )
                 known.update((sid, source) for sid, source in found)
-            now = self._clock()
+            now = self._clock.now()
             fresh: list[NewWork] = []
             for item in items:
                 if (item.storyteller_id, item.source) not in known:
@@ -121,7 +122,7 @@ class BacklogRepository:
         """
         if not decisions:
             return 0
-        now = self._clock()
+        now = self._clock.now()
         ids = [d.item_id for d in decisions]
         statement = (
             update(WorkRow)
@@ -199,7 +200,7 @@ class BacklogRepository:
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
-                .values(**values, updated_on=self._clock())
+                .values(**values, updated_on=self._clock.now())
             )
             return int(getattr(result, "rowcount", 0) or 0)
 
@@ -210,7 +211,7 @@ class BacklogRepository:
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
-                .values(cut_by_stop=True, updated_on=self._clock())
+                .values(cut_by_stop=True, updated_on=self._clock.now())
             )
             return int(getattr(result, "rowcount", 0) or 0)
 
@@ -225,7 +226,7 @@ class BacklogRepository:
                     )
                 )
             )
-            now = self._clock()
+            now = self._clock.now()
             for row in rows:
                 row.state, row.reason, row.rule, row.attempts, row.updated_on = (
                     WorkState.RUNNING.value,
@@ -251,7 +252,7 @@ class BacklogRepository:
                     )
                 )
             )
-            now = self._clock()
+            now = self._clock.now()
             for row in rows:
                 row.state, row.rule, row.reason, row.updated_on = (
                     WorkState.EXPIRED.value,
@@ -275,7 +276,7 @@ class BacklogRepository:
                     state=WorkState.EXPIRED.value,
                     rule="world_restarted",
                     reason=reason,
-                    updated_on=self._clock(),
+                    updated_on=self._clock.now(),
                 )
             )
             return int(getattr(result, "rowcount", 0) or 0)

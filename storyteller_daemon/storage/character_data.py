@@ -27,6 +27,7 @@ from datetime import datetime
 from sqlalchemy import delete, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.approvals import ApprovalState
 from storyteller_daemon.domain.character_data import (
     ERASED,
@@ -61,7 +62,7 @@ from storyteller_daemon.storage.models.world import SpeechRow
 from storyteller_daemon.storage.policy_actions import action_to_domain, id_set, id_text
 from storyteller_daemon.storage.situations import situation_to_domain
 from storyteller_daemon.storage.speech_history import line_to_domain
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.storytellers import as_utc
 from storyteller_daemon.storage.sweep import SweepHits, rebuild_fts, reclaim, sweep
 
 MAX_PLACES = 50
@@ -86,7 +87,7 @@ def _check(character_id: int) -> None:
 class CharacterDataRepository:
     """Exports and erases what is held about a character; both are audited."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
         self._audit = AuditRepository(db, clock)
@@ -189,7 +190,7 @@ class CharacterDataRepository:
             await session.execute(
                 update(StorytellerRow)
                 .where(StorytellerRow.id.in_(sorted(changed)))
-                .values(revision=StorytellerRow.revision + 1, updated_on=self._clock())
+                .values(revision=StorytellerRow.revision + 1, updated_on=self._clock.now())
             )
 
     async def _reject_open_calls(
@@ -200,7 +201,7 @@ class CharacterDataRepository:
         rows = await session.scalars(
             select(ApprovalRow).where(ApprovalRow.state.in_(_OPEN_APPROVALS))
         )
-        now: datetime = self._clock()
+        now: datetime = self._clock.now()
         for row in rows:
             if any(redactor.scrub(value)[1] for value in (row.arguments, row.note, row.result)):
                 row.state, row.decided_at = ApprovalState.REJECTED.value, now

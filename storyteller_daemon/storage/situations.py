@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
     Provenance,
@@ -24,7 +25,7 @@ from storyteller_daemon.domain.situations import (
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.storytellers import as_utc
 
 
 def when(value: datetime | None) -> datetime | None:
@@ -69,7 +70,7 @@ def require_title(title: str) -> str:
 class SituationRepository:
     """Open, change, resolve and list situations. Situations are resolved, never deleted."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -97,7 +98,7 @@ class SituationRepository:
                 storyteller_id=storyteller_id,
                 title=require_title(title),
                 text=text,
-                created_on=self._clock(),
+                created_on=self._clock.now(),
                 resolved=False,
                 scope_character_id=character_id,
                 scope_room_id=room_id,
@@ -131,7 +132,7 @@ class SituationRepository:
         check_scope(character_id, room_id)
         async with self._db.session() as session:
             row = await self._row(session, storyteller_id, situation_id)
-            now = self._clock()
+            now = self._clock.now()
             if title is not None or text is not None:
                 store_provenance(row, provenance_of(row).joined(provenance))
             if title is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.audit import AuditRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
@@ -21,7 +22,7 @@ from storyteller_daemon.storage.scene_claims import SceneClaimRepository
 from storyteller_daemon.storage.situations import SituationRepository
 from storyteller_daemon.storage.speech_history import SpeechHistoryRepository
 from storyteller_daemon.storage.story_plans import StoryPlanRepository
-from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
+from storyteller_daemon.storage.storytellers import StorytellerRepository
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 
@@ -29,8 +30,9 @@ from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 class Store:
     """The repositories, sharing a `Database` and a clock."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self.db = db
+        self.clock = clock
         self.storytellers = StorytellerRepository(db, clock)
         self.situations = SituationRepository(db, clock)
         self.memories = MemoryRepository(db, clock)
@@ -42,7 +44,7 @@ class Store:
         self.characters = CharacterDataRepository(db, clock)
         self.plans = StoryPlanRepository(db, clock)
         self.claims = SceneClaimRepository(db, clock)
-        self.queries = ProviderQueryRepository(db)
+        self.queries = ProviderQueryRepository(db, clock=clock)
         self.verdicts = VerdictMemoryRepository(db, clock)
         self.backlog = BacklogRepository(db, clock)
         self.inbox = InboxRepository(db, clock)
@@ -54,7 +56,7 @@ class Store:
         self.dashboard = DashboardQueries(db)
 
     @classmethod
-    def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:
+    def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock) -> Store:
         """A store over a new engine for `url`."""
         return cls(Database(url, busy_timeout_ms=busy_timeout_ms), clock)
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.mcp import McpGrant, validate_grants
 from storyteller_daemon.domain.names import name_key
@@ -30,13 +30,6 @@ from storyteller_daemon.storage.models.storytellers import (
     StorytellerRow,
     SurveillanceRow,
 )
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The current UTC time."""
-    return datetime.now(UTC)
 
 
 def as_utc(value: datetime) -> datetime:
@@ -264,7 +257,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
 class StorytellerRepository:
     """Create, find, change, clone and delete storytellers."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -301,7 +294,7 @@ class StorytellerRepository:
         st = replace(template, name=name) if template else Storyteller(name=name)
         async with self._db.session() as session:
             await self._check_name_free(session, name, None)
-            now = self._clock()
+            now = self._clock.now()
             row = StorytellerRow(created_on=now, updated_on=now, revision=1)
             row.surveillance, row.tools = [], []
             apply_to_row(row, st)
@@ -340,7 +333,7 @@ class StorytellerRepository:
             await self._check_name_free(session, st.name, row.id)
             apply_to_row(row, st)
             row.revision += 1
-            row.updated_on = self._clock()
+            row.updated_on = self._clock.now()
             await session.flush()
             return to_domain(row)
 

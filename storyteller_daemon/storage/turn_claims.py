@@ -11,11 +11,11 @@ its `WorkItem`, here and for the backlog.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.storage.models.work import WorkRow
 from storyteller_daemon.storage.storytellers import as_utc
@@ -48,7 +48,7 @@ async def claim_next_turn(
     limit: int,
     *,
     retries: int,
-    clock: Callable[[], datetime],
+    clock: Clock,
 ) -> TurnClaim | None:
     """The next turn of a storyteller, its items moved (see the module's description)."""
     running = list(
@@ -68,7 +68,7 @@ async def claim_next_turn(
         attempt = max(r.attempts for r in rows) + (0 if stopped else 1)
         attempt = max(attempt, 1)
         given_up = attempt > 1 + retries
-        now = clock()
+        now = clock.now()
         for row in rows:
             row.updated_on = now
             if given_up:
@@ -103,7 +103,7 @@ async def claim_next_turn(
         )
     )
     key = make_key([work_item(r) for r in rows])
-    now = clock()
+    now = clock.now()
     for row in rows:
         row.state, row.turn_key, row.attempts, row.updated_on = (
             WorkState.RUNNING.value,

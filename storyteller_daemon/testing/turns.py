@@ -25,8 +25,6 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.protocol import WorldClient
@@ -97,7 +95,7 @@ def turn_runner(
     clock = clock or FakeClock()
     if recorder is None:
         recorder = (
-            RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock)
+            RunRecorder(store.runs, store.ledger, clock)
             if recorded
             else RunRecorder(None, None, clock)
         )

@@ -55,8 +55,7 @@ class Harness:
         defaults: dict[str, Any] = {"approve": ["*/echotoroom"], "approval_expiry_seconds": 600}
         return Policy(
             PolicyConfig(**(defaults | settings)),
-            self.clock.monotonic,
-            now=self.clock.now,
+            self.clock,
             kill_file=self.kill_file,
             journal=self.actions.add,
             approvals=self.repo,
@@ -202,7 +201,7 @@ async def test_an_approved_call_whose_tool_is_gone_fails_without_running(
 
 
 async def test_without_a_queue_a_marked_call_is_refused(harness: Harness) -> None:
-    harness.policy = Policy(PolicyConfig(approve=["*"]), harness.clock.monotonic)
+    harness.policy = Policy(PolicyConfig(approve=["*"]), harness.clock)
     harness.runner = harness.new_runner()
     record = await harness.turn()
     assert record.calls[0].refused and record.calls[0].rule == "approval"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agent_doubles import ManualClock, ScriptedModel, calls
+from agent_doubles import ScriptedModel, calls
 
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.policy import Policy
@@ -58,7 +58,7 @@ def heartbeat() -> Trigger:
 def policy(approvals: ApprovalRepository | None = None, **settings: Any) -> Policy:
     return Policy(
         PolicyConfig(**({"target_cooldown_seconds": 0} | settings)),
-        ManualClock(),
+        FakeClock(),
         cells_of=lambda _: frozenset({QUAY, 102}),
         approvals=approvals,
     )

@@ -16,6 +16,7 @@ from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.app import ModelChoice, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, parse_config
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.storage.store import Store
@@ -97,7 +98,7 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
     sqlite_url: str,
 ) -> None:
     cfg = parse_config({"database": {"url": sqlite_url}, "model": {"api_key_env": "NO_KEY"}}, "t")
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     await store.db.upgrade()
     st = await store.storytellers.create("Beat")
     st = await store.storytellers.save(
@@ -110,7 +111,12 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
     )
     world = InstrumentedWorld(SimWorld.harbour_town())
     runtime = await build_runtime(
-        cfg, environ={}, world=world, choice=ModelChoice(None, "none"), store=store
+        cfg,
+        environ={},
+        world=world,
+        choice=ModelChoice(None, "none"),
+        store=store,
+        clock=SystemClock(),
     )
     try:
         await runtime.daemon.reload(force=True)

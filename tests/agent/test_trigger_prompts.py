@@ -137,7 +137,7 @@ async def make_rig(
         clock=FakeClock(T0),
         stats=stats,
         observer=LoggingObserver(),
-        backlog=BacklogRepository(sqlite_store.db),
+        backlog=BacklogRepository(sqlite_store.db, sqlite_store.clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=25,
         model_available=True,

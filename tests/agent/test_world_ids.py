@@ -15,6 +15,7 @@ from storyteller_daemon.agent.tools.registry import with_catalogue
 from storyteller_daemon.domain.settings import CustomTool, Storyteller
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.errors import UnsupportedRequest
 from world_adapter.facts import EntityInfo, EntityKind
@@ -53,7 +54,7 @@ async def turn(
 ) -> ToolContext:
     ctx = ToolContext(
         TurnServices(
-            world=CachedWorld(game, lambda: 0.0),
+            world=CachedWorld(game, FakeClock()),
             situations=sqlite_store.situations,
             memories=sqlite_store.memories,
             references=sqlite_store.references,

@@ -24,6 +24,7 @@ from typer.testing import CliRunner, Result
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from storyteller_daemon.cli import app
 from storyteller_daemon.cli import support as cli_common
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.storage.store import Store
 
 T = TypeVar("T")
@@ -96,7 +97,7 @@ class Cli:
         """Run `work` against the test database directly (for what no command creates)."""
 
         async def run() -> T:
-            store = Store.open(self.url)
+            store = Store.open(self.url, clock=SystemClock())
             try:
                 return await work(store)
             finally:

@@ -111,7 +111,7 @@ def record_a_timed_out_turn(cli: Cli) -> None:
         timeout = ModelTransientError(
             "no answer within 60 s", request_status="timeout", input_billed=True
         )
-        metered = metered_model(ScriptedModel(timeout), RuntimeStats(), PRICES, now=clock.now)
+        metered = metered_model(ScriptedModel(timeout), RuntimeStats(), PRICES, clock=clock)
         runner = turn_runner(store, SimWorld.harbour_town(), metered, clock=clock)
         await runner.run_turn(
             st, Trigger(TriggerKind.DIRECT, occurred_at=clock.now(), text="bells")

@@ -101,7 +101,9 @@ async def fit_findings(sqlite_url: str, game: WorldServer) -> list[Finding]:
 async def test_a_pack_that_fits_the_world_passes(
     sqlite_url: str, sqlite_store: Store, game: WorldServer, tmp_path: Path
 ) -> None:
-    await load_pack(sqlite_store.db, read_pack(write_pack(tmp_path, FITTING)))
+    await load_pack(
+        sqlite_store.db, read_pack(write_pack(tmp_path, FITTING)), clock=sqlite_store.clock
+    )
     [finding] = await fit_findings(sqlite_url, game)
     assert finding.ok, finding
     assert finding.detail == f"1 storyteller(s) name only zones, rooms and progs that {GAME} has"
@@ -154,7 +156,11 @@ async def test_each_mismatch_is_exactly_one_finding(
     expected: str,
 ) -> None:
     assert FITTING.count(old) == 1
-    await load_pack(sqlite_store.db, read_pack(write_pack(tmp_path, FITTING.replace(old, new))))
+    await load_pack(
+        sqlite_store.db,
+        read_pack(write_pack(tmp_path, FITTING.replace(old, new))),
+        clock=sqlite_store.clock,
+    )
     findings = await fit_findings(sqlite_url, game)
     assert [(f.ok, f.detail) for f in findings] == [(False, f"{NAME}: {expected}")]
     assert findings[0].fix
@@ -165,7 +171,9 @@ async def test_the_shipped_sim_pack_against_a_game_is_one_finding(
 ) -> None:
     # The sim served over the bridge has every zone and prog harbour-ward names: what is left
     # is that the pack says it was written for the embedded sim, not for this game.
-    await load_pack(sqlite_store.db, read_pack(ROOT / "seed" / "harbour-ward"))
+    await load_pack(
+        sqlite_store.db, read_pack(ROOT / "seed" / "harbour-ward"), clock=sqlite_store.clock
+    )
     findings = await fit_findings(sqlite_url, game)
     assert [(f.ok, f.detail) for f in findings] == [
         (
@@ -180,7 +188,7 @@ async def test_the_shipped_sim_packs_fit_the_embedded_sim(
     sqlite_url: str, sqlite_store: Store
 ) -> None:
     for pack in ("harbour-ward", "harbour-director", "narrative-steward"):
-        await load_pack(sqlite_store.db, read_pack(ROOT / "seed" / pack))
+        await load_pack(sqlite_store.db, read_pack(ROOT / "seed" / pack), clock=sqlite_store.clock)
     cfg = parse_config({"database": {"url": sqlite_url}, "world": {"kind": "sim"}}, "test.toml")
     findings = [f for f in await Doctor({}).run(lambda: cfg) if f.check == "fit"]
     assert [f.ok for f in findings] == [True], findings

@@ -79,7 +79,7 @@ def record_runs(cli: Cli) -> None:
         st = await store.storytellers.save(replace(st, paused=False, custom_tools=(ECHO,)))
         clock = FakeClock(T0)
         world = SimWorld.harbour_town()
-        metered = metered_model(script(), RuntimeStats(), PRICES, now=clock.now)
+        metered = metered_model(script(), RuntimeStats(), PRICES, clock=clock)
         runner = turn_runner(store, world, metered, clock=clock)
         echo = Trigger.from_event(world.emote(2004, "slips a hand into Maren's purse!"))
         [verdict] = await runner.judge(st, [echo])
@@ -286,7 +286,7 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
         st = await store.storytellers.save(replace(await store.storytellers.get(1), paused=False))
         clock = FakeClock(T0)
         world = SimWorld.harbour_town()
-        metered = metered_model(batch, RuntimeStats(), PRICES, now=clock.now)
+        metered = metered_model(batch, RuntimeStats(), PRICES, clock=clock)
         runner = turn_runner(store, world, metered, clock=clock)
         theft = Trigger.from_event(world.emote(2004, "slips a hand into a purse!"))
         gulls = Trigger.from_event(world.emote(2003, "watches the gulls."))
@@ -309,7 +309,7 @@ def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cl
 
     async def fail_a_turn(store: Store) -> tuple[int, int]:
         st = await store.storytellers.get(1)
-        backlog = BacklogRepository(store.db)
+        backlog = BacklogRepository(store.db, store.clock)
         await backlog.add(
             [NewWork(1, "direct:abc", "direct", "direct", None, "{}", WorkState.INTERESTED)]
         )
@@ -331,7 +331,7 @@ def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cl
     }
 
     async def look(store: Store) -> tuple[str, int, str]:
-        [item] = await BacklogRepository(store.db).items(1)
+        [item] = await BacklogRepository(store.db, store.clock).items(1)
         [entry] = await store.audit.list(limit=1)
         return item.state.value, (await store.storytellers.get(1)).revision, entry.action
 

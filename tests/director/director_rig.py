@@ -108,7 +108,7 @@ async def director_rig(
     direction (plans on unless given), `policy` adds a policy point, `model` answers instead
     of the rig's scripted model."""
     clock = FakeClock(T0)
-    store = Store.open(url, clock=clock.now)
+    store = Store.open(url, clock=clock)
     await store.db.upgrade()
     try:
         world = SimWorld.harbour_town()
@@ -127,9 +127,8 @@ async def director_rig(
         if policy is not None:
             point = Policy(
                 policy,
-                clock.monotonic,
+                clock,
                 cells_of=lambda _: frozenset({QUAY, MARKET, 103}),
-                now=clock.now,
                 claims=store.claims,
             )
         scripted = ScriptedModel()

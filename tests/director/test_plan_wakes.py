@@ -75,7 +75,7 @@ async def pipeline_of(rig: Rig, *rules: AttentionRule) -> AsyncIterator[Pipeline
         clock=rig.clock,
         stats=stats,
         observer=LoggingObserver(clock=rig.clock.monotonic, stats=stats),
-        backlog=BacklogRepository(rig.store.db, rig.clock.now),
+        backlog=BacklogRepository(rig.store.db, rig.clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         plans=rig.store.plans,
     )
@@ -92,7 +92,7 @@ async def heard(pipeline: Pipeline, rig: Rig, seq: int, words: str) -> WorkItem:
     """Take one speech in, wait until the pipeline is idle; the speech's work item."""
     await pipeline.accept([said(seq, words, rig)])
     await pipeline.wait_idle()
-    newest = (await BacklogRepository(rig.store.db, rig.clock.now).items(rig.teller.id or 0))[0]
+    newest = (await BacklogRepository(rig.store.db, rig.clock).items(rig.teller.id or 0))[0]
     return newest
 
 

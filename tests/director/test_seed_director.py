@@ -16,7 +16,7 @@ from storyteller_daemon.storage.store import Store
 
 
 async def test_the_director_pack_loads_a_storyteller_that_plans(sqlite_store: Store) -> None:
-    await load_pack(sqlite_store.db, read_pack("harbour-director"))
+    await load_pack(sqlite_store.db, read_pack("harbour-director"), clock=sqlite_store.clock)
     st = await sqlite_store.storytellers.get("Harbour Ward Director")
     d = st.direction
     assert d.plans and not d.cooperates and st.paused

@@ -17,6 +17,7 @@ import pytest
 
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.app.runtime import Runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.runs import RunRepository
@@ -59,10 +60,10 @@ def echo_model() -> ScriptedModel:
 async def game(tmp_path: Path) -> AsyncIterator[Game]:
     url = f"sqlite+aiosqlite:///{tmp_path / 'invoke.db'}"
     async with contextlib.AsyncExitStack() as stack:
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         stack.push_async_callback(store.close)
         await store.db.upgrade()
-        await load_pack(store.db, read_pack("harbour-ward"))
+        await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
         watch = await store.storytellers.get(WATCH)
         watch = await store.storytellers.save(replace(watch, paused=False))
         assert watch.id is not None
@@ -84,7 +85,9 @@ async def game(tmp_path: Path) -> AsyncIterator[Game]:
             },
             "test",
         )
-        runtime = await build_runtime(cfg, environ={"T": token, "K": "test-key"}, store=store)
+        runtime = await build_runtime(
+            cfg, environ={"T": token, "K": "test-key"}, store=store, clock=SystemClock()
+        )
         stack.push_async_callback(runtime.close)
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.run(stop))

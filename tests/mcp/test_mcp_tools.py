@@ -150,7 +150,7 @@ async def test_a_servers_answer_is_kept_in_notes_only_as_a_quotation(
         text(""),
     )
     clock = FakeClock(T0)
-    policy = Policy(PolicyConfig(), clock.monotonic)
+    policy = Policy(PolicyConfig(), clock)
     async with McpHub(cfg, clock=clock) as hub:
         record = await runner(sqlite_store, model, hub, clock, policy).run_turn(st, HEARTBEAT)
     outcomes = [(c.envelope["ok"], c.rule) for c in record.calls if c.name == "CreateMemory"]
@@ -238,7 +238,7 @@ async def test_mcp_calls_pass_the_policy_shadow_mode_keeps_them_from_the_server(
     slow = SlowServer()
     st = await granted(sqlite_store, McpGrant("tides", ("tide",)))
     clock = FakeClock(T0)
-    policy = Policy(PolicyConfig(shadow=["Harbour Watch"]), clock.monotonic)
+    policy = Policy(PolicyConfig(shadow=["Harbour Watch"]), clock)
     model = ScriptedModel(calls(("mcp__tides__tide", {"harbour": "Quay"})), text(""))
     async with LoopbackHttp(slow.app(), host="127.0.0.1", port=0, token=TOKEN) as http:
         cfg = McpConfig(servers={"tides": McpServerConfig(url=http.url, token_env="T")})
@@ -258,8 +258,7 @@ async def test_an_mcp_call_waiting_for_approval_runs_once_approved(sqlite_store:
     approvals = ApprovalRepository(sqlite_store.db)
     policy = Policy(
         PolicyConfig(approve=["Harbour Watch/mcp__tides__tide"]),
-        clock.monotonic,
-        now=clock.now,
+        clock,
         approvals=approvals,
     )
     model = ScriptedModel(calls(("mcp__tides__tide", {"harbour": "Quay"})), text(""))

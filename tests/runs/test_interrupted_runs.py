@@ -40,7 +40,7 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     # The second request never comes back: the process dies while it waits.
     inner = ScriptedModel(text("", USAGE), hang())
-    model = metered_model(inner, RuntimeStats(), PRICES, now=clock.now)
+    model = metered_model(inner, RuntimeStats(), PRICES, clock=clock)
     request = ModelRequest(model="gpt-x", input=[])
     services = TurnServices(
         SimWorld.harbour_town(),
@@ -71,7 +71,7 @@ async def test_a_request_refused_with_a_status_is_a_row_without_cost(sqlite_stor
     ledger = LedgerRepository(sqlite_store.db)
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     failing = ScriptedModel(ModelTransientError("HTTP 503", status=503))
-    model = metered_model(failing, RuntimeStats(), PRICES, now=clock.now)
+    model = metered_model(failing, RuntimeStats(), PRICES, clock=clock)
     services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
@@ -91,7 +91,7 @@ async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_st
     ledger = LedgerRepository(sqlite_store.db)
     runs = RunRepository(sqlite_store.db)
     recorder = RunRecorder(runs, ledger, clock)
-    model = metered_model(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, now=clock.now)
+    model = metered_model(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, clock=clock)
     services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,

@@ -19,6 +19,7 @@ import pytest
 from storyteller_daemon.agent.models.interface import Model, Usage
 from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
@@ -93,7 +94,7 @@ def runner(
     """A recording runner; runs are stored in `into` (default: `store`)."""
     clock = FakeClock(T0)
     db = (into or store).db
-    metered = metered_model(model, RuntimeStats(), PRICES, now=clock.now)
+    metered = metered_model(model, RuntimeStats(), PRICES, clock=clock)
     recorder = RunRecorder(RunRepository(db), LedgerRepository(db), clock, record=record)
     return turn_runner(store, world, metered, clock=clock, recorder=recorder)
 
@@ -189,7 +190,7 @@ async def test_without_run_records_only_the_ledger_is_written(sqlite_store: Stor
 async def test_a_run_that_cannot_be_stored_does_not_fail_the_turn(
     sqlite_store: Store, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}", clock=SystemClock())
     try:
         st = await watcher(sqlite_store)
         agent = runner(

@@ -54,12 +54,10 @@ def reflection_rig(
     """Reflection over `db` whose repositories stamp times on the fake clock."""
     clock = clock or FakeClock(T0)
     cfg = cfg or ReflectionConfig()
-    store = Store(db, clock.now)
+    store = Store(db, clock)
     stats = RuntimeStats()
     budget = BudgetKeeper(budgets or BudgetsConfig(daily_usd=0), PRICES, clock)
-    metered = metered_model(
-        model, stats, PRICES, budget=budget, now=clock.now, monotonic=clock.monotonic
-    )
+    metered = metered_model(model, stats, PRICES, budget=budget, clock=clock)
     runs, ledger = RunRepository(db), LedgerRepository(db)
     refresher = DigestRefresher(
         store=store,

@@ -182,5 +182,5 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
 def _runner(
     store: Store, model: Any, budget: BudgetKeeper | None, recorder: RunRecorder, clock: FakeClock
 ) -> AgentTurnRunner:
-    metered = metered_model(model, RuntimeStats(), PRICES, budget=budget, now=clock.now)
+    metered = metered_model(model, RuntimeStats(), PRICES, budget=budget, clock=clock)
     return turn_runner(store, SimWorld.harbour_town(), metered, clock=clock, recorder=recorder)

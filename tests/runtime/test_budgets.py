@@ -13,6 +13,7 @@ import pytest
 
 from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import AttentionConfig, BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
@@ -180,7 +181,7 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
     clock = FakeClock(T0)
     budget = keeper(clock, daily_usd=10.0)
     answering = ScriptedModel(then=text("", Usage(2000, 0, 100, 0)))
-    model = metered_model(answering, RuntimeStats(), PRICES, budget=budget, now=clock.now)
+    model = metered_model(answering, RuntimeStats(), PRICES, budget=budget, clock=clock)
     turn = run_of(WATCH)
     with attributed(turn):
         req = request()
@@ -189,7 +190,7 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
     assert budget.spent(1) == pytest.approx(cost_of(Usage(2000, 0, 100, 0)))
     assert [c.cost_usd for c in turn.charges] == [pytest.approx(0.003)]
     down = ScriptedModel(then=ConnectionError("down"))
-    broken = metered_model(down, RuntimeStats(), PRICES, budget=budget)
+    broken = metered_model(down, RuntimeStats(), PRICES, budget=budget, clock=SystemClock())
     with attributed(turn), pytest.raises(ConnectionError):
         await broken.respond(request())  # no hook: the meter reserves itself, then releases
     assert turn.exchanges[-1].error == "ConnectionError: down"
@@ -202,7 +203,9 @@ async def test_the_meter_refuses_a_request_no_hook_checked() -> None:
     budget = keeper(FakeClock(T0), daily_usd=0.000001)
     inner = ScriptedModel(then=text(""))
     with pytest.raises(BudgetExceeded):
-        await metered_model(inner, RuntimeStats(), PRICES, budget=budget).respond(request())
+        await metered_model(
+            inner, RuntimeStats(), PRICES, budget=budget, clock=SystemClock()
+        ).respond(request())
     assert inner.requests == []
 
 
@@ -335,7 +338,7 @@ async def rig(sqlite_store: Store) -> AsyncIterator[tuple[Pipeline, HeldRunner, 
         clock=FakeClock(T0),
         stats=RuntimeStats(),
         observer=drops,
-        backlog=BacklogRepository(sqlite_store.db),
+        backlog=BacklogRepository(sqlite_store.db, sqlite_store.clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=5,
         model_available=True,

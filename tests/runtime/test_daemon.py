@@ -94,7 +94,7 @@ def _pipeline(store: Store, clock: FakeClock, runner: BlockingRunner) -> Pipelin
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db, clock.now),
+        backlog=BacklogRepository(store.db, clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=25,
         model_available=True,

@@ -142,7 +142,7 @@ class Daemon:
             self.storyteller = await self.store.storytellers.save(replace(st, paused=False))
         router = Router()
         router.update([self.storyteller], {1: frozenset({101, 102})})
-        journal = wrap("journal", TurnJournalRepository(db, self.clock.now))
+        journal = wrap("journal", TurnJournalRepository(db, self.clock))
         recorder = RunRecorder(
             wrap("runs", RunRepository(db)),
             LedgerRepository(db),
@@ -170,7 +170,7 @@ class Daemon:
             clock=self.clock,
             stats=RuntimeStats(),
             observer=Quiet(),
-            backlog=wrap("backlog", BacklogRepository(db, self.clock.now)),
+            backlog=wrap("backlog", BacklogRepository(db, self.clock)),
             attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0, turn_retries=retries),
             queue_size=25,
             alerts=alerts,
@@ -192,7 +192,7 @@ class Daemon:
 
     async def states(self) -> list[WorkState]:
         assert self.storyteller is not None and self.storyteller.id is not None
-        items = await BacklogRepository(self.store.db).items(self.storyteller.id)
+        items = await BacklogRepository(self.store.db, self.store.clock).items(self.storyteller.id)
         return [i.state for i in reversed(items)]
 
     async def counts(self) -> tuple[int, int, int]:
@@ -322,7 +322,10 @@ async def test_a_cut_between_two_built_in_writes_writes_each_once(daemon: Daemon
         ("CreateMemory", False),
         ("Noop", False),
     ]
-    assert await TurnJournalRepository(daemon.store.db).entries(record.turn_key) == {}
+    assert (
+        await TurnJournalRepository(daemon.store.db, daemon.store.clock).entries(record.turn_key)
+        == {}
+    )
 
 
 async def test_a_crash_inside_a_built_in_write_leaves_neither_the_write_nor_its_result(
@@ -381,7 +384,10 @@ async def test_clean_stops_are_not_counted_but_crashes_are_and_end_in_an_alert(
     assert "given up after 2 interruptions" in (given_up.error or "")
 
     # Queued again (what `storyteller runs retry` does): it runs and completes.
-    assert len(await BacklogRepository(daemon.store.db).retry(given_up.turn_key)) == 1
+    assert (
+        len(await BacklogRepository(daemon.store.db, daemon.store.clock).retry(given_up.turn_key))
+        == 1
+    )
     retried = await daemon.start(acting(), retries=1)
     await retried.pipeline.wait_idle()
     assert await daemon.states() == [WorkState.DONE]

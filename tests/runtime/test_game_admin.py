@@ -52,7 +52,7 @@ async def rig(sqlite_url: str, sqlite_store: Store) -> AsyncIterator[Rig]:
         choice=ModelChoice(ScriptedModel(then=calls(("Noop", {}))), "noop"),
     )  # fmt: skip
     cli = [sys.executable, "-m", "storyteller_daemon", "--db", sqlite_url]
-    admin = GameAdmin(cli, runtime.daemon, sqlite_store.audit, clock.now)
+    admin = GameAdmin(cli, runtime.daemon, sqlite_store.audit, clock)
     stop = asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
     await asyncio.wait_for(runtime.daemon.ready.wait(), 5)

@@ -59,7 +59,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
+        backlog=BacklogRepository(store.db, store.clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=5,
         admission=Admission(None, None, kill_switch=lambda: kill_switch[0]),

@@ -80,7 +80,7 @@ def build(store: Store, runner: HeldRunner, admission: Admission | None = None) 
         clock=FakeClock(),
         stats=RuntimeStats(),
         observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
+        backlog=BacklogRepository(store.db, store.clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
         queue_size=QUEUE,
         model_available=True,

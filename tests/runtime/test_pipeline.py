@@ -171,7 +171,7 @@ class Harness:
         router = Router()
         router.update(storytellers, ZONES)
         runner = runner or FakeRunner()
-        backlog = BacklogRepository(self.store.db, self.clock.now)
+        backlog = BacklogRepository(self.store.db, self.clock)
         alerts = RecordedAlerts()
         pipeline = Pipeline(
             router=router,

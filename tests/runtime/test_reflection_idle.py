@@ -14,6 +14,7 @@ from reflection_rig import USAGE, Rig, reflection_rig, storyteller
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.turn_runner import Verdict
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import AttentionConfig, Config, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
@@ -76,7 +77,7 @@ def make_pipeline(rig: Rig, runner: HeldRunner) -> Pipeline:
         clock=rig.clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
-        backlog=BacklogRepository(rig.store.db, rig.clock.now),
+        backlog=BacklogRepository(rig.store.db, rig.clock),
         attention=AttentionConfig(quiet_seconds=0, max_wait_seconds=0),
     )
 
@@ -144,7 +145,7 @@ async def test_a_storyteller_with_work_does_not_reflect(idle: Idle) -> None:
 
     # Work the lane has not seen yet (stored by another writer) still counts: the backlog is
     # the durable truth.
-    await BacklogRepository(idle.rig.store.db, clock.now).add(
+    await BacklogRepository(idle.rig.store.db, clock).add(
         [NewWork(2, "direct:x", "direct", "direct:x", None, "{}", WorkState.INTERESTED)]
     )
     await clock.advance(3600)
@@ -220,7 +221,12 @@ async def test_the_composition_root_gives_the_daemon_its_reflection_task(
 
     choice = ModelChoice(ScriptedModel(then=text("A quiet day.", USAGE)), "scripted")
     on = await build_runtime(
-        config(), environ={}, world=SimWorld.harbour_town(), choice=choice, store=sqlite_store
+        config(),
+        environ={},
+        world=SimWorld.harbour_town(),
+        choice=choice,
+        store=sqlite_store,
+        clock=SystemClock(),
     )
     assert isinstance(on.daemon.idle_work, ReflectionScheduler)
     assert on.reflection is not None and on.reflection.stats is on.stats
@@ -230,5 +236,6 @@ async def test_the_composition_root_gives_the_daemon_its_reflection_task(
         world=SimWorld.harbour_town(),
         choice=choice,
         store=sqlite_store,
+        clock=SystemClock(),
     )
     assert off.daemon.idle_work is None and off.reflection is None

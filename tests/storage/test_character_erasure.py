@@ -133,10 +133,12 @@ async def build_town(store: Store) -> Town:
     watch = (await store.storytellers.save(replace(created, system_prompt=prompt))).id
     gossip = (await store.storytellers.create("Tavern Gossip")).id
     assert watch is not None and gossip is not None
-    await InboxRepository(store.db).store_events("harbour", [OSRIC_SPEAKS, MAREN_SPEAKS])
+    await InboxRepository(store.db, store.clock).store_events(
+        "harbour", [OSRIC_SPEAKS, MAREN_SPEAKS]
+    )
     await store.speech.record_many([OSRIC_SPEAKS, MAREN_SPEAKS])
     payload = json.dumps(encode_trigger(Trigger.from_event(OSRIC_SPEAKS)), ensure_ascii=False)
-    await BacklogRepository(store.db).add(
+    await BacklogRepository(store.db, store.clock).add(
         [NewWork(watch, "harbour:harbour-1:1", "speech", "speech", TAVERN, payload)]
     )
     await record_osric_turn(store, watch)
@@ -318,7 +320,7 @@ async def test_erasing_leaves_no_trace_of_the_characters_texts(store: Store) -> 
         regulars.contents
         == f"{MARKER} drinks at the Drowned Lantern; the harbourmaster distrusts him."
     )
-    pending = await InboxRepository(store.db).pending("harbour")  # still read back
+    pending = await InboxRepository(store.db, store.clock).pending("harbour")  # still read back
     assert [p.event.involved_character_ids for p in pending] == [{0}, {MAREN, 0}]
     osric_call = next(
         a for a in await ApprovalRepository(store.db).list() if a.key == "call-for-him"
@@ -422,7 +424,7 @@ async def test_on_sqlite_text_deleted_before_the_erasure_goes_too(
         cursor.close()
 
     event.listen(sqlite_store.db.engine.sync_engine, "connect", keep_deleted_bytes)
-    inbox = InboxRepository(sqlite_store.db)
+    inbox = InboxRepository(sqlite_store.db, sqlite_store.clock)
     [stored] = await inbox.store_events("old", [replace(MAREN_SPEAKS, text="The qwyxzzle crate.")])
     await inbox.mark_dispatched([stored.id])
     assert await inbox.prune("old", keep=0) == 1

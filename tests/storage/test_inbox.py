@@ -11,6 +11,7 @@ from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from world_adapter.events import (
     CharacterState,
     Crime,
@@ -29,7 +30,7 @@ def echo(seq: int, epoch: str = "boot-1", text: str = "Maren waves.") -> RoomEch
 
 
 def inbox_of(store: Store) -> InboxRepository:
-    return InboxRepository(store.db, clock=lambda: AT)
+    return InboxRepository(store.db, clock=FakeClock(AT))
 
 
 async def test_events_are_stored_once_and_the_cursor_follows(store: Store) -> None:

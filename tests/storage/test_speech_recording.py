@@ -150,7 +150,7 @@ async def rig(
     recorder = MemoryRecorder()
     runner = HistoryReadingRunner(recorder.read)
     tellers = [LISTENING, PAUSED, ECHOES_ONLY]
-    backlog = BacklogRepository(sqlite_store.db)
+    backlog = BacklogRepository(sqlite_store.db, sqlite_store.clock)
     pipeline = pipeline_over(recorder, runner, tellers, backlog, buffer=2)
     task = asyncio.create_task(pipeline.run())
     await settle()
@@ -246,7 +246,9 @@ async def test_the_daemon_records_each_watched_speech_from_the_world_once(
         return [line.message for line in lines]
 
     runner = HistoryReadingRunner(quay_history)
-    pipeline = pipeline_over(sqlite_store.speech, runner, [], BacklogRepository(sqlite_store.db))
+    pipeline = pipeline_over(
+        sqlite_store.speech, runner, [], BacklogRepository(sqlite_store.db, sqlite_store.clock)
+    )
     world = SimWorld.harbour_town(clock=lambda: T0)
     daemon = Daemon(
         settings=sqlite_store.storytellers,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import storyteller_daemon
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
 
 PACKAGE = Path(storyteller_daemon.__file__).parent
 
@@ -41,7 +42,7 @@ async def test_a_stamped_store_shares_the_database_and_stamps_with_its_own_clock
     sqlite_store: Store,
 ) -> None:
     moment = datetime(2031, 5, 6, 7, 8, tzinfo=UTC)
-    stamped = sqlite_store.stamped_by(lambda: moment)
+    stamped = sqlite_store.stamped_by(FakeClock(moment))
     assert stamped.db is sqlite_store.db
     created = await stamped.storytellers.create("Stamped")
     assert created.created_on == moment

@@ -27,6 +27,7 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.world_server import WorldServer
@@ -99,18 +100,6 @@ async def watched_store(sqlite_store: Store) -> Store:
     return sqlite_store
 
 
-class RecordingAlerts:
-    """An alert sink that keeps what it was given."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str, str]] = []
-
-    def alert(
-        self, kind: str, title: str, detail: str = "", *, severity: str = "error", key: str = ""
-    ) -> None:
-        self.sent.append((kind, severity, title))
-
-
 async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDaemon:
     clock = FakeClock()  # pings and settings polls never fire: the test drives everything
     sleep = RecordingSleep()
@@ -121,7 +110,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         clock=clock,
         stats=RuntimeStats(),
         observer=LoggingObserver(),
-        backlog=BacklogRepository(store.db),
+        backlog=BacklogRepository(store.db, store.clock),
         queue_size=25,
         model_available=False,
     )
@@ -131,9 +120,9 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         pipeline=pipeline,
         clock=clock,
         drain_seconds=5,
-        inbox=InboxRepository(store.db),
+        inbox=InboxRepository(store.db, store.clock),
         world_key="bridge",
-        alerts=RecordingAlerts(),
+        alerts=RecordedAlerts(),
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
@@ -168,7 +157,7 @@ async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
     watched_store: Store,
 ) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world, cut_every=500) as server, daemon_on(watched_store, server) as running:
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
         started = time.perf_counter()
@@ -187,7 +176,7 @@ async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
 
 async def test_a_daemon_killed_mid_stream_resumes_from_its_database(watched_store: Store) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world) as server:
         first = await start_daemon(watched_store, server.url)
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
@@ -211,7 +200,7 @@ async def test_events_stored_but_never_dispatched_are_dispatched_first_on_restar
 ) -> None:
     world = sim_world()
     events = [world.emote(MAREN, f"counts {n}.") for n in range(5)]
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     await inbox.store_events("bridge", events[:3])  # a daemon that died before dispatching
     async with served(world) as server, daemon_on(watched_store, server) as running:
         await running.pipeline.wait_seen(5)
@@ -224,7 +213,7 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
 ) -> None:
     caplog.set_level(logging.WARNING)
     old = sim_world("boot-1")
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(old) as game, daemon_on(watched_store, game) as running:
         await asyncio.wait_for(game.wait_subscriptions(1), WAIT)
         await generate(old, 5)
@@ -238,7 +227,9 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
         assert game.subscriptions == 3  # the first, the one that met the gap, the resumption
     assert running.pipeline.seen == epoch_cursors("boot-1", 5) + epoch_cursors("boot-2", 5)
     assert running.daemon.stream_gaps == 1
-    assert [a[:2] for a in running.daemon._alerts.sent] == [("stream_gap", "warning")]  # type: ignore[union-attr]
+    alerts = running.daemon._alerts
+    assert isinstance(alerts, RecordedAlerts)
+    assert [(a.kind, a.severity) for a in alerts.alerts] == [("stream_gap", "warning")]
     assert "world cannot replay from boot-1:5; continuing from boot-2:0" in caplog.text
     assert await inbox.cursor("bridge") == Cursor("boot-2", 5)
     assert running.sleep.delays == []  # the connection had delivered events: resumed at once
@@ -252,7 +243,9 @@ async def test_a_wrong_token_stops_the_daemon_instead_of_retrying(watched_store:
             await asyncio.wait_for(running.task, WAIT)
         await running.client.close()
     assert server.stats.refused == 1 and running.sleep.delays == []
-    assert [a[:2] for a in running.daemon._alerts.sent] == [("world_refused", "error")]  # type: ignore[union-attr]
+    alerts = running.daemon._alerts
+    assert isinstance(alerts, RecordedAlerts)
+    assert [(a.kind, a.severity) for a in alerts.alerts] == [("world_refused", "error")]
 
 
 async def test_a_token_revoked_while_running_stops_the_daemon_after_draining(
@@ -276,7 +269,7 @@ async def test_text_no_database_can_store_is_kept_and_intake_goes_on(
     watched_store: Store, hostile: str
 ) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world) as server, daemon_on(watched_store, server) as running:
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
         world.emote(MAREN, hostile)

@@ -196,7 +196,7 @@ async def game() -> AsyncIterator[GameWithOneRoom]:
 async def test_bad_ids_are_answered_counted_and_never_stored_and_intake_goes_on(
     watching: Store, game: GameWithOneRoom
 ) -> None:
-    inbox = InboxRepository(watching.db)
+    inbox = InboxRepository(watching.db, watching.clock)
     running = await start_daemon(watching, game.game.url)
     try:
         stream = await asyncio.wait_for(game.streams.get(), WAIT)

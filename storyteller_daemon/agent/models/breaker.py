@@ -12,10 +12,10 @@ as an error once (which reaches the admins as an alert), and closing again as a 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelFatalError
 
 log = logging.getLogger(__name__)
@@ -37,15 +37,13 @@ class CircuitBreaker:
     Args:
         inner: the endpoint.
         pause_seconds: how long a refused model is not called (0: never paused).
-        monotonic: seconds, from the daemon's clock.
+        clock: the daemon's clock, which pauses run on.
     """
 
-    def __init__(
-        self, inner: Model, *, pause_seconds: float, monotonic: Callable[[], float]
-    ) -> None:
+    def __init__(self, inner: Model, *, pause_seconds: float, clock: Clock) -> None:
         self._inner = inner
         self._pause = pause_seconds
-        self._monotonic = monotonic
+        self._clock = clock
         self._open: dict[str, _Open] = {}
 
     @property
@@ -56,7 +54,7 @@ class CircuitBreaker:
     def paused(self, model: str) -> float:
         """Seconds until requests for `model` go out again (0: they go out now)."""
         opened = self._open.get(model)
-        return max(0.0, opened.until - self._monotonic()) if opened else 0.0
+        return max(0.0, opened.until - self._clock.monotonic()) if opened else 0.0
 
     async def respond(self, request: ModelRequest) -> ModelResponse:
         """The endpoint's answer, or the refusal it gave, repeated while the pause lasts.
@@ -79,7 +77,7 @@ class CircuitBreaker:
         except ModelFatalError as exc:
             if self._pause > 0 and exc.status in BREAKING_STATUSES:
                 self._open[request.model] = _Open(
-                    self._monotonic() + self._pause, str(exc), exc.status
+                    self._clock.monotonic() + self._pause, str(exc), exc.status
                 )
                 log.error(
                     "the model endpoint refused %s (%s); requests for it are paused for %g s, "

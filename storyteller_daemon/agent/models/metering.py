@@ -14,13 +14,14 @@ reaches the wrapper only through the `Meter` protocol.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.agent.models.tokens import input_estimate
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelError
 
@@ -121,7 +122,7 @@ class MeteredModel:
         inner: the endpoint.
         meter: admits the requests and keeps their accounts.
         prices: the price table the bills are worked out with.
-        monotonic: seconds, from the daemon's clock (the latency).
+        clock: the daemon's clock (the latency is timed on it).
     """
 
     def __init__(
@@ -130,12 +131,12 @@ class MeteredModel:
         meter: Meter,
         prices: Mapping[str, ModelPrice],
         *,
-        monotonic: Callable[[], float],
+        clock: Clock,
     ) -> None:
         self._inner = inner
         self._meter = meter
         self._prices = prices
-        self._monotonic = monotonic
+        self._clock = clock
         self.latency: dict[str, LatencyHistogram] = {}
         """Model name → latency of its requests, failed ones included."""
 
@@ -173,9 +174,9 @@ class MeteredModel:
 
     async def _timed(self, request: ModelRequest) -> ModelResponse:
         """The inner model's answer, with the request's latency recorded."""
-        began = self._monotonic()
+        began = self._clock.monotonic()
         try:
             return await self._inner.respond(request)
         finally:
             histogram = self.latency.setdefault(request.model, LatencyHistogram())
-            histogram.observe(self._monotonic() - began)
+            histogram.observe(self._clock.monotonic() - began)

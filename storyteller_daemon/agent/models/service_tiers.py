@@ -11,10 +11,10 @@ it would refuse every request). Requests without a tier pass through untouched.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 
 from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -28,13 +28,11 @@ class TierFallback:
 
     Args:
         model: the endpoint (metered, so both attempts reach the ledger).
-        clock: monotonic seconds.
+        clock: the clock the pause after a refused tier runs on.
         pause_seconds: how long to ask for no tier after a refusal.
     """
 
-    def __init__(
-        self, model: Model, clock: Callable[[], float], pause_seconds: float = PAUSE_SECONDS
-    ) -> None:
+    def __init__(self, model: Model, clock: Clock, pause_seconds: float = PAUSE_SECONDS) -> None:
         self._model = model
         self._clock = clock
         self._pause = pause_seconds
@@ -54,13 +52,16 @@ class TierFallback:
         """
         if request.service_tier is None:
             return await self._model.respond(request)
-        paused = self._refused_at is not None and self._clock() - self._refused_at < self._pause
+        paused = (
+            self._refused_at is not None
+            and self._clock.monotonic() - self._refused_at < self._pause
+        )
         if paused:
             return await self._model.respond(replace(request, service_tier=None))
         try:
             return await self._model.respond(request)
         except ModelError as exc:
-            self._refused_at = self._clock()
+            self._refused_at = self._clock.monotonic()
             log.info(
                 "the %s tier was refused for %s (%s); sending it at the default tier, and no "
                 "tier for %g s",

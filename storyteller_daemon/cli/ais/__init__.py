@@ -7,7 +7,6 @@ it works on (an id or a case-insensitive name). Delete and clone, missing in Fut
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -105,7 +104,7 @@ async def show(ctx: typer.Context, ref: Ref, json_out: JsonFlag = False) -> None
         cfg = state(ctx).config()
         hours = cfg.attention.verdict_memory_hours
         verdicts = settled.summary(
-            await settled.holding(store, st, hours, datetime.now(UTC)), hours
+            await settled.holding(store, st, hours, store.clock.now()), hours
         )
     catalogue = await load_catalogue(ctx)
     limits = cfg.policy.for_storyteller(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -76,7 +75,7 @@ async def export(
             record = await store.characters.export(
                 ident, actor=actor or acting_user(ctx), also=also or ()
             )
-        document = export_json(record, datetime.now(UTC))
+        document = export_json(record, store.clock.now())
         if sink is None:
             print_json(document)
             return

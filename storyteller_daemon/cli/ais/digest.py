@@ -100,7 +100,7 @@ async def refresh_digest(
     cfg = state(ctx).config()
     async with open_store(ctx) as store:
         st = await store.storytellers.get(ref)
-        async with one_shot_reflection(cfg, store) as reflection:
+        async with one_shot_reflection(cfg, store, clock=store.clock) as reflection:
             report = await reflection.reflect(st, force=force)
     outcome = report.digest.outcome
     if json_out:

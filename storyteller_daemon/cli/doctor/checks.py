@@ -93,6 +93,7 @@ class Doctor:
     async def database(self, cfg: Config) -> tuple[Finding, dict[str, list[str]]]:
         """Reachable and migrated; also returns model name → storytellers using it."""
         from storyteller_daemon.app import open_store
+        from storyteller_daemon.clock import SystemClock
         from storyteller_daemon.config import database_url
         from storyteller_daemon.domain.settings import Scope
 
@@ -107,7 +108,7 @@ class Doctor:
                 f"the SQLite file {missing} does not exist",
                 "run `storyteller db upgrade` to create it (the systemd unit does at each start)",
             ), {}
-        store = open_store(cfg, self._environ)
+        store = open_store(cfg, SystemClock(), self._environ)
         models: dict[str, list[str]] = {}
         try:
             async with asyncio.timeout(self._timeout):
@@ -243,9 +244,10 @@ class Doctor:
         """
         from storyteller_daemon.app import open_store
         from storyteller_daemon.app.world_access import reach_world, world_facts
+        from storyteller_daemon.clock import SystemClock
         from storyteller_daemon.domain.world_fit import misfits
 
-        store = open_store(cfg, self._environ)
+        store = open_store(cfg, SystemClock(), self._environ)
         try:
             storytellers = await store.storytellers.list()
         finally:

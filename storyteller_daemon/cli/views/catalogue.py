@@ -7,7 +7,6 @@ but nothing is checked against progs, and validity is reported as unknown rather
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import typer
 
@@ -46,7 +45,7 @@ async def load_checkable(ctx: typer.Context) -> tuple[Catalogue, str]:
     live = await load_catalogue(ctx)
     async with open_store(ctx) as store:
         if live is not None:
-            await store.catalogues.save(world, live, datetime.now(UTC))
+            await store.catalogues.save(world, live, store.clock.now())
             return live, ""
         kept = await store.catalogues.load(world)
     if kept is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -12,6 +11,7 @@ from rich.markup import escape
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import Storyteller
 
 QUIET_STAGES = {"prefilter"}
@@ -43,23 +43,26 @@ class ConsoleObserver:
         self,
         console: Console,
         *,
+        clock: Clock,
         players: Callable[[], list[tuple[int, str]]] | None = None,
         output_of: Callable[[int], list[str]] | None = None,
     ) -> None:
         self._console = console
+        self._clock = clock
         self._players = players or list
         self._output_of = output_of
         self._seen: dict[int, int] = {}
 
-    def _clock(self) -> str:
-        return datetime.now().strftime("%H:%M:%S")  # noqa: DTZ005 - local time for a person
+    def _time_of_day(self) -> str:
+        """The time of day, in local time for a person."""
+        return self._clock.now().astimezone().strftime("%H:%M:%S")
 
     def dropped(self, storyteller: Storyteller, trigger: Trigger, stage: str, reason: str) -> None:
         """Attention drops are worth showing; routing drops are noise."""
         if stage in QUIET_STAGES:
             return
         self._console.print(
-            f"[dim]{self._clock()}[/] {describe_trigger(trigger)}\n"
+            f"[dim]{self._time_of_day()}[/] {describe_trigger(trigger)}\n"
             f"          [yellow]✗ {escape(storyteller.name)}[/]: {stage} — {escape(reason)}"
         )
 
@@ -67,7 +70,7 @@ class ConsoleObserver:
         """Only interested verdicts here; ignores are shown as drops."""
         if verdict.interested and not verdict.violation:
             self._console.print(
-                f"[dim]{self._clock()}[/] {describe_trigger(trigger)}\n"
+                f"[dim]{self._time_of_day()}[/] {describe_trigger(trigger)}\n"
                 f"          [green]✓ {escape(storyteller.name)}[/]: interested — "
                 f"{escape(_short(verdict.reason, 100))}"
             )
@@ -78,7 +81,7 @@ class ConsoleObserver:
             for pid, _ in self._players():
                 self._seen[pid] = len(self._output_of(pid))
         if not trigger.needs_attention:
-            self._console.print(f"[dim]{self._clock()}[/] {describe_trigger(trigger)}")
+            self._console.print(f"[dim]{self._time_of_day()}[/] {describe_trigger(trigger)}")
 
     def turn_finished(
         self, storyteller: Storyteller, trigger: Trigger, outcome: TurnOutcome | None

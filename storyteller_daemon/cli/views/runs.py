@@ -347,9 +347,10 @@ def storyteller_filter(ref: str | None) -> tuple[int | None, str | None]:
     return (int(text), None) if text.isdigit() else (None, text)
 
 
-def time_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
-    """``--since`` and ``--until`` as UTC times."""
-    now = datetime.now(UTC)
+def time_window(
+    since: str | None, until: str | None, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """``--since`` and ``--until`` as UTC times, relative ones counted back from `now`."""
     start = parse_when(since, now) if since else None
     end = parse_when(until, now) if until else None
     if start is not None and end is not None and end <= start:

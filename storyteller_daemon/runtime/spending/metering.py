@@ -17,22 +17,17 @@ The run the request belongs to (`attribution.current_run`) gets the request, ans
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.models.metering import Bill, MeteredModel
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.runs import Charge, Exchange, RunContext, current_run
 from storyteller_daemon.runs.attribution import REQUEST_OK, REQUEST_SENT
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
 from storyteller_daemon.runtime.stats import RuntimeStats
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def metered_model(
@@ -41,13 +36,12 @@ def metered_model(
     prices: Mapping[str, ModelPrice],
     *,
     budget: BudgetKeeper | None = None,
-    now: Callable[[], datetime] = _utc_now,
-    monotonic: Callable[[], float] = time.monotonic,
+    clock: Clock,
 ) -> MeteredModel:
     """`inner`, with every request made through it (attention or tool loop) counted in `stats`,
     admitted by `budget` and billed to its run at `prices`."""
-    meter = SpendingMeter(stats, prices, budget=budget, now=now)
-    return MeteredModel(inner, meter, prices, monotonic=monotonic)
+    meter = SpendingMeter(stats, prices, budget=budget, clock=clock)
+    return MeteredModel(inner, meter, prices, clock=clock)
 
 
 class SpendingMeter:
@@ -59,12 +53,12 @@ class SpendingMeter:
         prices: Mapping[str, ModelPrice],
         *,
         budget: BudgetKeeper | None = None,
-        now: Callable[[], datetime] = _utc_now,
+        clock: Clock,
     ) -> None:
         self._stats = stats
         self._prices = prices
         self._budget = budget
-        self._now = now
+        self._clock = clock
 
     async def open(self, request: ModelRequest) -> _Account:
         """Admit the request (or refuse it), count it and write its worst-case ledger row.
@@ -80,7 +74,7 @@ class SpendingMeter:
             run.exchanges.append(account.exchange)
             _, _, worst_usd, _ = worst_case(self._prices, request)
             worst = Charge(
-                self._now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
+                self._clock.now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
             )
             account.provisional = await run.sending(worst)
         return account
@@ -100,7 +94,7 @@ class SpendingMeter:
         if run is not None:
             self._stats.spend(run.storyteller_name, bill.cost_usd)
             charge = Charge(
-                self._now(),
+                self._clock.now(),
                 run.purpose,
                 account.request.model,
                 bill.usage,

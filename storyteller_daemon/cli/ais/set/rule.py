@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
@@ -175,7 +175,7 @@ async def list_memory(ctx: typer.Context, json_out: JsonFlag = False) -> None:
     hours = state(ctx).config().attention.verdict_memory_hours
     async with open_store(ctx) as store:
         st = await store.storytellers.get(selected(ctx))
-        entries = await holding(store, st, hours, datetime.now(UTC))
+        entries = await holding(store, st, hours, store.clock.now())
     if json_out:
         print_json(
             {"storyteller": st.name, **summary(entries, hours)}
