@@ -8,15 +8,12 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-# Every module that declares tables must be imported so autogenerate sees the whole schema.
-from storyteller_daemon.storage import approvals as _approval_tables  # noqa: F401
-from storyteller_daemon.storage import catalogue as _catalogue_tables  # noqa: F401
-from storyteller_daemon.storage import runs as _runs_tables  # noqa: F401
-from storyteller_daemon.storage.models import (
-    Base,
+# Importing the models package imports every table, so autogenerate sees the whole schema.
+from storyteller_daemon.storage.models.autogenerate import (
     autogenerate_include_name,
     autogenerate_include_object,
 )
+from storyteller_daemon.storage.models.base import Base
 
 config = context.config
 target_metadata = Base.metadata

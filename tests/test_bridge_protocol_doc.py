@@ -13,11 +13,11 @@ from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
     CloseCode,
     ErrorCode,
-    GapReason,
     frame_type,
-    parse_frame,
 )
 from world_adapter.bridge.methods import reference_text, world_methods
+from world_adapter.bridge.wire import parse_frame
+from world_adapter.replay import GapReason
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "bridge-protocol.md"
 TEXT = DOC.read_text(encoding="utf-8")

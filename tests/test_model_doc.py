@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from storyteller_daemon.agent.capabilities import capabilities_for, infer_capabilities
-from storyteller_daemon.agent.endpoints import EndpointRouter, UnavailableEndpoint
+from storyteller_daemon.agent.models.capabilities import capabilities_for, infer_capabilities
+from storyteller_daemon.agent.models.endpoints import EndpointRouter, UnavailableEndpoint
 from storyteller_daemon.app import choose_model
 from storyteller_daemon.app.adapters import close_if_closable
 from storyteller_daemon.config import Config, parse_config

@@ -1,9 +1,8 @@
 """The replay buffer for `WorldEvent`s, with cursors and asyncio waiting.
 
-The sim world's event stream and the sim world's bridge server hold their events in the
-project's one replay buffer, `ReplayBuffer` from the Evennia bridge's folder (which is copied
-into game directories and may import nothing of ours, so the buffer lives there and knows no
-event type). `EventBuffer` adds what both need on top: events numbered by their own cursors, and
+The sim world's event stream and the bridge's world server hold their events in the project's
+one replay buffer, `replay.ReplayBuffer`, which knows no event type. `EventBuffer` adds what both
+need on top: events numbered by their own cursors, and
 waiting for a new event. Waiters create their own futures, which the buffer's listener hook
 resolves, so the buffer holds no task and is tied to no event loop.
 """
@@ -12,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 
-from world_adapter.bridges.evennia.replaybuffer import ReplayBuffer
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.replay import ReplayBuffer
 
 
 class EventBuffer(ReplayBuffer[WorldEvent]):
     """The newest `capacity` events of one epoch, appended in seq order.
 
-    Seqs may skip values (the bridge server holds only the rooms it follows).
+    Seqs may skip values (the world server holds only the rooms it follows).
 
     Args:
         head: The newest cursor before anything is appended (its epoch is the buffer's).

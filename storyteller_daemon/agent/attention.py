@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from storyteller_daemon.agent.attention_examples import with_examples
 from storyteller_daemon.agent.fencing import Fence
-from storyteller_daemon.agent.model import Model, ModelRequest
+from storyteller_daemon.agent.models.interface import Model, ModelRequest
 from storyteller_daemon.agent.prompts import truncate, user_message
 from storyteller_daemon.agent.verdicts import (
     AttentionVerdict,

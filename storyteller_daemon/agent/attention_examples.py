@@ -9,14 +9,13 @@ the floor: the examples make a reply that keeps the contract more likely, and th
 prefix is then billed at the cached price from the second batch on, which costs less than the
 shorter prefix uncached.
 
-Lengths are measured in characters at `CHARS_PER_TOKEN` (English prose runs at about four
-characters a token; a little more is counted so the real prefix does reach the floor).
+The floor is measured in characters (`tokens.characters_holding`: English prose runs at about
+four characters a token; a little more is counted so the real prefix does reach the floor).
 """
 
 from __future__ import annotations
 
-CHARS_PER_TOKEN = 4.5
-"""Characters counted per token of the floor: above the usual four, so the floor is reached."""
+from storyteller_daemon.agent.models.tokens import characters_holding
 
 EXAMPLES_HEAD = (
     "Examples of the answer's form. The events are invented and the remits are not yours; "
@@ -84,7 +83,7 @@ the family's door"}], "ignore": "1,3"}""",
 def with_examples(instructions: str, floor_tokens: int) -> str:
     """`instructions`, with as many examples appended as bring them to `floor_tokens` (all
     of them at most); unchanged when already long enough or when the floor is 0."""
-    wanted = int(floor_tokens * CHARS_PER_TOKEN)
+    wanted = characters_holding(floor_tokens)
     if floor_tokens <= 0 or len(instructions) >= wanted:
         return instructions
     parts = [instructions, EXAMPLES_HEAD]

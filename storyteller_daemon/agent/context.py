@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from storyteller_daemon.agent.tokens import TokenCounter, cut_to_tokens
+from storyteller_daemon.agent.models.tokens import TokenCounter, cut_to_tokens
 
 SEPARATOR = "\n\n"
 EVENTS_FLOOR = 256

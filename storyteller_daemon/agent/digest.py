@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from storyteller_daemon.agent.fencing import Fence, quoted
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.prompts import user_message
 from storyteller_daemon.domain.situations import MemoryAction, MemoryEdit, Situation
 from storyteller_daemon.domain.text import cap, one_line

@@ -28,7 +28,7 @@ from storyteller_daemon.agent.context import Block, Item, Priority
 from storyteller_daemon.agent.fencing import Fence, quoted
 from storyteller_daemon.agent.ports import SceneClaimStore, StoryPlanStore
 from storyteller_daemon.agent.records import TurnRecord
-from storyteller_daemon.agent.tools.base import MalformedArguments, parse_arguments
+from storyteller_daemon.agent.tools.arguments import MalformedArguments, parse_arguments
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.scenes import SceneClaim
 from storyteller_daemon.domain.story_plans import PlanStatus, PlanStep, StepState, StoryPlan

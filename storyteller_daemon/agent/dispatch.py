@@ -21,23 +21,22 @@ import logging
 from dataclasses import dataclass, field
 
 from storyteller_daemon.agent.dictation import CallVoice
-from storyteller_daemon.agent.model import FunctionCall, ResponseItem
+from storyteller_daemon.agent.models.interface import FunctionCall, ResponseItem
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import APPROVAL, DESTRUCTIVE_RULE, NOT_OFFERED, Decision
 from storyteller_daemon.agent.records import CallRecord, TurnRecord
+from storyteller_daemon.agent.tools.arguments import MalformedArguments, parse_arguments
 from storyteller_daemon.agent.tools.base import (
     MALFORMED_PREFIX,
-    MalformedArguments,
     Tool,
-    ToolContext,
     canonical_arguments,
     error,
     idempotency_key,
     invoke,
     ok,
-    parse_arguments,
     texts_from_players,
 )
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
@@ -95,7 +94,7 @@ class TurnState:
 
 async def note(turn: TurnState, entry: str, body: str) -> None:
     """Keep an entry in the turn's journal; a failure is logged and the turn goes on."""
-    journal = turn.ctx.journal
+    journal = turn.ctx.services.journal
     if journal is None:
         return
     try:
@@ -181,7 +180,7 @@ def _journalled(turn: TurnState, call: FunctionCall, record: CallRecord) -> bool
     tool = turn.tools.find(call.name)
     passed = not (record.malformed or record.refused or record.skipped)
     passed = passed and not (record.shadowed or record.parked)
-    return tool is not None and tool.writes and turn.ctx.journal is not None and passed
+    return tool is not None and tool.writes and turn.ctx.services.journal is not None and passed
 
 
 async def _dispatch(
@@ -215,7 +214,7 @@ async def _dispatch(
             arguments,
             effect=effect,
             names=tool.names(arguments) if tool.names is not None else None,
-            world=turn.ctx.world,
+            world=turn.ctx.services.world,
             calls_this_turn=turn.prog_calls,
             voice=CallVoice(
                 heard=tuple(turn.ctx.taint.heard),
@@ -245,7 +244,7 @@ async def _dispatch(
                 return record(error(parked.message()), refused=True, rule=parked.rule)
             turn.prog_calls += 1
             return record(ok(parked_result(parked)), rule=APPROVAL, parked=True)
-    journal = turn.ctx.journal
+    journal = turn.ctx.services.journal
     if tool.writes and journal is not None:
 
         async def write() -> str:

@@ -81,3 +81,18 @@ class Fence:
                 f"<<end {self.kind} {self.token}>>",
             ]
         )
+
+
+@dataclass(frozen=True)
+class Fences:
+    """The fence tokens a turn runner's prompts use; None: fresh ones (see the module notes).
+
+    A replay passes the recorded tokens, so it builds the recorded prompt.
+
+    Attributes:
+        world: the world-text fence's token for every turn (None: a new one for each prompt).
+        notes: the stored-notes fence's token (None: one made for the runner).
+    """
+
+    world: str | None = None
+    notes: str | None = None

@@ -24,7 +24,7 @@ model is only repeating itself. Calls to tools not offered in this turn are refu
 
 How one call is run (repeat check, policy point, approval parking) is `dispatch`.
 
-With a turn journal (`ToolContext.journal`) each answer is kept as it comes and each call's
+With a turn journal (`TurnServices.journal`) each answer is kept as it comes and each call's
 result with it (a call that writes notes keeps it in the same transaction as its writes). A turn
 run again under its key after a crash takes the answers and results kept before from the
 journal, so it asks the model nothing twice and writes nothing twice; it goes on from where the
@@ -33,20 +33,20 @@ first attempt stopped.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from storyteller_daemon.agent.dispatch import TurnState, note, run_call
-from storyteller_daemon.agent.model import (
+from storyteller_daemon.agent.models.interface import (
     FunctionCall,
     Model,
     ModelRequest,
     ModelResponse,
     ResponseItem,
+    api_body,
     response_from_json,
     response_to_json,
 )
@@ -58,10 +58,10 @@ from storyteller_daemon.agent.records import (
     RequestRecord,
     TurnOutcome,
     TurnRecord,
-    api_body,
     response_summary,
 )
-from storyteller_daemon.agent.tools.base import ToolContext, dump_envelope
+from storyteller_daemon.agent.tools.base import dump_envelope
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.mcp import mcp_listings
 from storyteller_daemon.agent.tools.registry import (
     Toolset,
@@ -71,7 +71,7 @@ from storyteller_daemon.agent.tools.registry import (
     with_catalogue,
 )
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.clock import DeadlinePassed, within
+from storyteller_daemon.clock import Clock, DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
@@ -86,8 +86,6 @@ MALFORMED_FEEDBACK = (
     "match the declared tool schemas."
 )
 
-Clock = Callable[[], float]
-
 
 class ToolLoop:
     """Runs storyteller turns against a `Model`.
@@ -95,9 +93,8 @@ class ToolLoop:
     Args:
         model: the endpoint.
         limits: rounds, time, retries and output-token bounds.
-        clock: a monotonic clock in seconds (injected so tests control time).
-        sleep: waits on the same clock; the turn's time budget cuts a request off through it
-            (default: the event loop's `asyncio.sleep`).
+        clock: times the turn (its monotonic seconds) and cuts a request off at the turn's
+            time budget (its sleep); injected so tests control time.
         policy: the policy point every call passes before it runs (None: no limits beyond
             the offered tools).
     """
@@ -108,13 +105,11 @@ class ToolLoop:
         limits: LimitsConfig,
         clock: Clock,
         *,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         policy: Policy | None = None,
     ) -> None:
         self._model = model
         self._limits = limits
         self._clock = clock
-        self._sleep = sleep
         self._policy = policy
 
     async def run(
@@ -141,7 +136,7 @@ class ToolLoop:
         Raises:
             ValueError: the storyteller has no id, or the turn key is blank.
         """
-        started = self._clock()
+        started = self._clock.monotonic()
         ctx = await with_catalogue(ctx.for_turn(storyteller, turn_key, trigger))
         if storyteller.direction.plans:
             ctx = replace(ctx, plannable=plannable_tools(storyteller, ctx))
@@ -169,7 +164,7 @@ class ToolLoop:
             turn.record.outcome = TurnOutcome.BUDGET_EXCEEDED
             turn.record.error = f"{type(exc).__name__}: {exc}"
         finally:
-            turn.record.duration_seconds = self._clock() - started
+            turn.record.duration_seconds = self._clock.monotonic() - started
         log.info(
             "storyteller %s turn %s (%s) ended: %s after %d round(s), %d call(s)",
             storyteller.id,
@@ -204,7 +199,7 @@ class ToolLoop:
         while True:
             if turn.record.rounds >= limits.max_rounds:
                 return TurnOutcome.ROUND_BUDGET
-            remaining = limits.turn_seconds - (self._clock() - started)
+            remaining = limits.turn_seconds - (self._clock.monotonic() - started)
             if remaining <= 0:
                 return TurnOutcome.TIME_BUDGET
             request = self._request(turn)
@@ -270,9 +265,9 @@ class ToolLoop:
             entry.replayed = True
             entry.response = response_summary(response)
             return response
-        began = self._clock()
+        began = self._clock.monotonic()
         try:
-            response = await within(self._sleep, remaining, self._model.respond(request))
+            response = await within(self._clock.sleep, remaining, self._model.respond(request))
         except DeadlinePassed:
             entry.error = f"TimeoutError: no answer within the turn's remaining {remaining:.3g} s"
             return None
@@ -285,7 +280,7 @@ class ToolLoop:
             turn.record.requests.remove(entry)
             raise
         finally:
-            entry.duration_seconds = self._clock() - began
+            entry.duration_seconds = self._clock.monotonic() - began
         entry.response = response_summary(response)
         entry.usage = response.usage
         turn.record.usage = turn.record.usage + response.usage
@@ -314,10 +309,10 @@ class ToolLoop:
 
 async def _kept(ctx: ToolContext, turn_key: str) -> dict[str, str]:
     """What an earlier attempt of the turn kept in the journal (nothing without one)."""
-    if ctx.journal is None:
+    if ctx.services.journal is None:
         return {}
     try:
-        return await ctx.journal.entries(turn_key)
+        return await ctx.services.journal.entries(turn_key)
     except Exception as exc:  # a re-run without it still runs no prog twice (their keys)
         log.warning("the journal of turn %s could not be read: %s", turn_key, exc)
         return {}

@@ -20,11 +20,12 @@ the run record.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.direction import Pacing
 
 QUIET_HOURS = "quiet_hours"
@@ -48,7 +49,7 @@ class _Tally:
 class PacingState:
     """The counts pacing reads, on the policy's monotonic clock."""
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._tallies: dict[int, _Tally] = {}
 
@@ -66,11 +67,11 @@ class PacingState:
     def events(self, storyteller_id: int, count: int) -> None:
         """Count the events of a turn that starts now."""
         if count:
-            self._tally(storyteller_id).pulses.append((self._clock(), 0, count))
+            self._tally(storyteller_id).pulses.append((self._clock.monotonic(), 0, count))
 
     def intensity(self, storyteller_id: int, pacing: Pacing) -> float:
         """Intensity now: every action and event, halved for each half-life since."""
-        now = self._clock()
+        now = self._clock.monotonic()
         half_life = pacing.intensity_half_life_minutes * 60.0
         tally = self._tally(storyteller_id)
         # A day's worth is kept whatever the half-life, so a changed setting reads them all.
@@ -89,7 +90,7 @@ class PacingState:
         """The (rule, reason) refusing an action now, or None when pacing allows it."""
         if pacing.quiet_at(wall):
             return QUIET_HOURS, f"it is within the quiet hours {pacing.quiet_hours} UTC"
-        now = self._clock()
+        now = self._clock.monotonic()
         tally = self._tally(storyteller_id)
         if pacing.room_gap_seconds:
             for room in sorted(rooms):
@@ -122,7 +123,7 @@ class PacingState:
     def report(self, storyteller_id: int, pacing: Pacing, wall: datetime) -> dict[str, Any]:
         """The pacing state now, for the run record."""
         tally = self._tally(storyteller_id)
-        now = self._clock()
+        now = self._clock.monotonic()
         level = self.intensity(storyteller_id, pacing)
         if tally.relaxing:
             phase = "relax"

@@ -41,7 +41,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from storyteller_daemon.agent.policy_rules import (
 )
 from storyteller_daemon.agent.ports import ApprovalQueue, SceneClaimStore
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import Approval, ParkedCall, PolicyAction
 from storyteller_daemon.domain.settings import Storyteller
@@ -86,12 +87,12 @@ class Policy(PolicyRules):
 
     Args:
         cfg: the ``[policy]`` section.
-        clock: monotonic seconds.
+        clock: monotonic seconds for the caps and cooldowns; UTC wall time for the calls
+            `journal` stores and `restore` reads back.
         secrets: the daemon's secrets (API key, bridge token, webhook URL...); blank and short
             values are ignored.
         cells_of: the rooms a storyteller watches, by id (empty: not known, not checked).
         kill_file: while this file exists, prog calls are stopped (`kill_file_path`).
-        now: UTC wall time, for the calls `journal` stores and `restore` reads back.
         journal: stores each prog call that ran (none: the caps start over on restart).
         approvals: where calls matched by ``approve`` are parked (none: they are refused).
         claims: the scene claims (none: claims are not enforced).
@@ -100,19 +101,18 @@ class Policy(PolicyRules):
     def __init__(
         self,
         cfg: PolicyConfig,
-        clock: Callable[[], float],
+        clock: Clock,
         *,
         secrets: Iterable[str] = (),
         cells_of: Callable[[int], frozenset[int]] | None = None,
         kill_file: Path | None = None,
-        now: Callable[[], datetime] | None = None,
         journal: Journal | None = None,
         approvals: ApprovalQueue | None = None,
         claims: SceneClaimStore | None = None,
     ) -> None:
         self.pacing = PacingState(clock)
         super().__init__(cfg, clock, secrets=secrets, cells_of=cells_of, kill_file=kill_file)
-        self._now = now or (lambda: datetime.now(UTC))
+        self._now = clock.now
         self._journal = journal
         self._approvals = approvals
         self._claims = claims
@@ -134,7 +134,7 @@ class Policy(PolicyRules):
 
     def restore(self, actions: Iterable[PolicyAction], now: datetime) -> None:
         """Count prog calls that ran before a restart (oldest first), as `ran` would have."""
-        offset = self._clock() - now.timestamp()
+        offset = self._clock.monotonic() - now.timestamp()
         for action in actions:
             self._count(action, action.at.timestamp() + offset)
 
@@ -305,7 +305,7 @@ class Policy(PolicyRules):
             rooms=effect.rooms,
             characters=effect.characters,
         )
-        self._count(action, self._clock())
+        self._count(action, self._clock.monotonic())
         if self._journal is not None:
             try:
                 await self._journal(action)

@@ -19,6 +19,7 @@ from typing import Any
 
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import PolicyAction
 from storyteller_daemon.domain.settings import Storyteller
@@ -119,7 +120,7 @@ class PolicyRules:
     def __init__(
         self,
         cfg: PolicyConfig,
-        clock: Callable[[], float],
+        clock: Clock,
         *,
         secrets: Iterable[str] = (),
         cells_of: Callable[[int], frozenset[int]] | None = None,
@@ -180,7 +181,7 @@ class PolicyRules:
             return scope
         if calls_this_turn >= cfg.max_prog_calls_per_turn:
             return refuse(TURN_CAP, f"this turn already made {calls_this_turn} prog calls")
-        now = self._clock()
+        now = self._clock.monotonic()
         assert storyteller.id is not None
         cooldown = cfg.cooldown_for(tool)
         for kind, targets in (("room", effect.rooms), ("character", effect.characters)):

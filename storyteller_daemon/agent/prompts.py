@@ -39,9 +39,9 @@ from storyteller_daemon.agent.knowledge import (
     remit_situations_block,
     scoped_situations_block,
 )
-from storyteller_daemon.agent.model import ResponseItem, ToolSpec
+from storyteller_daemon.agent.models.interface import ResponseItem, ToolSpec
+from storyteller_daemon.agent.models.tokens import TokenCounter, cut_to_tokens, estimate_tokens
 from storyteller_daemon.agent.ports import DigestStore, MemoryStore, SituationStore, SpeechHistory
-from storyteller_daemon.agent.tokens import TokenCounter, cut_to_tokens, estimate_tokens
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER, TriggerRenderer
 from storyteller_daemon.config import LimitsConfig

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import ModelResponse, Usage
 
 
 class TurnOutcome(StrEnum):
@@ -35,33 +35,6 @@ class TurnOutcome(StrEnum):
     """The endpoint refused the request (authentication, unknown model, bad request)."""
     BUDGET_EXCEEDED = "budget_exceeded"
     """A budget outside the turn (tokens or money for a period) refused the next request."""
-
-
-def api_body(request: ModelRequest) -> dict[str, Any]:
-    """The Responses-API request body a `ModelRequest` stands for (stateless, ``store=false``)."""
-    body: dict[str, Any] = {"model": request.model, "input": list(request.input), "store": False}
-    if request.instructions is not None:
-        body["instructions"] = request.instructions
-    if request.tools:
-        body["tools"] = [tool.to_api() for tool in request.tools]
-    if request.tool_choice is not None:
-        body["tool_choice"] = request.tool_choice
-    if request.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = request.parallel_tool_calls
-    if request.reasoning_effort is not None:
-        body["reasoning"] = {"effort": request.reasoning_effort}
-        body["include"] = ["reasoning.encrypted_content"]
-    if request.max_output_tokens is not None:
-        body["max_output_tokens"] = request.max_output_tokens
-    if request.text_format is not None:
-        body["text"] = {"format": request.text_format}
-    if request.truncation is not None:
-        body["truncation"] = request.truncation
-    if request.metadata:
-        body["metadata"] = dict(request.metadata)
-    if request.prompt_cache_key is not None:
-        body["prompt_cache_key"] = request.prompt_cache_key
-    return body
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:

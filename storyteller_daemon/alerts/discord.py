@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -30,6 +30,7 @@ import aiohttp
 from storyteller_daemon.alerts.sanitise import sanitise
 from storyteller_daemon.alerts.sink import Alert, Severity
 from storyteller_daemon.alerts.throttle import DEFAULT_PERIOD_SECONDS, Throttle
+from storyteller_daemon.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +48,6 @@ COLOURS: Mapping[Severity, int] = {
 MAX_TITLE_CHARS = 256  # Discord's limit for an embed title
 MAX_RETRY_AFTER_SECONDS = 300.0
 """A longer wait means a Cloudflare ban or a global limit: give the alert up instead."""
-
-
-class AlertClock(Protocol):
-    """The parts of the runtime clock the sink uses."""
-
-    def now(self) -> datetime:
-        """Current UTC wall time."""
-        ...
-
-    def monotonic(self) -> float:
-        """Seconds on a clock that never goes backwards."""
-        ...
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait `seconds`."""
-        ...
 
 
 def webhook_url_problem(url: str) -> str | None:
@@ -132,7 +117,7 @@ class DiscordWebhookSink:
         self,
         url: str,
         *,
-        clock: AlertClock,
+        clock: Clock,
         source: str = "storyteller",
         period_seconds: float = DEFAULT_PERIOD_SECONDS,
         queue_size: int = 100,
@@ -145,7 +130,7 @@ class DiscordWebhookSink:
         self._url = url.strip()
         self._clock = clock
         self._source = source
-        self._throttle = Throttle(clock.monotonic, period_seconds)
+        self._throttle = Throttle(clock, period_seconds)
         self._queue: asyncio.Queue[tuple[Alert, datetime]] = asyncio.Queue(maxsize=queue_size)
         self._max_attempts = max_attempts
         self._timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)

@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
-from storyteller_daemon.alerts.discord import AlertClock, DiscordWebhookSink
+from storyteller_daemon.alerts.discord import DiscordWebhookSink
 from storyteller_daemon.alerts.log_forward import forwarding_errors
 from storyteller_daemon.alerts.sink import AlertSink, FanOutSink, LogAlertSink, Severity
+from storyteller_daemon.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class Alerts:
     def __init__(
         self,
         *,
-        clock: AlertClock,
+        clock: Clock,
         discord: DiscordWebhookSink | None = None,
         log_sink: AlertSink | None = None,
         watch_seconds: float = 30.0,

@@ -9,10 +9,11 @@ per period, however long it lasts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from storyteller_daemon.alerts.sink import Alert
+from storyteller_daemon.clock import Clock
 
 DEFAULT_PERIOD_SECONDS = 600.0
 PERIODS_BY_KIND: Mapping[str, float] = {
@@ -34,20 +35,20 @@ class Throttle:
     """Decides which alerts to send now and which to fold into a later summary.
 
     Args:
-        monotonic: seconds on a clock that never goes backwards.
+        clock: the clock quiet periods are measured on.
         period_seconds: the quiet period of kinds not listed in `periods`.
         periods: quiet period by alert kind.
     """
 
     def __init__(
         self,
-        monotonic: Callable[[], float],
+        clock: Clock,
         period_seconds: float = DEFAULT_PERIOD_SECONDS,
         periods: Mapping[str, float] = PERIODS_BY_KIND,
     ) -> None:
         if not period_seconds > 0:
             raise ValueError(f"period_seconds must be positive, got {period_seconds!r}")
-        self._monotonic = monotonic
+        self._clock = clock
         self._default = period_seconds
         self._periods = dict(periods)
         self._open: dict[str, _Period] = {}
@@ -60,7 +61,7 @@ class Throttle:
 
     def admit(self, alert: Alert) -> Alert | None:
         """The alert to send now, or None when it falls in its key's quiet period."""
-        now = self._monotonic()
+        now = self._clock.monotonic()
         period = self._open.get(alert.key)
         if period is not None and now - period.opened < period.length:
             period.pending += 1
@@ -79,7 +80,7 @@ class Throttle:
 
         With `force` (at shutdown), every period with repeats pending is summarised now.
         """
-        now = self._monotonic()
+        now = self._clock.monotonic()
         due: list[Alert] = []
         for key, period in list(self._open.items()):
             elapsed = now - period.opened

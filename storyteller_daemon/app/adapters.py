@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from progs.types import ProgSignature
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.clock import Clock
@@ -53,9 +53,11 @@ def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list
     return [environ[n] for n in names if n and environ.get(n, "").strip()]
 
 
-def open_store(cfg: Config, environ: Mapping[str, str] = os.environ) -> Store:
-    """A store over the configured database."""
-    return Store.open(database_url(cfg, environ), busy_timeout_ms=cfg.database.busy_timeout_ms)
+def open_store(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.environ) -> Store:
+    """A store over the configured database, stamping rows with `clock`'s time."""
+    return Store.open(
+        database_url(cfg, environ), busy_timeout_ms=cfg.database.busy_timeout_ms, clock=clock
+    )
 
 
 @dataclass
@@ -83,8 +85,8 @@ def _endpoint_model(
     max_retries: int,
 ) -> Model | str:
     """The model talking to one endpoint, or what is missing to use it."""
-    from storyteller_daemon.agent.capabilities import capabilities_for
-    from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+    from storyteller_daemon.agent.models.capabilities import capabilities_for
+    from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 
     key = environ.get(key_env, "").strip() if key_env else KEYLESS
     if not key:
@@ -145,7 +147,7 @@ def choose_model(cfg: Config, environ: Mapping[str, str] = os.environ) -> ModelC
     endpoints = endpoint_models(cfg, environ)
     default = endpoints[DEFAULT_ENDPOINT]
     if cfg.endpoints:
-        from storyteller_daemon.agent.endpoints import EndpointRouter, UnavailableEndpoint
+        from storyteller_daemon.agent.models.endpoints import EndpointRouter, UnavailableEndpoint
 
         usable = {
             name: UnavailableEndpoint(name, found) if isinstance(found, str) else found
@@ -157,7 +159,7 @@ def choose_model(cfg: Config, environ: Mapping[str, str] = os.environ) -> ModelC
     if not isinstance(default, str):
         return ModelChoice(default, default.name)
     if cfg.model.offline_when_no_key:
-        from storyteller_daemon.agent.offline import OfflineStandInModel
+        from storyteller_daemon.agent.models.offline import OfflineStandInModel
 
         offline = OfflineStandInModel()
         return ModelChoice(offline, offline.name, offline=True)

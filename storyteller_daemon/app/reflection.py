@@ -11,17 +11,15 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 
-from storyteller_daemon.agent.service_tiers import TierFallback
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.app.adapters import ModelChoice, choose_model, close_if_closable
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 
 
@@ -32,7 +30,7 @@ async def one_shot_reflection(
     *,
     environ: Mapping[str, str] = os.environ,
     choice: ModelChoice | None = None,
-    clock: Clock | None = None,
+    clock: Clock,
 ) -> AsyncIterator[Reflection]:
     """A `Reflection` over `store` with the configured model (or `choice`'s); a model it chose
     itself is closed afterwards.
@@ -40,30 +38,28 @@ async def one_shot_reflection(
     Without a model (no API key and no offline stand-in) it still consolidates memories; its
     digests come back ``no_model``.
     """
-    clock = clock or SystemClock()
     owned = choice is None
     choice = choice or choose_model(cfg, environ)
-    ledger = LedgerRepository(store.db)
+    ledger = store.ledger
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock)
     await budget.load(ledger)
     budget.learn(await store.storytellers.list())  # the storytellers' own daily caps
     stats = RuntimeStats()
     model = None
     if choice.model is not None:
-        model = MeteredModel(
+        model = metered_model(
             choice.model,
             stats,
             cfg.model.prices,
             budget=budget,
-            now=clock.now,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
-    runs = RunRepository(store.db)
+    runs = store.runs
     try:
         refresher = DigestRefresher(
             store=store,
             runs=runs if cfg.runs.record else None,
-            model=TierFallback(model, clock.monotonic) if model is not None else None,
+            model=TierFallback(model, clock) if model is not None else None,
             recorder=RunRecorder(runs, ledger, clock, record=cfg.runs.record),
             clock=clock,
             cfg=cfg.reflection,

@@ -16,11 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
 from storyteller_daemon.agent.attention import AttentionOptions
-from storyteller_daemon.agent.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path, kill_switch_on
-from storyteller_daemon.agent.service_tiers import TierFallback
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import Finish, TurnOutcome, Verdict
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.service import describe_policy_refusals, describe_queue_overflow
 from storyteller_daemon.app.adapters import (
@@ -34,7 +37,7 @@ from storyteller_daemon.app.adapters import (
     open_store,
 )
 from storyteller_daemon.app.runtime import Runtime
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
 from storyteller_daemon.domain.settings import Storyteller
@@ -45,9 +48,8 @@ from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardD
 from storyteller_daemon.runtime.game_admin import GameAdmin
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
-from storyteller_daemon.runtime.pipeline import Observer, Pipeline, TurnOutcome, Verdict
+from storyteller_daemon.runtime.pipeline import Observer, Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.ports import Finish
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.reflection import (
     DigestRefresher,
@@ -57,17 +59,10 @@ from storyteller_daemon.runtime.reflection import (
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
-from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.inbox import InboxRepository
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.storage.turn_journal import TurnJournalRepository
-from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
@@ -85,7 +80,7 @@ async def build_runtime(
     world: WorldClient | None = None,
     choice: ModelChoice | None = None,
     observer: Observer | None = None,
-    clock: Clock | None = None,
+    clock: Clock,
     store: Store | None = None,
     reload_seconds: float = 5.0,
     drain_seconds: float | None = None,
@@ -99,19 +94,19 @@ async def build_runtime(
     admin commands run through it (`GameAdmin`); without, the daemon refuses them.
     """
     token = http_token(cfg, environ)
-    clock = clock or SystemClock()
     alerts = alerts or build_alerts(cfg, clock, environ)
-    store = store or open_store(cfg, environ)
+    store = store or open_store(cfg, clock, environ)
     await store.db.require_current()
+    stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
     stats = RuntimeStats()
     budget = BudgetKeeper(cfg.budgets, cfg.model.prices, clock, alert=alerts.reporter("budget"))
-    ledger = LedgerRepository(store.db)
+    ledger = store.ledger
     await budget.load(ledger)  # today's spend survives a restart
-    journal = TurnJournalRepository(store.db, clock.now)
+    journal = stamped.journal
     recorder = RunRecorder(
-        RunRepository(store.db),
+        store.runs,
         ledger,
         clock,
         record=cfg.runs.record,
@@ -122,17 +117,16 @@ async def build_runtime(
         log.warning("model: %s", choice.description)
     elif choice.offline:
         log.warning(OFFLINE_BANNER)
-    lookups = CachedWorld(world, clock.monotonic)
+    lookups = CachedWorld(world, clock)
     router = Router()
-    actions = PolicyActionRepository(store.db)
-    approvals = ApprovalRepository(store.db)
+    actions = store.policy_actions
+    approvals = store.approvals
     policy = Policy(
         cfg.policy,
-        clock.monotonic,
+        clock,
         secrets=daemon_secrets(cfg, environ),
         cells_of=router.cells_of,
         kill_file=kill_file_path(cfg.policy, database_url(cfg, environ)),
-        now=clock.now,
         journal=actions.add,
         approvals=approvals,
         claims=store.claims,
@@ -147,31 +141,35 @@ async def build_runtime(
         breaker = CircuitBreaker(
             choice.model,
             pause_seconds=cfg.model.refused_pause_seconds,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
-        metered = MeteredModel(
+        metered = metered_model(
             breaker,
             stats,
             cfg.model.prices,
-            monotonic=clock.monotonic,
             budget=budget,
-            now=clock.now,
+            clock=clock,
         )
         latency = metered.latency
-        runner = AgentTurnRunner(
+        services = TurnServices(
             world=world,
             situations=store.situations,
             memories=store.memories,
             references=store.references,
+            speech=store.speech,
+            digests=store.digests,
+            mcp=mcp,
+            plans=store.plans,
+            claims=store.claims,
+            queries=store.queries,
+            journal=journal,
+        )
+        runner = AgentTurnRunner(
+            services,
             model=metered,
             limits=cfg.limits,
             clock=clock,
             stats=stats,
-            speech=store.speech,
-            digests=store.digests,
-            plans=store.plans,
-            claims=store.claims,
-            queries=store.queries,
             alerts=alerts,
             recorder=recorder,
             attention=AttentionOptions(
@@ -184,8 +182,6 @@ async def build_runtime(
             ),
             lookups=lookups,
             policy=policy,
-            mcp=mcp,
-            journal=journal,
         )
     summaries = None  # the log's minute summaries, unless the caller observes the pipeline
     if observer is None:
@@ -198,7 +194,7 @@ async def build_runtime(
         clock=clock,
         stats=stats,
         observer=observer,
-        backlog=BacklogRepository(store.db, clock.now),
+        backlog=stamped.backlog,
         attention=cfg.attention,
         queue_size=cfg.limits.queue_size,
         model_available=runner is not None,
@@ -213,14 +209,14 @@ async def build_runtime(
         source=cfg.world.kind,
         observe=lookups.observe,
         plans=store.plans,
-        verdict_memory=VerdictMemoryRepository(store.db, clock.now),
+        verdict_memory=stamped.verdicts,
     )
     reflection = None
     if cfg.reflection.enabled:
         refresher = DigestRefresher(
             store=store,
-            runs=RunRepository(store.db) if cfg.runs.record else None,
-            model=TierFallback(metered, clock.monotonic) if metered is not None else None,
+            runs=store.runs if cfg.runs.record else None,
+            model=TierFallback(metered, clock) if metered is not None else None,
             recorder=recorder,
             clock=clock,
             cfg=cfg.reflection,
@@ -236,7 +232,7 @@ async def build_runtime(
         alerts=alerts,
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
-        inbox=InboxRepository(store.db) if cfg.world.kind == "bridge" else None,
+        inbox=stamped.inbox if cfg.world.kind == "bridge" else None,
         world_key=cfg.world.kind,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
@@ -247,10 +243,10 @@ async def build_runtime(
         ),
         settings_listeners=[budget.learn],
         invocations=_invocation_channel(world),
-        turn_runs=RunRepository(store.db) if cfg.runs.record else None,
+        turn_runs=store.runs if cfg.runs.record else None,
     )
     if admin_cli is not None and isinstance(world, BridgeWorldClient):
-        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock.now)
+        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
@@ -271,7 +267,7 @@ async def build_runtime(
             port=cfg.http.port,
             token=token,
             web_app=dashboard,
-            monotonic=clock.monotonic,
+            clock=clock,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, clock, runner)
     runtime.summaries = summaries

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from storyteller_daemon.app.adapters import build_world, close_if_closable
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.world_fit import WorldFacts, rooms_to_confirm
 from storyteller_daemon.errors import ServiceUnavailable
 from world_adapter.errors import FatalStreamError, WorldAdapterError
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from storyteller_daemon.config import Config
@@ -41,6 +43,13 @@ class ReachedWorld:
     """``sim``, or the game's name (its bridge URL when the game gives no name)."""
     where: str
     """How to name it in messages: ``the embedded sim world`` or ``the game at URL``."""
+
+    async def ask(self, query: Awaitable[T]) -> T:
+        """The answer to one query, or one line saying why the world gave none."""
+        try:
+            return await query
+        except WorldAdapterError as exc:
+            raise world_unavailable(exc, self.where) from None
 
 
 def world_unavailable(exc: WorldAdapterError, where: str) -> ServiceUnavailable:

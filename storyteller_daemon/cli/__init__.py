@@ -1,18 +1,115 @@
-"""The ``storyteller`` command: admin verbs, database, seed packs, the daemon and the demo."""
+"""The ``storyteller`` command: admin verbs, database, seed packs, the daemon and the demo.
+
+Each top-level command lives in the module (or package) of its name under ``cli/`` and is
+imported only when it runs, asks for its own help or completes its arguments: the root's help
+lists every command from `COMMANDS` without importing one, so ``storyteller --help`` costs
+little more than typer itself.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from typer._click.core import Context
-from typer._click.exceptions import UsageError
-from typer.core import TyperGroup
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
 from storyteller_daemon import __version__
-from storyteller_daemon.cli.common import CliState
+from storyteller_daemon.cli.support import CliState
 from storyteller_daemon.errors import EX_USAGE
+
+CLICK_USAGE_EXIT = 2
+"""The exit code click gives a usage mistake; the root turns it into EX_USAGE."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where a top-level command is defined, and its one-line help for the root's listing."""
+
+    module: str
+    attribute: str
+    """``app`` for a command group (a `typer.Typer`), else the command's function."""
+    help: str
+    """The first paragraph of the command's help, exactly (a test keeps the two equal)."""
+
+
+COMMANDS: dict[str, Entry] = {
+    "costs": Entry(
+        "costs",
+        "costs",
+        "Tokens and USD of model requests, summed by day, storyteller, trigger, situation or\n"
+        "status (failed requests included, with what they may be billed).",
+    ),
+    "dashboard": Entry(
+        "dashboard",
+        "dashboard",
+        "Serve the web dashboard from the database until Ctrl-C (no daemon needed).",
+    ),
+    "run": Entry(
+        "run",
+        "run",
+        "Run the storyteller daemon against the configured world until SIGINT/SIGTERM.",
+    ),
+    "demo": Entry(
+        "demo",
+        "demo",
+        "Migrate a fresh SQLite file, load the packs, and watch a storyteller work (Ctrl-C ends).",
+    ),
+    "doctor": Entry(
+        "doctor",
+        "doctor",
+        "Check the config, database, model endpoints and models, world (and that storytellers fit\n"
+        "it) and webhook; exit 1 on any problem.",
+    ),
+    "init": Entry(
+        "init",
+        "init",
+        "Probe your game over the bridge and write a configuration and a starter pack for it.",
+    ),
+    "db": Entry("db", "app", "Database schema: upgrade, downgrade, show the current revision."),
+    "ais": Entry(
+        "ais", "app", "Storytellers: list, create, show, configure, pause, delete, clone."
+    ),
+    "aisr": Entry(
+        "aisr", "app", "Reference documents: list, create, show, edit, restrict, search."
+    ),
+    "seed": Entry("seed", "app", "Example storyteller packs: list and load."),
+    "sim": Entry("sim", "app", "The embedded sim world, served over the bridge protocol."),
+    "bridge": Entry(
+        "bridge",
+        "app",
+        "The game bridge: check a game's implementation, print the frames' JSON Schema.",
+    ),
+    "world": Entry(
+        "world", "app", "The configured world, read-only: zones, rooms, progs, characters."
+    ),
+    "tools": Entry("tools", "app", "The built-in tools every storyteller is offered."),
+    "bench": Entry(
+        "bench",
+        "app",
+        "Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
+        "tool-call arguments.",
+    ),
+    "runs": Entry(
+        "runs", "app", "Run records: list and show what storytellers did, replay a turn, prune."
+    ),
+    "policy": Entry(
+        "policy",
+        "app",
+        "The policy every prog call passes: show it, stop all prog calls, resume, approve.",
+    ),
+    "mcp": Entry(
+        "mcp", "app", "The daemon's MCP server: storytellers, runs and decisions for AI clients."
+    ),
+    "audit": Entry("audit", "app", "The audit log of exports and erasures of players' data."),
+}
+"""Every top-level command, in the order the root's help lists them."""
+
+_LOADED: dict[str, Any] = {}
+"""Commands built once per process (typer builds the root anew for every invocation)."""
 
 
 def _annotation(param: Any) -> Any:
@@ -36,16 +133,74 @@ def _tidy_metavars(command: Any) -> None:
             param.metavar = ""
         elif _annotation(param) is str:
             param.metavar = "TEXT"
-    help_option = command.get_help_option(Context(command))  # made once, then cached
+    help_option = command.get_help_option(typer.Context(command))  # made once, then cached
     if help_option is not None:
         help_option.metavar = ""
     for sub in (getattr(command, "commands", None) or {}).values():
         _tidy_metavars(sub)
 
 
+def load(name: str) -> Any:
+    """The click command of the top-level command `name`, importing its module on first use."""
+    if name not in _LOADED:
+        entry = COMMANDS[name]
+        module = importlib.import_module(f"storyteller_daemon.cli.{entry.module}")
+        target = getattr(module, entry.attribute)
+        holder = typer.Typer(add_completion=False)
+        holder.callback()(lambda: None)  # a group, so the command is built as a subcommand
+        if isinstance(target, typer.Typer):
+            holder.add_typer(target, name=name)
+        else:
+            holder.command(name)(target)
+        command = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+        _tidy_metavars(command)
+        _LOADED[name] = command
+    return _LOADED[name]
+
+
+class _Listed(TyperCommand):
+    """A command as the root's help and completion name it, without importing it."""
+
+
 class _Root(TyperGroup):
-    """The root command: a usage mistake anywhere below it exits 64 (EX_USAGE), not click's 2;
-    its help and its commands' show no bare type names."""
+    """The root command: it loads its commands lazily (see `COMMANDS`); a usage mistake anywhere
+    below it exits 64 (EX_USAGE), not click's 2; its help and its commands' show no bare type
+    names."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return None
+        if self._listing and cmd_name not in _LOADED:
+            return _Listed(name=cmd_name, help=COMMANDS[cmd_name].help)
+        return load(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> Any:
+        self._listing = True
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._listing = False
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        self.commands = dict.fromkeys(COMMANDS)  # type: ignore[assignment]  # names to suggest
+        try:
+            return super().resolve_command(ctx, args)
+        finally:
+            self.commands = {}
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         if not getattr(self, "_tidied", False):
@@ -53,16 +208,22 @@ class _Root(TyperGroup):
             self._tidied = True
         try:
             return super().make_context(*args, **kwargs)
-        except UsageError as exc:
-            exc.exit_code = EX_USAGE
+        except Exception as exc:
+            _as_usage_exit(exc)
             raise
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except UsageError as exc:
-            exc.exit_code = EX_USAGE
+        except Exception as exc:
+            _as_usage_exit(exc)
             raise
+
+
+def _as_usage_exit(exc: Exception) -> None:
+    """A click usage mistake (the exception that exits 2) exits EX_USAGE instead."""
+    if getattr(exc, "exit_code", None) == CLICK_USAGE_EXIT and hasattr(exc, "format_message"):
+        exc.exit_code = EX_USAGE  # type: ignore[attr-defined]
 
 
 app = typer.Typer(
@@ -109,68 +270,21 @@ def root(
     ctx.obj = CliState(config_path=config, database_url=db, actor=actor)
 
 
-def _register() -> None:
-    # Each command group lives in its own module; importing registers nothing globally.
-    from storyteller_daemon.cli import (
-        ais,
-        aisr,
-        audit,
-        bench,
-        bridge,
-        costs,
-        dashboard,
-        db,
-        demo,
-        doctor,
-        init,
-        mcp,
-        policy,
-        run,
-        runs,
-        seed,
-        sim,
-        tools,
-        world,
-    )
-
-    app.add_typer(db.app, name="db")
-    app.add_typer(ais.app, name="ais")
-    app.add_typer(aisr.app, name="aisr")
-    app.add_typer(seed.app, name="seed")
-    app.add_typer(sim.app, name="sim")
-    app.add_typer(bridge.app, name="bridge")
-    app.add_typer(world.app, name="world")
-    app.add_typer(tools.app, name="tools")
-    app.add_typer(bench.app, name="bench")
-    app.add_typer(runs.app, name="runs")
-    app.add_typer(policy.app, name="policy")
-    app.add_typer(mcp.app, name="mcp")
-    app.add_typer(audit.app, name="audit")
-    app.command("costs")(costs.costs)
-    app.command("dashboard")(dashboard.dashboard)
-    app.command("run")(run.run)
-    app.command("demo")(demo.demo)
-    app.command("doctor")(doctor.doctor)
-    app.command("init")(init.init)
-
-
-_register()
-
-
 def main() -> None:
     """Console-script entry point: usage mistakes become one line, like every other error."""
-    from typer._click.exceptions import ClickException  # typer vendors click
-    from typer.exceptions import Abort
-
-    from storyteller_daemon.cli.common import err_console
+    from storyteller_daemon.cli.support import err_console
 
     try:
         code = app(standalone_mode=False)
-    except ClickException as exc:
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as exc:
+        # click's errors (typer vendors click privately) carry their message and exit code.
+        exit_code = getattr(exc, "exit_code", None)
+        if not isinstance(exit_code, int) or not hasattr(exc, "format_message"):
+            raise
         message = exc.format_message().strip()
         if message:  # an empty message follows the help text shown for a bare group
             err_console.print(f"[bold red]error:[/] {message} (see --help)", markup=True)
-        sys.exit(exc.exit_code)
-    except Abort:
-        sys.exit(130)
+        sys.exit(exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -11,9 +11,16 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_io import parse_id, register, table
-from storyteller_daemon.cli.character_view import AUDIT_COLUMNS, audit_json, audit_row
-from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async
+from storyteller_daemon.cli.support import (
+    JsonFlag,
+    open_store,
+    parse_id,
+    print_json,
+    register,
+    run_async,
+    table,
+)
+from storyteller_daemon.cli.views.characters import AUDIT_COLUMNS, audit_json, audit_row
 from storyteller_daemon.domain.character_data import subject
 from storyteller_daemon.errors import ValidationError
 

@@ -6,30 +6,20 @@ network), on a throw-away SQLite file, so their numbers say what the daemon itse
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import resource
-import statistics
-import tempfile
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import JsonFlag, console, print_json, run_async
+from storyteller_daemon.cli.support import JsonFlag, console, print_json, run_async
 
 app = typer.Typer(
     help="Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
     "tool-call arguments.",
     no_args_is_help=True,
 )
-
-
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _report(title: str, rows: dict[str, object], as_json: bool) -> None:
@@ -48,74 +38,10 @@ async def pipeline(
     as_json: JsonFlag = False,
 ) -> None:
     """Push a burst of world events through intake, attention and turns; time every stage."""
-    from storyteller_daemon.agent.offline import OfflineStandInModel
-    from storyteller_daemon.app import ModelChoice, build_runtime
-    from storyteller_daemon.config import parse_config
-    from storyteller_daemon.storage.seeding import load_pack, read_pack
-    from storyteller_daemon.storage.store import Store
-    from world_adapter.sim import SimWorld
+    from storyteller_daemon.bench.pipeline import run_pipeline_bench
 
-    with tempfile.TemporaryDirectory(prefix="storyteller-bench-") as tmp:
-        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
-        cfg = parse_config({"database": {"url": url}, "limits": {"queue_size": 10_000}}, "bench")
-        store = Store.open(url)
-        await store.db.upgrade()
-        await load_pack(store.db, read_pack("harbour-ward"))
-        watch = await store.storytellers.get("Harbour Ward Watch")
-        await store.storytellers.save(replace(watch, paused=False))
-        world = SimWorld.harbour_town(buffer_size=max(10_000, events * 2))
-        offline = OfflineStandInModel()
-        runtime = await build_runtime(
-            cfg, world=world, choice=ModelChoice(offline, offline.name), store=store
-        )
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.daemon.run(stop))
-        await runtime.daemon.ready.wait()
-        while world.waiting_subscriptions == 0:  # noqa: ASYNC110 - polls the sim's counter
-            await asyncio.sleep(0.001)
-
-        lines = ["shouts for help: a thief!", "hauls a rope along the quay."]
-        started = time.perf_counter()
-        for i in range(events):
-            world.emote(2003, lines[i % 2])
-        await asyncio.sleep(0)
-        produced = time.perf_counter() - started
-        while runtime.stats.events_in < events:  # noqa: ASYNC110 - polls the pump's counter
-            await asyncio.sleep(0.001)
-        intake = time.perf_counter() - started
-        await runtime.pipeline.wait_idle()
-        total = time.perf_counter() - started
-        stop.set()
-        await task
-        await runtime.close()
-
-    stats = runtime.stats
-    turns = sum(stats.turns.values())
-    _report(
-        "pipeline benchmark (offline stand-in model, SQLite, sim world)",
-        {
-            "events": events,
-            "events produced per second": round(events / produced),
-            "events taken in per second": round(events / intake),
-            "attention requests": stats.attention_calls,
-            "verdicts": dict(stats.verdicts),
-            "turns": turns,
-            "events per turn": round(stats.verdicts["interested"] / turns, 2) if turns else 0,
-            "turns per second": round(turns / total, 1) if total else 0,
-            "model requests per turn": round((stats.requests - stats.attention_calls) / turns, 2)
-            if turns
-            else 0,
-            "tool calls per turn": round(stats.tool_calls / turns, 2) if turns else 0,
-            "seconds until everything drained": round(total, 2),
-            "dropped": dict(stats.dropped),
-            "peak RSS (MiB)": round(_peak_rss_mib(), 1),
-        },
-        as_json,
-    )
-
-
-HEAVY_MODULES = ("sqlalchemy", "alembic", "aiohttp", "openai", "lxml", "pydantic")
-"""Libraries `storyteller --help` must not import: each command imports what it needs."""
+    report = await run_pipeline_bench(events)
+    _report("pipeline benchmark (offline stand-in model, SQLite, sim world)", report, as_json)
 
 
 @app.command("cli")
@@ -124,35 +50,11 @@ def cli(
     as_json: JsonFlag = False,
 ) -> None:
     """Time `storyteller --help` in fresh processes (what an admin waits for at a prompt)."""
-    import subprocess
-    import sys
+    from storyteller_daemon.bench.startup import run_cli_bench
 
-    probe = (
-        "import sys\n"
-        "from storyteller_daemon.cli import main\n"
-        "sys.argv = ['storyteller', '--help']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print('HEAVY:' + ','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules),"
-        " file=sys.stderr)\n"
-    )
-    timings: list[float] = []
-    heavy = ""
-    for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
-            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-        )
-        timings.append(time.perf_counter() - started)
-        tagged = [line for line in done.stderr.splitlines() if line.startswith("HEAVY:")]
-        heavy = tagged[-1].removeprefix("HEAVY:") if tagged else "?"
     _report(
         "CLI start-up benchmark (storyteller --help, fresh process each time)",
-        {
-            "runs": runs,
-            "p50 s": round(statistics.median(timings), 3),
-            "max s": round(max(timings), 3),
-            "heavy libraries imported": heavy or "none",
-        },
+        run_cli_bench(runs),
         as_json,
     )
 
@@ -172,7 +74,7 @@ async def search(
     as_json: JsonFlag = False,
 ) -> None:
     """Index synthetic reference documents and time searches against a plain linear scan."""
-    from storyteller_daemon.cli.bench_search import run_search_bench
+    from storyteller_daemon.bench.search import run_search_bench
 
     report = await run_search_bench(documents, queries, database_url)
     _report(
@@ -192,7 +94,7 @@ async def dashboard(
     as_json: JsonFlag = False,
 ) -> None:
     """Time every dashboard page over a throw-away SQLite file holding many run records."""
-    from storyteller_daemon.cli.bench_dashboard import run_dashboard_bench
+    from storyteller_daemon.bench.dashboard import run_dashboard_bench
 
     report = await run_dashboard_bench(runs, requests)
     _report("dashboard benchmark (SQLite, whole requests over loopback)", report, as_json)
@@ -211,7 +113,7 @@ async def arguments(
     as_json: JsonFlag = False,
 ) -> None:
     """Run the bad tool-call arguments case set through whole turns on the sim world."""
-    from storyteller_daemon.cli.bench_arguments import CASES, run_arguments_bench
+    from storyteller_daemon.bench.arguments import CASES, run_arguments_bench
 
     path = cases or CASES
     if not path.is_file():
@@ -240,7 +142,7 @@ async def _with_progress(
     """Run a benchmark with a progress bar on a terminal (none for --json or a pipe)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from storyteller_daemon.cli.common import err_console
+    from storyteller_daemon.cli.support import err_console
 
     if quiet or not err_console.is_terminal:
         return await run(options)
@@ -360,8 +262,9 @@ async def stream(
     as_json: JsonFlag = False,
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
-    from storyteller_daemon.cli.bench_stand_ins import LogLineCounter
-    from storyteller_daemon.cli.bench_stream import StreamBenchOptions, run_stream_bench
+    from storyteller_daemon.bench.stand_ins import LogLineCounter
+    from storyteller_daemon.bench.stream import run_stream_bench
+    from storyteller_daemon.bench.stream_report import StreamBenchOptions
     from storyteller_daemon.errors import ValidationError
     from world_adapter.sim.stream_files import read_stream
 

@@ -8,8 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.common import JsonFlag, console, fail, print_json, run_async
-from storyteller_daemon.cli.sim import DEFAULT_TOKEN_ENV
+from storyteller_daemon.cli.support import (
+    DEFAULT_TOKEN_ENV,
+    JsonFlag,
+    console,
+    fail,
+    print_json,
+    run_async,
+)
 from storyteller_daemon.errors import EX_CONFIG, EX_USAGE
 
 app = typer.Typer(

@@ -13,11 +13,15 @@ from typing import Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.ais_io import say, table
-from storyteller_daemon.cli.common import JsonFlag, open_store, print_json, run_async
-from storyteller_daemon.cli.runs import Since, StorytellerOption, Until, storyteller_filter
-from storyteller_daemon.cli.runs import time_window as window
-from storyteller_daemon.cli.runs_view import usd
+from storyteller_daemon.cli.support import JsonFlag, open_store, print_json, run_async, say, table
+from storyteller_daemon.cli.views.runs import (
+    Since,
+    StorytellerOption,
+    Until,
+    storyteller_filter,
+    usd,
+)
+from storyteller_daemon.cli.views.runs import time_window as window
 
 
 class Grouping(StrEnum):
@@ -61,12 +65,11 @@ async def costs(
 ) -> None:
     """Tokens and USD of model requests, summed by day, storyteller, trigger, situation or
     status (failed requests included, with what they may be billed)."""
-    from storyteller_daemon.storage.ledger import LedgerRepository
 
-    start, end = window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:
-        lines = await LedgerRepository(store.db).totals(
+        start, end = window(since, until, store.clock.now())
+        lines = await store.ledger.totals(
             by.value,
             since=start,
             until=end,

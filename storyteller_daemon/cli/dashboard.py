@@ -13,8 +13,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_io import say
-from storyteller_daemon.cli.common import open_store, run_async, state
+from storyteller_daemon.cli.support import open_store, run_async, say, state
 
 STREAM_POLL_SECONDS = 2.0
 """How often the live timeline looks for runs a daemon elsewhere stored."""
@@ -34,7 +33,6 @@ async def dashboard(
     """Serve the web dashboard from the database until Ctrl-C (no daemon needed)."""
     from storyteller_daemon.agent.policy_rules import kill_file_path
     from storyteller_daemon.app.adapters import http_token
-    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.config import database_url
     from storyteller_daemon.runtime.daemon import stop_on_signals
     from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
@@ -52,9 +50,11 @@ async def dashboard(
     token = http_token(cfg)  # refuses a non-loopback address without a token
     controls = Controls(cfg.policy, kill_file_path(cfg.policy, database_url(cfg)))
     async with open_store(ctx) as store:
-        data = DashboardData(store, cfg.budgets, SystemClock(), controls)
+        data = DashboardData(store, cfg.budgets, store.clock, controls)
         site = Dashboard(data, RunFeed(poll_seconds=STREAM_POLL_SECONDS))
-        async with DashboardServer(site, host=http.host, port=http.port, token=token) as server:
+        async with DashboardServer(
+            site, host=http.host, port=http.port, token=token, clock=store.clock
+        ) as server:
             shown = f"[{http.host}]" if ":" in http.host else http.host
             say(f"Dashboard at http://{shown}:{server.port}/ (Ctrl-C stops it)")
             if not token:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import JsonFlag, console, open_store, print_json, run_async
+from storyteller_daemon.cli.support import JsonFlag, console, open_store, print_json, run_async
 
 app = typer.Typer(
     help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True

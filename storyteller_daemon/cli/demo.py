@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from storyteller_daemon.bundled import example_config
-from storyteller_daemon.cli.common import console, run_async
+from storyteller_daemon.cli.support import console, run_async
 
 DEMO_STORYTELLER = "Harbour Ward Watch"
 DIRECTOR = "Harbour Ward Director"
@@ -68,10 +68,12 @@ async def demo(
 ) -> None:
     """Migrate a fresh SQLite file, load the packs, and watch a storyteller work (Ctrl-C ends)."""
     from storyteller_daemon.app import OFFLINE_BANNER, build_runtime, choose_model, open_store
-    from storyteller_daemon.cli.run import configure_logging
+    from storyteller_daemon.app.logs import configure_logging
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.config import load_config, parse_config
+    from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.runtime.daemon import stop_on_signals
-    from storyteller_daemon.storage.seeding import Action, load_pack, read_pack
+    from storyteller_daemon.storage.seeding import Action, load_pack
     from world_adapter.sim import SimWorld
 
     db_file = _fresh_database_file(data_dir)
@@ -94,10 +96,11 @@ async def demo(
         "demo",
     )
     configure_logging(cfg.logging)
-    store = open_store(cfg)
+    clock = SystemClock()
+    store = open_store(cfg, clock)
     await store.db.upgrade()
     for pack in PACKS:
-        report = await load_pack(store.db, read_pack(pack))
+        report = await load_pack(store.db, read_pack(pack), clock=store.clock)
         created = Counter(c.kind for c in report.changes if c.action is Action.CREATE)
         tellers, documents = created["storyteller"], created["document"]
         console.print(
@@ -117,13 +120,21 @@ async def demo(
 
     world = SimWorld.harbour_town(seed=cfg.world.sim_seed)
     players = [(s.id, s.name) for s in world.all_sheets() if s.is_player]
-    from storyteller_daemon.cli.live import ConsoleObserver
+    from storyteller_daemon.cli.views.live import ConsoleObserver
 
-    observer = ConsoleObserver(console, players=lambda: players, output_of=world.output_of)
+    observer = ConsoleObserver(
+        console, clock=clock, players=lambda: players, output_of=world.output_of
+    )
     # The panel above said it; the daemon's own start-up warning would say it twice.
     logging.getLogger("storyteller_daemon.app").setLevel(logging.ERROR)
     runtime = await build_runtime(
-        cfg, world=world, choice=choice, observer=observer, store=store, reload_seconds=2.0
+        cfg,
+        world=world,
+        choice=choice,
+        observer=observer,
+        store=store,
+        reload_seconds=2.0,
+        clock=clock,
     )
     console.print(
         f"[bold]{DEMO_STORYTELLER}[/] watches the Harbour Ward and [bold]{DIRECTOR}[/] plans its "

@@ -14,9 +14,14 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.ais_io import command_group, register
-from storyteller_daemon.cli.common import err_console, open_store, run_async, state
-from storyteller_daemon.cli.run import configure_logging
+from storyteller_daemon.cli.support import (
+    command_group,
+    err_console,
+    open_store,
+    register,
+    run_async,
+    state,
+)
 from storyteller_daemon.errors import ConfigError
 
 app = command_group("The daemon's MCP server: storytellers, runs and decisions for AI clients.")
@@ -41,6 +46,7 @@ async def serve(
     ] = Transport.STDIO,
 ) -> None:
     """Serve the storytellers' data over MCP until the client leaves or SIGINT/SIGTERM."""
+    from storyteller_daemon.app.logs import configure_logging
     from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.mcp.server import serve_http, serve_stdio
     from storyteller_daemon.runtime.daemon import stop_on_signals
@@ -59,7 +65,7 @@ async def serve(
         )
     async with open_store(ctx) as store:
         if transport is Transport.STDIO:
-            await serve_stdio(store, serve_cfg, token_held=bool(token), now=clock.now)
+            await serve_stdio(store, serve_cfg, token_held=bool(token), clock=clock)
             return
         stop = asyncio.Event()
         with stop_on_signals(stop):
@@ -67,7 +73,7 @@ async def serve(
                 store,
                 serve_cfg,
                 token=token,
-                now=clock.now,
+                clock=clock,
                 stop=stop,
                 started=lambda http: err_console.print(f"serving MCP on {http.url}", markup=False),
             )

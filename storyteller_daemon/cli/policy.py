@@ -16,23 +16,23 @@ character whose words or actions started the turn, so an admin sees who is tryin
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.ais_io import say
-from storyteller_daemon.cli.common import (
+from storyteller_daemon.cli.support import (
     JsonFlag,
     acting_user,
     console,
     fail,
     open_store,
     print_json,
-    print_table,
     run_async,
+    say,
     state,
+    table,
 )
 from storyteller_daemon.errors import ConfigError
 
@@ -137,15 +137,14 @@ async def approvals(
 ) -> None:
     """Prog calls parked for approval (pending and approved; --all for every one)."""
     from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
-    from storyteller_daemon.storage.approvals import ApprovalRepository
 
     async with open_store(ctx) as store:
         states = () if show_all else tuple(OPEN_APPROVAL_STATES)
-        found = await ApprovalRepository(store.db).list(states, limit=limit)
+        found = await store.approvals.list(states, limit=limit)
     if as_json:
         print_json([_approval_json(a) for a in found])
         return
-    print_table(
+    table(
         "Parked calls",
         ["id", "state", "storyteller", "tool", "arguments", "trigger", "expires (UTC)"],
         [
@@ -160,16 +159,16 @@ async def approvals(
             )
             for a in found
         ],
+        wide={"storyteller", "tool", "arguments", "trigger"},
     )
 
 
 async def _decide(ctx: typer.Context, approval_id: int, *, approve: bool, note: str) -> Approval:
-    from storyteller_daemon.storage.approvals import ApprovalRepository
-
     async with open_store(ctx) as store:
-        return await ApprovalRepository(store.db).decide(
-            approval_id, approve=approve, now=datetime.now(UTC), by=acting_user(ctx), note=note
+        decided: Approval = await store.approvals.decide(
+            approval_id, approve=approve, now=store.clock.now(), by=acting_user(ctx), note=note
         )
+    return decided
 
 
 @app.command("approve")
@@ -203,13 +202,12 @@ async def report(
     as_json: JsonFlag = False,
 ) -> None:
     """Refused calls by rule, tool, storyteller and triggering character."""
-    from storyteller_daemon.cli.runs import time_window
+    from storyteller_daemon.cli.views.runs import time_window
     from storyteller_daemon.runs.refusals import refusal_report
-    from storyteller_daemon.storage.runs import RunRepository
 
-    start, _ = time_window(since, None)
     async with open_store(ctx) as store:
-        runs = await RunRepository(store.db).records_since(
+        start, _ = time_window(since, None, store.clock.now())
+        runs = await store.runs.records_since(
             None, start, kind="turn", limit=limit, min_tool_calls=1
         )
     found = refusal_report(runs, start)
@@ -224,12 +222,13 @@ async def report(
         ("By tool", "by_tool"),
         ("By storyteller", "by_storyteller"),
     ):
-        print_table(title, ["", "refused"], list(data[key].items()))
-    print_table(
+        table(title, ["", "refused"], list(data[key].items()), wide={""})
+    table(
         "By triggering character",
         ["character", "refused", "rules"],
         [
             (name, entry["refused"], ", ".join(f"{r} {n}" for r, n in entry["rules"].items()))
             for name, entry in data["by_character"].items()
         ],
+        wide={"character", "rules"},
     )

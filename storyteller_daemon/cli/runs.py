@@ -9,38 +9,40 @@ deletes runs past the retention period.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from storyteller_daemon.agent.trigger import TriggerKind
-from storyteller_daemon.cli.ais_io import (
+from storyteller_daemon.cli.support import (
+    JsonFlag,
     command_group,
     format_duration,
-    parse_duration,
-    register,
-    say,
-)
-from storyteller_daemon.cli.common import (
-    JsonFlag,
     open_store,
+    parse_duration,
     print_json,
+    register,
     run_async,
+    say,
     state,
     working,
 )
-from storyteller_daemon.cli.runs_view import (
+from storyteller_daemon.cli.views.runs import (
+    Since,
+    StorytellerOption,
+    Until,
     list_runs,
-    parse_when,
     show_replay,
     show_run,
+    storyteller_filter,
     summary_json,
+    time_window,
 )
 from storyteller_daemon.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
-    from storyteller_daemon.agent.model import Model
+    from storyteller_daemon.agent.models.interface import Model
     from storyteller_daemon.config import Config
 
 app = command_group("Run records: list and show what storytellers did, replay a turn, prune.")
@@ -48,33 +50,6 @@ app = command_group("Run records: list and show what storytellers did, replay a 
 RUN_KINDS = ("turn", "attention", "digest")
 
 RunId = Annotated[int, typer.Argument(metavar="ID", help="Run id (see `runs list`).", min=1)]
-StorytellerOption = Annotated[
-    str | None,
-    typer.Option("--storyteller", "-s", help="Only this storyteller (id, or name in any case)."),
-]
-Since = Annotated[
-    str | None,
-    typer.Option(help="Only from this time: 2026-03-01, 2026-03-01T12:00 (UTC) or 3d (ago)."),
-]
-Until = Annotated[str | None, typer.Option(help="Only before this time (same forms).")]
-
-
-def storyteller_filter(ref: str | None) -> tuple[int | None, str | None]:
-    """``--storyteller`` as the (id, name) filter pair: digits are an id, anything else a name."""
-    if ref is None or not ref.strip():
-        return None, None
-    text = ref.strip()
-    return (int(text), None) if text.isdigit() else (None, text)
-
-
-def time_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
-    """``--since`` and ``--until`` as UTC times."""
-    now = datetime.now(UTC)
-    start = parse_when(since, now) if since else None
-    end = parse_when(until, now) if until else None
-    if start is not None and end is not None and end <= start:
-        raise ValidationError("--until must be later than --since.")
-    return start, end
 
 
 @register(app, "list")
@@ -104,12 +79,11 @@ async def list_command(
     """List runs, newest first."""
     if kind is not None and kind not in RUN_KINDS:
         raise ValidationError("--kind must be 'turn', 'attention' or 'digest'.")
-    start, end = time_window(since, until)
     storyteller_id, storyteller_name = storyteller_filter(storyteller)
     async with open_store(ctx) as store:
-        from storyteller_daemon.storage.runs import RunRepository
+        start, end = time_window(since, until, store.clock.now())
 
-        runs = await RunRepository(store.db).list(
+        runs = await store.runs.list(
             storyteller_id=storyteller_id,
             storyteller_name=storyteller_name,
             trigger_kind=trigger.value if trigger else None,
@@ -130,9 +104,7 @@ async def list_command(
 async def show(ctx: typer.Context, run_id: RunId, json_out: JsonFlag = False) -> None:
     """Show one run as a transcript: trigger, verdict, each round's calls and results, cost."""
     async with open_store(ctx) as store:
-        from storyteller_daemon.storage.runs import RunRepository
-
-        runs = RunRepository(store.db)
+        runs = store.runs
         stored = await runs.get(run_id)
         related = await runs.related(stored.summary)
     if json_out:
@@ -172,16 +144,15 @@ async def replay(
     The world's answers and prog results come from the recording, so no prog runs and nothing
     is stored, except the cost of a live model's requests in the cost ledger.
     """
+    from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runs import replay_turn
     from storyteller_daemon.runtime.turns import replay_runner
-    from storyteller_daemon.storage.ledger import LedgerRepository
-    from storyteller_daemon.storage.runs import RunRepository
 
     if base_url is not None and model is None:
         raise ValidationError("--base-url needs --model.")
     cfg = state(ctx).config()
     async with open_store(ctx) as store:
-        stored = await RunRepository(store.db).get(run_id)
+        stored = await store.runs.get(run_id)
         if stored.summary.kind != "turn":
             raise ValidationError(f"Run #{run_id} is not a turn; only turns can be replayed.")
         try:
@@ -201,6 +172,7 @@ async def replay(
                     storyteller,
                     cfg.limits,
                     runner=replay_runner,
+                    clock=SystemClock(),
                     live=live,
                     live_name=model,
                     prices=cfg.model.prices,
@@ -209,7 +181,7 @@ async def replay(
             close = getattr(live, "close", None)
             if close is not None:
                 await close()
-        await LedgerRepository(store.db).add(report.charges)
+        await store.ledger.add(report.charges)
     if json_out:
         print_json(report.to_dict())
     else:
@@ -244,16 +216,14 @@ async def retry(
     json_out: JsonFlag = False,
 ) -> None:
     """Queue a failed turn again: it resumes from its journal, so nothing it did runs twice."""
-    from storyteller_daemon.cli.common import os_user
-    from storyteller_daemon.storage.backlog import BacklogRepository
-    from storyteller_daemon.storage.runs import RunRepository
+    from storyteller_daemon.cli.support import os_user
 
     async with open_store(ctx) as store:
         key = ref.strip()
         if key.isdigit():
-            key = (await RunRepository(store.db).get(int(key))).summary.turn_key
+            key = (await store.runs.get(int(key))).summary.turn_key
         async with store.db.unit():  # all of it, or nothing
-            items = await BacklogRepository(store.db).retry(key)
+            items = await store.backlog.retry(key)
             if not items:
                 raise ValidationError(f"turn {key} has no failed events to queue again")
             sid = items[0].storyteller_id
@@ -282,20 +252,18 @@ async def prune(
     ] = None,
 ) -> None:
     """Delete run records past their retention, and cost-ledger rows past theirs."""
-    from storyteller_daemon.storage.ledger import LedgerRepository
-    from storyteller_daemon.storage.runs import RunRepository
 
     cfg = state(ctx).config()
     keep = parse_duration(older_than) if older_than else timedelta(days=cfg.runs.retention_days)
     if not keep:
         raise ValidationError("Runs are kept forever (runs.retention_days = 0); give --older-than.")
-    now = datetime.now(UTC)
     async with open_store(ctx) as store:
-        runs = await RunRepository(store.db).prune(now - keep)
+        now = store.clock.now()
+        runs = await store.runs.prune(now - keep)
         ledger = 0
         if cfg.runs.ledger_retention_days:
             kept = timedelta(days=cfg.runs.ledger_retention_days)
-            ledger = await LedgerRepository(store.db).prune(now - kept)
+            ledger = await store.ledger.prune(now - kept)
     say(
         f"Deleted {runs} run record(s) older than {format_duration(keep)} and {ledger} cost-ledger "
         "row(s) past their retention."

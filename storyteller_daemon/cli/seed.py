@@ -9,25 +9,28 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from storyteller_daemon.bundled import bundled_dir
-from storyteller_daemon.cli.common import (
+from storyteller_daemon.cli.support import (
     JsonFlag,
     console,
     err_console,
     fail,
     open_store,
     print_json,
-    print_table,
     run_async,
     state,
+    table,
     working,
 )
 from storyteller_daemon.errors import EX_DATAERR, ConfigError
 
 if TYPE_CHECKING:
-    from storyteller_daemon.storage.seeding import LoadReport, Pack
+    from storyteller_daemon.interchange.packs.contents import Pack
+    from storyteller_daemon.storage.seeding import LoadReport
 
 # storage (SQLAlchemy) is imported by the commands themselves, so `--help` stays quick.
 SEED_DIR = bundled_dir("seed")
+
+_PACK_WIDE = frozenset({"Description", "Written for", "Storytellers", "Documents"})
 
 app = typer.Typer(help="Example storyteller packs: list and load.", no_args_is_help=True)
 
@@ -78,7 +81,7 @@ async def list_(
 ) -> None:
     """Show the packs under seed/: the world each was written for, its storytellers and how many
     documents it holds."""
-    from storyteller_daemon.storage.seeding import list_packs, read_pack
+    from storyteller_daemon.interchange.packs.files import list_packs, read_pack
 
     rows: list[tuple[str, str, str, str, str]] = []
     packs: list[dict[str, object]] = []
@@ -111,7 +114,12 @@ async def list_(
     if as_json:
         print_json(packs)
         return
-    print_table("Packs", ["Pack", "Description", "Written for", "Storytellers", "Documents"], rows)
+    table(
+        "Packs",
+        ["Pack", "Description", "Written for", "Storytellers", "Documents"],
+        rows,
+        wide=_PACK_WIDE,
+    )
 
 
 @app.command("load")
@@ -137,14 +145,15 @@ async def load(
     Everything is validated first and written in one transaction. A storyteller's pause state is
     set only when it is created.
     """
-    from storyteller_daemon.storage.seeding import load_pack, read_pack
+    from storyteller_daemon.interchange.packs.files import read_pack
+    from storyteller_daemon.storage.seeding import load_pack
 
     with working(f"reading and loading pack {pack}"):
         parsed = read_pack(pack, seed_dir)
         if check_world:
             await _check_world(ctx, parsed)
         async with open_store(ctx) as store:
-            report = await load_pack(store.db, parsed, dry_run=dry_run)
+            report = await load_pack(store.db, parsed, dry_run=dry_run, clock=store.clock)
     if as_json:
         print_json(
             {
@@ -158,9 +167,10 @@ async def load(
         )
         return
     if report.changed or dry_run:
-        print_table(
+        table(
             None,
             ["Kind", "Name", "Action", "Changed fields"],
             [(c.kind, c.name, c.action.value, ", ".join(c.fields)) for c in report.changes],
+            wide={"Name", "Changed fields"},
         )
     console.print(_summary(report))

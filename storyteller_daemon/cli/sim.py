@@ -17,10 +17,8 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console, fail, run_async
+from storyteller_daemon.cli.support import DEFAULT_TOKEN_ENV, console, fail, run_async
 from storyteller_daemon.errors import EX_CONFIG
-
-DEFAULT_TOKEN_ENV = "STORYTELLER_BRIDGE_TOKEN"  # noqa: S105 - the NAME of a variable
 
 app = typer.Typer(
     help="The embedded sim world, served over the bridge protocol.", no_args_is_help=True
@@ -53,13 +51,13 @@ async def serve_sim(
         stop: Set to shut down.
         on_ready: Called with the URL and the epoch once the server listens.
     """
-    from world_adapter.bridge.sim_server import BridgeServer
+    from world_adapter.bridge.world_server import WorldServer
     from world_adapter.sim import SimWorld
     from world_adapter.sim.hooks import cause_event
 
     world = SimWorld.harbour_town(seed=seed, epoch=unique_epoch())
     cells = frozenset(room.id for room in world.town_map.rooms)
-    server = BridgeServer(
+    server = WorldServer(
         world,
         token,
         cells=cells,

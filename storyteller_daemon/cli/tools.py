@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from storyteller_daemon.cli.common import console
+from storyteller_daemon.cli.support import console
 
 app = typer.Typer(help="The built-in tools every storyteller is offered.", no_args_is_help=True)
 

@@ -8,31 +8,25 @@ parameter types). Nothing here changes the world: only the protocol's read queri
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.common import (
-    JsonFlag,
-    console,
-    print_json,
-    print_table,
-    run_async,
-    state,
-)
+from storyteller_daemon.cli.support import JsonFlag, console, print_json, run_async, state, table
 from storyteller_daemon.errors import NotFoundError
 
 if TYPE_CHECKING:
     from storyteller_daemon.app.world_access import ReachedWorld
 
-T = TypeVar("T")
 
 app = typer.Typer(
     help="The configured world, read-only: zones, rooms, progs, characters.",
     no_args_is_help=True,
 )
+
+_PROG_WIDE = frozenset({"Name", "Parameters", "Returns", "Description"})
 
 Timeout = Annotated[
     float, typer.Option("--timeout", help="Seconds the game may take to answer.", min=0.1)
@@ -45,17 +39,6 @@ async def _world(ctx: typer.Context, seconds: float) -> AsyncIterator[ReachedWor
 
     async with reach_world(state(ctx).config(), os.environ, seconds=seconds) as world:
         yield world
-
-
-async def ask(world: ReachedWorld, query: Awaitable[T]) -> T:
-    """The answer to one query, or one line saying why the world gave none."""
-    from storyteller_daemon.app.world_access import world_unavailable
-    from world_adapter.errors import WorldAdapterError
-
-    try:
-        return await query
-    except WorldAdapterError as exc:
-        raise world_unavailable(exc, world.where) from None
 
 
 def _encode(value: Any, hint: Any) -> Any:
@@ -73,12 +56,12 @@ def _ids(ids: Any) -> str:
 async def zones(ctx: typer.Context, seconds: Timeout = 5.0, as_json: JsonFlag = False) -> None:
     """Every zone and the rooms in it."""
     async with _world(ctx, seconds) as world:
-        found = await ask(world, world.client.zones())
+        found = await world.ask(world.client.zones())
     if as_json:
         print_json([{"zone": z, "rooms": sorted(found[z])} for z in sorted(found)])
         return
     rows = [(z, len(found[z]), _ids(found[z])) for z in sorted(found)]
-    print_table(f"Zones of {world.identity}", ["Zone", "Rooms", "Room ids"], rows)
+    table(f"Zones of {world.identity}", ["Zone", "Rooms", "Room ids"], rows, wide={"Room ids"})
 
 
 @app.command("rooms")
@@ -93,19 +76,19 @@ async def rooms(
     from world_adapter.facts import RoomInfo
 
     async with _world(ctx, seconds) as world:
-        found = await ask(world, world.client.zones())
+        found = await world.ask(world.client.zones())
         if zone is not None and zone not in found:
             raise NotFoundError(
                 f"{world.where} has no zone {zone} (zones: {_ids(found) or 'none'})"
             )
         cells = found[zone] if zone is not None else frozenset().union(*found.values())
-        infos = [await ask(world, world.client.room(cell)) for cell in sorted(cells)]
+        infos = [await world.ask(world.client.room(cell)) for cell in sorted(cells)]
     listed = [info for info in infos if info is not None]
     if as_json:
         print_json(_encode(listed, list[RoomInfo]))
         return
     rows = [(r.id, r.name, r.zone_id, len(r.occupant_ids)) for r in listed]
-    print_table("Rooms", ["Id", "Name", "Zone", "Occupants"], rows)
+    table("Rooms", ["Id", "Name", "Zone", "Occupants"], rows, wide={"Name", "Occupants"})
 
 
 @app.command("room")
@@ -120,7 +103,7 @@ async def room(
     from world_adapter.facts import RoomInfo
 
     async with _world(ctx, seconds) as world:
-        info = await ask(world, world.client.room(room_id))
+        info = await world.ask(world.client.room(room_id))
         if info is None:
             raise NotFoundError(f"{world.where} has no room {room_id}")
     if as_json:
@@ -140,7 +123,7 @@ async def progs(ctx: typer.Context, seconds: Timeout = 5.0, as_json: JsonFlag = 
     from progs.types import ProgSignature
 
     async with _world(ctx, seconds) as world:
-        found = await ask(world, world.client.progs())
+        found = await world.ask(world.client.progs())
     found = sorted(found, key=lambda p: p.name.casefold())
     if as_json:
         print_json(_encode(found, list[ProgSignature]))
@@ -155,7 +138,7 @@ async def progs(ctx: typer.Context, seconds: Timeout = 5.0, as_json: JsonFlag = 
         )
         for p in found
     ]
-    print_table("Progs", ["Name", "Id", "Parameters", "Returns", "Description"], rows)
+    table("Progs", ["Name", "Id", "Parameters", "Returns", "Description"], rows, wide=_PROG_WIDE)
 
 
 @app.command("character")
@@ -170,7 +153,7 @@ async def character(
     from world_adapter.facts import CharacterInfo
 
     async with _world(ctx, seconds) as world:
-        info = await ask(world, world.client.character(character_id))
+        info = await world.ask(world.client.character(character_id))
         if info is None:
             raise NotFoundError(f"{world.where} has no character {character_id}")
     if as_json:
@@ -191,9 +174,9 @@ async def online(ctx: typer.Context, seconds: Timeout = 5.0, as_json: JsonFlag =
     from world_adapter.facts import CharacterSummary
 
     async with _world(ctx, seconds) as world:
-        found = await ask(world, world.client.online_players())
+        found = await world.ask(world.client.online_players())
     if as_json:
         print_json(_encode(found, list[CharacterSummary]))
         return
     rows = [(c.id, c.name, c.location_name, c.location_id) for c in found]
-    print_table("Online players", ["Id", "Name", "Room", "Room id"], rows)
+    table("Online players", ["Id", "Name", "Room", "Room id"], rows, wide={"Name", "Room"})

@@ -4,7 +4,7 @@
 ``endpoint``) is sent there, so a configuration with a single endpoint needs neither table. A
 named endpoint is another Responses-API server (a local Ollama, vLLM or LM Studio, OpenRouter,
 Azure OpenAI) with its own URL, key variable and extra headers; ``[models."ID"]`` maps a model
-id to it and may override the capabilities inferred from the id (`agent.capabilities`). A
+id to it and may override the capabilities inferred from the id (`agent.models.capabilities`). A
 ``[models]`` key also matches longer ids that start with it (dated snapshots), the longest
 match winning, as prices do.
 """

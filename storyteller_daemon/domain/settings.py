@@ -36,8 +36,8 @@ class ReasoningEffort(StrEnum):
     """Reasoning effort sent to reasoning models; stored as FutureMUD's 0-3 codes or names.
 
     ``none`` asks for no reasoning: no reasoning fields are sent (a model that cannot skip
-    reasoning gets its lowest effort; `agent.capabilities`). FutureMUD has no code for it; it is
-    stored as its name.
+    reasoning gets its lowest effort; `agent.models.capabilities`). FutureMUD has no code for
+    it; it is stored as its name.
     """
 
     MINIMAL = "minimal"

@@ -1,1 +1,2 @@
-"""Import and export of storage formats shared with other engines (FutureMUD XML)."""
+"""Documents from outside read into domain objects and written back: FutureMUD's XML formats
+(`futuremud_xml`) and storyteller packs (`packs`). Nothing here touches the database."""

@@ -17,15 +17,15 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.errors import NotFoundError, ValidationError
-from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.ledger import Grouping, LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository, RunSummary
+from storyteller_daemon.storage.ledger import Grouping
+from storyteller_daemon.storage.runs import RunSummary
 from storyteller_daemon.storage.store import Store
 
 SCHEME = "storyteller://"
@@ -163,16 +163,16 @@ class Documents:
     Args:
         store: the daemon's database.
         max_items: most entries a listing or search answers with.
-        now: UTC wall time (the window of ``costs``).
+        clock: the daemon's clock (the window of ``costs``).
     """
 
-    def __init__(self, store: Store, *, max_items: int, now: Callable[[], datetime]) -> None:
+    def __init__(self, store: Store, *, max_items: int, clock: Clock) -> None:
         self._store = store
         self._max = max_items
-        self._now = now
-        self._runs = RunRepository(store.db)
-        self._backlog = BacklogRepository(store.db)
-        self._ledger = LedgerRepository(store.db)
+        self._clock = clock
+        self._runs = store.runs
+        self._backlog = store.backlog
+        self._ledger = store.ledger
 
     async def storyteller(self, ref: str | int) -> Storyteller:
         """A storyteller by id or name (`NotFoundError` names the reference)."""
@@ -288,7 +288,7 @@ class Documents:
         if not 1 <= days <= 400:
             raise ValidationError(f"days must be between 1 and 400, not {days}.")
         grouping: Grouping = by  # type: ignore[assignment]  # checked just above
-        since = self._now() - timedelta(days=days)
+        since = self._clock.now() - timedelta(days=days)
         lines = await self._ledger.totals(grouping, since=since)
         return document(
             by=by,

@@ -6,11 +6,11 @@ The one public face of run records:
   requests made inside it (`attribution`), tapes what the world and the repositories answered
   (`tape`) and stores the record (`records`) with one cost-ledger row per request;
 - `replay_turn` runs a recorded turn again with today's code over its tape and reports the
-  `Difference`s;
-- `cost_usd` prices a request's usage.
+  `Difference`s.
 
 The record types the agent produces (`TurnRecord`, its calls and requests) live with the agent
-(`agent.records`) and are re-exported here. Storage of runs is `storage.runs`.
+(`agent.records`) and are re-exported here. Storage of runs is `storage.runs`;
+prices are `agent.models.pricing`.
 """
 
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
@@ -21,12 +21,11 @@ from storyteller_daemon.runs.attribution import (
     attributed,
     current_run,
 )
-from storyteller_daemon.runs.costs import cost_usd, price_for
 from storyteller_daemon.runs.differences import Difference
 from storyteller_daemon.runs.recorder import RunRecorder
 from storyteller_daemon.runs.records import AttentionRun, DigestRun, TurnRun
 from storyteller_daemon.runs.replay import ReplayReport, RunnerFactory, replay_turn
-from storyteller_daemon.runs.tape import Services, Tape, decode_trigger, encode_trigger
+from storyteller_daemon.runs.tape import Tape, decode_trigger, encode_trigger
 
 __all__ = [
     "AttentionRun",
@@ -38,16 +37,13 @@ __all__ = [
     "RunContext",
     "RunRecorder",
     "RunnerFactory",
-    "Services",
     "Tape",
     "TurnOutcome",
     "TurnRecord",
     "TurnRun",
     "attributed",
-    "cost_usd",
     "current_run",
     "decode_trigger",
     "encode_trigger",
-    "price_for",
     "replay_turn",
 ]

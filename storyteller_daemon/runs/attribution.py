@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
 
 REQUEST_OK = "ok"
 """The ledger status of an answered request."""

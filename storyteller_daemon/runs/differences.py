@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import MalformedArguments, parse_arguments
+from storyteller_daemon.agent.tools.arguments import MalformedArguments, parse_arguments
 from storyteller_daemon.runs.tape import Tape
 
 EXCERPT = 160

@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.domain.settings import Storyteller
@@ -49,7 +50,7 @@ from storyteller_daemon.runs.records import (
     ledger_entry,
     turn_run,
 )
-from storyteller_daemon.runs.tape import Services, Tape
+from storyteller_daemon.runs.tape import Tape, record_services
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
@@ -127,7 +128,7 @@ class RunRecorder:
         storyteller: Storyteller,
         trigger: Trigger,
         key: str,
-        services: Services,
+        services: TurnServices,
         finish: Callable[[str], Awaitable[bool]] | None = None,
     ) -> AsyncIterator[TurnRun]:
         """Attribute and tape the turn run inside, and store it when it ends.
@@ -136,7 +137,7 @@ class RunRecorder:
         it returns True the turn is complete and its journal entries are deleted there too.
         """
         tape = Tape() if self.active else None
-        taped = services.recorded_on(tape) if tape is not None else services
+        taped = record_services(services, tape) if tape is not None else services
         run = TurnRun(self._context(storyteller, trigger, "turn"), taped, tape)
 
         async def store(started: datetime, began: float, error: Exception | None) -> None:

@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from storyteller_daemon.agent.records import TurnRecord, api_body, response_summary, usage_dict
+from storyteller_daemon.agent.models.interface import api_body
+from storyteller_daemon.agent.records import TurnRecord, response_summary, usage_dict
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
-from storyteller_daemon.runs.tape import Services, Tape, encode_trigger
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun
+from storyteller_daemon.runs.tape import Tape, encode_trigger, taped_names
+from storyteller_daemon.storage.ledger import LedgerEntry
+from storyteller_daemon.storage.runs import NewRun
 
 RECORD_VERSION = 1
 DIGEST_TRIGGER = "reflection"
@@ -48,7 +51,7 @@ class TurnRun:
     """
 
     context: RunContext
-    services: Services
+    services: TurnServices
     tape: Tape | None = None
     prompt: str = ""
     fence: str = ""
@@ -182,9 +185,7 @@ def turn_run(
         **_costs(context),
         "situations": touched,
         "tape": run.tape.entries if run.tape is not None else [],
-        "speech_history": run.services.speech is not None,
-        "digests": run.services.digests is not None,
-        "director": run.services.plans is not None,
+        "services": taped_names(run.services),
         "direction": run.direction,
         "error": error_note,
     }

@@ -6,7 +6,7 @@ prompt is rebuilt, the tool loop runs, the tools run. What differs from a live t
 the runner talks to:
 
 * the model is a `ReplayModel`, which answers the n-th request with the n-th recorded response
-  (or, with ``--model``, a live model asked under another name);
+  (or, with ``--model``, a live model asked under another name; both `agent.models.replayed`);
 * the world and the repositories answer from the run's tape (`tape.Tape`): the recorded prog
   results, situations and lookups come back, and nothing acts on the real world or database.
 
@@ -19,93 +19,35 @@ outcome. No differences means the turn is *identical*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from storyteller_daemon.agent.model import (
-    FunctionCall,
+from storyteller_daemon.agent.fencing import Fences
+from storyteller_daemon.agent.models.interface import (
     Model,
-    ModelRequest,
-    ModelResponse,
-    Usage,
 )
+from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.agent.models.replayed import RenamedModel, ReplayModel
 from storyteller_daemon.agent.records import TurnRecord
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, turn_key
-from storyteller_daemon.clock import SystemClock
+from storyteller_daemon.agent.turn_runner import TurnRunner
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.errors import ModelFatalError, ModelTransientError, ValidationError
-from storyteller_daemon.runs.costs import cost_usd
+from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs.differences import (
     Difference,
     call_differences,
     request_differences,
     tape_differences,
 )
-from storyteller_daemon.runs.tape import Services, Tape, decode_trigger
-from storyteller_daemon.storage.runs import LedgerEntry
+from storyteller_daemon.runs.tape import Tape, decode_trigger, replay_services
+from storyteller_daemon.storage.ledger import LedgerEntry
 
 """Tape methods that change something; one the replay no longer causes is a difference."""
-
-
-def response_from(entry: dict[str, Any]) -> ModelResponse:
-    """The `ModelResponse` a recorded request entry holds."""
-    body = entry["response"]
-    return ModelResponse(
-        id=body["id"],
-        model=body["model"],
-        status=body["status"],
-        function_calls=tuple(
-            FunctionCall(c["call_id"], c["name"], c["arguments"]) for c in body["function_calls"]
-        ),
-        output_text=body["output_text"],
-        continuation=tuple(body["continuation"]),
-        usage=Usage(**entry["usage"]),
-        incomplete_reason=body.get("incomplete_reason"),
-    )
-
-
-class ReplayModel:
-    """Answers the n-th request with the n-th recorded response (or recorded model error)."""
-
-    name = "replay"
-
-    def __init__(self, recorded: Sequence[dict[str, Any]]) -> None:
-        self._recorded = list(recorded)
-        self.sent: list[ModelRequest] = []
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        """The recorded answer to the request in this position."""
-        self.sent.append(request)
-        index = len(self.sent) - 1
-        if index >= len(self._recorded):
-            raise ModelFatalError(f"replay: the recording has no response #{index + 1}")
-        entry = self._recorded[index]
-        if entry.get("response") is None:
-            error = str(entry.get("error") or "no response recorded")
-            if error.startswith("ModelFatalError"):
-                raise ModelFatalError(f"replayed: {error}")
-            raise ModelTransientError(f"replayed: {error}")
-        return response_from(entry)
-
-
-class RenamedModel:
-    """A live model asked every request under one model name (``runs replay --model``)."""
-
-    def __init__(self, inner: Model, model_name: str) -> None:
-        self._inner = inner
-        self._model_name = model_name
-
-    @property
-    def name(self) -> str:
-        """The wrapped endpoint's name and the model asked."""
-        return f"{self._inner.name} as {self._model_name}"
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        """Ask the inner model, under the chosen name."""
-        return await self._inner.respond(replace(request, model=self._model_name))
 
 
 @dataclass
@@ -146,23 +88,27 @@ class ReplayReport:
         }
 
 
-class TurnRunner(Protocol):
-    """What a replay needs of a turn runner: one turn, run and recorded."""
+RunnerFactory = Callable[[TurnServices, Model, LimitsConfig, Clock, Fences], TurnRunner[TurnRecord]]
+"""Builds a turn runner over the given services and model with today's limits, on `clock`,
+its prompts fenced with the recorded tokens."""
 
-    async def run_turn(
-        self,
-        storyteller: Storyteller,
-        trigger: Trigger,
-        *,
-        fence: str | None = None,
-        notes_fence: str | None = None,
-    ) -> TurnRecord:
-        """Run one turn for `trigger` (its prompt's fences given) and return its record."""
-        ...
+LEGACY_SERVICES = ("world", "situations", "memories", "references", "mcp")
+"""What the tape of a record written before records named their services always held."""
 
 
-RunnerFactory = Callable[[Services, Model, LimitsConfig], TurnRunner]
-"""Builds a turn runner over the given services and model with today's limits."""
+def held_services(record: Mapping[str, Any]) -> list[str]:
+    """The services a recorded turn's tape was recorded with (`tape.taped_names`).
+
+    Records written before they named them say so with flags: speech history (taped unless
+    said otherwise), digests, and the director's plans, claims and providers' queries.
+    """
+    if "services" in record:
+        return list(record["services"])
+    held = list(LEGACY_SERVICES)
+    held += ["speech"] if record.get("speech_history", True) else []
+    held += ["digests"] if record.get("digests", False) else []
+    held += ["plans", "claims", "queries"] if record.get("director", False) else []
+    return held
 
 
 async def replay_turn(
@@ -172,10 +118,10 @@ async def replay_turn(
     limits: LimitsConfig,
     *,
     runner: RunnerFactory,
+    clock: Clock,
     live: Model | None = None,
     live_name: str | None = None,
     prices: Mapping[str, ModelPrice] | None = None,
-    now: Callable[[], datetime] | None = None,
 ) -> ReplayReport:
     """Run a recorded turn again with today's code and compare.
 
@@ -185,11 +131,11 @@ async def replay_turn(
         storyteller: the storyteller's current settings.
         limits: today's limits.
         runner: builds the turn runner (the daemon's own, `runtime.turns.replay_runner`).
+        clock: the replayed turn's clock; it stamps the live requests' ledger entries too.
         live: a live model to ask instead of the recorded responses; its requests become
             ledger entries (purpose ``replay``) in the report, for the caller to store.
         live_name: the model name `live` is asked under.
         prices: the price table, for the live requests' cost.
-        now: stamps the live requests' ledger entries.
 
     Raises:
         ValidationError: the record is not a turn, belongs to another storyteller, or today's
@@ -201,28 +147,17 @@ async def replay_turn(
         raise ValidationError(f"Run #{run_id} belongs to another storyteller.")
     recorded: dict[str, Any] = record["turn"]
     tape = Tape(record.get("tape", []))
-    services = Services.replayed_from(
-        tape,
-        speech=record.get("speech_history", True),
-        # Records written before turns read the digest hold none to answer with.
-        digests=record.get("digests", False),
-        # Likewise records written before plans, claims and providers' queries were taped.
-        director=record.get("director", False),
-    )
+    services = replay_services(TurnServices, tape, held_services(record))
     model: Model
     if live is None:
         model = ReplayModel(recorded["requests"])
     else:
         model = live if live_name is None else RenamedModel(live, live_name)
-    turns = runner(services, model, limits)
+    fences = Fences(record.get("fence") or None, record.get("notes_fence") or None)
+    turns = runner(services, model, limits, clock, fences)
     try:
         trigger = decode_trigger(record["trigger"])
-        turn = await turns.run_turn(
-            storyteller,
-            trigger,
-            fence=record.get("fence") or None,
-            notes_fence=record.get("notes_fence") or None,
-        )
+        turn = await turns.run_turn(storyteller, trigger, turn_key(storyteller, trigger))
     except Exception as exc:  # e.g. a recorded value today's code cannot read
         raise ValidationError(
             f"Run #{run_id} cannot be replayed with today's code: {type(exc).__name__}: {exc}"
@@ -230,7 +165,7 @@ async def replay_turn(
     replayed = turn.to_dict()
     report = ReplayReport(run_id, "recorded" if live is None else model.name, recorded, replayed)
     if live is not None:
-        report.charges = _charges(turn, storyteller, trigger, live_name, prices, now)
+        report.charges = _charges(turn, storyteller, trigger, live_name, prices, clock.now())
     if turn_key(storyteller, trigger) != record.get("turn_key"):
         report.differences.append(
             Difference("turn key", str(record.get("turn_key")), turn_key(storyteller, trigger))
@@ -250,10 +185,9 @@ def _charges(
     trigger: Trigger,
     live_name: str | None,
     prices: Mapping[str, ModelPrice] | None,
-    now: Callable[[], datetime] | None,
+    at: datetime,
 ) -> list[LedgerEntry]:
     """Ledger entries for the live requests of a replay (budgets do not apply to replays)."""
-    at = (now or SystemClock().now)()
     entries = []
     for request in turn.requests:
         model = live_name or str(request.request.get("model", ""))

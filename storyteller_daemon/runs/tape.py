@@ -1,11 +1,12 @@
 """The tape: what the world and the repositories answered during one turn, for exact replay.
 
-While a turn runs, its services (the world, situations, memories, reference documents, speech
-history, the storyteller's digest, the MCP servers, story plans, scene claims and context
-providers' queries) are wrapped in recording proxies. Each
-awaited call appends one entry to the turn's `Tape`: the service, the method, the arguments by
-name and the result, or the error it raised, all as JSON. A replay hands the same code proxies
-that answer from the tape instead, so the replayed turn reads the same world and writes nothing:
+While a turn runs, its services (`agent.services.TurnServices`: the world, situations,
+memories, reference documents, speech history, the digest, the MCP servers, story plans, scene
+claims, context providers' queries...) are wrapped in recording proxies, each by the protocol
+its field declares (`record_services`). Each awaited call appends one entry to the turn's
+`Tape`: the service, the method, the arguments by name and the result, or the error it raised,
+all as JSON. A replay hands the same code proxies that answer from the tape instead
+(`replay_services`), so the replayed turn reads the same world and writes nothing:
 no prog runs, no situation is created, no MCP tool is called.
 
 A replayed call is matched to the first unused entry with the same service, method and
@@ -16,8 +17,7 @@ Values are converted with the world's codec (`world_adapter.codec`, the bridge p
 own), which follows the type hints of the service protocols: dataclasses become objects, enums
 their values, datetimes ISO text, durations seconds, sets sorted lists. Triggers, whose event
 may be any of the world's event classes, have their own pair (`encode_trigger`,
-`decode_trigger`), and `Services` bundles a turn's services with the means to record them on a
-tape or to replay them from one.
+`decode_trigger`).
 """
 
 from __future__ import annotations
@@ -25,21 +25,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from storyteller_daemon.agent.ports import (
-    DigestStore,
-    McpToolbox,
-    MemoryStore,
-    ProviderQueries,
-    ReferenceStore,
-    SceneClaimStore,
-    SituationStore,
-    SpeechHistory,
-    StoryPlanStore,
-)
+from storyteller_daemon.agent.services import TurnServices, service_fields
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
@@ -48,9 +38,9 @@ from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, V
 # write the same JSON for the same value (re-exported for the tape's tests).
 from world_adapter.codec import decode, decode_event, encode, encode_event
 from world_adapter.errors import WorldCommandError
-from world_adapter.protocol import WorldClient
 
 T = TypeVar("T")
+S = TypeVar("S", bound=TurnServices)
 Entry = dict[str, Any]
 
 MISS_MESSAGE = "replay: this call is not in the recording, so nothing was run"
@@ -256,65 +246,37 @@ def decode_trigger(data: dict[str, Any]) -> Trigger:
 # ---------------------------------------------------------------------- services
 
 
-@dataclasses.dataclass(frozen=True)
-class Services:
-    """What a turn reads and writes besides the model."""
+def record_services(services: S, tape: Tape) -> S:
+    """`services`, with every call of each taped service written on `tape` (a service left
+    None stays None; untaped ones are kept as they are)."""
+    wrapped = {
+        f.name: tape.record(f.name, f.protocol, value)
+        for f in service_fields(type(services))
+        if f.taped and (value := getattr(services, f.name)) is not None
+    }
+    return dataclasses.replace(services, **wrapped)
 
-    world: WorldClient
-    situations: SituationStore
-    memories: MemoryStore
-    references: ReferenceStore
-    speech: SpeechHistory | None = None
-    digests: DigestStore | None = None
-    mcp: McpToolbox | None = None
-    plans: StoryPlanStore | None = None
-    claims: SceneClaimStore | None = None
-    queries: ProviderQueries | None = None
 
-    def recorded_on(self, tape: Tape) -> Services:
-        """These services, with every call written on `tape`."""
-        return Services(
-            world=tape.record("world", WorldClient, self.world),
-            situations=tape.record("situations", SituationStore, self.situations),
-            memories=tape.record("memories", MemoryStore, self.memories),
-            references=tape.record("references", ReferenceStore, self.references),
-            speech=None
-            if self.speech is None
-            else tape.record("speech", SpeechHistory, self.speech),
-            digests=None
-            if self.digests is None
-            else tape.record("digests", DigestStore, self.digests),
-            mcp=None if self.mcp is None else tape.record("mcp", McpToolbox, self.mcp),
-            plans=None if self.plans is None else tape.record("plans", StoryPlanStore, self.plans),
-            claims=None
-            if self.claims is None
-            else tape.record("claims", SceneClaimStore, self.claims),
-            queries=None
-            if self.queries is None
-            else tape.record("queries", ProviderQueries, self.queries),
-        )
+def taped_names(services: TurnServices) -> list[str]:
+    """The names of the services `record_services` wraps, for the run record (a replay gives
+    exactly these stand-ins)."""
+    return [
+        f.name
+        for f in service_fields(type(services))
+        if f.taped and getattr(services, f.name) is not None
+    ]
 
-    @classmethod
-    def replayed_from(
-        cls, tape: Tape, *, speech: bool = True, digests: bool = True, director: bool = True
-    ) -> Services:
-        """Stand-ins that answer every call from `tape` and act on nothing.
 
-        A turn recorded before digests were read finds no digest on its tape: the replay's
-        prompt then goes without one, as the recorded prompt did; likewise a turn recorded
-        before plans, claims and providers' queries were taped (`director`).
-        """
-        return cls(
-            world=tape.replay("world", WorldClient),
-            situations=tape.replay("situations", SituationStore),
-            memories=tape.replay("memories", MemoryStore),
-            references=tape.replay("references", ReferenceStore),
-            speech=tape.replay("speech", SpeechHistory) if speech else None,
-            digests=tape.replay("digests", DigestStore) if digests else None,
-            # What the MCP servers listed and answered comes from the tape too: a replay never
-            # calls a tool server.
-            mcp=tape.replay("mcp", McpToolbox),
-            plans=tape.replay("plans", StoryPlanStore) if director else None,
-            claims=tape.replay("claims", SceneClaimStore) if director else None,
-            queries=tape.replay("queries", ProviderQueries) if director else None,
-        )
+def replay_services(kind: type[S], tape: Tape, held: Collection[str]) -> S:
+    """A `kind` whose services answer every call from `tape` and act on nothing.
+
+    `held` names the services the tape was recorded with (`taped_names`): a turn that had
+    none of an optional service (or was recorded before it was taped) replays without it, as
+    the recorded prompt went without it. A required service is always replayed; untaped ones
+    are left None.
+    """
+    stand_ins: dict[str, Any] = {}
+    for item in service_fields(kind):
+        if item.taped and (item.name in held or not item.optional):
+            stand_ins[item.name] = tape.replay(item.name, item.protocol)
+    return kind(**stand_ins)

@@ -20,12 +20,12 @@ import asyncio
 import logging
 import re
 import subprocess
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.storage.audit import AuditRepository
-from world_adapter.bridge.connection import AdminRefused
+from world_adapter.bridge.game_calls import AdminRefused
 from world_adapter.bridge.messages import Admin, AdminLevel
 
 log = logging.getLogger(__name__)
@@ -135,14 +135,14 @@ class GameAdmin:
         cli: Sequence[str],
         daemon: AdminDaemon,
         audit: AuditRepository,
-        now: Callable[[], datetime],
+        clock: Clock,
         *,
         seconds: float = COMMAND_SECONDS,
     ) -> None:
         self._cli = list(cli)
         self._daemon = daemon
         self._audit = audit
-        self._now = now
+        self._clock = clock
         self._seconds = seconds
 
     async def __call__(self, frame: Admin) -> dict[str, Any]:
@@ -173,7 +173,7 @@ class GameAdmin:
 
     def _argv(self, command: str, verb: str, args: list[str]) -> list[str]:
         if (command, verb) == ("ais", "costs"):
-            since = self._now().strftime("%Y-%m-%d")
+            since = self._clock.now().strftime("%Y-%m-%d")
             only = ["--storyteller", " ".join(args)] if args else []
             return ["costs", "--by", "storyteller", "--since", since, *only]
         if (command, verb) == ("ais", "turns"):

@@ -27,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from progs.types import ProgSignature
+from storyteller_daemon.clock import Clock
 from world_adapter.events import Cursor, StateChange, WorldEvent
 from world_adapter.facts import (
     MAX_PATH_EXITS,
@@ -65,7 +66,7 @@ class CachedWorld:
 
     Args:
         inner: the world to ask.
-        monotonic: seconds on a monotonic clock (the runtime clock's).
+        clock: the runtime clock, which entries age on.
         ttl_seconds: how long an answer is kept.
         missing_ttl_seconds: how long "no such room or character" is kept.
         zones_ttl_seconds: how long zone membership is kept.
@@ -75,7 +76,7 @@ class CachedWorld:
     def __init__(
         self,
         inner: WorldClient,
-        monotonic: Callable[[], float],
+        clock: Clock,
         *,
         ttl_seconds: float = 300.0,
         missing_ttl_seconds: float = 30.0,
@@ -83,7 +84,7 @@ class CachedWorld:
         max_entries: int = 4096,
     ) -> None:
         self.inner = inner
-        self._now = monotonic
+        self._now = clock.monotonic
         self._ttl = ttl_seconds
         self._missing_ttl = missing_ttl_seconds
         self._zones_ttl = zones_ttl_seconds

@@ -7,7 +7,7 @@ from collections import Counter, deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 
 WAIT_BUCKETS = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 """Upper bounds, in seconds, of the event → verdict and event → turn histograms."""

@@ -1,5 +1,7 @@
 """The agent behind the pipeline: prompts, the attention gate, the tool loop, and accounting.
 
+`AgentTurnRunner` is the one `TurnRunner` (`agent.turn_runner`): attention batches go to its
+`AttentionJudge` (`runtime.judging`), turns to the tool loop over the turn's `TurnServices`.
 Each attention call and each turn runs inside a `RunRecorder` run, which attributes its model
 requests (for the budgets and the cost ledger), tapes what the turn's services answered, and
 stores the run record. A replay builds this same runner over services that answer from a tape.
@@ -9,15 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from storyteller_daemon.agent.attention import (
     AttentionGate,
     AttentionOptions,
-    BatchEntry,
-    attention_input,
 )
 from storyteller_daemon.agent.director import (
     DirectorView,
@@ -27,22 +27,11 @@ from storyteller_daemon.agent.director import (
     plans_block,
     settle,
 )
-from storyteller_daemon.agent.fencing import NOTES, Fence
+from storyteller_daemon.agent.fencing import NOTES, Fence, Fences
 from storyteller_daemon.agent.loop import ToolLoop
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
-from storyteller_daemon.agent.ports import (
-    DigestStore,
-    McpToolbox,
-    MemoryStore,
-    ProviderQueries,
-    ReferenceStore,
-    SceneClaimStore,
-    SituationStore,
-    SpeechHistory,
-    StoryPlanStore,
-    TurnJournal,
-)
+from storyteller_daemon.agent.ports import StoryPlanStore
 from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.providers import (
     ProviderOutput,
@@ -51,141 +40,84 @@ from storyteller_daemon.agent.providers import (
     read_providers,
 )
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
-from storyteller_daemon.agent.tools.base import Envelope, Taint, ToolContext
+from storyteller_daemon.agent.services import TurnServices
+from storyteller_daemon.agent.tools.base import Envelope
+from storyteller_daemon.agent.tools.context import Taint, ToolContext
 from storyteller_daemon.agent.tools.custom import run_approved
 from storyteller_daemon.agent.tools.registry import plannable_tools, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, turn_key
+from storyteller_daemon.agent.turn_runner import Finish
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.alerts.sink import AlertSink
-from storyteller_daemon.clock import Clock, SystemClock
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.direction import ProviderKind
 from storyteller_daemon.domain.settings import Storyteller
-from storyteller_daemon.runs import RunRecorder, Services
+from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.judging import AttentionJudge
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)
 
-VIOLATION_ALERT_STREAK = 5
-"""Consecutive attention contract violations before an error is raised to the admins."""
-
 
 class AgentTurnRunner:
-    """Implements the pipeline's `TurnRunner` with the real agent."""
+    """Implements the `TurnRunner` of the pipeline and of replays with the real agent."""
 
     def __init__(
         self,
+        services: TurnServices,
         *,
-        world: WorldClient,
-        situations: SituationStore,
-        memories: MemoryStore,
-        references: ReferenceStore,
         model: Model,
         limits: LimitsConfig,
         clock: Clock,
         stats: RuntimeStats,
-        speech: SpeechHistory | None = None,
         recorder: RunRecorder | None = None,
         alerts: AlertSink | None = None,
         attention: AttentionOptions | None = None,
         lookups: WorldClient | None = None,
         policy: Policy | None = None,
-        digests: DigestStore | None = None,
-        mcp: McpToolbox | None = None,
-        plans: StoryPlanStore | None = None,
-        claims: SceneClaimStore | None = None,
-        queries: ProviderQueries | None = None,
-        journal: TurnJournal | None = None,
+        fences: Fences | None = None,
     ) -> None:
+        """A runner over `services` (whole; see `TurnServices`) asking `model`.
+
+        Args:
+            services: what turns may use besides the model.
+            model: the endpoint for attention and turns.
+            limits: prompt, round, time and output bounds.
+            clock: the tool loop's time (budgets, retries) and the recorder's.
+            stats: counts attention calls, judged events and tool calls.
+            recorder: records every run (default: one that stores nothing).
+            alerts: where a broken verdict contract or a refused turn is raised.
+            attention: the attention gate's options.
+            lookups: names rooms and characters in attention lines (a cache; default: the
+                services' world). A turn's own prompt and tools use the taped world.
+            policy: the policy point every tool call passes.
+            fences: fixed fence tokens (a replay's recorded ones; default: fresh ones).
+        """
         self._stats = stats
-        self._journal = journal
         self._alerts = alerts
         self._limits = limits
-        self._services = Services(
-            world,
-            situations,
-            memories,
-            references,
-            speech,
-            digests=digests,
-            mcp=mcp,
-            plans=plans,
-            claims=claims,
-            queries=queries,
-        )
-        # Attention lines name rooms and characters for every event: they come from `lookups`
-        # (a cache) when given. A turn's own prompt and tools use the taped world.
-        self._prompts = _prompts(self._services, limits, lookups or world)
+        self._services = services
+        self._prompts = _prompts(services, limits, lookups or services.world)
+        fences = fences or Fences()
+        self._world_fence = fences.world
         # Stored notes are fenced with one token for all of this runner's turns, so the start
         # of the prompt (stored knowledge that changed not) reads the same turn after turn.
-        self._notes_fence = Fence.new().token
+        self._notes_fence = fences.notes or Fence.new().token
         self.gate = AttentionGate(model, limits, options=attention)
-        self._loop = ToolLoop(model, limits, clock.monotonic, sleep=clock.sleep, policy=policy)
-        self._policy = policy
         self._recorder = recorder or RunRecorder(None, None, clock)
-
-    async def _attention_line(self, storyteller: Storyteller, trigger: Trigger) -> str:
-        """One event as the gate shows it; the reference design shows its classifier what its
-        turn would see (an echo's raw text, the whole prompt of speech and crimes)."""
-        if not self.gate.options.reference:
-            return await self._prompts.attention_line(trigger)
-        prompt = await self._prompts.build(storyteller, trigger)
-        return prompt.attention_input or await self._prompts.attention_line(trigger)
+        self._judge = AttentionJudge(self.gate, self._prompts, self._recorder, stats, alerts)
+        self._loop = ToolLoop(model, limits, clock, policy=policy)
+        self._policy = policy
 
     async def judge(
         self, storyteller: Storyteller, triggers: Sequence[Trigger]
     ) -> list[AttentionVerdict]:
-        """Verdicts for a batch of triggers (room echoes, speech, crimes), one request for all.
-
-        The batch is recorded as one attention run; its events get the ids ``1``, ``2``...
-        in order.
-        """
-        if not triggers:
-            return []
-        reference = self.gate.options.reference
-        context = "" if reference else await self._prompts.attention_context(storyteller, triggers)
-        entries = [
-            BatchEntry(str(index), await self._attention_line(storyteller, trigger))
-            for index, trigger in enumerate(triggers, start=1)
-        ]
-        fence = Fence.new()
-        item = attention_input(context, entries, fence)
-        # Named like the turn of the same events, so a burst's turn shows its attention call.
-        extra = f"+{len(triggers) - 1}" if len(triggers) > 1 else ""
-        key = f"{turn_key(storyteller, triggers[0])}{extra}"
-        async with self._recorder.attention(storyteller, triggers, key, item) as run:
-            judgement = await self.gate.judge(storyteller, context, entries, fence)
-            run.verdicts = [judgement.verdicts[e.id] for e in entries]
-        self._stats.attention_calls += judgement.requests
-        self._stats.events_judged_alone += judgement.alone
-        verdicts = run.verdicts
-        assert storyteller.id is not None
-        streak = self.gate.consecutive_violations(storyteller.id)
-        if streak == VIOLATION_ALERT_STREAK:
-            # One bad reply is noise; a run of them means a wrong model or prompt.
-            last = "; ".join(judgement.problems[-2:]) or "unknown"
-            log.error(
-                "storyteller %s: the attention model broke the verdict contract in %d batches "
-                "in a row (last: %s); check its attention model and prompt",
-                storyteller.name,
-                streak,
-                last,
-            )
-            if self._alerts is not None:
-                self._alerts.alert(
-                    "attention_violations",
-                    f"{storyteller.name}: its attention model keeps breaking the verdict contract",
-                    f"{streak} batches in a row broke it (last: {last}). Events are asked "
-                    "about again, then alone; those no reply judges get turns when urgent (rule "
-                    "fail_open) and are recorded as violations otherwise. Check the "
-                    "storyteller's attention model and prompt.",
-                    severity="warning",
-                    key=f"attention_violations:{storyteller.id}",
-                )
-        return verdicts
+        """Verdicts for a batch of triggers, one recorded request for all (`AttentionJudge`)."""
+        return await self._judge.judge(storyteller, triggers)
 
     async def interrupted(
         self,
@@ -224,9 +156,7 @@ class AgentTurnRunner:
         trigger: Trigger,
         key: str | None = None,
         *,
-        fence: str | None = None,
-        notes_fence: str | None = None,
-        finish: Callable[[str], Awaitable[bool]] | None = None,
+        finish: Finish | None = None,
     ) -> TurnRecord:
         """Build the prompt and run the tool loop, as one recorded run.
 
@@ -239,10 +169,6 @@ class AgentTurnRunner:
             trigger: what it is about (with any triggers coalesced into it).
             key: the turn key (prog idempotency keys derive from it); by default
                 `turn_key` of the trigger.
-            fence: the token of the prompt's world-text fence (default: a new random one; a
-                replay passes the recorded one).
-            notes_fence: the token of the stored-notes fence (default: this runner's; a
-                replay passes the recorded one).
             finish: ends the turn's work items for its outcome, in the transaction storing
                 its record (see `RunRecorder.turn`).
         """
@@ -254,10 +180,10 @@ class AgentTurnRunner:
             if used is not self._services:  # taped: the prompt's lookups go on the tape too
                 prompts = _prompts(used, self._limits, used.world)
             status = await self._status_text(storyteller, trigger, used.world)
-            tools = await with_catalogue(_tools(used, self._journal))
+            tools = await with_catalogue(ToolContext(used))
             offered = await self._loop.offered(storyteller, trigger, tools)
-            run.fence = fence or Fence.new().token
-            run.notes_fence = notes_fence or self._notes_fence
+            run.fence = self._world_fence or Fence.new().token
+            run.notes_fence = self._notes_fence
             world_fence, notes = Fence(run.fence), Fence(run.notes_fence, NOTES)
             assert storyteller.id is not None
             direction = storyteller.direction
@@ -321,7 +247,7 @@ class AgentTurnRunner:
         storyteller: Storyteller,
         view: DirectorView,
         record: TurnRecord,
-        used: Services,
+        used: TurnServices,
         key: str,
         outputs: Sequence[ProviderOutput],
     ) -> dict[str, Any]:
@@ -354,19 +280,20 @@ class AgentTurnRunner:
         key: str,
     ) -> list[dict[str, Any]]:
         """`settle` the due steps once per turn: a re-run after a crash finds them settled."""
-        if self._journal is None:
+        journal = self._services.journal
+        if journal is None:
             return await settle(view, record, plans, storyteller_id, key)
 
         async def write() -> str:
             return json.dumps(await settle(view, record, plans, storyteller_id, key))
 
-        body, _ = await self._journal.once(key, "settle", write)
+        body, _ = await journal.once(key, "settle", write)
         steps: list[dict[str, Any]] = json.loads(body)
         return steps
 
     async def run_approved(self, storyteller: Storyteller, approval: Approval) -> Envelope:
         """Run a parked call an admin approved; it counts toward the policy's caps."""
-        envelope, effect = await run_approved(storyteller, approval, _tools(self._services))
+        envelope, effect = await run_approved(storyteller, approval, ToolContext(self._services))
         if effect is not None and self._policy is not None:
             await self._policy.ran(storyteller, approval.tool, effect)
         self._stats.tool_calls += 1
@@ -388,21 +315,7 @@ class AgentTurnRunner:
         )
 
 
-def _tools(services: Services, journal: TurnJournal | None = None) -> ToolContext:
-    """The tools' context over `services` (live or taped), keeping a journal in `journal`."""
-    return ToolContext(
-        journal=journal,
-        world=services.world,
-        situations=services.situations,
-        memories=services.memories,
-        references=services.references,
-        mcp=services.mcp,
-        plans=services.plans,
-        claims=services.claims,
-    )
-
-
-def _prompts(services: Services, limits: LimitsConfig, world: WorldClient) -> PromptBuilder:
+def _prompts(services: TurnServices, limits: LimitsConfig, world: WorldClient) -> PromptBuilder:
     """The prompt builder over `services` (live or taped), naming things through `world`."""
     return PromptBuilder(
         world,
@@ -414,21 +327,10 @@ def _prompts(services: Services, limits: LimitsConfig, world: WorldClient) -> Pr
     )
 
 
-def replay_runner(services: Services, model: Model, limits: LimitsConfig) -> AgentTurnRunner:
+def replay_runner(
+    services: TurnServices, model: Model, limits: LimitsConfig, clock: Clock, fences: Fences
+) -> AgentTurnRunner:
     """The daemon's turn runner over a replay's services and model (`runs.replay_turn`)."""
     return AgentTurnRunner(
-        world=services.world,
-        situations=services.situations,
-        memories=services.memories,
-        references=services.references,
-        speech=services.speech,
-        digests=services.digests,
-        mcp=services.mcp,
-        plans=services.plans,
-        claims=services.claims,
-        queries=services.queries,
-        model=model,
-        limits=limits,
-        clock=SystemClock(),
-        stats=RuntimeStats(),
+        services, model=model, limits=limits, clock=clock, stats=RuntimeStats(), fences=fences
     )

@@ -1,4 +1,4 @@
-"""Parked prog calls awaiting approval, and the prog calls the policy's caps count.
+"""Parked prog calls awaiting approval (the prog calls the caps count are `policy_actions`).
 
 Every move of a parked call is one short transaction guarded by the state it must be in (see
 `storyteller_daemon.domain.approvals`), so an approval cannot be decided twice, and an approved
@@ -12,58 +12,17 @@ from collections.abc import Collection
 from dataclasses import asdict
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Index, String, Text, delete, select, update
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import select, update
 
 from storyteller_daemon.domain.approvals import (
     Approval,
     ApprovalState,
     ParkedCall,
-    PolicyAction,
 )
 from storyteller_daemon.errors import ConflictError, NotFoundError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import Base, Id, UtcDateTime
+from storyteller_daemon.storage.models.policy import ApprovalRow
 from storyteller_daemon.storage.storytellers import as_utc
-
-
-class ApprovalRow(Base):
-    """One parked call."""
-
-    __tablename__ = "policy_approvals"
-    __table_args__ = (Index("ix_policy_approvals_state", "state", "id"),)
-
-    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    key: Mapped[str] = mapped_column(String(300), unique=True)
-    storyteller_id: Mapped[int] = mapped_column(BigInteger)
-    tool: Mapped[str] = mapped_column(String(200))
-    arguments: Mapped[str] = mapped_column(Text)
-    turn_key: Mapped[str] = mapped_column(String(300))
-    trigger: Mapped[str] = mapped_column(String(100))
-    room_id: Mapped[int | None] = mapped_column(BigInteger)
-    state: Mapped[str] = mapped_column(String(20))
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    decided_by: Mapped[str] = mapped_column(String(200), default="")
-    note: Mapped[str] = mapped_column(Text, default="")
-    result: Mapped[str] = mapped_column(Text, default="")
-
-
-class PolicyActionRow(Base):
-    """One prog call that ran, as the caps count it; kept for a day."""
-
-    __tablename__ = "policy_actions"
-    __table_args__ = (Index("ix_policy_actions_at", "at"),)
-
-    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    storyteller_id: Mapped[int] = mapped_column(BigInteger)
-    tool: Mapped[str] = mapped_column(String(200))
-    at: Mapped[datetime] = mapped_column(UtcDateTime)
-    player_id: Mapped[int | None] = mapped_column(BigInteger)
-    rooms: Mapped[str] = mapped_column(Text, default="")
-    """Room ids, comma-separated."""
-    characters: Mapped[str] = mapped_column(Text, default="")
 
 
 def approval_to_domain(row: ApprovalRow) -> Approval:
@@ -84,28 +43,6 @@ def approval_to_domain(row: ApprovalRow) -> Approval:
         decided_by=row.decided_by,
         note=row.note,
         result=row.result,
-    )
-
-
-def id_text(ids: frozenset[int]) -> str:
-    """Ids as the comma-separated text stored in `PolicyActionRow`."""
-    return ",".join(str(i) for i in sorted(ids))
-
-
-def id_set(text: str) -> frozenset[int]:
-    """The ids of `id_text`'s text."""
-    return frozenset(int(part) for part in text.split(",") if part.strip())
-
-
-def action_to_domain(row: PolicyActionRow) -> PolicyAction:
-    """Row → `PolicyAction`."""
-    return PolicyAction(
-        storyteller_id=row.storyteller_id,
-        tool=row.tool,
-        at=as_utc(row.at),
-        player_id=row.player_id,
-        rooms=id_set(row.rooms),
-        characters=id_set(row.characters),
     )
 
 
@@ -231,33 +168,3 @@ class ApprovalRepository:
                 )
                 .values(state=state.value, result=result)
             )
-
-
-class PolicyActionRepository:
-    """The prog calls that ran in the last day, for the caps and cooldowns after a restart."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    async def add(self, action: PolicyAction) -> None:
-        """Store one prog call that ran."""
-        async with self._db.session() as session:
-            session.add(
-                PolicyActionRow(
-                    storyteller_id=action.storyteller_id,
-                    tool=action.tool,
-                    at=action.at,
-                    player_id=action.player_id,
-                    rooms=id_text(action.rooms),
-                    characters=id_text(action.characters),
-                )
-            )
-
-    async def since(self, when: datetime) -> list[PolicyAction]:
-        """Prog calls that ran at or after `when`, oldest first; older rows are deleted."""
-        async with self._db.session() as session:
-            await session.execute(delete(PolicyActionRow).where(PolicyActionRow.at < when))
-            rows = await session.scalars(
-                select(PolicyActionRow).order_by(PolicyActionRow.at, PolicyActionRow.id)
-            )
-            return [action_to_domain(r) for r in rows]

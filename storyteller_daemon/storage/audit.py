@@ -8,10 +8,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.character_data import AuditEntry
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import AuditRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.models.records import AuditRow
+from storyteller_daemon.storage.storytellers import as_utc
 
 
 def audit_to_domain(row: AuditRow) -> AuditEntry:
@@ -29,7 +30,7 @@ def audit_to_domain(row: AuditRow) -> AuditEntry:
 class AuditRepository:
     """Writes and reads the audit log."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -38,7 +39,7 @@ class AuditRepository:
     ) -> AuditEntry:
         """Write one entry in `session`'s transaction (it stands or falls with the action)."""
         row = AuditRow(
-            at=self._clock(),
+            at=self._clock.now(),
             actor=actor,
             action=action,
             subject=subject,

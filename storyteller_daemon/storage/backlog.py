@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.work import (
     OPEN_STATES,
     TURN_RETRIES,
@@ -26,30 +27,12 @@ from storyteller_daemon.domain.work import (
     WorkState,
 )
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import TurnJournalRow, WorkRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
+from storyteller_daemon.storage.storytellers import as_utc
+from storyteller_daemon.storage.turn_claims import claim_next_turn, work_item
 
 _T = TypeVar("_T")
 _CHUNK = 500  # rows per IN (...) list: well under every backend's bound-parameter limit
-
-
-def _item(row: WorkRow) -> WorkItem:
-    return WorkItem(
-        id=row.id,
-        storyteller_id=row.storyteller_id,
-        source=row.source,
-        kind=row.kind,
-        turn_class=row.turn_class,
-        room_id=row.room_id,
-        payload=row.payload,
-        state=WorkState(row.state),
-        received_at=as_utc(row.received_on),
-        reason=row.reason,
-        rule=row.rule,
-        turn_key=row.turn_key,
-        attempts=row.attempts,
-        cut_by_stop=row.cut_by_stop,
-    )
 
 
 def _chunks(values: Sequence[_T]) -> list[list[_T]]:
@@ -59,7 +42,7 @@ def _chunks(values: Sequence[_T]) -> list[list[_T]]:
 class BacklogRepository:
     """Adds, lists and moves work items of every storyteller."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -82,7 +65,7 @@ class BacklogRepository:
                     )
                 )
                 known.update((sid, source) for sid, source in found)
-            now = self._clock()
+            now = self._clock.now()
             fresh: list[NewWork] = []
             for item in items:
                 if (item.storyteller_id, item.source) not in known:
@@ -130,7 +113,7 @@ class BacklogRepository:
             query = query.where(WorkRow.id.not_in(sorted(exclude)))
         async with self._db.session() as session:
             rows = await session.scalars(query.order_by(WorkRow.id).limit(limit))
-            return [_item(row) for row in rows]
+            return [work_item(row) for row in rows]
 
     async def decide(self, decisions: Sequence[Decision]) -> int:
         """Move pending items to their decided states; return how many moved.
@@ -139,7 +122,7 @@ class BacklogRepository:
         """
         if not decisions:
             return 0
-        now = self._clock()
+        now = self._clock.now()
         ids = [d.item_id for d in decisions]
         statement = (
             update(WorkRow)
@@ -199,71 +182,9 @@ class BacklogRepository:
         ``make_key(items)``.
         """
         async with self._db.session() as session:
-            running = list(
-                await session.scalars(
-                    select(WorkRow)
-                    .where(
-                        WorkRow.storyteller_id == storyteller_id,
-                        WorkRow.state == WorkState.RUNNING.value,
-                    )
-                    .order_by(WorkRow.id)
-                )
+            return await claim_next_turn(
+                session, storyteller_id, make_key, limit, retries=retries, clock=self._clock
             )
-            if running:
-                key = running[0].turn_key
-                rows = [r for r in running if r.turn_key == key]
-                stopped = all(r.cut_by_stop for r in rows)
-                attempt = max(r.attempts for r in rows) + (0 if stopped else 1)
-                attempt = max(attempt, 1)
-                given_up = attempt > 1 + retries
-                now = self._clock()
-                for row in rows:
-                    row.updated_on = now
-                    if given_up:
-                        row.state = WorkState.FAILED.value
-                        row.reason = f"interrupted {attempt - 1} times; given up"
-                    else:
-                        row.attempts, row.cut_by_stop = attempt, False
-                await session.flush()
-                items = tuple(_item(r) for r in rows)
-                return TurnClaim(
-                    storyteller_id, key or "", items, attempt, resumed=True, given_up=given_up
-                )
-            first = await session.scalar(
-                select(WorkRow)
-                .where(
-                    WorkRow.storyteller_id == storyteller_id,
-                    WorkRow.state == WorkState.INTERESTED.value,
-                )
-                .order_by(WorkRow.id)
-                .limit(1)
-            )
-            if first is None:
-                return None
-            rows = list(
-                await session.scalars(
-                    select(WorkRow)
-                    .where(
-                        WorkRow.storyteller_id == storyteller_id,
-                        WorkRow.state == WorkState.INTERESTED.value,
-                        WorkRow.turn_class == first.turn_class,
-                    )
-                    .order_by(WorkRow.id)
-                    .limit(limit)
-                )
-            )
-            key = make_key([_item(r) for r in rows])
-            now = self._clock()
-            for row in rows:
-                row.state, row.turn_key, row.attempts, row.updated_on = (
-                    WorkState.RUNNING.value,
-                    key,
-                    1,
-                    now,
-                )
-            await session.flush()
-            claimed = tuple(_item(r) for r in rows)
-            return TurnClaim(storyteller_id, key, claimed, 1)
 
     async def finish_turn(
         self, turn_key: str, state: WorkState, reason: str | None, rule: str | None = None
@@ -279,7 +200,7 @@ class BacklogRepository:
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
-                .values(**values, updated_on=self._clock())
+                .values(**values, updated_on=self._clock.now())
             )
             return int(getattr(result, "rowcount", 0) or 0)
 
@@ -290,7 +211,7 @@ class BacklogRepository:
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
-                .values(cut_by_stop=True, updated_on=self._clock())
+                .values(cut_by_stop=True, updated_on=self._clock.now())
             )
             return int(getattr(result, "rowcount", 0) or 0)
 
@@ -305,7 +226,7 @@ class BacklogRepository:
                     )
                 )
             )
-            now = self._clock()
+            now = self._clock.now()
             for row in rows:
                 row.state, row.reason, row.rule, row.attempts, row.updated_on = (
                     WorkState.RUNNING.value,
@@ -315,7 +236,7 @@ class BacklogRepository:
                     now,
                 )
             await session.flush()
-            return [_item(r) for r in rows]
+            return [work_item(r) for r in rows]
 
     async def expire(
         self, storyteller_id: int, *, received_before: datetime, reason: str
@@ -331,7 +252,7 @@ class BacklogRepository:
                     )
                 )
             )
-            now = self._clock()
+            now = self._clock.now()
             for row in rows:
                 row.state, row.rule, row.reason, row.updated_on = (
                     WorkState.EXPIRED.value,
@@ -340,7 +261,7 @@ class BacklogRepository:
                     now,
                 )
             await session.flush()
-            return [_item(r) for r in rows]
+            return [work_item(r) for r in rows]
 
     async def close_source(self, prefix: str, *, reason: str) -> int:
         """Expire every open item whose source starts with `prefix` (a world that restarted)."""
@@ -355,7 +276,7 @@ class BacklogRepository:
                     state=WorkState.EXPIRED.value,
                     rule="world_restarted",
                     reason=reason,
-                    updated_on=self._clock(),
+                    updated_on=self._clock.now(),
                 )
             )
             return int(getattr(result, "rowcount", 0) or 0)
@@ -382,7 +303,7 @@ class BacklogRepository:
                     WorkRow.storyteller_id == storyteller_id, WorkRow.source == source
                 )
             )
-            return None if row is None else _item(row)
+            return None if row is None else work_item(row)
 
     async def items(self, storyteller_id: int, *, limit: int = 100) -> list[WorkItem]:
         """The newest `limit` items of a storyteller, newest first (for admins and tests)."""
@@ -393,7 +314,7 @@ class BacklogRepository:
                 .order_by(WorkRow.id.desc())
                 .limit(limit)
             )
-            return [_item(row) for row in rows]
+            return [work_item(row) for row in rows]
 
     async def forget(self, storyteller_id: int) -> int:
         """Delete every item of a storyteller that no longer exists."""

@@ -7,25 +7,11 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import String, Text
-from sqlalchemy.orm import Mapped, mapped_column
-
 from progs.types import ProgSignature
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import Base, UtcDateTime
+from storyteller_daemon.storage.models.world import CatalogueRow
 from storyteller_daemon.storage.storytellers import as_utc
 from world_adapter.codec import CodecError, decode, encode
-
-
-class CatalogueRow(Base):
-    """One world's progs as last fetched."""
-
-    __tablename__ = "prog_catalogues"
-
-    world: Mapped[str] = mapped_column(String(200), primary_key=True)
-    progs: Mapped[str] = mapped_column(Text)
-    """The signatures as the bridge protocol encodes its ``progs`` result (JSON)."""
-    fetched_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 @dataclass(frozen=True)

@@ -1,179 +1,343 @@
-"""Gathering what is held about one character: the rows that are theirs, and their texts.
+"""Exporting and erasing everything held about one character, both written to the audit log.
 
-The rows that are the character's own are found by id: memories and their edit history, the
-situations scoped to them, the speech lines they said or that were said to them, the stored
-events and backlog triggers that name them. Their *texts* (what the rest of the database is
-searched for) come from those rows and from the stored JSON documents that describe them: their
-words and names in world events, and what the world said about them in run records (a
-``PlayerInformation`` answer, say). An admin may add more (``--also``): a nickname, a first name
-the storyteller used alone.
+An export gathers the character's own rows (`character_holdings.gather`) and searches every text
+column of every table for their texts and id (`sweep`), reporting where they are; it changes
+nothing but the audit log. An erasure, in one transaction:
+
+1. deletes the character's memories and their edit history, the situations scoped to them and
+   the speech lines they said; unlinks speech said to them;
+2. takes their id out of the policy's counted prog calls, rejects open parked calls that name
+   them, and deletes the storytellers' digests that mention them (a summary restates facts in
+   words no search finds; the next quiet heartbeat writes a new one from what is left);
+3. redacts every remaining mention in every text column of every table (`Redactor`: their
+   texts in every stored form, their id in JSON documents);
+4. rebuilds SQLite's full-text indexes over the changed tables and writes the audit row.
+
+After the commit, the space the deleted text occupied is cleared (`sweep.reclaim`). On SQLite
+the transaction runs with ``secure_delete`` on, so what it frees is zeroed even if the
+``VACUUM`` after it cannot run.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
 
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import delete, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import QueryableAttribute
 
-from storyteller_daemon.domain.character_data import HeldEvent
-from storyteller_daemon.domain.redaction import Redactor, character_texts, worth_finding
-from storyteller_daemon.domain.text import BLANK_FIELD
-from storyteller_daemon.storage.models import (
-    InboxRow,
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.domain.approvals import ApprovalState
+from storyteller_daemon.domain.character_data import (
+    ERASED,
+    EXPORTED,
+    CharacterRecord,
+    ErasureReport,
+    RunMention,
+    subject,
+)
+from storyteller_daemon.domain.redaction import Redactor
+from storyteller_daemon.errors import ValidationError
+from storyteller_daemon.storage.approvals import approval_to_domain
+from storyteller_daemon.storage.audit import AuditRepository
+from storyteller_daemon.storage.character_holdings import Held, gather, storyteller_names
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.digests import digest_to_domain
+from storyteller_daemon.storage.memories import edit_to_domain, memory_to_domain
+from storyteller_daemon.storage.models.policy import ApprovalRow, PolicyActionRow
+from storyteller_daemon.storage.models.records import RunRow
+from storyteller_daemon.storage.models.story import (
+    DigestRow,
     MemoryEditRow,
     MemoryRow,
     SituationRow,
-    SpeechRow,
-    StorytellerRow,
-    WorkRow,
 )
-from storyteller_daemon.storage.runs import RunRow
+from storyteller_daemon.storage.models.storytellers import (
+    CustomToolParameterRow,
+    CustomToolRow,
+    StorytellerRow,
+)
+from storyteller_daemon.storage.models.world import SpeechRow
+from storyteller_daemon.storage.policy_actions import action_to_domain, id_set, id_text
+from storyteller_daemon.storage.situations import situation_to_domain
+from storyteller_daemon.storage.speech_history import line_to_domain
+from storyteller_daemon.storage.storytellers import as_utc
+from storyteller_daemon.storage.sweep import SweepHits, rebuild_fts, reclaim, sweep
+
+MAX_PLACES = 50
+"""Places listed per run in an export (the count of runs is what matters past that)."""
+REJECTED_NOTE = "rejected: the character this call names was erased"
+_OPEN_APPROVALS = (ApprovalState.PENDING.value, ApprovalState.APPROVED.value)
 
 
-@dataclass
-class Held:
-    """The character's own rows, and the texts to look for elsewhere."""
+class _DryRun(Exception):
+    """Ends a dry run's transaction in a rollback, carrying its report out."""
 
-    character_id: int
-    memories: list[MemoryRow] = field(default_factory=list)
-    edits: list[MemoryEditRow] = field(default_factory=list)
-    situations: list[SituationRow] = field(default_factory=list)
-    speech: list[SpeechRow] = field(default_factory=list)
-    events: list[HeldEvent] = field(default_factory=list)
-    names: set[str] = field(default_factory=set)
-    texts: set[str] = field(default_factory=set)
-
-    def add_name(self, value: str | None) -> None:
-        if value and value.strip() != BLANK_FIELD and worth_finding(value, name=True):
-            self.names.add(value)
-
-    def add_text(self, value: str | None) -> None:
-        if value and value.strip() != BLANK_FIELD and worth_finding(value):
-            self.texts.add(value)
-
-    def redactor(self) -> Redactor:
-        """A redactor for every text gathered, and the character's id."""
-        return Redactor(self.names | self.texts, self.character_id)
-
-    @property
-    def storyteller_ids(self) -> set[int]:
-        found = {m.storyteller_id for m in self.memories} | {e.storyteller_id for e in self.edits}
-        found |= {s.storyteller_id for s in self.situations}
-        return found | {e.storyteller_id for e in self.events if e.storyteller_id is not None}
+    def __init__(self, report: ErasureReport) -> None:
+        super().__init__("dry run")
+        self.report = report
 
 
-def _digits(column: QueryableAttribute[str], character_id: int) -> ColumnElement[bool]:
-    """A cheap first filter: the stored text holds the id's digits somewhere."""
-    return column.contains(str(character_id))
+def _check(character_id: int) -> None:
+    if character_id <= 0:
+        raise ValidationError("Character id must be a positive integer.")
 
 
-async def gather(session: AsyncSession, character_id: int, also: Sequence[str] = ()) -> Held:
-    """The character's rows and texts (`also` added to the names looked for)."""
-    held = Held(character_id)
-    held.memories = list(
-        await session.scalars(
-            select(MemoryRow)
-            .where(MemoryRow.character_id == character_id)
-            .order_by(MemoryRow.storyteller_id, MemoryRow.created_on, MemoryRow.id)
+class CharacterDataRepository:
+    """Exports and erases what is held about a character; both are audited."""
+
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+        self._audit = AuditRepository(db, clock)
+
+    # ------------------------------------------------------------------ export
+
+    async def export(
+        self, character_id: int, *, actor: str, also: Sequence[str] = ()
+    ) -> CharacterRecord:
+        """Everything held about a character, across every storyteller (`also`: more names to
+        look for). Reads without holding the write lock; the audit row is written after."""
+        _check(character_id)
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
+            record = await _record(session, character_id, also)
+        await self._audit.add(actor, EXPORTED, subject(character_id), record.counts)
+        return record
+
+    # ------------------------------------------------------------------ erase
+
+    async def erase(
+        self,
+        character_id: int,
+        *,
+        actor: str,
+        also: Sequence[str] = (),
+        dry_run: bool = False,
+    ) -> ErasureReport:
+        """Delete and redact everything held about a character in one transaction (see the
+        module docstring); with `dry_run`, report what would go and change nothing."""
+        _check(character_id)
+        sqlite = self._db.dialect == "sqlite"
+        before = None
+        try:
+            async with self._db.session() as session:
+                if sqlite:  # restored after: the setting stays with the pooled connection
+                    before = await session.scalar(text("PRAGMA secure_delete"))
+                    await session.execute(text("PRAGMA secure_delete = ON"))
+                report, changed = await self._erase(session, character_id, actor, also, dry_run)
+                if sqlite:
+                    await session.execute(text(f"PRAGMA secure_delete = {int(before or 0)}"))
+                if dry_run:
+                    raise _DryRun(report)
+        except _DryRun as rolled_back:
+            return replace(rolled_back.report, reclaimed="dry run: nothing was changed")
+        return replace(report, reclaimed=await reclaim(self._db, changed))
+
+    async def _erase(
+        self,
+        session: AsyncSession,
+        character_id: int,
+        actor: str,
+        also: Sequence[str],
+        dry_run: bool,
+    ) -> tuple[ErasureReport, set[str]]:
+        held = await gather(session, character_id, also)
+        redactor = held.redactor()
+        deleted = await _delete_own_rows(session, held)
+        redacted: dict[str, int] = {}
+        unlinked = await session.execute(
+            update(SpeechRow).where(SpeechRow.target_id == character_id).values(target_id=None)
         )
-    )
-    held.edits = list(
-        await session.scalars(
-            select(MemoryEditRow)
-            .where(MemoryEditRow.character_id == character_id)
-            .order_by(MemoryEditRow.at, MemoryEditRow.id)
+        if getattr(unlinked, "rowcount", 0):
+            redacted["speech_history.target_id"] = int(getattr(unlinked, "rowcount", 0))
+        redacted.update(await _forget_counted_calls(session, character_id))
+        rejected = await self._reject_open_calls(session, redactor, actor)
+        deleted["digests"] = await _drop_digests(session, redactor)
+        await session.flush()
+        hits = await sweep(session, redactor, write=True)
+        redacted.update(hits.counts())
+        await self._bump_revisions(session, hits)
+        changed = {key.split(".")[0] for key in redacted}
+        changed |= {_DELETED_FROM[kind] for kind, n in deleted.items() if n}
+        if rejected:
+            changed.add(ApprovalRow.__tablename__)
+        report = ErasureReport(
+            character_id=character_id,
+            dry_run=dry_run,
+            deleted={k: n for k, n in deleted.items() if n},
+            redacted=redacted,
+            rejected_approvals=rejected,
+            texts=len(held.names | held.texts),
+            fts_rebuilt=tuple(await rebuild_fts(self._db, session, changed)),
         )
-    )
-    held.situations = list(
-        await session.scalars(
-            select(SituationRow)
-            .where(SituationRow.scope_character_id == character_id)
-            .order_by(SituationRow.storyteller_id, SituationRow.created_on, SituationRow.id)
-        )
-    )
-    held.speech = list(
-        await session.scalars(
-            select(SpeechRow)
-            .where(or_(SpeechRow.speaker_id == character_id, SpeechRow.target_id == character_id))
-            .order_by(SpeechRow.occurred_at, SpeechRow.id)
-        )
-    )
-    for memory in held.memories:
-        held.add_text(memory.title)
-        held.add_text(memory.text)
-    for edit in held.edits:
-        for value in (edit.title_before, edit.text_before, edit.title_after, edit.text_after):
-            held.add_text(value)
-    for situation in held.situations:
-        held.add_text(situation.title)
-        held.add_text(situation.text)
-    for line in held.speech:
-        if line.speaker_id == character_id:
-            held.add_name(line.speaker_name)
-            held.add_text(line.message)
-        if line.target_id == character_id:
-            held.add_name(line.target_description)
-    for name in also:
-        held.add_name(name)
-    await _gather_documents(session, held)
-    return held
+        if not dry_run:
+            await self._audit.add_in(session, actor, ERASED, subject(character_id), report.counts)
+        return report, changed
 
-
-async def _gather_documents(session: AsyncSession, held: Held) -> None:
-    """Events and triggers naming the character, and the texts stored JSON holds about them."""
-    ids_only = Redactor((), held.character_id)
-    inbox = await session.scalars(
-        select(InboxRow).where(_digits(InboxRow.payload, held.character_id)).order_by(InboxRow.id)
-    )
-    for row in inbox:
-        payload = _document(row.payload)
-        if ids_only.scrub(row.payload)[1]:
-            state = "dispatched" if row.dispatched else "pending"
-            held.events.append(HeldEvent("inbox", row.id, state, None, payload))
-        _take_texts(held, payload)
-    work = await session.scalars(
-        select(WorkRow).where(_digits(WorkRow.payload, held.character_id)).order_by(WorkRow.id)
-    )
-    for item in work:
-        payload = _document(item.payload)
-        if ids_only.scrub(item.payload)[1]:
-            held.events.append(
-                HeldEvent("backlog", item.id, item.state, item.storyteller_id, payload)
+    async def _bump_revisions(self, session: AsyncSession, hits: SweepHits) -> None:
+        """Storytellers whose settings or tools were redacted get a new revision, so a running
+        daemon reloads them instead of prompting with the old text."""
+        changed = {key[0] for key in hits.rows(StorytellerRow.__tablename__)}
+        tools = [key[0] for key in hits.rows(CustomToolRow.__tablename__)]
+        tools += [key[0] for key in hits.rows(CustomToolParameterRow.__tablename__)]
+        if tools:
+            owners = await session.scalars(
+                select(CustomToolRow.storyteller_id).where(CustomToolRow.id.in_(tools))
             )
-        _take_texts(held, payload)
-    records = await session.scalars(
-        select(RunRow.record).where(_digits(RunRow.record, held.character_id))
+            changed.update(owners)
+        if changed:
+            await session.execute(
+                update(StorytellerRow)
+                .where(StorytellerRow.id.in_(sorted(changed)))
+                .values(revision=StorytellerRow.revision + 1, updated_on=self._clock.now())
+            )
+
+    async def _reject_open_calls(
+        self, session: AsyncSession, redactor: Redactor, actor: str
+    ) -> int:
+        """Reject parked calls that name the character and could still run."""
+        rejected = 0
+        rows = await session.scalars(
+            select(ApprovalRow).where(ApprovalRow.state.in_(_OPEN_APPROVALS))
+        )
+        now: datetime = self._clock.now()
+        for row in rows:
+            if any(redactor.scrub(value)[1] for value in (row.arguments, row.note, row.result)):
+                row.state, row.decided_at = ApprovalState.REJECTED.value, now
+                row.decided_by, row.note = actor, REJECTED_NOTE
+                rejected += 1
+        return rejected
+
+
+_DELETED_FROM = {
+    "memories": MemoryRow.__tablename__,
+    "memory_history": MemoryEditRow.__tablename__,
+    "situations": SituationRow.__tablename__,
+    "speech": SpeechRow.__tablename__,
+    "digests": DigestRow.__tablename__,
+}
+
+
+async def _delete_own_rows(session: AsyncSession, held: Held) -> dict[str, int]:
+    who = held.character_id
+    await session.execute(delete(MemoryRow).where(MemoryRow.character_id == who))
+    await session.execute(delete(MemoryEditRow).where(MemoryEditRow.character_id == who))
+    await session.execute(delete(SituationRow).where(SituationRow.scope_character_id == who))
+    await session.execute(delete(SpeechRow).where(SpeechRow.speaker_id == who))
+    return {
+        "memories": len(held.memories),
+        "memory_history": len(held.edits),
+        "situations": len(held.situations),
+        "speech": sum(1 for line in held.speech if line.speaker_id == who),
+    }
+
+
+async def _forget_counted_calls(session: AsyncSession, character_id: int) -> dict[str, int]:
+    """Take the character out of the prog calls the policy counts (kept a day for its caps)."""
+    changed = {"policy_actions.player_id": 0, "policy_actions.characters": 0}
+    rows = await session.scalars(
+        select(PolicyActionRow).where(
+            or_(
+                PolicyActionRow.player_id == character_id,
+                PolicyActionRow.characters.contains(str(character_id)),
+            )
+        )
     )
-    for record in records:
-        _take_texts(held, _document(record))
+    for row in rows:
+        if row.player_id == character_id:
+            row.player_id = None
+            changed["policy_actions.player_id"] += 1
+        ids = id_set(row.characters)
+        if character_id in ids:
+            row.characters = id_text(ids - {character_id})
+            changed["policy_actions.characters"] += 1
+    return {k: n for k, n in changed.items() if n}
 
 
-def _document(value: str) -> object:
-    try:
-        parsed: object = json.loads(value)
-    except ValueError:
-        return value
-    return parsed
+async def _drop_digests(session: AsyncSession, redactor: Redactor) -> int:
+    dropped = 0
+    for row in await session.scalars(select(DigestRow)):
+        if redactor.scrub(row.text)[1]:
+            await session.delete(row)
+            dropped += 1
+    return dropped
 
 
-def _take_texts(held: Held, document: object) -> None:
-    names, texts = character_texts(document, held.character_id)
-    for name in names:
-        held.add_name(name)
-    for value in texts:
-        held.add_text(value)
+# ---------------------------------------------------------------------- the export's record
 
 
-async def storyteller_names(session: AsyncSession, ids: Iterable[int]) -> dict[int, str]:
-    """Storyteller id → name, for the ids that still name a storyteller."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    rows = await session.execute(
-        select(StorytellerRow.id, StorytellerRow.name).where(StorytellerRow.id.in_(wanted))
+async def _record(session: AsyncSession, character_id: int, also: Sequence[str]) -> CharacterRecord:
+    held = await gather(session, character_id, also)
+    hits = await sweep(session, held.redactor(), write=False)
+    runs = await _run_mentions(session, hits)
+    digest_ids = [key[0] for key in hits.rows(DigestRow.__tablename__)]
+    digests = await session.scalars(
+        select(DigestRow).where(DigestRow.storyteller_id.in_(digest_ids))
     )
-    return {row[0]: row[1] for row in rows}
+    approval_ids = [key[0] for key in hits.rows(ApprovalRow.__tablename__)]
+    approvals = await session.scalars(
+        select(ApprovalRow).where(ApprovalRow.id.in_(approval_ids)).order_by(ApprovalRow.id)
+    )
+    actions = await session.scalars(
+        select(PolicyActionRow)
+        .where(
+            or_(
+                PolicyActionRow.player_id == character_id,
+                PolicyActionRow.characters.contains(str(character_id)),
+            )
+        )
+        .order_by(PolicyActionRow.at, PolicyActionRow.id)
+    )
+    named_actions = [
+        action_to_domain(a)
+        for a in actions
+        if a.player_id == character_id or character_id in id_set(a.characters)
+    ]
+    digest_list = [digest_to_domain(d) for d in digests]
+    approval_list = [approval_to_domain(a) for a in approvals]
+    ids = held.storyteller_ids | {r.storyteller_id for r in runs}
+    ids |= {d.storyteller_id for d in digest_list} | {a.storyteller_id for a in approval_list}
+    return CharacterRecord(
+        character_id=character_id,
+        storytellers=await storyteller_names(session, ids),
+        memories=tuple(memory_to_domain(m) for m in held.memories),
+        memory_history=tuple(edit_to_domain(e) for e in held.edits),
+        situations=tuple(situation_to_domain(s) for s in held.situations),
+        speech=tuple(line_to_domain(line) for line in held.speech),
+        events=tuple(held.events),
+        approvals=tuple(approval_list),
+        policy_actions=tuple(named_actions),
+        runs=tuple(runs),
+        digests=tuple(digest_list),
+        mentions=tuple(hits.mentions()),
+        texts=len(held.names | held.texts),
+    )
+
+
+async def _run_mentions(session: AsyncSession, hits: SweepHits) -> list[RunMention]:
+    """The runs whose records (or other columns) mention the character, oldest first."""
+    found = hits.rows(RunRow.__tablename__)
+    if not found:
+        return []
+    rows = await session.scalars(
+        select(RunRow).where(RunRow.id.in_([key[0] for key in found])).order_by(RunRow.id)
+    )
+    mentions = []
+    for row in rows:
+        places = [
+            column if where == "$" else column + where[1:]
+            for column, paths in found[(row.id,)].items()
+            for where in paths
+        ]
+        mentions.append(
+            RunMention(
+                run_id=row.id,
+                kind=row.kind,
+                storyteller_id=row.storyteller_id,
+                storyteller_name=row.storyteller_name,
+                started_at=as_utc(row.started_at),
+                where=tuple(dict.fromkeys(places))[:MAX_PLACES],
+            )
+        )
+    return mentions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import DigestRow
+from storyteller_daemon.storage.models.story import DigestRow
 from storyteller_daemon.storage.storytellers import as_utc
 
 

@@ -18,10 +18,10 @@ from typing import NamedTuple
 
 from sqlalchemy import delete, func, select, update
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import InboxRow, StreamStateRow
-from storyteller_daemon.storage.storytellers import Clock, utc_now
+from storyteller_daemon.storage.models.world import InboxRow, StreamStateRow
 from world_adapter.codec import CodecError, decode_event, encode_event
 from world_adapter.events import Cursor, WorldEvent
 
@@ -38,7 +38,7 @@ class StoredEvent(NamedTuple):
 class InboxRepository:
     """Stores, lists and marks world events of any number of worlds, keyed by a world name."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -63,7 +63,7 @@ class InboxRepository:
                 )
                 known.update(Cursor(epoch, seq) for seq in stored)
             fresh = [e for e in fresh if e.cursor not in known]
-            now = self._clock()
+            now = self._clock.now()
             rows = [
                 InboxRow(
                     world=world,

@@ -28,13 +28,61 @@ from sqlalchemy import case, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import SituationRow
-from storyteller_daemon.storage.runs import LedgerEntry, LedgerRow, ledger_row
+from storyteller_daemon.storage.models.records import LedgerRow
+from storyteller_daemon.storage.models.story import SituationRow
+from storyteller_daemon.storage.storytellers import as_utc
 
 Grouping = Literal[
     "day", "storyteller", "trigger", "situation", "room", "model", "purpose", "status"
 ]
 """What a cost report sums over."""
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One request's bill, as the runtime hands it in."""
+
+    occurred_at: datetime
+    purpose: str
+    model: str
+    storyteller_id: int | None = None
+    storyteller_name: str = ""
+    trigger_kind: str | None = None
+    room_id: int | None = None
+    situation_id: int | None = None
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    status: str = "ok"
+
+
+def day_of(moment: datetime) -> str:
+    """The UTC calendar day of `moment` as ``YYYY-MM-DD``."""
+    return as_utc(moment).date().isoformat()
+
+
+def ledger_row(entry: LedgerEntry, run_id: int | None = None) -> LedgerRow:
+    """A row for `entry`, optionally linked to the run that made the request."""
+    return LedgerRow(
+        run_id=run_id,
+        occurred_at=entry.occurred_at,
+        day=day_of(entry.occurred_at),
+        purpose=entry.purpose,
+        storyteller_id=entry.storyteller_id,
+        storyteller_name=entry.storyteller_name,
+        trigger_kind=entry.trigger_kind,
+        room_id=entry.room_id,
+        situation_id=entry.situation_id,
+        model=entry.model,
+        input_tokens=entry.input_tokens,
+        cached_tokens=entry.cached_tokens,
+        output_tokens=entry.output_tokens,
+        reasoning_tokens=entry.reasoning_tokens,
+        cost_usd=entry.cost_usd,
+        status=entry.status,
+    )
 
 
 @dataclass(frozen=True)

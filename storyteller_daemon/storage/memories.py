@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import Row, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.memory_ranking import MemoryCandidate
 from storyteller_daemon.domain.situations import (
     ADMIN_PROVENANCE,
@@ -28,14 +29,14 @@ from storyteller_daemon.domain.situations import (
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage import memory_search
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import MemoryEditRow, MemoryRow
-from storyteller_daemon.storage.narrative import (
+from storyteller_daemon.storage.models.story import MemoryEditRow, MemoryRow
+from storyteller_daemon.storage.situations import (
     provenance_of,
     require_title,
     store_provenance,
     when,
 )
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.storytellers import as_utc
 
 
 def memory_to_domain(row: MemoryRow) -> CharacterMemory:
@@ -75,7 +76,7 @@ class MemoryRepository:
     """Per-character memories, with their edit history. Forgetting deletes the memory; its
     history stays until the character is erased."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -100,7 +101,7 @@ class MemoryRepository:
             character_id=row.character_id,
             action=action.value,
             actor=actor,
-            at=self._clock(),
+            at=self._clock.now(),
             title_before=before[0] if before else None,
             text_before=before[1] if before else None,
             title_after=after[0] if after else None,
@@ -127,7 +128,7 @@ class MemoryRepository:
                 character_id=character_id,
                 title=require_title(title),
                 text=text,
-                created_on=self._clock(),
+                created_on=self._clock.now(),
                 importance=check_importance(importance),
             )
             store_provenance(row, provenance)
@@ -161,7 +162,7 @@ class MemoryRepository:
             if importance is not None:
                 row.importance = check_importance(importance)
             store_provenance(row, provenance_of(row).joined(provenance))
-            row.updated_on = self._clock()
+            row.updated_on = self._clock.now()
             after = (row.title, row.text)
             session.add(self._edit(row, MemoryAction.UPDATED, provenance.actor, before, after))
             await session.flush()
@@ -223,7 +224,7 @@ class MemoryRepository:
             store_provenance(
                 keep, Provenance(keep.source_run, provenance.events, provenance.from_player)
             )
-            keep.updated_on = self._clock()
+            keep.updated_on = self._clock.now()
             note = f"{actor}: absorbed " + ", ".join(f"#{r.id}" for r in rows)
             session.add(
                 self._edit(keep, MemoryAction.ABSORBED, note, before, (keep.title, keep.text))

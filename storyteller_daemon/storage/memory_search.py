@@ -31,7 +31,7 @@ from sqlalchemy import (
     table,
 )
 
-from storyteller_daemon.storage.models import MemoryRow
+from storyteller_daemon.storage.models.story import MemoryRow
 
 WORDS_TABLE = "character_memories_fts"
 # PostgreSQL's stored word vector (migration 0012): the title weighted A, the text D.

@@ -17,13 +17,12 @@ as the provider's gap.
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, StatementError
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.direction import QueryRows, check_select
 from storyteller_daemon.errors import StorageError, ToolError, ValidationError
 from storyteller_daemon.storage.database import Database
@@ -49,7 +48,7 @@ class ProviderQueryRepository:
         db: the daemon's database.
         timeout_seconds: how long one query may run.
         max_rows: the most rows kept.
-        monotonic: the clock SQLite's progress handler reads (PostgreSQL keeps its own time).
+        clock: the clock SQLite's progress handler reads (PostgreSQL keeps its own time).
     """
 
     def __init__(
@@ -58,12 +57,12 @@ class ProviderQueryRepository:
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_rows: int = DEFAULT_MAX_ROWS,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock,
     ) -> None:
         self._db = db
         self._timeout = timeout_seconds
         self._max_rows = max_rows
-        self._monotonic = monotonic
+        self._clock = clock
 
     async def select(self, query: str, parameters: dict[str, Any]) -> QueryRows:
         """The rows of one read-only SELECT with named `parameters` bound.
@@ -88,10 +87,10 @@ class ProviderQueryRepository:
                 else:
                     raw = await connection.get_raw_connection()
                     driver: Any = raw.driver_connection
-                    deadline = self._monotonic() + self._timeout
+                    deadline = self._clock.monotonic() + self._timeout
                     await driver.set_authorizer(read_only)
                     await driver.set_progress_handler(
-                        lambda: 1 if self._monotonic() > deadline else 0, _PROGRESS_STEPS
+                        lambda: 1 if self._clock.monotonic() > deadline else 0, _PROGRESS_STEPS
                     )
                     try:
                         result = await connection.execute(statement, wanted)

@@ -44,7 +44,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRestrictionRow
+from storyteller_daemon.storage.models.references import (
+    ReferenceDocumentRow,
+    ReferenceRestrictionRow,
+)
 
 _TRIGRAM = 3
 """Shortest term the trigram index can find."""

@@ -20,6 +20,8 @@ from typing import Any
 from sqlalchemy import Row, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import (
     ReferenceDocument,
     ReferenceHit,
@@ -29,8 +31,10 @@ from storyteller_daemon.domain.references import (
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage import reference_search
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import ReferenceDocumentRow, ReferenceRestrictionRow
-from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
+from storyteller_daemon.storage.models.references import (
+    ReferenceDocumentRow,
+    ReferenceRestrictionRow,
+)
 
 _PER_STATEMENT = 500
 """Names or ids a batch puts in one statement (SQLite bounds the bound parameters)."""
@@ -173,7 +177,7 @@ async def insert_documents(
 class ReferenceRepository:
     """Create, find, change, delete and search reference documents."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -225,7 +229,7 @@ class ReferenceRepository:
             ValidationError: a name is blank.
         """
         async with self._db.session() as session:
-            return await insert_documents(session, docs, self._clock())
+            return await insert_documents(session, docs, self._clock.now())
 
     async def get(self, ref: str | int) -> ReferenceDocument:
         """A document by id or name."""
@@ -240,7 +244,7 @@ class ReferenceRepository:
             row = await self._find(session, doc.id)
             await self._check_name_free(session, doc.name, row.id)
             apply_to_row(row, doc)
-            row.updated_on = self._clock()
+            row.updated_on = self._clock.now()
             await session.flush()
             return to_domain(row)
 

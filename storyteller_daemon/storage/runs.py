@@ -14,8 +14,8 @@ A run is one of three kinds:
 
 The full record is JSON in ``record``; the columns beside it exist to filter and sum without
 parsing it. Runs hold player text and prompts, so they are pruned after
-``runs.retention_days``; their cost-ledger rows (this module's `LedgerRow`, no text) outlive
-them with ``run_id`` cleared.
+``runs.retention_days``; their cost-ledger rows (`storage.ledger`, no text) outlive them with
+``run_id`` cleared.
 """
 
 from __future__ import annotations
@@ -28,142 +28,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Text,
     delete,
     func,
     select,
 )
 from sqlalchemy import update as sql_update
-from sqlalchemy.orm import Mapped, mapped_column
 
 from storyteller_daemon.errors import NotFoundError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import Base, Id, UtcDateTime
+from storyteller_daemon.storage.ledger import LedgerEntry, ledger_row
+from storyteller_daemon.storage.models.records import LedgerRow, RunRow
 from storyteller_daemon.storage.storytellers import as_utc
-
-
-class RunRow(Base):
-    """One turn or attention call."""
-
-    __tablename__ = "runs"
-    __table_args__ = (
-        Index("ix_runs_started", "started_at"),
-        Index("ix_runs_storyteller", "storyteller_id", "started_at"),
-        Index("ix_runs_turn_key", "turn_key"),
-    )
-
-    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    kind: Mapped[str] = mapped_column(String(20))
-    turn_key: Mapped[str] = mapped_column(String(300))
-    storyteller_id: Mapped[int] = mapped_column(BigInteger)
-    """No foreign key: runs are kept for audit after their storyteller is deleted."""
-    storyteller_name: Mapped[str] = mapped_column(String(200))
-    trigger_kind: Mapped[str] = mapped_column(String(20))
-    trigger_label: Mapped[str] = mapped_column(String(100))
-    room_id: Mapped[int | None] = mapped_column(BigInteger)
-    verdict: Mapped[str | None] = mapped_column(String(20))
-    outcome: Mapped[str] = mapped_column(String(40))
-    started_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    duration_seconds: Mapped[float] = mapped_column(Float, default=0.0)
-    rounds: Mapped[int] = mapped_column(Integer, default=0)
-    tool_calls: Mapped[int] = mapped_column(Integer, default=0)
-    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
-    situation_id: Mapped[int | None] = mapped_column(BigInteger)
-    """The first situation a tool of the turn touched, if any."""
-    error: Mapped[str | None] = mapped_column(Text)
-    record: Mapped[str] = mapped_column(Text)
-    """The whole run as JSON."""
-
-
-class LedgerRow(Base):
-    """What one model request cost (see `storyteller_daemon.storage.ledger`)."""
-
-    __tablename__ = "cost_ledger"
-    __table_args__ = (
-        Index("ix_cost_ledger_day", "day", "storyteller_id"),
-        Index("ix_cost_ledger_time", "occurred_at"),
-        Index("ix_cost_ledger_run", "run_id"),
-    )
-
-    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    run_id: Mapped[int | None] = mapped_column(Id, ForeignKey("runs.id", ondelete="SET NULL"))
-    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    day: Mapped[str] = mapped_column(String(10))
-    """The UTC day as ``YYYY-MM-DD``: groups and indexes the same on every backend."""
-    purpose: Mapped[str] = mapped_column(String(20))
-    """``attention``, ``turn``, ``digest`` or ``replay``."""
-    storyteller_id: Mapped[int | None] = mapped_column(BigInteger)
-    storyteller_name: Mapped[str] = mapped_column(String(200), default="")
-    trigger_kind: Mapped[str | None] = mapped_column(String(20))
-    room_id: Mapped[int | None] = mapped_column(BigInteger)
-    situation_id: Mapped[int | None] = mapped_column(BigInteger)
-    model: Mapped[str] = mapped_column(String(200))
-    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
-    status: Mapped[str] = mapped_column(String(40), default="ok", server_default="ok")
-    """``ok`` (answered), ``sent`` (no outcome recorded: the daemon stopped while it was out)
-    or how it failed: ``timeout``, ``connection_error``, ``unreachable``, ``bad_response``,
-    ``http_NNN``, ``error`` (migration 0016)."""
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One request's bill, as the runtime hands it in."""
-
-    occurred_at: datetime
-    purpose: str
-    model: str
-    storyteller_id: int | None = None
-    storyteller_name: str = ""
-    trigger_kind: str | None = None
-    room_id: int | None = None
-    situation_id: int | None = None
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    cost_usd: float = 0.0
-    status: str = "ok"
-
-
-def day_of(moment: datetime) -> str:
-    """The UTC calendar day of `moment` as ``YYYY-MM-DD``."""
-    return as_utc(moment).date().isoformat()
-
-
-def ledger_row(entry: LedgerEntry, run_id: int | None = None) -> LedgerRow:
-    """A row for `entry`, optionally linked to the run that made the request."""
-    return LedgerRow(
-        run_id=run_id,
-        occurred_at=entry.occurred_at,
-        day=day_of(entry.occurred_at),
-        purpose=entry.purpose,
-        storyteller_id=entry.storyteller_id,
-        storyteller_name=entry.storyteller_name,
-        trigger_kind=entry.trigger_kind,
-        room_id=entry.room_id,
-        situation_id=entry.situation_id,
-        model=entry.model,
-        input_tokens=entry.input_tokens,
-        cached_tokens=entry.cached_tokens,
-        output_tokens=entry.output_tokens,
-        reasoning_tokens=entry.reasoning_tokens,
-        cost_usd=entry.cost_usd,
-        status=entry.status,
-    )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.scenes import (
     MAX_CLAIM_REASON_CHARS,
     MAX_CLAIMS_PER_STORYTELLER,
@@ -21,8 +22,9 @@ from storyteller_daemon.domain.scenes import (
 )
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import SceneClaimRow, StorytellerRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.models.story import SceneClaimRow
+from storyteller_daemon.storage.models.storytellers import StorytellerRow
+from storyteller_daemon.storage.storytellers import as_utc
 
 _LOCK_SPACE = 0x5C3E  # keeps these advisory locks apart from any other use of them
 
@@ -51,7 +53,7 @@ def _holding(now: datetime) -> tuple[object, ...]:
 class SceneClaimRepository:
     """Take, release and list scene claims."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -74,7 +76,7 @@ class SceneClaimRepository:
         """
         window = claim_window(minutes)
         reason = " ".join(reason.split())[:MAX_CLAIM_REASON_CHARS]
-        now = self._clock()
+        now = self._clock.now()
         async with self._db.session() as session:
             await self._lock_room(session, room_id)
             held = (
@@ -120,7 +122,7 @@ class SceneClaimRepository:
         Raises:
             NotFoundError: it holds no claim on that room.
         """
-        now = self._clock()
+        now = self._clock.now()
         async with self._db.session() as session:
             row = (
                 await session.execute(
@@ -140,7 +142,7 @@ class SceneClaimRepository:
 
     async def active(self, room_ids: Collection[int] | None = None) -> list[SceneClaim]:
         """Claims holding now (on `room_ids`, or anywhere), by room, then oldest first."""
-        now = self._clock()
+        now = self._clock.now()
         query = (
             select(SceneClaimRow, StorytellerRow.name)
             .join(StorytellerRow, StorytellerRow.id == SceneClaimRow.storyteller_id)

@@ -3,7 +3,8 @@
 `load_pack` matches storytellers and documents by name (case-insensitively), creates what is
 missing, updates what differs and leaves the rest, all in one transaction, so a failure writes
 nothing. A storyteller's pause state is only set when it is created: reloading a pack never
-pauses or unpauses a running storyteller. Reading and validating a pack is `pack_files`.
+pauses or unpauses a running storyteller. Reading and validating a pack is
+`interchange.packs`; this module takes the `Pack` it gives and never parses.
 """
 
 from __future__ import annotations
@@ -13,39 +14,21 @@ from enum import StrEnum
 
 from sqlalchemy import select
 
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import (
-    Storyteller,
-)
+from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.interchange.packs.contents import Pack, PackDocument
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import ReferenceDocumentRow, StorytellerRow
-from storyteller_daemon.storage.pack_files import (
-    SEED_DIR,
-    Pack,
-    PackDocument,
-    find_pack,
-    list_packs,
-    read_pack,
-)
+from storyteller_daemon.storage.models.references import ReferenceDocumentRow
+from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.references import apply_to_row as apply_document_row
 from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.references import to_domain as document_to_domain
-from storyteller_daemon.storage.storytellers import Clock, name_key, utc_now
 from storyteller_daemon.storage.storytellers import apply_to_row as apply_storyteller_row
 from storyteller_daemon.storage.storytellers import to_domain as storyteller_to_domain
 
-__all__ = [
-    "SEED_DIR",
-    "Action",
-    "Change",
-    "LoadReport",
-    "Pack",
-    "PackDocument",
-    "find_pack",
-    "list_packs",
-    "load_pack",
-    "read_pack",
-]
+__all__ = ["Action", "Change", "LoadReport", "load_pack"]
 
 
 # --------------------------------------------------------------------------- comparing and loading
@@ -132,16 +115,14 @@ def _change(kind: str, name: str, row: object | None, changed: tuple[str, ...]) 
 
 
 def _new_storyteller_row(st: Storyteller, clock: Clock) -> StorytellerRow:
-    now = clock()
+    now = clock.now()
     row = StorytellerRow(created_on=now, updated_on=now, revision=1)
     row.surveillance, row.tools = [], []
     apply_storyteller_row(row, st)
     return row
 
 
-async def load_pack(
-    db: Database, pack: Pack, *, dry_run: bool = False, clock: Clock = utc_now
-) -> LoadReport:
+async def load_pack(db: Database, pack: Pack, *, clock: Clock, dry_run: bool = False) -> LoadReport:
     """Upsert a pack's storytellers and documents by name, in one transaction.
 
     Storytellers come first so that restricted documents can name their new ids. Nothing is
@@ -200,7 +181,7 @@ async def load_pack(
             elif changed:
                 apply_storyteller_row(st_row, replace(st, id=st_row.id, paused=st_row.paused))
                 st_row.revision += 1
-                st_row.updated_on = clock()
+                st_row.updated_on = clock.now()
 
         new_documents: list[ReferenceDocument] = []
         for doc, doc_row, changed in doc_plan:
@@ -210,7 +191,7 @@ async def load_pack(
                 new_documents.append(wanted)
             elif changed:
                 apply_document_row(doc_row, wanted)
-                doc_row.updated_on = clock()
+                doc_row.updated_on = clock.now()
         await session.flush()
-        await insert_documents(session, new_documents, clock())
+        await insert_documents(session, new_documents, clock.now())
     return report

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.audit import AuditRepository
+from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.catalogue import CatalogueRepository
+from storyteller_daemon.storage.character_data import CharacterDataRepository
+from storyteller_daemon.storage.dashboard_queries import DashboardQueries
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
-from storyteller_daemon.storage.erasure import CharacterDataRepository
+from storyteller_daemon.storage.inbox import InboxRepository
+from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.memories import MemoryRepository
-from storyteller_daemon.storage.narrative import SituationRepository
+from storyteller_daemon.storage.policy_actions import PolicyActionRepository
 from storyteller_daemon.storage.provider_queries import ProviderQueryRepository
 from storyteller_daemon.storage.references import ReferenceRepository
+from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.scene_claims import SceneClaimRepository
-from storyteller_daemon.storage.speech import SpeechHistoryRepository
+from storyteller_daemon.storage.situations import SituationRepository
+from storyteller_daemon.storage.speech_history import SpeechHistoryRepository
 from storyteller_daemon.storage.story_plans import StoryPlanRepository
-from storyteller_daemon.storage.storytellers import Clock, StorytellerRepository, utc_now
+from storyteller_daemon.storage.storytellers import StorytellerRepository
+from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 
 
 class Store:
     """The repositories, sharing a `Database` and a clock."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self.db = db
+        self.clock = clock
         self.storytellers = StorytellerRepository(db, clock)
         self.situations = SituationRepository(db, clock)
         self.memories = MemoryRepository(db, clock)
@@ -34,13 +44,25 @@ class Store:
         self.characters = CharacterDataRepository(db, clock)
         self.plans = StoryPlanRepository(db, clock)
         self.claims = SceneClaimRepository(db, clock)
-        self.queries = ProviderQueryRepository(db)
+        self.queries = ProviderQueryRepository(db, clock=clock)
         self.verdicts = VerdictMemoryRepository(db, clock)
+        self.backlog = BacklogRepository(db, clock)
+        self.inbox = InboxRepository(db, clock)
+        self.journal = TurnJournalRepository(db, clock)
+        self.runs = RunRepository(db)
+        self.ledger = LedgerRepository(db)
+        self.approvals = ApprovalRepository(db)
+        self.policy_actions = PolicyActionRepository(db)
+        self.dashboard = DashboardQueries(db)
 
     @classmethod
-    def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock = utc_now) -> Store:
+    def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock) -> Store:
         """A store over a new engine for `url`."""
         return cls(Database(url, busy_timeout_ms=busy_timeout_ms), clock)
+
+    def stamped_by(self, clock: Clock) -> Store:
+        """The same repositories over the same database, stamping times from `clock`."""
+        return Store(self.db, clock)
 
     async def close(self) -> None:
         """Release the engine."""

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.story_plans import (
     MAX_ACTIVE_PLANS,
     PlanEvent,
@@ -35,8 +36,8 @@ from storyteller_daemon.domain.story_plans import (
 )
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import StoryPlanRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.models.story import StoryPlanRow
+from storyteller_daemon.storage.storytellers import as_utc
 
 OPEN = (PlanStatus.ACTIVE.value, PlanStatus.NEEDS_REPLAN.value)
 
@@ -132,7 +133,7 @@ def _write(row: StoryPlanRow, plan: StoryPlan) -> None:
 class StoryPlanRepository:
     """Create, change, expire and list story plans."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -148,7 +149,7 @@ class StoryPlanRepository:
         async with self._db.session() as session:
             row = await self._row(session, storyteller_id, plan_id)
             plan = plan_to_domain(row)
-            now = self._clock()
+            now = self._clock.now()
             if plan.expired_at(now):
                 _write(row, expire(plan, now))
                 raise ValidationError(f"Story plan {plan_id} has expired; make a new plan.")
@@ -167,7 +168,7 @@ class StoryPlanRepository:
         from_player: bool = False,
     ) -> StoryPlan:
         """A new active plan (at most `MAX_ACTIVE_PLANS` open at once)."""
-        now = self._clock()
+        now = self._clock.now()
         plan = new_plan(storyteller_id, goal, steps, now, expires_in, run, from_player)
         async with self._db.session() as session:
             open_count = (
@@ -199,14 +200,14 @@ class StoryPlanRepository:
         self, storyteller_id: int, plan_id: int, *, note: str = "", run: str = ""
     ) -> StoryPlan:
         """Mark the due step done (completing the plan after its last step)."""
-        now = self._clock()
+        now = self._clock.now()
         return await self._change(storyteller_id, plan_id, lambda p: step_done(p, now, run, note))
 
     async def step_failed(
         self, storyteller_id: int, plan_id: int, *, reason: str, run: str = ""
     ) -> StoryPlan:
         """Mark the due step failed: the plan then needs a replan."""
-        now = self._clock()
+        now = self._clock.now()
         return await self._change(
             storyteller_id, plan_id, lambda p: step_failed(p, now, reason, run)
         )
@@ -223,7 +224,7 @@ class StoryPlanRepository:
         expires_in: timedelta | None = None,
     ) -> StoryPlan:
         """Replace the pending steps (and optionally goal and expiry), the reason on record."""
-        now = self._clock()
+        now = self._clock.now()
         until = now + expires_in if expires_in is not None else None
         return await self._change(
             storyteller_id,
@@ -235,12 +236,12 @@ class StoryPlanRepository:
         self, storyteller_id: int, plan_id: int, *, reason: str, run: str = ""
     ) -> StoryPlan:
         """Give a plan up, the reason on record."""
-        now = self._clock()
+        now = self._clock.now()
         return await self._change(storyteller_id, plan_id, lambda p: abandon(p, now, reason, run))
 
     async def open_plans(self, storyteller_id: int) -> builtins.list[StoryPlan]:
         """The storyteller's open plans, oldest first; overdue ones are marked expired first."""
-        now = self._clock()
+        now = self._clock.now()
         async with self._db.session() as session:
             rows = (
                 await session.execute(

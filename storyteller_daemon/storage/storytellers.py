@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.mcp import McpGrant, validate_grants
+from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -23,29 +24,17 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.direction_codec import direction_from_json, direction_to_json
-from storyteller_daemon.storage.models import (
+from storyteller_daemon.storage.models.storytellers import (
     CustomToolParameterRow,
     CustomToolRow,
     StorytellerRow,
     SurveillanceRow,
 )
 
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The current UTC time."""
-    return datetime.now(UTC)
-
 
 def as_utc(value: datetime) -> datetime:
     """SQLite returns naive datetimes; every stored time is UTC."""
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def name_key(name: str) -> str:
-    """The case-insensitive natural key of a name."""
-    return name.strip().casefold()
 
 
 def _effort(value: str | None) -> ReasoningEffort | None:
@@ -268,7 +257,7 @@ def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
 class StorytellerRepository:
     """Create, find, change, clone and delete storytellers."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -305,7 +294,7 @@ class StorytellerRepository:
         st = replace(template, name=name) if template else Storyteller(name=name)
         async with self._db.session() as session:
             await self._check_name_free(session, name, None)
-            now = self._clock()
+            now = self._clock.now()
             row = StorytellerRow(created_on=now, updated_on=now, revision=1)
             row.surveillance, row.tools = [], []
             apply_to_row(row, st)
@@ -344,7 +333,7 @@ class StorytellerRepository:
             await self._check_name_free(session, st.name, row.id)
             apply_to_row(row, st)
             row.revision += 1
-            row.updated_on = self._clock()
+            row.updated_on = self._clock.now()
             await session.flush()
             return to_domain(row)
 

@@ -16,15 +16,15 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import TurnJournalRow
-from storyteller_daemon.storage.storytellers import Clock, utc_now
+from storyteller_daemon.storage.models.work import TurnJournalRow
 
 
 class TurnJournalRepository:
     """Keeps and reads turns' journal entries."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -75,7 +75,9 @@ class TurnJournalRepository:
         )
         if found is None:
             session.add(
-                TurnJournalRow(turn_key=turn_key, entry=entry, body=body, created_at=self._clock())
+                TurnJournalRow(
+                    turn_key=turn_key, entry=entry, body=body, created_at=self._clock.now()
+                )
             )
             await session.flush()
 

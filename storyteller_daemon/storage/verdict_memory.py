@@ -14,10 +14,12 @@ from datetime import datetime
 
 from sqlalchemy import delete, insert, select, update
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import MemoryRow, SettledVerdictRow, SituationRow
-from storyteller_daemon.storage.storytellers import Clock, as_utc, utc_now
+from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
+from storyteller_daemon.storage.models.work import SettledVerdictRow
+from storyteller_daemon.storage.storytellers import as_utc
 
 _CHUNK = 500
 
@@ -42,7 +44,7 @@ def _verdict(row: SettledVerdictRow) -> SettledVerdict:
 class VerdictMemoryRepository:
     """Reads and writes the settled verdicts of every storyteller."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -69,7 +71,7 @@ class VerdictMemoryRepository:
         """Count one settled event against each entry of `ids` (an id may repeat)."""
         if not ids:
             return
-        now = self._clock()
+        now = self._clock.now()
         async with self._db.session() as session:
             for entry in ids:
                 await session.execute(
@@ -84,7 +86,7 @@ class VerdictMemoryRepository:
         """Keep what the model ignored now (event, work item), replacing older entries."""
         if not ignored:
             return
-        now = self._clock()
+        now = self._clock.now()
         latest = {event.key: (event, item_id) for event, item_id in ignored}
         keys = sorted(latest)
         async with self._db.session() as session:

@@ -22,6 +22,7 @@ from storyteller_daemon.testing.obedient import Injection, ObedientResponder
 from storyteller_daemon.testing.pipeline import WiredPipeline, wired_pipeline
 from storyteller_daemon.testing.responses_answers import Fault, Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.scripted_turns import ScriptedOutcome, ScriptedTurnRunner
 from storyteller_daemon.testing.steps import (
     attend_all,
     by_kind,
@@ -30,7 +31,6 @@ from storyteller_daemon.testing.steps import (
     hang,
     verdict_json,
 )
-from storyteller_daemon.testing.turns import ScriptedOutcome, ScriptedTurnRunner
 from storyteller_daemon.testing.world import InstrumentedWorld, WorldCall
 
 __all__ = [

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+
 from storyteller_daemon.alerts.sink import Alert, Severity
 
 
 class RecordedAlerts:
-    """Keeps each alert as an `Alert` (its key defaulting to its kind), in order."""
+    """Keeps each alert as an `Alert` (its key defaulting to its kind), in order, and the
+    thread each was told on (`threads`, the same order)."""
 
     def __init__(self) -> None:
         self.alerts: list[Alert] = []
+        self.threads: list[int] = []
 
     def alert(
         self,
@@ -22,6 +26,7 @@ class RecordedAlerts:
     ) -> None:
         """Record one alert."""
         self.alerts.append(Alert(kind, title, detail, severity, key or kind))
+        self.threads.append(threading.get_ident())
 
     @property
     def kinds(self) -> list[str]:

@@ -9,21 +9,37 @@ from datetime import UTC, datetime, timedelta
 
 
 class FakeClock:
-    """Implements the runtime `Clock`; `advance()` wakes the sleepers whose time has come."""
+    """Implements the runtime `Clock`; `advance()` wakes the sleepers whose time has come.
 
-    def __init__(self, start: datetime | None = None) -> None:
+    Args:
+        start: the wall time at fake second 0.
+        tick: seconds every reading (`now`, `monotonic`) moves the clock on before it answers,
+            for code that only reads the clock and must see each reading differ; sleepers are
+            not woken by it.
+    """
+
+    def __init__(self, start: datetime | None = None, *, tick: float = 0.0) -> None:
         self._start = start or datetime(2026, 1, 1, tzinfo=UTC)
         self._elapsed = 0.0
+        self._tick = tick
+        self._shift = timedelta()
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
     def now(self) -> datetime:
-        """Start time plus elapsed fake seconds."""
-        return self._start + timedelta(seconds=self._elapsed)
+        """Start time plus elapsed fake seconds (plus any `set_now` shift)."""
+        self._elapsed += self._tick
+        return self._start + self._shift + timedelta(seconds=self._elapsed)
 
     def monotonic(self) -> float:
         """Elapsed fake seconds."""
+        self._elapsed += self._tick
         return self._elapsed
+
+    def set_now(self, moment: datetime) -> None:
+        """Set the wall time to `moment`, forward or back, as an adjusted system clock does:
+        monotonic time and sleepers are untouched."""
+        self._shift = moment - self._start - timedelta(seconds=self._elapsed)
 
     async def sleep(self, seconds: float) -> None:
         """Wait until the test has advanced the clock by `seconds`."""

@@ -29,7 +29,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from storyteller_daemon.agent.model import (
+from storyteller_daemon.agent.models.interface import (
     FunctionCall,
     ModelRequest,
     ModelResponse,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse, ToolSpec
+from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse, ToolSpec
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
 from storyteller_daemon.testing.responses_answers import Fault, Item, Reply
 

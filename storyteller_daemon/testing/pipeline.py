@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from storyteller_daemon.agent.turn_runner import TurnRunner
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import Storyteller
@@ -21,7 +22,6 @@ from storyteller_daemon.runtime.pipeline import (
     Observer,
     Pipeline,
     SpeechRecorder,
-    TurnRunner,
 )
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.pipeline.ports import PlanReader, VerdictMemory
@@ -30,7 +30,7 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.events import WorldEvent
 
 AT_ONCE = AttentionConfig(quiet_seconds=0, max_wait_seconds=0)
@@ -98,7 +98,7 @@ def wired_pipeline(
         router.update(storytellers, zones or {})
     chosen = runner if runner is not None else ScriptedTurnRunner()
     observer = observer or LoggingObserver(clock=clock, stats=stats)
-    backlog = BacklogRepository(store.db, clock.now)
+    backlog = BacklogRepository(store.db, clock)
     pipeline = Pipeline(
         router=router,
         runner=chosen,

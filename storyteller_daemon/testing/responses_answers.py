@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 
 Item = dict[str, Any]
 Responder = Callable[[dict[str, Any]], "Reply | Fault | Awaitable[Reply | Fault]"]

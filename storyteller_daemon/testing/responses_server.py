@@ -42,22 +42,26 @@ without the Responses API).
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
 import inspect
 import json
 import math
-import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from types import TracebackType
 from typing import Any, cast
 
 from aiohttp import web
 
-from storyteller_daemon.testing.responses_answers import Fault, Item, Reply, Responder
+from storyteller_daemon.testing.responses_answers import Fault, Reply, Responder
+from storyteller_daemon.testing.responses_bodies import (
+    default_message,
+    error_response,
+    response_body,
+)
 from storyteller_daemon.testing.responses_checks import check_request, check_without_reasoning
 
-_ENCRYPTED_REASONING = "reasoning.encrypted_content"
+SCRIPTED_EPOCH = 1_767_225_600
+"""The Unix time (2026-01-01) every scripted response says it was created at."""
 
 
 class ScriptedResponsesServer:
@@ -84,6 +88,8 @@ class ScriptedResponsesServer:
         models: model ids listed by ``GET /v1/models``; None answers 404, like a compatible
             server without that endpoint.
         api_key: when set, ``GET /v1/models`` answers 401 to any other bearer token.
+        created_at: the Unix time every response says it was created at (fixed, so the
+            answers are the same on every run).
     """
 
     def __init__(
@@ -106,6 +112,7 @@ class ScriptedResponsesServer:
         self.most_in_flight = 0
         self.models: list[str] | None = None
         self.api_key: str | None = None
+        self.created_at = SCRIPTED_EPOCH
         self._script: collections.deque[Reply | Fault] = collections.deque()
         self._serial = 0
         self._runner: web.AppRunner | None = None
@@ -204,9 +211,11 @@ class ScriptedResponsesServer:
         try:
             body = json.loads(await request.text())
         except ValueError:
-            return _error(400, "We could not parse the JSON body of your request.", None, None)
+            return error_response(
+                400, "We could not parse the JSON body of your request.", None, None
+            )
         if not isinstance(body, dict):
-            return _error(400, "The request body must be a JSON object.", None, None)
+            return error_response(400, "The request body must be a JSON object.", None, None)
         self.requests.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         async with self._received:
@@ -230,7 +239,9 @@ class ScriptedResponsesServer:
         rejection = None if self.reasoning else check_without_reasoning(body)
         rejection = rejection or check_request(body)
         if rejection is not None:
-            return _error(rejection.status, rejection.message, rejection.param, rejection.code)
+            return error_response(
+                rejection.status, rejection.message, rejection.param, rejection.code
+            )
         answer: object
         if self._script:
             answer = self._script.popleft()
@@ -243,27 +254,29 @@ class ScriptedResponsesServer:
             except Exception as exc:
                 # A broken responder is a test bug: say so in the answer the client sees.
                 message = f"The scripted responder raised {type(exc).__name__}: {exc}"
-                return _error(500, message, None, "scripted_responder_failed", "server_error")
+                return error_response(
+                    500, message, None, "scripted_responder_failed", "server_error"
+                )
         else:
             message = (
                 "No scripted reply: the queue is empty and no responder is set "
                 f"(request #{len(self.requests)})."
             )
-            return _error(500, message, None, "no_scripted_reply", "server_error")
+            return error_response(500, message, None, "no_scripted_reply", "server_error")
         if isinstance(answer, Fault):
             return await self._answer_fault(answer, body, request)
         if not isinstance(answer, Reply):
             message = (
                 f"The scripted responder returned {type(answer).__name__}, not Reply or Fault."
             )
-            return _error(500, message, None, "scripted_responder_failed", "server_error")
+            return error_response(500, message, None, "scripted_responder_failed", "server_error")
         if answer.delay_seconds > 0:
             stopping = asyncio.ensure_future(self._stopping.wait())
             try:
                 await asyncio.wait({stopping}, timeout=answer.delay_seconds)
             finally:
                 stopping.cancel()
-        return web.json_response(self._render(answer, body))
+        return web.json_response(response_body(answer, body, self._next_id, self.created_at))
 
     async def _unless_stopping(self, answer: Awaitable[object]) -> object:
         """What `answer` comes to, or (when the server stops first) a hang, which the stopping
@@ -280,9 +293,11 @@ class ScriptedResponsesServer:
     async def _list_models(self, request: web.Request) -> web.StreamResponse:
         given = request.headers.get("Authorization", "")
         if self.api_key is not None and given != f"Bearer {self.api_key}":
-            return _error(401, _default_message(401, None, {}, request), None, "invalid_api_key")
+            return error_response(
+                401, default_message(401, None, {}, request), None, "invalid_api_key"
+            )
         if self.models is None:
-            return _error(404, "Invalid URL (GET /v1/models)", None, None)
+            return error_response(404, "Invalid URL (GET /v1/models)", None, None)
         data = [
             {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.models
         ]
@@ -293,17 +308,17 @@ class ScriptedResponsesServer:
     ) -> web.StreamResponse:
         if fault.kind == "hang":
             await self._stopping.wait()
-            return _error(503, "The scripted server stopped.", None, None, "server_error")
+            return error_response(503, "The scripted server stopped.", None, None, "server_error")
         if fault.kind == "drop":
             if request.transport is not None:
                 request.transport.abort()
-            return _error(500, "The connection was dropped.", None, None, "server_error")
+            return error_response(500, "The connection was dropped.", None, None, "server_error")
         headers: dict[str, str] = {}
         if fault.retry_after is not None:
             headers["retry-after-ms"] = f"{fault.retry_after * 1000:g}"
             headers["retry-after"] = str(math.ceil(fault.retry_after))
         status = fault.status_code
-        message = fault.message or _default_message(status, fault.code, body, request)
+        message = fault.message or default_message(status, fault.code, body, request)
         error_type = (
             "server_error"
             if status >= 500
@@ -314,106 +329,8 @@ class ScriptedResponsesServer:
         code = fault.code
         if code is None:
             code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
-        return _error(status, message, None, code, error_type, headers)
+        return error_response(status, message, None, code, error_type, headers)
 
     def _next_id(self, prefix: str) -> str:
         self._serial += 1
         return f"{prefix}_scripted{self._serial:06d}"
-
-    def _render(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
-        response_id = self._next_id("resp")
-        include = body.get("include") or []
-        output: list[Item] = []
-        if reply.reasoning:
-            reasoning: Item = {"type": "reasoning", "id": self._next_id("rs"), "summary": []}
-            if _ENCRYPTED_REASONING in include:
-                token = f"scripted-reasoning:{reasoning['id']}".encode()
-                reasoning["encrypted_content"] = base64.b64encode(token).decode()
-            output.append(reasoning)
-        for template in reply.items:
-            item = dict(template)
-            prefix = {"message": "msg", "function_call": "fc", "reasoning": "rs"}.get(
-                str(item.get("type")), "item"
-            )
-            item.setdefault("id", self._next_id(prefix))
-            if item.get("type") == "function_call":
-                item.setdefault("call_id", self._next_id("call"))
-            output.append(item)
-        usage = reply.usage
-        usage_body = (
-            None
-            if usage is None
-            else {
-                "input_tokens": usage.input_tokens,
-                "input_tokens_details": {
-                    "cached_tokens": usage.cached_tokens,
-                    "cache_write_tokens": 0,
-                },
-                "output_tokens": usage.output_tokens,
-                "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
-                "total_tokens": usage.input_tokens + usage.output_tokens,
-            }
-        )
-        reasoning_settings = body.get("reasoning") or {}
-        return {
-            "id": response_id,
-            "object": "response",
-            "created_at": int(time.time()),
-            "status": reply.status,
-            "background": False,
-            "error": None,
-            "incomplete_details": (
-                {"reason": reply.incomplete_reason} if reply.incomplete_reason else None
-            ),
-            "instructions": body.get("instructions"),
-            "max_output_tokens": body.get("max_output_tokens"),
-            "max_tool_calls": None,
-            "model": body.get("model"),
-            "output": output,
-            "parallel_tool_calls": body.get("parallel_tool_calls", True),
-            "previous_response_id": None,
-            "reasoning": {"effort": reasoning_settings.get("effort"), "summary": None},
-            "service_tier": body.get("service_tier") or "default",  # served as asked
-            "store": body.get("store", True),
-            "temperature": 1.0,
-            "text": body.get("text") or {"format": {"type": "text"}},
-            "tool_choice": body.get("tool_choice", "auto"),
-            "tools": body.get("tools", []),
-            "top_p": 1.0,
-            "truncation": body.get("truncation", "disabled"),
-            "usage": usage_body,
-            "user": None,
-            "metadata": body.get("metadata") or {},
-        }
-
-
-def _error(
-    status: int,
-    message: str,
-    param: str | None,
-    code: str | None,
-    error_type: str = "invalid_request_error",
-    headers: Mapping[str, str] | None = None,
-) -> web.Response:
-    payload = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    return web.json_response(payload, status=status, headers=headers)
-
-
-def _default_message(
-    status: int, code: str | None, body: Mapping[str, Any], request: web.Request
-) -> str:
-    """What the real API says for ``status`` (401 quotes a masked key, as OpenAI's does)."""
-    if status == 401:
-        key = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        masked = f"{key[:3]}{'*' * max(len(key) - 7, 0)}{key[-4:]}" if len(key) > 7 else "***"
-        return (
-            f"Incorrect API key provided: {masked}. You can find your API key at "
-            "https://platform.openai.com/account/api-keys."
-        )
-    if status == 404 and code == "model_not_found":
-        return f"The model `{body.get('model')}` does not exist or you do not have access to it."
-    if status == 429:
-        return "Rate limit reached for requests. Please try again later."
-    if status >= 500:
-        return "The server had an error while processing your request. Sorry about that!"
-    return f"Scripted HTTP {status} error."

@@ -1,7 +1,7 @@
 """The sim world served over the bridge on a thread of its own: a stand-in game for CLI tests.
 
 A CLI command runs its own event loop (`asyncio.run`), so the game it talks to cannot share the
-test's loop; `served_sim` runs a `BridgeServer` over a fresh harbour town on a background thread
+test's loop; `served_sim` runs a `WorldServer` over a fresh harbour town on a background thread
 and stops it on exit.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 
@@ -23,7 +23,7 @@ class ServedSim:
     the event loop it runs on."""
 
     url: str
-    server: BridgeServer
+    server: WorldServer
     loop: asyncio.AbstractEventLoop
 
 
@@ -46,7 +46,7 @@ def served_sim(
         world = SimWorld.harbour_town(epoch=epoch)
         for _ in range(steps):
             world.step()
-        server = BridgeServer(
+        server = WorldServer(
             world, token, cells=frozenset(r.id for r in world.town_map.rooms), game=game
         )
         stop = asyncio.Event()
@@ -65,7 +65,7 @@ def served_sim(
     loop = holder["loop"]
     assert isinstance(loop, asyncio.AbstractEventLoop)
     server = holder["server"]
-    assert isinstance(server, BridgeServer)
+    assert isinstance(server, WorldServer)
     try:
         yield ServedSim(str(holder["url"]), server, loop)
     finally:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.verdicts import ATTEND_KEY, IGNORE_KEY, format_ids
 from storyteller_daemon.testing.model import Step, StepFunction, respond_with, text
 

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import Envelope, ToolContext, invoke, parse_arguments
+from storyteller_daemon.agent.tools.arguments import parse_arguments
+from storyteller_daemon.agent.tools.base import Envelope, invoke
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS, toolset
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.services import TurnServices
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.storage.store import Store
@@ -33,10 +34,12 @@ async def storyteller(sqlite_store: Store) -> Storyteller:
 def services(sqlite_store: Store, world: SimWorld) -> ToolContext:
     """The tools' services, not yet bound to a turn."""
     return ToolContext(
-        world=world,
-        situations=sqlite_store.situations,
-        memories=sqlite_store.memories,
-        references=sqlite_store.references,
+        TurnServices(
+            world=world,
+            situations=sqlite_store.situations,
+            memories=sqlite_store.memories,
+            references=sqlite_store.references,
+        )
     )
 
 

@@ -18,16 +18,17 @@ from agent_doubles import ScriptedModel, calls
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig, PolicyConfig
+from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import ApprovalState
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.errors import ConflictError, NotFoundError
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
-from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
+from storyteller_daemon.storage.approvals import ApprovalRepository
+from storyteller_daemon.storage.policy_actions import PolicyActionRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 QUAY = 101
@@ -54,23 +55,19 @@ class Harness:
         defaults: dict[str, Any] = {"approve": ["*/echotoroom"], "approval_expiry_seconds": 600}
         return Policy(
             PolicyConfig(**(defaults | settings)),
-            self.clock.monotonic,
-            now=self.clock.now,
+            self.clock,
             kill_file=self.kill_file,
             journal=self.actions.add,
             approvals=self.repo,
         )
 
     def new_runner(self) -> AgentTurnRunner:
-        return AgentTurnRunner(
-            world=self.world,
-            situations=self.store.situations,
-            memories=self.store.memories,
-            references=self.store.references,
-            model=self.model,
-            limits=LimitsConfig(),
+        return turn_runner(
+            self.store,
+            self.world,
+            self.model,
             clock=self.clock,
-            stats=RuntimeStats(),
+            recorded=False,
             policy=self.policy,
         )
 
@@ -204,7 +201,7 @@ async def test_an_approved_call_whose_tool_is_gone_fails_without_running(
 
 
 async def test_without_a_queue_a_marked_call_is_refused(harness: Harness) -> None:
-    harness.policy = Policy(PolicyConfig(approve=["*"]), harness.clock.monotonic)
+    harness.policy = Policy(PolicyConfig(approve=["*"]), harness.clock)
     harness.runner = harness.new_runner()
     record = await harness.turn()
     assert record.calls[0].refused and record.calls[0].rule == "approval"

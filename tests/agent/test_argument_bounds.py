@@ -7,19 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agent_doubles import ManualClock, ScriptedModel, calls, execute
+from agent_doubles import ScriptedModel, calls, execute
 
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.records import TurnOutcome
-from storyteller_daemon.agent.tools.base import (
-    MAX_ERROR_CHARS,
-    MalformedArguments,
-    Tool,
-    ToolContext,
-    check_text_limits,
-    invoke,
-    parse_arguments,
-)
+from storyteller_daemon.agent.tools.arguments import MalformedArguments, parse_arguments
+from storyteller_daemon.agent.tools.base import MAX_ERROR_CHARS, Tool, check_text_limits, invoke
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
@@ -33,6 +27,7 @@ from storyteller_daemon.domain.argument_limits import (
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.story_plans import PlanStep
 from storyteller_daemon.errors import ToolError, ValidationError
+from storyteller_daemon.testing.clock import FakeClock
 
 DEEP = '{"Title": ' + "[" * 10_000 + "]" * 10_000 + "}"
 
@@ -117,7 +112,7 @@ async def test_a_deep_call_in_a_turn_is_a_counted_tool_error_not_a_crash(
     model = ScriptedModel(
         calls(("CreateSituation", DEEP)), calls(("Noop", "")), calls(("Noop", {}))
     )
-    loop = ToolLoop(model, LimitsConfig(), ManualClock())
+    loop = ToolLoop(model, LimitsConfig(), FakeClock())
     trigger = Trigger(
         TriggerKind.HEARTBEAT, datetime(2026, 1, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
     )
@@ -130,7 +125,7 @@ async def test_a_deep_call_in_a_turn_is_a_counted_tool_error_not_a_crash(
         "error": "Malformed tool-call JSON: the arguments nest 10001 levels deep; at most 32",
     }
     assert second["error"].endswith("the arguments are empty; send a JSON object ({} for none)")
-    assert await ctx.situations.open_universal(ctx.storyteller_id, limit=10) == []
+    assert await ctx.services.situations.open_universal(ctx.storyteller_id, limit=10) == []
 
 
 async def test_the_configured_bounds_reach_the_turn(
@@ -142,7 +137,7 @@ async def test_the_configured_bounds_reach_the_turn(
     trigger = Trigger(
         TriggerKind.HEARTBEAT, datetime(2026, 1, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
     )
-    record = await ToolLoop(model, limits, ManualClock()).run(
+    record = await ToolLoop(model, limits, FakeClock()).run(
         storyteller, trigger, "Something happened.", ctx, turn_key="turn-9"
     )
     assert record.calls[0].malformed
@@ -220,15 +215,15 @@ async def test_a_text_past_its_limit_is_a_one_line_error_and_nothing_is_kept(
     assert envelope["ok"] is False
     assert envelope["error"].startswith(error)
     assert "\n" not in envelope["error"]
-    assert await ctx.situations.open_universal(ctx.storyteller_id, limit=10) == []
-    assert await ctx.memories.list(ctx.storyteller_id, 1001) == []
+    assert await ctx.services.situations.open_universal(ctx.storyteller_id, limit=10) == []
+    assert await ctx.services.memories.list(ctx.storyteller_id, 1001) == []
 
 
 async def test_a_text_at_its_limit_is_kept_whole(ctx: ToolContext) -> None:
     title, text = "t" * TITLE_CHARS, "d" * TEXT_CHARS
     envelope = await execute(ctx, "CreateSituation", {"Title": title, "Description": text})
     assert envelope["ok"] is True
-    stored = await ctx.situations.get(ctx.storyteller_id, envelope["result"]["Id"])
+    stored = await ctx.services.situations.get(ctx.storyteller_id, envelope["result"]["Id"])
     assert (stored.title, stored.text) == (title, text)
 
 

@@ -22,7 +22,8 @@ from storyteller_daemon.agent.attention import (
     BatchEntry,
     attention_instructions,
 )
-from storyteller_daemon.agent.attention_examples import CHARS_PER_TOKEN, EXAMPLES, EXAMPLES_HEAD
+from storyteller_daemon.agent.attention_examples import EXAMPLES, EXAMPLES_HEAD
+from storyteller_daemon.agent.models.tokens import characters_holding
 from storyteller_daemon.agent.prompts import TRUNCATION_MARKER
 from storyteller_daemon.agent.verdicts import (
     NO_REASON,
@@ -471,11 +472,11 @@ def test_short_instructions_get_contract_examples_up_to_the_cache_floor() -> Non
     plain = attention_instructions(medium)
     padded = attention_instructions(medium, cache_floor_tokens=1024)
     assert padded.startswith(plain + "\n\n" + EXAMPLES_HEAD)
-    assert len(plain) < 1024 * CHARS_PER_TOKEN <= len(padded)
+    assert len(plain) < characters_holding(1024) <= len(padded)
     # Only as many examples as the floor needs, in order.
     shown = [e for e in EXAMPLES if e in padded]
     assert shown == list(EXAMPLES[: len(shown)]) and 0 < len(shown) < len(EXAMPLES)
-    assert len(padded) - len(shown[-1]) - 2 < 1024 * CHARS_PER_TOKEN
+    assert len(padded) - len(shown[-1]) - 2 < characters_holding(1024)
     # Long instructions, the debug contract and a floor of 0 are left as they are.
     long = replace(TELLER, system_prompt="You watch the harbour. " * 400)
     assert attention_instructions(long, cache_floor_tokens=1024) == attention_instructions(long)
@@ -485,7 +486,7 @@ def test_short_instructions_get_contract_examples_up_to_the_cache_floor() -> Non
     assert attention_instructions(medium, cache_floor_tokens=0) == plain
     # Instructions too short for every example to fill get them all, and no more.
     tiny = attention_instructions(TELLER, cache_floor_tokens=1024)
-    assert all(e in tiny for e in EXAMPLES) and len(tiny) < 1024 * CHARS_PER_TOKEN
+    assert all(e in tiny for e in EXAMPLES) and len(tiny) < characters_holding(1024)
 
 
 def test_every_example_keeps_the_contract() -> None:

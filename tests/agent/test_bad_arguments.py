@@ -13,7 +13,7 @@ import pytest_asyncio
 from progs.types import ProgType, ValueType, supports_tool_parameter
 from storyteller_daemon.agent.tools import custom
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
-from storyteller_daemon.cli.bench_arguments import (
+from storyteller_daemon.bench.arguments import (
     ArgumentsRig,
     Case,
     arguments_rig,

@@ -15,8 +15,8 @@ from storyteller_daemon.agent.context import (
     Priority,
     assemble,
 )
+from storyteller_daemon.agent.models.tokens import estimate_tokens
 from storyteller_daemon.agent.prompts import TRUNCATION_MARKER, PromptBuilder
-from storyteller_daemon.agent.tokens import estimate_tokens
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest

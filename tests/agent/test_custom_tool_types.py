@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from agent_doubles import call_offered
 
-from storyteller_daemon.agent.tools.base import ToolContext, idempotency_key
+from storyteller_daemon.agent.tools.base import idempotency_key
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import CustomTool

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.tools.base import ToolContext, invoke
+from storyteller_daemon.agent.tools.base import invoke
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.custom import validate_custom_tool
 from storyteller_daemon.agent.tools.registry import Toolset, builtin_tools, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
@@ -185,7 +186,7 @@ async def test_a_world_without_a_catalogue_offers_built_ins_only(
     services: ToolContext, storyteller: Storyteller, world: SimWorld
 ) -> None:
     unavailable = InstrumentedWorld(world).fail("progs", WorldCommandError("bridge down"))
-    services = replace(services, world=unavailable)
+    services = replace(services, services=replace(services.services, world=unavailable))
     ctx = await with_catalogue(services.for_turn(replace(storyteller, custom_tools=ALL), "t"))
     assert ctx.progs == ()
     tools = toolset(ctx.current, _trigger(world, TriggerKind.ROOM_ECHO), ctx)

@@ -11,18 +11,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agent_doubles import ManualClock, ScriptedModel, calls
+from agent_doubles import ScriptedModel, calls
 
 from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
-from storyteller_daemon.agent.tools.base import Taint, ToolContext
+from storyteller_daemon.agent.tools.context import Taint, ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.sim import SimWorld
 
 MAREN = 1001
@@ -57,7 +58,7 @@ def heartbeat() -> Trigger:
 def policy(approvals: ApprovalRepository | None = None, **settings: Any) -> Policy:
     return Policy(
         PolicyConfig(**({"target_cooldown_seconds": 0} | settings)),
-        ManualClock(),
+        FakeClock(),
         cells_of=lambda _: frozenset({QUAY, 102}),
         approvals=approvals,
     )
@@ -71,7 +72,7 @@ async def turn(
     *batches: tuple[str, dict[str, Any]],
 ) -> TurnRecord:
     model = ScriptedModel(*(calls(b) for b in batches), calls(("Noop", {})))
-    loop = ToolLoop(model, LimitsConfig(), ManualClock(), policy=point)
+    loop = ToolLoop(model, LimitsConfig(), FakeClock(), policy=point)
     return await loop.run(teller, trigger, "Something happened.", services, turn_key="turn-1")
 
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.capabilities import (
+from storyteller_daemon.agent.models.capabilities import (
     ModelCapabilities,
     capabilities_for,
     infer_capabilities,
     shape_request,
 )
-from storyteller_daemon.agent.endpoints import EndpointRouter
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec
+from storyteller_daemon.agent.models.endpoints import EndpointRouter
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec
 from storyteller_daemon.app import choose_model
 from storyteller_daemon.app.adapters import close_if_closable
 from storyteller_daemon.config import Config, parse_config

@@ -10,14 +10,17 @@ from typing import Any
 import pytest
 
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, MISSING_CALL_FEEDBACK, ToolLoop
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.services import TurnServices
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.app import ModelChoice, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, parse_config
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.world import InstrumentedWorld
@@ -49,13 +52,15 @@ async def rig(sqlite_store: Store) -> AsyncIterator[Rig]:
     async with ScriptedResponsesServer() as server:
         model = OpenAIResponsesModel(api_key="sk-local", base_url=server.base_url, max_retries=0)
         ctx = ToolContext(
-            world=SimWorld.harbour_town(),
-            situations=sqlite_store.situations,
-            memories=sqlite_store.memories,
-            references=sqlite_store.references,
+            TurnServices(
+                world=SimWorld.harbour_town(),
+                situations=sqlite_store.situations,
+                memories=sqlite_store.memories,
+                references=sqlite_store.references,
+            )
         )
         try:
-            yield Rig(server, sqlite_store, ToolLoop(model, LimitsConfig(), lambda: 0.0), ctx)
+            yield Rig(server, sqlite_store, ToolLoop(model, LimitsConfig(), FakeClock()), ctx)
         finally:
             await model.close()
 
@@ -93,7 +98,7 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
     sqlite_url: str,
 ) -> None:
     cfg = parse_config({"database": {"url": sqlite_url}, "model": {"api_key_env": "NO_KEY"}}, "t")
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     await store.db.upgrade()
     st = await store.storytellers.create("Beat")
     st = await store.storytellers.save(
@@ -106,7 +111,12 @@ async def test_without_an_api_key_a_heartbeat_sends_nothing_and_runs_no_status_p
     )
     world = InstrumentedWorld(SimWorld.harbour_town())
     runtime = await build_runtime(
-        cfg, environ={}, world=world, choice=ModelChoice(None, "none"), store=store
+        cfg,
+        environ={},
+        world=world,
+        choice=ModelChoice(None, "none"),
+        store=store,
+        clock=SystemClock(),
     )
     try:
         await runtime.daemon.reload(force=True)

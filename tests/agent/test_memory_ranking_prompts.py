@@ -13,6 +13,7 @@ from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -20,23 +21,13 @@ MAREN, OSRIC = 1001, 1002
 OLD = T0 - timedelta(days=10)
 
 
-class Clock:
-    """The store's clock, set by hand."""
-
-    def __init__(self) -> None:
-        self.now = OLD
-
-    def __call__(self) -> datetime:
-        return self.now
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(OLD)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def ranked_store(db_url: str, clock: Clock) -> AsyncIterator[Store]:
+async def ranked_store(db_url: str, clock: FakeClock) -> AsyncIterator[Store]:
     store = Store.open(db_url, clock=clock)
     await store.db.upgrade()
     try:
@@ -46,12 +37,12 @@ async def ranked_store(db_url: str, clock: Clock) -> AsyncIterator[Store]:
 
 
 async def memory_order(
-    store: Store, clock: Clock, advantage: str | None, *, trigger: Trigger
+    store: Store, clock: FakeClock, advantage: str | None, *, trigger: Trigger
 ) -> list[str]:
     """The titles of the prompt's memories, best first, after writing a probe memory (first,
     so it loses every tie) that has `advantage` (or none) and five plain ones."""
     sid = (await store.storytellers.create(f"Watch {advantage}")).id or 0
-    clock.now = T0 - timedelta(hours=1) if advantage == "recency" else OLD
+    clock.set_now(T0 - timedelta(hours=1) if advantage == "recency" else OLD)
     await store.memories.create(
         sid,
         MAREN if advantage == "character" else OSRIC,
@@ -59,7 +50,7 @@ async def memory_order(
         "Saw the cutpurse at dusk." if advantage == "words" else "Drank at the Lantern.",
         importance=9 if advantage == "importance" else 5,
     )
-    clock.now = OLD
+    clock.set_now(OLD)
     for n in range(5):
         await store.memories.create(sid, OSRIC, f"Plain {n}", "Drank at the Lantern.")
     builder = PromptBuilder(
@@ -72,7 +63,7 @@ async def memory_order(
 
 @pytest.mark.parametrize("advantage", ["recency", "importance", "words", "character"])
 async def test_each_part_of_the_score_moves_a_memory_up(
-    advantage: str, ranked_store: Store, clock: Clock
+    advantage: str, ranked_store: Store, clock: FakeClock
 ) -> None:
     world = SimWorld.harbour_town()
     if advantage == "character":  # an echo by Maren involves her

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_doubles import execute
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.storage.store import Store
 
 MAREN = 1001

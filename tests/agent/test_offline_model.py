@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
-from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec, Usage
+from storyteller_daemon.agent.models.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 from storyteller_daemon.agent.verdicts import verdict_format
 
 
@@ -378,7 +378,7 @@ async def test_quoted_world_text_gives_a_clean_situation_title() -> None:
 
 
 async def test_a_text_only_request_gets_a_summary_that_says_what_wrote_it() -> None:
-    from storyteller_daemon.agent.offline import SUMMARY_HEADER
+    from storyteller_daemon.agent.models.offline import SUMMARY_HEADER
 
     prompt = "The previous digest:\n(none yet)\n\nWhat changed:\n- #3 opened: smugglers\n- #4 x"
     answer = await OfflineStandInModel().respond(

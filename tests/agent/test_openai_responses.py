@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
 from storyteller_daemon.testing.responses_answers import Fault, Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer

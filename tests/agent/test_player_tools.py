@@ -10,7 +10,8 @@ import pytest
 from agent_doubles import execute
 
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.services import TurnServices
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.storage.store import Store
 from world_adapter.sim import SimWorld
@@ -112,10 +113,12 @@ async def test_the_custom_prog_never_overwrites_built_in_keys(
     )
     world = SimWorld(HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, (*HARBOUR_TOWN_PROGS, greedy))
     ctx = ToolContext(
-        world=world,
-        situations=sqlite_store.situations,
-        memories=sqlite_store.memories,
-        references=sqlite_store.references,
+        TurnServices(
+            world=world,
+            situations=sqlite_store.situations,
+            memories=sqlite_store.memories,
+            references=sqlite_store.references,
+        )
     ).for_turn(replace(storyteller, player_info_prog="GreedyProfile"), "turn-1")
     result = (await execute(ctx, "PlayerInformation", {"Id": MAREN}))["result"]
     assert result["Name"] == "Maren Tidewell"

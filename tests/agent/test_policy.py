@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_doubles import ManualClock, ScriptedModel, calls
+from agent_doubles import ScriptedModel, calls
 
 from progs.types import ProgParameter, ProgType, ValueType
 from storyteller_daemon.agent.effects import Effect, prog_effect
@@ -22,10 +22,11 @@ from storyteller_daemon.agent.loop import ToolLoop
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.policy_rules import kill_file_path
 from storyteller_daemon.agent.records import TurnRecord
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.sim import SimWorld
 
 MAREN, WREN = 1001, 2004
@@ -65,16 +66,16 @@ async def turn(
     key: str = "turn-1",
 ) -> TurnRecord:
     model = ScriptedModel(*(calls(b) for b in batches), calls(("Noop", {})))
-    loop = ToolLoop(model, LimitsConfig(), ManualClock(), policy=policy)
+    loop = ToolLoop(model, LimitsConfig(), FakeClock(), policy=policy)
     return await loop.run(teller, trigger, "Something happened.", services, turn_key=key)
 
 
 def policy(
-    clock: ManualClock | None = None, kill_file: Path | None = None, **settings: Any
+    clock: FakeClock | None = None, kill_file: Path | None = None, **settings: Any
 ) -> Policy:
     return Policy(
         PolicyConfig(**settings),
-        clock or ManualClock(),
+        clock or FakeClock(),
         secrets=[SECRET, "short"],
         cells_of=lambda _: frozenset({QUAY, MARKET, 103}),
         kill_file=kill_file,
@@ -131,12 +132,12 @@ async def test_the_surveillance_scope_widens_event_turns(
 async def test_caps_per_turn_per_target_and_per_hour(
     teller: Storyteller, services: ToolContext, world: SimWorld
 ) -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     strict = policy(clock, max_prog_calls_per_turn=2, max_prog_calls_per_hour=3)
     trigger = heartbeat()
     first = await turn(strict, teller, services, trigger, echo(QUAY), echo(QUAY, "Again."))
     assert refusals(first) == ["cooldown"]
-    clock.advance(601)
+    await clock.advance(601)
     second = await turn(
         strict, teller, services, trigger, echo(QUAY), echo(MARKET), echo(103), key="turn-2"
     )
@@ -314,10 +315,10 @@ async def test_shadow_mode_and_scope_can_be_set_per_tool(
 async def test_a_tool_may_have_its_own_cooldown(
     teller: Storyteller, services: ToolContext, world: SimWorld
 ) -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     summons = policy(clock, tool_cooldown_seconds={"echotoroom": 1800})
     await turn(summons, teller, services, heartbeat(), echo(QUAY))
-    clock.advance(700)  # past the default ten minutes, not past this tool's thirty
+    await clock.advance(700)  # past the default ten minutes, not past this tool's thirty
     record = await turn(summons, teller, services, heartbeat(), echo(QUAY, "Again."), key="t2")
     assert refusals(record) == ["cooldown"]
     assert "once per 1800 s" in record.calls[0].envelope["error"]
@@ -326,7 +327,7 @@ async def test_a_tool_may_have_its_own_cooldown(
 async def test_one_storyteller_is_capped_per_hour_and_per_day(
     teller: Storyteller, services: ToolContext, world: SimWorld
 ) -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     capped = policy(
         clock,
         target_cooldown_seconds=0,
@@ -339,13 +340,13 @@ async def test_one_storyteller_is_capped_per_hour_and_per_day(
         rules.append(record.calls[0].rule)
     assert rules == [None, None, "storyteller_cap"]
     assert "2 prog calls in the last hour" in record.calls[0].envelope["error"]
-    clock.advance(3600)
+    await clock.advance(3600)
     record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="b1")
     assert record.calls[0].rule is None  # a new hour
     record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="b2")
     assert record.calls[0].rule == "storyteller_cap"
     assert "3 prog calls in the last day" in record.calls[0].envelope["error"]
-    clock.advance(86_400)
+    await clock.advance(86_400)
     record = await turn(capped, teller, services, heartbeat(), echo(QUAY), key="c1")
     assert record.calls[0].rule is None
 

@@ -21,10 +21,10 @@ from storyteller_daemon.agent.ports import (
 )
 from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.memories import MemoryRepository
-from storyteller_daemon.storage.narrative import SituationRepository
 from storyteller_daemon.storage.provider_queries import ProviderQueryRepository
 from storyteller_daemon.storage.references import ReferenceRepository
 from storyteller_daemon.storage.scene_claims import SceneClaimRepository
+from storyteller_daemon.storage.situations import SituationRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.story_plans import StoryPlanRepository
 

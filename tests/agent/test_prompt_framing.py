@@ -16,11 +16,11 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.situations import Provenance
-from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -119,17 +119,9 @@ async def test_the_digest_is_always_framed_as_from_players(
     assert prompt.from_player
 
 
-def turn_runner(store: Store, model: ScriptedModel) -> AgentTurnRunner:
-    return AgentTurnRunner(
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        digests=store.digests,
-        model=model,
-        limits=LimitsConfig(),
-        clock=FakeClock(T0),
-        stats=RuntimeStats(),
+def runner(store: Store, model: ScriptedModel) -> AgentTurnRunner:
+    return turn_runner(
+        store, SimWorld.harbour_town(), model, "digests", clock=FakeClock(T0), recorded=False
     )
 
 
@@ -144,7 +136,7 @@ async def test_a_turn_whose_prompt_held_players_text_writes_from_player_memories
     # A direct invocation carries only the admins' words: players' text can come only from the
     # prompt's stored notes.
     trigger = Trigger(TriggerKind.DIRECT, T0, text="Review the harbour.")
-    record = await turn_runner(sqlite_store, model).run_turn(storyteller, trigger)
+    record = await runner(sqlite_store, model).run_turn(storyteller, trigger)
     assert record.calls[0].envelope["ok"] is True
     assert "Claims a title" in model.requests[0].input[0]["content"]
     [written] = await sqlite_store.memories.list(sid, MAREN)

@@ -15,13 +15,13 @@ from storyteller_daemon.agent.knowledge import (
     REMIT_HEADER,
     remit_situations_block,
 )
+from storyteller_daemon.agent.models.tokens import estimate_tokens
 from storyteller_daemon.agent.prompts import (
     TRUNCATION_MARKER,
     PromptBuilder,
     TurnPrompt,
     tool_loop_instructions,
 )
-from storyteller_daemon.agent.tokens import estimate_tokens
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from agent_doubles import execute
 
-from storyteller_daemon.agent.tools.base import Taint, ToolContext
+from storyteller_daemon.agent.tools.context import Taint, ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import MemoryAction

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agent_doubles import execute
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.storage.store import Store
 

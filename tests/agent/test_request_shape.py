@@ -8,7 +8,6 @@ model's second round carries the encrypted reasoning item, the call and its outp
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,14 +18,15 @@ import pytest
 from storyteller_daemon.agent.attention import AttentionGate, AttentionOptions, BatchEntry
 from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, ToolLoop
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.records import TurnOutcome
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, ReasoningEffort, Storyteller
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from world_adapter.sim import SimWorld
@@ -99,7 +99,7 @@ async def test_an_echo_turn_on_the_wire(
         ),
         Reply.calls(("Noop", {}), reasoning=True),
     )
-    loop = ToolLoop(model, LimitsConfig(), time.monotonic)
+    loop = ToolLoop(model, LimitsConfig(), FakeClock())
     record = await loop.run(teller, trigger, prompt.text, ctx, turn_key="echo-1")
     assert record.outcome is TurnOutcome.COMPLETED, record.to_dict()
     first, second = server.requests
@@ -151,7 +151,7 @@ async def test_a_heartbeat_turn_uses_the_time_scope(
         TriggerKind.HEARTBEAT, datetime(2026, 1, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
     )
     server.enqueue(Reply.calls(("OnlinePlayers", {})), Reply.text("Nothing else."))
-    record = await ToolLoop(model, LimitsConfig(), time.monotonic).run(
+    record = await ToolLoop(model, LimitsConfig(), FakeClock()).run(
         teller, trigger, "Hourly review.", ctx, turn_key="hb-1"
     )
     assert record.outcome is TurnOutcome.COMPLETED
@@ -177,7 +177,7 @@ async def test_malformed_arguments_over_http(
     server.enqueue(
         Reply.raw_arguments("CreateSituation", '{"Title": "Oops"'), Reply.calls(("Noop", {}))
     )
-    record = await ToolLoop(model, LimitsConfig(), time.monotonic).run(
+    record = await ToolLoop(model, LimitsConfig(), FakeClock()).run(
         teller, trigger, "Check in.", ctx, turn_key="direct-1"
     )
     assert record.outcome is TurnOutcome.NOOP

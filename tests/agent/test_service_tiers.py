@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.service_tiers import TierFallback
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.agent.models.service_tiers import TierFallback
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
-from storyteller_daemon.runs.costs import cost_usd
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, text
 
@@ -19,7 +19,7 @@ FLEX = ModelRequest(model="gpt-5-mini", input=[], service_tier="flex")
 
 async def test_a_request_without_a_tier_passes_untouched() -> None:
     model = ScriptedModel(text("ok"))
-    await TierFallback(model, FakeClock().monotonic).respond(replace(FLEX, service_tier=None))
+    await TierFallback(model, FakeClock()).respond(replace(FLEX, service_tier=None))
     assert [r.service_tier for r in model.requests] == [None]
 
 
@@ -32,7 +32,7 @@ async def test_a_refused_tier_is_sent_again_at_the_default_tier_then_paused(
 ) -> None:
     clock = FakeClock()
     model = ScriptedModel(refusal, then=text("a digest"))
-    tiers = TierFallback(model, clock.monotonic, pause_seconds=600)
+    tiers = TierFallback(model, clock, pause_seconds=600)
     assert (await tiers.respond(FLEX)).output_text == "a digest"
     await tiers.respond(FLEX)  # within the pause: no tier asked
     await clock.advance(601)
@@ -43,7 +43,7 @@ async def test_a_refused_tier_is_sent_again_at_the_default_tier_then_paused(
 async def test_a_failure_at_the_default_tier_reaches_the_caller() -> None:
     model = ScriptedModel(ModelTransientError("HTTP 503"), ModelTransientError("HTTP 503"))
     with pytest.raises(ModelTransientError):
-        await TierFallback(model, FakeClock().monotonic).respond(FLEX)
+        await TierFallback(model, FakeClock()).respond(FLEX)
 
 
 def test_the_flex_tier_costs_half() -> None:

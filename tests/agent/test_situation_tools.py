@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from agent_doubles import execute
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.situations import Situation
 from storyteller_daemon.storage.store import Store
 

@@ -15,6 +15,7 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.text import SpeechLine
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from world_adapter.events import Cursor, Speech
 from world_adapter.sim import SimWorld
 
@@ -23,24 +24,14 @@ QUAY = 101
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-class Clock:
-    """The sim world's clock, moved by hand."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def world(clock: Clock) -> SimWorld:
-    return SimWorld.harbour_town(clock=clock)
+def world(clock: FakeClock) -> SimWorld:
+    return SimWorld.harbour_town(clock=clock.now)
 
 
 @pytest.fixture
@@ -55,10 +46,16 @@ def listener(storyteller: Storyteller) -> Storyteller:
 
 
 async def said(
-    world: SimWorld, store: Store, clock: Clock, seconds: float, speaker: int, text: str, **kw: str
+    world: SimWorld,
+    store: Store,
+    clock: FakeClock,
+    seconds: float,
+    speaker: int,
+    text: str,
+    **kw: str,
 ) -> Speech:
     """`speaker` says `text` `seconds` after T0, and the line goes into the history."""
-    clock.now = T0 + timedelta(seconds=seconds)
+    clock.set_now(T0 + timedelta(seconds=seconds))
     event = world.say(speaker, text, **kw)  # type: ignore[arg-type]
     await store.speech.record(event)
     return event
@@ -77,7 +74,7 @@ async def test_context_lines_follow_futuremud_format(
     listener: Storyteller,
     world: SimWorld,
     sqlite_store: Store,
-    clock: Clock,
+    clock: FakeClock,
 ) -> None:
     await said(world, sqlite_store, clock, 0, MAREN, "Meet me at dusk.", target_id=PER)
     await said(world, sqlite_store, clock, 30.5, PER, "Where?", language="Cant", volume="Quiet")
@@ -102,7 +99,7 @@ async def test_only_the_newest_count_lines_inside_the_window(
     listener: Storyteller,
     world: SimWorld,
     sqlite_store: Store,
-    clock: Clock,
+    clock: FakeClock,
 ) -> None:
     await said(world, sqlite_store, clock, 0, MAREN, "Too long ago.")
     for n in range(1, 5):
@@ -125,7 +122,7 @@ async def test_the_current_and_later_speech_are_left_out(
     listener: Storyteller,
     world: SimWorld,
     sqlite_store: Store,
-    clock: Clock,
+    clock: FakeClock,
 ) -> None:
     before = await said(world, sqlite_store, clock, 10, MAREN, "Before.")
     now = await said(world, sqlite_store, clock, 20, PER, "The one.")
@@ -140,11 +137,11 @@ async def test_a_speech_not_yet_recorded_still_gets_the_earlier_lines(
     listener: Storyteller,
     world: SimWorld,
     sqlite_store: Store,
-    clock: Clock,
+    clock: FakeClock,
 ) -> None:
     await said(world, sqlite_store, clock, 10, MAREN, "One.")
     await said(world, sqlite_store, clock, 11, MAREN, "Two.")
-    clock.now = T0 + timedelta(seconds=12)
+    clock.set_now(T0 + timedelta(seconds=12))
     unrecorded = world.say(PER, "Three.")
     lines = context(await builder.build(listener, Trigger.from_event(unrecorded)))
     assert [line.split('"')[1] for line in lines] == ["One.", "Two."]
@@ -156,7 +153,7 @@ async def test_no_context_without_a_count_a_history_or_earlier_speech(
     storyteller: Storyteller,
     world: SimWorld,
     sqlite_store: Store,
-    clock: Clock,
+    clock: FakeClock,
 ) -> None:
     first = await said(world, sqlite_store, clock, 0, MAREN, "First words.")
     assert context(await builder.build(listener, Trigger.from_event(first))) == []
@@ -167,7 +164,7 @@ async def test_no_context_without_a_count_a_history_or_earlier_speech(
     assert context(await blind.build(listener, Trigger.from_event(now))) == []
     assert len(context(await builder.build(listener, Trigger.from_event(now)))) == 1
     # Speech in another room is not context.
-    clock.now = T0 + timedelta(seconds=6)
+    clock.set_now(T0 + timedelta(seconds=6))
     elsewhere = world.say(OSRIC, "In the tavern.")
     assert context(await builder.build(listener, Trigger.from_event(elsewhere))) == []
 

@@ -1,13 +1,24 @@
 """The token estimator errs high by documented rules, adds up over blank-line joins, and cuts
-text to a token count with a marker."""
+text to a token count with a marker; it is the one place the code turns text into tokens."""
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
-from storyteller_daemon.agent.tokens import cut_to_tokens, estimate_tokens
+import storyteller_daemon
+from storyteller_daemon.agent.models.interface import ModelRequest, api_body
+from storyteller_daemon.agent.models.tokens import (
+    characters_holding,
+    cut_to_tokens,
+    estimate_tokens,
+    input_estimate,
+)
 from storyteller_daemon.agent.tools.registry import builtin_tools
+from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.tool_names import ToolProfile
+from storyteller_daemon.runtime.spending.budgets import worst_case
 
 PROSE = (
     "Maren Tidewell spits into the harbour and mutters that the harbourmaster owes her six "
@@ -55,3 +66,44 @@ def test_a_cut_fits_keeps_the_start_and_ends_with_the_marker() -> None:
     assert cut_to_tokens(PROSE, 1, marker) == ""  # not even the marker fits
     longer = cut_to_tokens(text, 90, marker)
     assert len(longer) > len(cut_to_tokens(text, 40, marker))
+
+
+def _token_arithmetic(path: Path) -> set[str]:
+    """What a module defines that turns text into tokens: functions named for an estimate,
+    and characters-per-token ratios."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef) and "estimat" in node.name.lower():
+            found.append(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        found += [t.id for t in targets if isinstance(t, ast.Name) and "PER_TOKEN" in t.id]
+    return set(found)
+
+
+def test_text_becomes_tokens_in_one_module() -> None:
+    package = Path(storyteller_daemon.__file__).parent
+    elsewhere = {
+        path.relative_to(package).as_posix(): names
+        for path in sorted(package.rglob("*.py"))
+        # The bench's stand-in provider counts as the provider bills, not as the daemon
+        # estimates: it is the simulated provider's tokenizer.
+        if "bench" not in path.relative_to(package).as_posix()
+        and (names := _token_arithmetic(path))
+    }
+    assert elsewhere == {
+        "agent/models/tokens.py": {"estimate_tokens", "input_estimate", "PROSE_CHARS_PER_TOKEN"}
+    }
+
+
+def test_a_request_is_bounded_by_its_body_and_the_budget_reserves_that_bound() -> None:
+    request = ModelRequest(model="gpt-5", input=[{"role": "user", "content": "Hafen, café ⚓"}])
+    body = json.dumps(api_body(request), ensure_ascii=False).encode("utf-8")
+    assert input_estimate(request) == len(body) > estimate_tokens(json.dumps(api_body(request)))
+    prices = {"gpt-5": ModelPrice(input=1.0, output=2.0)}
+    assert worst_case(prices, request)[0] == input_estimate(request)
+
+
+def test_prose_sized_for_a_floor_reaches_it_by_the_usual_ratio() -> None:
+    assert characters_holding(1024) == 4608  # 4.5 characters a token, not the usual four
+    assert characters_holding(1024) > 1024 * 4
+    assert characters_holding(0) == 0

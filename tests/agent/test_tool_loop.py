@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agent_doubles import ManualClock, ScriptedModel, calls, text
+from agent_doubles import ScriptedModel, calls, text
 
 from storyteller_daemon.agent.dispatch import SKIPPED_ERROR
 from storyteller_daemon.agent.loop import MALFORMED_FEEDBACK, MISSING_CALL_FEEDBACK, ToolLoop
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
 from storyteller_daemon.agent.records import TurnOutcome, TurnRecord
 from storyteller_daemon.agent.tools import registry
-from storyteller_daemon.agent.tools.base import Tool, ToolContext
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, ReasoningEffort, Storyteller
@@ -52,10 +52,10 @@ async def run(
     *,
     trigger: Trigger | None = None,
     limits: LimitsConfig | None = None,
-    clock: Callable[[], float] | None = None,
+    clock: FakeClock | None = None,
     **options: Any,
 ) -> TurnRecord:
-    loop = ToolLoop(model, limits or LimitsConfig(), clock or ManualClock(), **options)
+    loop = ToolLoop(model, limits or LimitsConfig(), clock or FakeClock(), **options)
     return await loop.run(
         storyteller, trigger or heartbeat(), "Something happened.", ctx, turn_key="turn-1"
     )
@@ -190,11 +190,11 @@ async def test_the_round_cap_ends_the_turn(storyteller: Storyteller, ctx: ToolCo
 async def test_the_time_budget_is_checked_before_each_round(
     storyteller: Storyteller, ctx: ToolContext
 ) -> None:
-    clock = ManualClock()
+    clock = FakeClock()
 
     def slow(response: ModelResponse) -> Any:
         async def answer(request: ModelRequest) -> ModelResponse:
-            clock.advance(20)
+            await clock.advance(20)
             return response
 
         return answer
@@ -212,9 +212,7 @@ async def test_each_request_is_bounded_by_the_remaining_time(
     # The deadline runs on the injected clock: a fake one expires it without real waiting.
     clock = FakeClock()
     model = ScriptedModel(calls(situation("A")), hang())
-    turn = asyncio.create_task(
-        run(model, storyteller, ctx, clock=clock.monotonic, sleep=clock.sleep)
-    )
+    turn = asyncio.create_task(run(model, storyteller, ctx, clock=clock))
     await model.wait_for_requests(2)
     await clock.advance(LimitsConfig().turn_seconds)
     record = await asyncio.wait_for(turn, 5)
@@ -334,7 +332,9 @@ async def test_handler_bugs_become_error_envelopes(
     model = ScriptedModel(
         calls(("CreateMemory", {"Id": MAREN, "Title": "t", "Details": "d"})), text("")
     )
-    record = await run(model, storyteller, replace(ctx, world=broken))
+    record = await run(
+        model, storyteller, replace(ctx, services=replace(ctx.services, world=broken))
+    )
     assert record.outcome is TurnOutcome.COMPLETED
     assert record.calls[0].envelope == {"ok": False, "error": "Tool handler error: RuntimeError."}
 
@@ -423,7 +423,7 @@ async def test_the_record_is_json_and_sums_usage(
 async def test_a_storyteller_without_id_or_a_blank_key_is_a_caller_error(
     storyteller: Storyteller, services: ToolContext
 ) -> None:
-    loop = ToolLoop(ScriptedModel(), LimitsConfig(), ManualClock())
+    loop = ToolLoop(ScriptedModel(), LimitsConfig(), FakeClock())
     with pytest.raises(ValueError, match="no id"):
         await loop.run(Storyteller(name="Unsaved"), heartbeat(), "x", services, turn_key="k")
     with pytest.raises(ValueError, match="turn_key"):

@@ -15,10 +15,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import (
     CustomTool,
     EventKind,
@@ -30,12 +29,12 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import FULL_ONLY_TOOLS, FULL_PROFILE_TOOLS, ToolProfile
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.steps import attend_all, by_kind
+from storyteller_daemon.testing.turns import turn_runner
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.events import CharacterState, Crime, Cursor, WorldEvent
 from world_adapter.protocol import WorldClient
@@ -118,16 +117,14 @@ async def make_rig(
     )
     model = recording_model()
     stats = RuntimeStats()
-    runner = AgentTurnRunner(
-        world=client or world,
-        situations=sqlite_store.situations,
-        memories=sqlite_store.memories,
-        references=sqlite_store.references,
-        model=model,
-        limits=LimitsConfig(),
+    runner = turn_runner(
+        sqlite_store,
+        client or world,
+        model,
+        "speech",
         clock=FakeClock(T0),
         stats=stats,
-        speech=sqlite_store.speech,
+        recorded=False,
     )
     pipeline = wired_pipeline(
         sqlite_store,

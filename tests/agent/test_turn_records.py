@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec, Usage, api_body
 from storyteller_daemon.agent.records import (
     CallRecord,
     RequestRecord,
     TurnOutcome,
     TurnRecord,
-    api_body,
 )
 
 TOOL = ToolSpec(

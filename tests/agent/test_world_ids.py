@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 from agent_doubles import call_offered
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.services import TurnServices
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import with_catalogue
 from storyteller_daemon.domain.settings import CustomTool, Storyteller
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.errors import UnsupportedRequest
 from world_adapter.facts import EntityInfo, EntityKind
@@ -51,10 +53,12 @@ async def turn(
     sqlite_store: Store, storyteller: Storyteller, game: InstrumentedWorld[SimWorld]
 ) -> ToolContext:
     ctx = ToolContext(
-        world=CachedWorld(game, lambda: 0.0),
-        situations=sqlite_store.situations,
-        memories=sqlite_store.memories,
-        references=sqlite_store.references,
+        TurnServices(
+            world=CachedWorld(game, FakeClock()),
+            situations=sqlite_store.situations,
+            memories=sqlite_store.memories,
+            references=sqlite_store.references,
+        )
     )
     with_tools = replace(storyteller, custom_tools=TOOLS)
     return await with_catalogue(ctx.for_turn(with_tools, "turn-ids"))

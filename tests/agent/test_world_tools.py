@@ -11,15 +11,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agent_doubles import ManualClock, ScriptedModel, calls, execute
+from agent_doubles import ScriptedModel, calls, execute
 
 from storyteller_daemon.agent.loop import ToolLoop
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS, builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.tool_names import DIRECTOR_TOOLS, FULL_PROFILE_TOOLS, ToolProfile
+from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.events import CharacterState
 from world_adapter.sim import SimWorld
 
@@ -68,7 +69,7 @@ async def test_an_event_focused_turn_refuses_full_only_world_tools(
     loop = ToolLoop(
         ScriptedModel(calls(("CharacterPlans", arguments)), calls(("Noop", {}))),
         LimitsConfig(),
-        ManualClock(),
+        FakeClock(),
     )
     echo = Trigger.from_event(world.emote(MAREN, "waves."))
     record = await loop.run(storyteller, echo, "Maren waves.", ctx, turn_key="echo-1")
@@ -81,7 +82,7 @@ async def test_an_event_focused_turn_refuses_full_only_world_tools(
         TriggerKind.HEARTBEAT, datetime(2026, 5, 1, tzinfo=UTC), heartbeat=Heartbeat.HOUR
     )
     full_model = ScriptedModel(calls(("CharacterPlans", arguments)), calls(("Noop", {})))
-    loop = ToolLoop(full_model, LimitsConfig(), ManualClock())
+    loop = ToolLoop(full_model, LimitsConfig(), FakeClock())
     record = await loop.run(storyteller, heartbeat, "An hour passes.", ctx, turn_key="hb-1")
     assert record.calls[0].envelope["ok"] is True
     assert record.calls[0].envelope["result"]["Name"] == "Maren Tidewell"

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from agent_doubles import execute
 
-from storyteller_daemon.agent.tools.base import ToolContext
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.surveillance import Surveillance
+from storyteller_daemon.testing import FakeClock
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
@@ -58,24 +59,14 @@ MULTIPLE = (
 )
 
 
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def world(clock: Clock) -> SimWorld:
-    return SimWorld.harbour_town(clock=clock)
+def world(clock: FakeClock) -> SimWorld:
+    return SimWorld.harbour_town(clock=clock.now)
 
 
 def _watching(ctx: ToolContext, **surveillance: frozenset[int]) -> ToolContext:
@@ -128,12 +119,12 @@ async def test_execute_function_call_recent_character_plans_returns_recent_plans
 
 
 async def test_recent_character_plans_age_with_the_world_clock(
-    ctx: ToolContext, world: SimWorld, clock: Clock
+    ctx: ToolContext, world: SimWorld, clock: FakeClock
 ) -> None:
     await _ok(ctx, "RecentCharacterPlans", {})  # the world starts at START
-    clock.now = START + timedelta(days=81, hours=3, minutes=4, seconds=5, microseconds=600)
+    clock.set_now(START + timedelta(days=81, hours=3, minutes=4, seconds=5, microseconds=600))
     world.set_plans(OSRIC, "Pawn the paste rings.", "")
-    clock.now += timedelta(minutes=30)
+    clock.set_now(clock.now() + timedelta(minutes=30))
     plans = (await _ok(ctx, "RecentCharacterPlans", {}))["Plans"]
     # Ilsa's plans (91 days old) left the window; the newest change is last.
     assert [(p["Id"], p["UpdatedAgo"], p["WindowRemaining"]) for p in plans] == [
@@ -266,7 +257,7 @@ async def test_execute_function_call_date_time_for_target_with_zero_character_id
 
 
 async def test_date_time_for_target_in_a_place_without_a_calendar(
-    ctx: ToolContext, clock: Clock
+    ctx: ToolContext, clock: FakeClock
 ) -> None:
     harbour_only = Timekeeping(
         calendars=(SOLAR_CALENDAR, TEMPLE_CALENDAR),
@@ -275,9 +266,9 @@ async def test_date_time_for_target_in_a_place_without_a_calendar(
         timeline=HARBOUR_TIMEKEEPING.timeline,
     )
     world = SimWorld(
-        HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, (), timekeeping=harbour_only, clock=clock
+        HARBOUR_TOWN_MAP, HARBOUR_TOWN_PEOPLE, (), timekeeping=harbour_only, clock=clock.now
     )
-    elsewhere = replace(ctx, world=world)
+    elsewhere = replace(ctx, services=replace(ctx.services, world=world))
     assert await _error(elsewhere, "DateTimeForTarget", {"RoomId": TEMPLE_SQUARE}) == (
         "Room 202 has no calendar."
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,31 +14,12 @@ from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.crash_loop import StartHistory, check_crash_loop
 from storyteller_daemon.alerts.log_forward import forwarding_errors
 from storyteller_daemon.alerts.service import describe_queue_overflow
-from storyteller_daemon.alerts.sink import Alert, LogAlertSink, Severity
+from storyteller_daemon.alerts.sink import Alert, LogAlertSink
 from storyteller_daemon.alerts.throttle import Throttle
+from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 
 T0 = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
-
-
-@dataclass
-class Recorder:
-    """An `AlertSink` that keeps what it is given."""
-
-    alerts: list[Alert] = field(default_factory=list)
-    threads: list[int] = field(default_factory=list)
-
-    def alert(
-        self,
-        kind: str,
-        title: str,
-        detail: str = "",
-        *,
-        severity: Severity = "error",
-        key: str | None = None,
-    ) -> None:
-        self.alerts.append(Alert(kind, title, detail, severity, key or kind))
-        self.threads.append(threading.get_ident())
 
 
 def occurrence(key: str = "k", kind: str = "log_error", title: str = "t") -> Alert:
@@ -51,7 +31,7 @@ def occurrence(key: str = "k", kind: str = "log_error", title: str = "t") -> Ale
 
 async def test_repeats_inside_the_quiet_period_are_folded_into_one_summary() -> None:
     clock = FakeClock()
-    throttle = Throttle(clock.monotonic, period_seconds=600)
+    throttle = Throttle(clock, period_seconds=600)
     assert throttle.admit(occurrence(title="first")) is not None
     for n in range(5):
         assert throttle.admit(occurrence(title=f"repeat {n}")) is None
@@ -74,7 +54,7 @@ async def test_repeats_inside_the_quiet_period_are_folded_into_one_summary() -> 
 
 async def test_an_occurrence_after_an_unflushed_period_carries_the_pending_count() -> None:
     clock = FakeClock()
-    throttle = Throttle(clock.monotonic, period_seconds=60)
+    throttle = Throttle(clock, period_seconds=60)
     throttle.admit(occurrence())
     throttle.admit(occurrence())
     await clock.advance(61)
@@ -84,7 +64,7 @@ async def test_an_occurrence_after_an_unflushed_period_carries_the_pending_count
 
 async def test_model_refusals_are_reported_at_most_hourly_per_key() -> None:
     clock = FakeClock()
-    throttle = Throttle(clock.monotonic, period_seconds=600)
+    throttle = Throttle(clock, period_seconds=600)
     fatal = occurrence(key="model_fatal:3", kind="model_fatal")
     assert throttle.admit(fatal) is not None
     await clock.advance(3599)
@@ -97,7 +77,7 @@ async def test_model_refusals_are_reported_at_most_hourly_per_key() -> None:
 
 
 def test_a_logged_exception_alerts_with_its_type_only() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     log = logging.getLogger("storyteller_daemon.runtime.pipeline")
     with forwarding_errors(recorder):
         try:
@@ -119,7 +99,7 @@ def test_a_logged_exception_alerts_with_its_type_only() -> None:
 
 
 def test_an_exception_passed_as_a_log_argument_shows_by_type_only() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     log = logging.getLogger("storyteller_daemon.runtime.daemon")
     with forwarding_errors(recorder):
         log.error("could not store world events (%s)", OSError("postgresql://u:secret@db/x"))
@@ -129,7 +109,7 @@ def test_an_exception_passed_as_a_log_argument_shows_by_type_only() -> None:
 
 
 async def test_errors_logged_by_other_threads_are_handed_to_the_event_loop() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     with forwarding_errors(recorder):
         await asyncio.to_thread(logging.getLogger("storyteller_daemon.storage").error, "disk full")
         await settle()
@@ -149,7 +129,7 @@ def test_the_log_sink_writes_every_alert_at_its_severity(caplog: pytest.LogCaptu
 
 
 def test_alerts_logged_by_the_log_sink_are_not_forwarded_again() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     with forwarding_errors(recorder):
         LogAlertSink().alert("model_fatal", "refused", severity="error")
     assert recorder.alerts == []
@@ -159,7 +139,7 @@ def test_alerts_logged_by_the_log_sink_are_not_forwarded_again() -> None:
 
 
 async def test_a_growing_overflow_counter_alerts_once_per_growth() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     counts = {"Watch": 2}
     alerts = Alerts(clock=FakeClock(), log_sink=recorder)
     alerts.watch_counter("queue_overflow", lambda: counts, describe_queue_overflow)
@@ -177,7 +157,7 @@ async def test_a_growing_overflow_counter_alerts_once_per_growth() -> None:
 
 
 async def test_counters_are_read_on_the_clock_and_once_more_at_shutdown() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     clock = FakeClock()
     counts = {"Watch": 0}
     alerts = Alerts(clock=clock, log_sink=recorder, watch_seconds=30)
@@ -195,7 +175,7 @@ async def test_counters_are_read_on_the_clock_and_once_more_at_shutdown() -> Non
 
 
 def test_a_plain_reporter_serves_callers_that_only_have_a_message() -> None:
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     report = Alerts(clock=FakeClock(), log_sink=recorder).reporter("budget")
     report("warning", "budget: all storytellers has spent $16.00 of its $20.00 daily budget (80 %)")
     report("fatal", "budget: all storytellers reached its daily budget")
@@ -214,7 +194,7 @@ def test_a_plain_reporter_serves_callers_that_only_have_a_message() -> None:
 
 def test_three_starts_within_five_minutes_raise_one_crash_loop_alert(tmp_path: Path) -> None:
     history = StartHistory(tmp_path / "state" / "start-history.json")
-    recorder = Recorder()
+    recorder = RecordedAlerts()
     assert not check_crash_loop(history, T0, recorder)
     assert not check_crash_loop(history, T0 + timedelta(minutes=6), recorder)
     assert not check_crash_loop(history, T0 + timedelta(minutes=8), recorder)
@@ -231,14 +211,14 @@ def test_a_damaged_or_unwritable_history_never_stops_the_start(
 ) -> None:
     path = tmp_path / "start-history.json"
     path.write_text("{not json", encoding="utf-8")
-    assert not check_crash_loop(StartHistory(path), T0, Recorder())
+    assert not check_crash_loop(StartHistory(path), T0, RecordedAlerts())
     assert "cannot read the start history" in caplog.text
     assert StartHistory(path).read() == [T0]
 
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
     unwritable = StartHistory(blocker / "start-history.json")  # its parent is a file
-    assert not check_crash_loop(unwritable, T0, Recorder())
+    assert not check_crash_loop(unwritable, T0, RecordedAlerts())
     assert "cannot write the start history" in caplog.text
 
 

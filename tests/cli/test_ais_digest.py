@@ -10,7 +10,7 @@ import pytest
 from test_ais_harness import Cli, cli_fixture
 from test_runs import server_in_thread
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.responses_answers import Reply

@@ -19,28 +19,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import typer
-import typer.main
-import typer.testing
 from typer.testing import CliRunner, Result
 
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli import common as cli_common
+from storyteller_daemon.cli import support as cli_common
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.storage.store import Store
 
 T = TypeVar("T")
 
 _TEMPLATES: dict[tuple[str, ...], Path] = {}
-_COMMANDS: dict[int, Any] = {}
-
-
-def _command_once(typer_app: typer.Typer) -> Any:
-    """typer rebuilds the whole command tree on every invoke; build it once per app instead."""
-    key = id(typer_app)
-    if key not in _COMMANDS:
-        _COMMANDS[key] = typer.main.get_command(typer_app)
-    return _COMMANDS[key]
 
 
 SQLITE_PREFIX = "sqlite+aiosqlite:///"
@@ -108,7 +97,7 @@ class Cli:
         """Run `work` against the test database directly (for what no command creates)."""
 
         async def run() -> T:
-            store = Store.open(self.url)
+            store = Store.open(self.url, clock=SystemClock())
             try:
                 return await work(store)
             finally:
@@ -143,7 +132,6 @@ def fresh_cli(
     shutil.copyfile(template_database(factory, storytellers), path)
     # Wide enough that table cells never wrap, so assertions can look for whole values.
     monkeypatch.setattr(cli_common.console, "width", 200)
-    monkeypatch.setattr(typer.testing, "_get_command", _command_once)
     return Cli(sqlite_url(path), CliRunner())
 
 

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.storage.store import Store
 
 
@@ -67,7 +68,7 @@ def test_search_benchmark_runs_on_a_given_database_and_cleans_up(pg_url: str) ->
     assert _search_report("--database-url", pg_url)["database"] == "postgresql"
 
     async def count() -> int:
-        store = Store.open(pg_url)
+        store = Store.open(pg_url, clock=SystemClock())
         try:
             return len(await store.references.list())
         finally:
@@ -91,7 +92,8 @@ async def test_a_long_benchmark_shows_progress_on_a_terminal_only(
 
     from rich.console import Console
 
-    from storyteller_daemon.cli import bench, common
+    from storyteller_daemon.cli import bench
+    from storyteller_daemon.cli import support as common
 
     heard: list[tuple[int, int]] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from storyteller_daemon.agent.verdicts import parse_batch, parse_decision
-from storyteller_daemon.cli.bench_contract_faults import ContractFaults
+from storyteller_daemon.bench.contract_faults import ContractFaults
 
 ATTEND = [(2, "a theft")]
 IGNORE = [1, 3, 4]

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 from world_adapter.sim.hooks import cause_event
 
@@ -46,7 +46,7 @@ CHECKS = [
 @dataclass
 class ThreadedServer:
     url: str
-    server: BridgeServer
+    server: WorldServer
 
 
 def _serve_in_thread(accept_any_token: bool, hook: bool = False) -> Iterator[ThreadedServer]:
@@ -58,7 +58,7 @@ def _serve_in_thread(accept_any_token: bool, hook: bool = False) -> Iterator[Thr
         world = SimWorld.harbour_town(epoch="cli-1")
         for _ in range(60):  # some history for the resume check
             world.step()
-        server = BridgeServer(
+        server = WorldServer(
             world,
             TOKEN,
             cells=frozenset(r.id for r in world.town_map.rooms),

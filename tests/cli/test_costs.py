@@ -10,17 +10,13 @@ from test_ais_harness import Cli, cli_fixture
 from test_runs import PRICES, T0, record_runs
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.errors import ModelTransientError
-from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 cli = cli_fixture("Harbour Watch")
@@ -115,17 +111,8 @@ def record_a_timed_out_turn(cli: Cli) -> None:
         timeout = ModelTransientError(
             "no answer within 60 s", request_status="timeout", input_billed=True
         )
-        runner = AgentTurnRunner(
-            world=SimWorld.harbour_town(),
-            situations=store.situations,
-            memories=store.memories,
-            references=store.references,
-            model=MeteredModel(ScriptedModel(timeout), RuntimeStats(), PRICES, now=clock.now),
-            limits=LimitsConfig(),
-            clock=clock,
-            stats=RuntimeStats(),
-            recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-        )
+        metered = metered_model(ScriptedModel(timeout), RuntimeStats(), PRICES, clock=clock)
+        runner = turn_runner(store, SimWorld.harbour_town(), metered, clock=clock)
         await runner.run_turn(
             st, Trigger(TriggerKind.DIRECT, occurred_at=clock.now(), text="bells")
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def _database(tmp_path: Path) -> str:
     url = f"sqlite+aiosqlite:///{tmp_path / 'dash.db'}"
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     await store.db.upgrade()
     watch = await store.storytellers.create("Quay Watch")
     assert watch.id is not None

@@ -13,7 +13,9 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli.doctor import Doctor, Finding
+from storyteller_daemon.cli.doctor.checks import Doctor
+from storyteller_daemon.cli.doctor.findings import Finding
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import Config, parse_config
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.storage.store import Store
@@ -232,7 +234,7 @@ async def test_database_problems_say_how_to_fix_them(tmp_path: Path) -> None:
     assert not missing.exists()  # the doctor looks and does not touch
 
     empty = tmp_path / "empty.db"
-    store = Store.open(f"sqlite+aiosqlite:///{empty}")
+    store = Store.open(f"sqlite+aiosqlite:///{empty}", clock=SystemClock())
     await store.db.current_revision()  # creates the file, with no schema
     await store.close()
     (finding,) = by_check(await Doctor({}).run(lambda: config(f"sqlite+aiosqlite:///{empty}")))[

@@ -11,12 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli.doctor import Doctor, Finding
+from storyteller_daemon.cli.doctor.checks import Doctor
+from storyteller_daemon.cli.doctor.findings import Finding
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.served_sim import served_sim
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,9 +74,9 @@ def write_pack(root: Path, text: str) -> Path:
 
 
 @pytest.fixture
-async def game() -> AsyncIterator[BridgeServer]:
+async def game() -> AsyncIterator[WorldServer]:
     world = SimWorld.harbour_town(epoch="fit-1")
-    server = BridgeServer(
+    server = WorldServer(
         world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms), game=GAME
     )
     await server.start("127.0.0.1", 0)
@@ -84,7 +86,7 @@ async def game() -> AsyncIterator[BridgeServer]:
         await server.stop()
 
 
-async def fit_findings(sqlite_url: str, game: BridgeServer) -> list[Finding]:
+async def fit_findings(sqlite_url: str, game: WorldServer) -> list[Finding]:
     cfg = parse_config(
         {
             "database": {"url": sqlite_url},
@@ -97,9 +99,11 @@ async def fit_findings(sqlite_url: str, game: BridgeServer) -> list[Finding]:
 
 
 async def test_a_pack_that_fits_the_world_passes(
-    sqlite_url: str, sqlite_store: Store, game: BridgeServer, tmp_path: Path
+    sqlite_url: str, sqlite_store: Store, game: WorldServer, tmp_path: Path
 ) -> None:
-    await load_pack(sqlite_store.db, read_pack(write_pack(tmp_path, FITTING)))
+    await load_pack(
+        sqlite_store.db, read_pack(write_pack(tmp_path, FITTING)), clock=sqlite_store.clock
+    )
     [finding] = await fit_findings(sqlite_url, game)
     assert finding.ok, finding
     assert finding.detail == f"1 storyteller(s) name only zones, rooms and progs that {GAME} has"
@@ -145,25 +149,31 @@ async def test_a_pack_that_fits_the_world_passes(
 async def test_each_mismatch_is_exactly_one_finding(
     sqlite_url: str,
     sqlite_store: Store,
-    game: BridgeServer,
+    game: WorldServer,
     tmp_path: Path,
     old: str,
     new: str,
     expected: str,
 ) -> None:
     assert FITTING.count(old) == 1
-    await load_pack(sqlite_store.db, read_pack(write_pack(tmp_path, FITTING.replace(old, new))))
+    await load_pack(
+        sqlite_store.db,
+        read_pack(write_pack(tmp_path, FITTING.replace(old, new))),
+        clock=sqlite_store.clock,
+    )
     findings = await fit_findings(sqlite_url, game)
     assert [(f.ok, f.detail) for f in findings] == [(False, f"{NAME}: {expected}")]
     assert findings[0].fix
 
 
 async def test_the_shipped_sim_pack_against_a_game_is_one_finding(
-    sqlite_url: str, sqlite_store: Store, game: BridgeServer
+    sqlite_url: str, sqlite_store: Store, game: WorldServer
 ) -> None:
     # The sim served over the bridge has every zone and prog harbour-ward names: what is left
     # is that the pack says it was written for the embedded sim, not for this game.
-    await load_pack(sqlite_store.db, read_pack(ROOT / "seed" / "harbour-ward"))
+    await load_pack(
+        sqlite_store.db, read_pack(ROOT / "seed" / "harbour-ward"), clock=sqlite_store.clock
+    )
     findings = await fit_findings(sqlite_url, game)
     assert [(f.ok, f.detail) for f in findings] == [
         (
@@ -178,7 +188,7 @@ async def test_the_shipped_sim_packs_fit_the_embedded_sim(
     sqlite_url: str, sqlite_store: Store
 ) -> None:
     for pack in ("harbour-ward", "harbour-director", "narrative-steward"):
-        await load_pack(sqlite_store.db, read_pack(ROOT / "seed" / pack))
+        await load_pack(sqlite_store.db, read_pack(ROOT / "seed" / pack), clock=sqlite_store.clock)
     cfg = parse_config({"database": {"url": sqlite_url}, "world": {"kind": "sim"}}, "test.toml")
     findings = [f for f in await Doctor({}).run(lambda: cfg) if f.check == "fit"]
     assert [f.ok for f in findings] == [True], findings

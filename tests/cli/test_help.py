@@ -80,8 +80,16 @@ def visible_commands(*path: str) -> list[str]:
     """The commands the CLI really has at `path`, hidden aliases left out."""
     group = typer.main.get_command(app)
     for name in path:
-        group = group.commands[name]  # type: ignore[attr-defined]
-    return [n for n, c in group.commands.items() if not c.hidden]  # type: ignore[attr-defined]
+        group = group.get_command(typer.Context(group), name)  # type: ignore[attr-defined]
+    return [n for n, c in _subcommands(group) if not c.hidden]
+
+
+def _subcommands(command: object) -> list[tuple[str, object]]:
+    """A group's commands by name, through click's public group API (the root loads lazily)."""
+    if not hasattr(command, "list_commands"):
+        return []
+    ctx = typer.Context(command)  # type: ignore[arg-type]
+    return [(n, command.get_command(ctx, n)) for n in command.list_commands(ctx)]
 
 
 def test_root_help_lists_every_command_group() -> None:
@@ -182,8 +190,8 @@ def every_command_line() -> list[list[str]]:
 
     def walk(command: object, path: list[str]) -> None:
         lines.append([*path, "--help"])
-        for name, sub in (getattr(command, "commands", None) or {}).items():
-            if not sub.hidden:
+        for name, sub in _subcommands(command):
+            if not sub.hidden:  # type: ignore[attr-defined]
                 params = getattr(command, "params", [])
                 refs = ["REF" for p in params if p.param_type_name == "argument"]
                 walk(sub, [*path, *refs, name])

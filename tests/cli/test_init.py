@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
 from storyteller_daemon.config import load_config
-from storyteller_daemon.storage.seeding import read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.testing.served_sim import ServedSim, served_sim
 
 TOKEN = "init-token"

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from storyteller_daemon.cli.run import JournalFormatter, configure_logging, json_formatter
+from storyteller_daemon.app.logs import JournalFormatter, configure_logging, json_formatter
 from storyteller_daemon.config import LoggingConfig
 
 

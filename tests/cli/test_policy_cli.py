@@ -13,6 +13,7 @@ from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import CallRecord, TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.cli import app
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import ParkedCall
 from storyteller_daemon.domain.settings import Heartbeat
@@ -20,13 +21,14 @@ from storyteller_daemon.runs.tape import encode_trigger
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from world_adapter.sim import SimWorld
 
 
 def test_kill_and_resume_flip_the_flag_the_daemon_reads(tmp_path: Path) -> None:
     db = tmp_path / "storyteller.db"
     runner = CliRunner()
-    daemon_side = Policy(PolicyConfig(), lambda: 0.0, kill_file=tmp_path / "storyteller.kill")
+    daemon_side = Policy(PolicyConfig(), FakeClock(), kill_file=tmp_path / "storyteller.kill")
     result = runner.invoke(app, ["--db", str(db), "policy", "kill"])
     assert result.exit_code == 0, result.output
     assert "kill switch on" in result.output and daemon_side.killed
@@ -75,7 +77,7 @@ def test_parked_calls_are_listed_approved_and_rejected_from_the_command_line(
 
 
 async def _park(url: str, count: int) -> list[int]:
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     try:
         repo = ApprovalRepository(store.db)
         now = datetime.now(UTC)
@@ -158,7 +160,7 @@ async def _turns(url: str) -> None:
             [call("SendTheWatch", "scope"), call("EchoToRoom", "dictated")],
         ),
     ]
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     try:
         runs = RunRepository(store.db)
         for number, (name, trigger, started, calls) in enumerate(turns, start=1):

@@ -18,15 +18,12 @@ from typing import Any
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig, ModelPrice
+from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import CustomTool
-from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
@@ -34,6 +31,7 @@ from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = (datetime.now(UTC) - timedelta(days=60)).replace(hour=12, minute=0, second=0, microsecond=0)
@@ -81,17 +79,8 @@ def record_runs(cli: Cli) -> None:
         st = await store.storytellers.save(replace(st, paused=False, custom_tools=(ECHO,)))
         clock = FakeClock(T0)
         world = SimWorld.harbour_town()
-        runner = AgentTurnRunner(
-            world=world,
-            situations=store.situations,
-            memories=store.memories,
-            references=store.references,
-            model=MeteredModel(script(), RuntimeStats(), PRICES, now=clock.now),
-            limits=LimitsConfig(),
-            clock=clock,
-            stats=RuntimeStats(),
-            recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-        )
+        metered = metered_model(script(), RuntimeStats(), PRICES, clock=clock)
+        runner = turn_runner(store, world, metered, clock=clock)
         echo = Trigger.from_event(world.emote(2004, "slips a hand into Maren's purse!"))
         [verdict] = await runner.judge(st, [echo])
         await runner.run_turn(st, replace(echo, attention_reason=verdict.reason))
@@ -297,17 +286,8 @@ def test_show_lists_every_event_of_a_batch_and_each_answer(cli: Cli) -> None:
         st = await store.storytellers.save(replace(await store.storytellers.get(1), paused=False))
         clock = FakeClock(T0)
         world = SimWorld.harbour_town()
-        runner = AgentTurnRunner(
-            world=world,
-            situations=store.situations,
-            memories=store.memories,
-            references=store.references,
-            model=MeteredModel(batch, RuntimeStats(), PRICES, now=clock.now),
-            limits=LimitsConfig(),
-            clock=clock,
-            stats=RuntimeStats(),
-            recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-        )
+        metered = metered_model(batch, RuntimeStats(), PRICES, clock=clock)
+        runner = turn_runner(store, world, metered, clock=clock)
         theft = Trigger.from_event(world.emote(2004, "slips a hand into a purse!"))
         gulls = Trigger.from_event(world.emote(2003, "watches the gulls."))
         await runner.judge(st, [theft, gulls])
@@ -329,7 +309,7 @@ def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cl
 
     async def fail_a_turn(store: Store) -> tuple[int, int]:
         st = await store.storytellers.get(1)
-        backlog = BacklogRepository(store.db)
+        backlog = BacklogRepository(store.db, store.clock)
         await backlog.add(
             [NewWork(1, "direct:abc", "direct", "direct", None, "{}", WorkState.INTERESTED)]
         )
@@ -351,7 +331,7 @@ def test_runs_retry_queues_a_failed_turn_again_and_refuses_what_is_not_failed(cl
     }
 
     async def look(store: Store) -> tuple[str, int, str]:
-        [item] = await BacklogRepository(store.db).items(1)
+        [item] = await BacklogRepository(store.db, store.clock).items(1)
         [entry] = await store.audit.list(limit=1)
         return item.state.value, (await store.storytellers.get(1)).revision, entry.action
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from storyteller_daemon.cli import common
+from storyteller_daemon.cli import support as common
 
 
 def test_off_a_terminal_nothing_is_written(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,10 +8,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
@@ -98,9 +100,9 @@ async def start_rig(tmp_path: Path, *, token: str = TOKEN) -> Rig:
         },
         "test",
     )
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     await store.db.upgrade()
-    await load_pack(store.db, read_pack("harbour-ward"))
+    await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
     watch = await store.storytellers.get(WATCH)
     await store.storytellers.save(replace(watch, paused=False, heartbeats=frozenset()))
     assert watch.id is not None

@@ -9,22 +9,20 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import LimitsConfig, PolicyConfig
+from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
-from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, Step, calls
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -110,7 +108,7 @@ async def director_rig(
     direction (plans on unless given), `policy` adds a policy point, `model` answers instead
     of the rig's scripted model."""
     clock = FakeClock(T0)
-    store = Store.open(url, clock=clock.now)
+    store = Store.open(url, clock=clock)
     await store.db.upgrade()
     try:
         world = SimWorld.harbour_town()
@@ -129,28 +127,13 @@ async def director_rig(
         if policy is not None:
             point = Policy(
                 policy,
-                clock.monotonic,
+                clock,
                 cells_of=lambda _: frozenset({QUAY, MARKET, 103}),
-                now=clock.now,
                 claims=store.claims,
             )
         scripted = ScriptedModel()
-        runner = AgentTurnRunner(
-            world=world,
-            situations=store.situations,
-            memories=store.memories,
-            references=store.references,
-            digests=store.digests,
-            plans=store.plans,
-            claims=store.claims,
-            queries=store.queries,
-            model=model or scripted,
-            limits=LimitsConfig(),
-            clock=clock,
-            stats=RuntimeStats(),
-            recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-            policy=point,
-        )
+        uses = ("digests", "plans", "claims", "queries")
+        runner = turn_runner(store, world, model or scripted, *uses, clock=clock, policy=point)
         yield Rig(world, store, clock, scripted, runner, st, point)
     finally:
         await store.close()

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from director_rig import MAREN, director_rig
 
-from storyteller_daemon.agent.offline import OfflineStandInModel
-from storyteller_daemon.agent.offline_plans import BELL_LINE, RULE_GOAL, RULE_REASON
+from storyteller_daemon.agent.models.offline import OfflineStandInModel
+from storyteller_daemon.agent.models.offline_plans import BELL_LINE, RULE_GOAL, RULE_REASON
 from storyteller_daemon.domain.direction import ContextProvider, ProviderKind
 from storyteller_daemon.domain.story_plans import PlanStatus
 

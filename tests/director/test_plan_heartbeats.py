@@ -9,6 +9,7 @@ from director_rig import MAREN, QUAY, Rig, create_plan, director_rig, echo, step
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.story_plans import PlanStatus, StepState
+from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import calls
 
 THREE_STEPS = (
@@ -194,7 +195,12 @@ async def test_a_plans_turn_replays_identically(sqlite_url: str) -> None:
         assert stored.record["direction"]["plan_steps"][0]["outcome"] == "done"
         before = await rig.store.plans.list(rig.teller.id)
         report = await replay_turn(
-            newest.id, stored.record, rig.teller, LimitsConfig(), runner=replay_runner
+            newest.id,
+            stored.record,
+            rig.teller,
+            LimitsConfig(),
+            runner=replay_runner,
+            clock=FakeClock(),
         )
         assert report.identical, report.differences
         assert await rig.store.plans.list(rig.teller.id) == before  # the replay changed nothing

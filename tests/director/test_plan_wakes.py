@@ -84,7 +84,7 @@ async def heard(pipeline: Pipeline, rig: Rig, seq: int, words: str) -> WorkItem:
     """Take one speech in, wait until the pipeline is idle; the speech's work item."""
     await pipeline.accept([said(seq, words, rig)])
     await pipeline.wait_idle()
-    newest = (await BacklogRepository(rig.store.db, rig.clock.now).items(rig.teller.id or 0))[0]
+    newest = (await BacklogRepository(rig.store.db, rig.clock).items(rig.teller.id or 0))[0]
     return newest
 
 

@@ -7,6 +7,7 @@ from director_rig import Rig, director_rig
 
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.direction import ContextProvider, ProviderKind
+from storyteller_daemon.testing.clock import FakeClock
 
 THREADS = "SELECT title FROM situations WHERE storyteller_id = :storyteller_id ORDER BY id"
 PROVIDERS = (
@@ -106,6 +107,11 @@ async def test_a_provider_turn_replays_identically(sqlite_url: str) -> None:
         newest = (await runs.list(kind="turn"))[0]
         stored = await runs.get(newest.id)
         report = await replay_turn(
-            newest.id, stored.record, rig.teller, LimitsConfig(), runner=replay_runner
+            newest.id,
+            stored.record,
+            rig.teller,
+            LimitsConfig(),
+            runner=replay_runner,
+            clock=FakeClock(),
         )
         assert report.identical, report.differences

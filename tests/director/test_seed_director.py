@@ -10,12 +10,13 @@ import pytest
 from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.domain.direction import ProviderKind
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 
 
 async def test_the_director_pack_loads_a_storyteller_that_plans(sqlite_store: Store) -> None:
-    await load_pack(sqlite_store.db, read_pack("harbour-director"))
+    await load_pack(sqlite_store.db, read_pack("harbour-director"), clock=sqlite_store.clock)
     st = await sqlite_store.storytellers.get("Harbour Ward Director")
     d = st.direction
     assert d.plans and not d.cooperates and st.paused

@@ -20,12 +20,14 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.approvals import ApprovalState
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.approvals import ApprovalRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, calls
@@ -62,7 +64,7 @@ def storyteller_model() -> ModelResponder:
 
 async def prepare(store: Store, *, heartbeats: bool = True) -> int:
     await store.db.upgrade()
-    await load_pack(store.db, read_pack("harbour-ward"))
+    await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
     watch = await store.storytellers.get(WATCH)
     kept = watch.heartbeats if heartbeats else frozenset()
     await store.storytellers.save(replace(watch, paused=False, heartbeats=kept))
@@ -98,7 +100,7 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
     # The fake clock never advances: judge each event at once instead of waiting for a window.
     at_once = {"quiet_seconds": 0, "max_wait_seconds": 0}
     cfg = parse_config({"database": {"url": db_url}, "attention": at_once}, "test")
-    store = Store.open(db_url)
+    store = Store.open(db_url, clock=SystemClock())
     watch_id = await prepare(store)
     world = SimWorld.harbour_town()
     async with ScriptedResponsesServer(responder=storyteller_model()) as server:
@@ -114,7 +116,7 @@ async def test_event_to_prog_effect_to_persisted_situation_and_restart(db_url: s
         # the prog's effect reached the player standing in the room
         assert "A watch whistle shrills along the quay." in world.output_of(1001)
         # the situation is persisted, scoped to the room
-        store = Store.open(db_url)
+        store = Store.open(db_url, clock=SystemClock())
         situations = await store.situations.list(watch_id)
         assert [(s.title, s.room_id) for s in situations] == [("Cutpurse on the quay", 101)]
         # request shape: attention first (json schema, attention model), then two tool rounds
@@ -197,7 +199,7 @@ async def test_a_call_marked_for_approval_runs_once_after_an_admin_approves_it(
         {"database": {"url": db_url}, "attention": at_once, "policy": policy, "world": still},
         "test",
     )
-    store = Store.open(db_url)
+    store = Store.open(db_url, clock=SystemClock())
     # Heartbeats run on the fake clock too: none here either.
     await prepare(store, heartbeats=False)
     world = SimWorld.harbour_town()
@@ -220,7 +222,7 @@ async def test_a_call_marked_for_approval_runs_once_after_an_admin_approves_it(
         await runtime.close()
 
         # a restarted daemon finishes the call if the stop cut it off, and never runs it again
-        store = Store.open(db_url)
+        store = Store.open(db_url, clock=SystemClock())
         clock = FakeClock(datetime.now(UTC))
         runtime, stop, task = await start_with(cfg, store, world, server, clock)
         approvals = ApprovalRepository(store.db)

@@ -17,10 +17,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+from storyteller_daemon.agent.models.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 TOKEN = "first-turn-bridge-token"
@@ -53,9 +53,7 @@ async def stctl(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
 
 async def test_a_new_admin_gets_a_turn_on_their_own_world(tmp_path: Path) -> None:
     world = SimWorld.harbour_town(epoch="first-turn-1")
-    game = BridgeServer(
-        world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms), game=GAME
-    )
+    game = WorldServer(world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms), game=GAME)
     await game.start("127.0.0.1", 0)
     home = tmp_path / "my-game"
     try:

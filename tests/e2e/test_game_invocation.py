@@ -17,15 +17,17 @@ import pytest
 
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.app.runtime import Runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.runs import RunRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all, by_kind
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.invocations import InvocationAnswer, ToolCall
 from world_adapter.sim import SimWorld
 
@@ -36,7 +38,7 @@ WAIT = 20.0  # a guard against hanging: every wait ends on a condition
 @dataclass
 class Game:
     world: SimWorld
-    bridge: BridgeServer
+    bridge: WorldServer
     runtime: Runtime
     store: Store
     model: ScriptedModel
@@ -58,16 +60,16 @@ def echo_model() -> ScriptedModel:
 async def game(tmp_path: Path) -> AsyncIterator[Game]:
     url = f"sqlite+aiosqlite:///{tmp_path / 'invoke.db'}"
     async with contextlib.AsyncExitStack() as stack:
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         stack.push_async_callback(store.close)
         await store.db.upgrade()
-        await load_pack(store.db, read_pack("harbour-ward"))
+        await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
         watch = await store.storytellers.get(WATCH)
         watch = await store.storytellers.save(replace(watch, paused=False))
         assert watch.id is not None
         token = secrets.token_hex(8)
         world = SimWorld.harbour_town(epoch=f"invoke-{token}")
-        bridge = BridgeServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
+        bridge = WorldServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
         bridge_url = await bridge.start()
         stack.push_async_callback(bridge.stop)
         model = echo_model()
@@ -83,7 +85,9 @@ async def game(tmp_path: Path) -> AsyncIterator[Game]:
             },
             "test",
         )
-        runtime = await build_runtime(cfg, environ={"T": token, "K": "test-key"}, store=store)
+        runtime = await build_runtime(
+            cfg, environ={"T": token, "K": "test-key"}, store=store, clock=SystemClock()
+        )
         stack.push_async_callback(runtime.close)
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.run(stop))

@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 
 from storyteller_daemon.app import build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.work import WorkState
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder
@@ -77,9 +79,9 @@ async def run_a_theft(
 ) -> Daemon:
     openai, local = servers
     url = f"sqlite+aiosqlite:///{tmp_path / 'local.db'}"
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     await store.db.upgrade()
-    await load_pack(store.db, read_pack("harbour-ward"))
+    await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
     watch = await store.storytellers.get(WATCH)
     watch = await store.storytellers.save(
         replace(
@@ -103,7 +105,9 @@ async def run_a_theft(
         "test",
     )
     world = SimWorld.harbour_town()
-    runtime = await build_runtime(cfg, environ={"K": "sk-test"}, world=world, store=store)
+    runtime = await build_runtime(
+        cfg, environ={"K": "sk-test"}, world=world, store=store, clock=SystemClock()
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
     try:
@@ -130,7 +134,7 @@ async def _until_subscribed(world: SimWorld) -> None:
 
 
 async def _until_done(store: Store, storyteller_id: int) -> None:
-    backlog = BacklogRepository(store.db)
+    backlog = BacklogRepository(store.db, store.clock)
     while True:
         items = await backlog.items(storyteller_id, limit=100)
         if any("thief" in i.payload and i.state is WorkState.DONE for i in items):

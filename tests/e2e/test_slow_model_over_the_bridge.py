@@ -16,17 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from storyteller_daemon.app import build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ModelTransientError
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.model_responder import ModelResponder
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all, by_kind, cycle
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 WATCH = "Harbour Ward Watch"
@@ -46,16 +48,16 @@ def slow_model(delay: float) -> ScriptedModel:
 
 async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'slow.db'}"
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     await store.db.upgrade()
-    await load_pack(store.db, read_pack("harbour-ward"))
+    await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
     watch = await store.storytellers.save(
         replace(await store.storytellers.get(WATCH), paused=False)
     )
     assert watch.id is not None
     token = secrets.token_hex(8)
     world = SimWorld.harbour_town(epoch=f"slow-{token}")
-    bridge = BridgeServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
+    bridge = WorldServer(world, token, cells=frozenset(r.id for r in world.town_map.rooms))
     model = slow_model(delay=0.15)
     server = ScriptedResponsesServer(responder=ModelResponder(model))
     await server.start()
@@ -75,7 +77,9 @@ async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path
         },
         "test",
     )
-    runtime = await build_runtime(cfg, environ={"T": token, "K": "test-key"}, store=store)
+    runtime = await build_runtime(
+        cfg, environ={"T": token, "K": "test-key"}, store=store, clock=SystemClock()
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
     try:
@@ -89,7 +93,7 @@ async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path
                 await asyncio.sleep(0)
         await asyncio.wait_for(_until(lambda: runtime.stats.events_in >= 155), 30)
         await asyncio.wait_for(runtime.pipeline.wait_idle(), 60)
-        items = await BacklogRepository(store.db).items(watch.id, limit=1000)
+        items = await BacklogRepository(store.db, store.clock).items(watch.id, limit=1000)
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)

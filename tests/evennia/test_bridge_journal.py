@@ -20,7 +20,7 @@ from world_adapter.bridges.evennia.registry import (
     ResultStore,
     storyteller_prog,
 )
-from world_adapter.bridges.evennia.replaybuffer import Mark, Start
+from world_adapter.bridges.evennia.replaybuffer import Cursor, Start
 
 
 class Clock:
@@ -59,7 +59,7 @@ def test_a_new_server_continues_the_epoch_and_holds_every_event(
     first = server(tmp_path)
     for text in "abc":
         first.append({"kind": "room_echo", "cell_id": 2, "text": text})
-    cursor = Mark(first.epoch, 1)  # the daemon had stored only the first event
+    cursor = Cursor(first.epoch, 1)  # the daemon had stored only the first event
     first.close()
 
     second = server(tmp_path)
@@ -91,7 +91,7 @@ def test_without_the_journal_a_new_epoch_begins_and_old_cursors_gap(
 
     second = server(tmp_path)
     assert second.epoch != first.epoch and not second.restored
-    start = second.start(Mark(first.epoch, 1))
+    start = second.start(Cursor(first.epoch, 1))
     assert start.gap is not None and start.gap.reason == "epoch"
 
 
@@ -112,9 +112,9 @@ def test_events_that_left_the_buffer_still_gap_after_a_restart(
     first.close()
     second = server(tmp_path, capacity=3)
     assert _texts(second) == [(3, "c"), (4, "d"), (5, "e")]
-    expired = second.start(Mark(first.epoch, 1))
+    expired = second.start(Cursor(first.epoch, 1))
     assert expired.gap is not None
-    assert (expired.gap.reason, expired.gap.resume_after) == ("expired", Mark(first.epoch, 2))
+    assert (expired.gap.reason, expired.gap.resume_after) == ("expired", Cursor(first.epoch, 2))
 
 
 def test_a_torn_last_line_is_ignored_and_numbering_continues_after_it(

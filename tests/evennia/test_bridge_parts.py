@@ -18,7 +18,7 @@ from world_adapter.bridges.evennia.registry import (
     prog_id,
     storyteller_prog,
 )
-from world_adapter.bridges.evennia.replaybuffer import Mark, Start
+from world_adapter.bridges.evennia.replaybuffer import Cursor, Start
 
 
 def _log(capacity: int = 3) -> EventLog:
@@ -53,7 +53,7 @@ def test_the_buffer_keeps_the_newest_events_and_counts_the_rest() -> None:
 
 def test_start_positions_and_gap_frames() -> None:
     log = _log()
-    epoch = log.start(Mark("old", 4))
+    epoch = log.start(Cursor("old", 4))
     assert epoch.gap is not None and gap_frame(epoch.gap) == {
         "type": "gap",
         "reason": "epoch",
@@ -63,12 +63,12 @@ def test_start_positions_and_gap_frames() -> None:
     for text in "abcde":
         log.append({"text": text})
     assert log.start(None).position == 5
-    assert log.start(Mark("e1", 2)) == Start(2)
-    expired = log.start(Mark("e1", 1))
+    assert log.start(Cursor("e1", 2)) == Start(2)
+    expired = log.start(Cursor("e1", 1))
     assert expired.position == 2 and expired.gap is not None
     frame = gap_frame(expired.gap)
     assert (frame["reason"], frame["resume_after"]["seq"]) == ("expired", 2)
-    ahead = log.start(Mark("e1", 6))
+    ahead = log.start(Cursor("e1", 6))
     assert ahead.position == 5 and ahead.gap is not None and ahead.gap.reason == "ahead"
     with pytest.raises(ValueError, match="capacity"):
         EventLog(0)

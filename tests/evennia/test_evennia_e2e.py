@@ -29,15 +29,16 @@ from evennia_game import ADMIN, TOKEN_ENV, EvenniaGame, evennia_venv
 from evennia_telnet import TelnetClient
 from sqlalchemy import select
 
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.alerts.service import Alerts
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.settings import CustomTool, EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
-from storyteller_daemon.storage.models import InboxRow
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.models.world import InboxRow
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import settle
@@ -114,7 +115,7 @@ def storyteller_model() -> ModelResponder:
 async def watch_limbo(store: Store) -> int:
     """The harbour-ward storyteller, set to watch Limbo with one tool bound to EchoToRoom."""
     await store.db.upgrade()
-    await load_pack(store.db, read_pack("harbour-ward"))
+    await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
     watch = await store.storytellers.get(WATCH)
     echo = CustomTool(
         name="EchoToRoom",
@@ -151,7 +152,7 @@ async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
     game: EvenniaGame, player: TelnetClient, sqlite_url: str
 ) -> None:
     started = time.monotonic()
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     watch_id = await watch_limbo(store)
     cfg = parse_config(
         {
@@ -168,6 +169,7 @@ async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
             environ={TOKEN_ENV: game.token},
             choice=ModelChoice(model, model.name),
             store=store,
+            clock=SystemClock(),
         )
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.run(stop))
@@ -189,7 +191,7 @@ async def test_speech_to_situation_and_prog_echo_seen_by_the_player(
     assert runtime.stats.turns.total() == 1
     await settle()
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     try:
         situations = await store.situations.list(watch_id)
     finally:
@@ -402,7 +404,7 @@ async def test_the_daemon_follows_a_game_through_reloads_without_a_gap_or_a_lost
 ) -> None:
     """Events flow while the game reloads twice: once with the daemon connected, once while it
     is away and the game holds what happens; the daemon stores every event, raises no alert."""
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     await watch_limbo(store)
     await store.close()
     cfg = parse_config(
@@ -431,6 +433,7 @@ async def test_the_daemon_follows_a_game_through_reloads_without_a_gap_or_a_lost
         runtime = await build_runtime(
             cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(None, "none"),
             alerts=alerts, reload_seconds=0.2,
+            clock=SystemClock(),
         )  # fmt: skip
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.run(stop))
@@ -464,7 +467,7 @@ async def test_the_daemon_follows_a_game_through_reloads_without_a_gap_or_a_lost
     await say("Said after the second reload.")
     gaps += await running(comes_back)
 
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     try:
         stored = await _stored_speech(store)
     finally:
@@ -495,7 +498,7 @@ async def _stored_speech(store: Store) -> list[tuple[str, int, str]]:
 async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
     game: EvenniaGame, player: TelnetClient, sqlite_url: str
 ) -> None:
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     watch_id = await watch_limbo(store)
     await store.close()
     cfg = parse_config(
@@ -508,6 +511,7 @@ async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
     runtime = await build_runtime(
         cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(None, "none"),
         admin_cli=[sys.executable, "-m", "storyteller_daemon", "--db", sqlite_url],
+        clock=SystemClock(),
     )  # fmt: skip
     stop = asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
@@ -568,7 +572,7 @@ async def test_admins_run_ais_and_aisr_in_the_game_and_builders_only_read(
         stop.set()
         await asyncio.wait_for(task, STEP_SECONDS)
         await runtime.close()
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     try:
         entries = await store.audit.list(limit=20)
     finally:
@@ -596,7 +600,7 @@ async def test_an_admins_ais_invoke_is_answered_runs_a_turn_and_reports_its_outc
     """`ais invoke` sends an `invoke` frame: the admin sees the acceptance at once, the turn's
     prog in the room, then its outcome; the same request id again is a duplicate that runs
     nothing (asked through `invoke_storyteller`, as a quest script would)."""
-    store = Store.open(sqlite_url)
+    store = Store.open(sqlite_url, clock=SystemClock())
     watch_id = await watch_limbo(store)
     cfg = parse_config(
         {
@@ -617,6 +621,7 @@ async def test_an_admins_ais_invoke_is_answered_runs_a_turn_and_reports_its_outc
         runtime = await build_runtime(
             cfg, environ={TOKEN_ENV: game.token}, choice=ModelChoice(model, model.name),
             store=store,
+            clock=SystemClock(),
         )  # fmt: skip
         stop = asyncio.Event()
         task = asyncio.create_task(runtime.run(stop))
@@ -710,7 +715,7 @@ async def test_a_new_admin_goes_from_an_empty_directory_to_a_turn(
     game: EvenniaGame, player: TelnetClient, tmp_path: Any
 ) -> None:
     """init → db upgrade → seed load --check-world → doctor → ais unpause → run, on Evennia."""
-    from storyteller_daemon.agent.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
+    from storyteller_daemon.agent.models.offline import DEFAULT_AMBIENT_LINE, OfflineStandInModel
 
     await player.send_line("@tag here = limbo:zone")
     await player.read_until("limbo")

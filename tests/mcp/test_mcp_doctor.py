@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mcp_doubles import DEAD_COMMAND, weather_command
 
-from storyteller_daemon.cli.doctor import Doctor
+from storyteller_daemon.cli.doctor.checks import Doctor
 from storyteller_daemon.config import parse_config
 
 

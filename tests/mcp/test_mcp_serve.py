@@ -15,7 +15,6 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from test_mcp_tools import HEARTBEAT, T0, runner
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import McpServeConfig
 from storyteller_daemon.mcp.http import LoopbackHttp
 from storyteller_daemon.mcp.server import serve_http
@@ -173,9 +173,8 @@ async def http_server(store: Store, cfg: McpServeConfig) -> AsyncIterator[str]:
         urls.append(http.url)
         ready.set()
 
-    now = lambda: datetime.now(UTC)  # noqa: E731
     serving = asyncio.create_task(
-        serve_http(store, cfg, token=TOKEN, now=now, stop=stop, started=started)
+        serve_http(store, cfg, token=TOKEN, clock=SystemClock(), stop=stop, started=started)
     )
     try:
         await asyncio.wait_for(ready.wait(), 30)

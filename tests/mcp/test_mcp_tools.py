@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp_doubles import DEAD_COMMAND, TOKEN, SlowServer, weather_command
 
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.ports import McpToolbox
 from storyteller_daemon.agent.records import TurnRecord
@@ -29,16 +29,15 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ToolError
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.mcp.http import LoopbackHttp
-from storyteller_daemon.runs import RunRecorder, replay_turn
-from storyteller_daemon.runtime.stats import RuntimeStats
+from storyteller_daemon.runs import replay_turn
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
 from storyteller_daemon.storage.approvals import ApprovalRepository
-from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
+from storyteller_daemon.testing.turns import store_services, turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -53,19 +52,9 @@ async def granted(store: Store, *grants: McpGrant) -> Storyteller:
 def runner(
     store: Store, model: Model, hub: McpHub | None, clock: FakeClock, policy: Policy | None = None
 ) -> AgentTurnRunner:
-    return AgentTurnRunner(
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=model,
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-        policy=policy,
-        mcp=hub,
-    )
+    world = SimWorld.harbour_town()
+    services = store_services(store, world, mcp=hub)
+    return turn_runner(store, world, model, services=services, clock=clock, policy=policy)
 
 
 def envelopes(record: TurnRecord) -> dict[str, dict[str, Any]]:
@@ -117,7 +106,9 @@ async def test_a_turn_calls_an_allowed_tool_of_a_stdio_server_and_replays_from_t
     stored = await RunRepository(sqlite_store.db).get(summary.id)
     taped = [e["method"] for e in stored.record["tape"] if e["service"] == "mcp"]
     assert taped == ["list_tools", "call_tool", "call_tool"]
-    report = await replay_turn(summary.id, stored.record, st, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        summary.id, stored.record, st, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     assert report.identical, report.differences
     assert report.replayed["calls"] == report.recorded["calls"]
 
@@ -159,7 +150,7 @@ async def test_a_servers_answer_is_kept_in_notes_only_as_a_quotation(
         text(""),
     )
     clock = FakeClock(T0)
-    policy = Policy(PolicyConfig(), clock.monotonic)
+    policy = Policy(PolicyConfig(), clock)
     async with McpHub(cfg, clock=clock) as hub:
         record = await runner(sqlite_store, model, hub, clock, policy).run_turn(st, HEARTBEAT)
     outcomes = [(c.envelope["ok"], c.rule) for c in record.calls if c.name == "CreateMemory"]
@@ -247,7 +238,7 @@ async def test_mcp_calls_pass_the_policy_shadow_mode_keeps_them_from_the_server(
     slow = SlowServer()
     st = await granted(sqlite_store, McpGrant("tides", ("tide",)))
     clock = FakeClock(T0)
-    policy = Policy(PolicyConfig(shadow=["Harbour Watch"]), clock.monotonic)
+    policy = Policy(PolicyConfig(shadow=["Harbour Watch"]), clock)
     model = ScriptedModel(calls(("mcp__tides__tide", {"harbour": "Quay"})), text(""))
     async with LoopbackHttp(slow.app(), host="127.0.0.1", port=0, token=TOKEN) as http:
         cfg = McpConfig(servers={"tides": McpServerConfig(url=http.url, token_env="T")})
@@ -267,8 +258,7 @@ async def test_an_mcp_call_waiting_for_approval_runs_once_approved(sqlite_store:
     approvals = ApprovalRepository(sqlite_store.db)
     policy = Policy(
         PolicyConfig(approve=["Harbour Watch/mcp__tides__tide"]),
-        clock.monotonic,
-        now=clock.now,
+        clock,
         approvals=approvals,
     )
     model = ScriptedModel(calls(("mcp__tides__tide", {"harbour": "Quay"})), text(""))

@@ -12,16 +12,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.breaker import CircuitBreaker
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.breaker import CircuitBreaker
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.tokens import input_estimate
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError
-from storyteller_daemon.runs import RunRecorder, Services
-from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, input_estimate, worst_case
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
@@ -50,8 +52,8 @@ async def server() -> AsyncIterator[ScriptedResponsesServer]:
         yield running
 
 
-def services(store: Store) -> Services:
-    return Services(SimWorld.harbour_town(), store.situations, store.memories, store.references)
+def services(store: Store) -> TurnServices:
+    return TurnServices(SimWorld.harbour_town(), store.situations, store.memories, store.references)
 
 
 def input_usd(tokens: int) -> float:
@@ -86,7 +88,7 @@ async def test_each_failure_keeps_its_row_with_its_status_and_what_it_may_cost(
         api_key="sk-test", base_url=server.base_url, timeout_seconds=0.2, max_retries=0
     )
     async with endpoint:
-        model = MeteredModel(endpoint, stats, PRICES, budget=budget, now=clock.now)
+        model = metered_model(endpoint, stats, PRICES, budget=budget, clock=clock)
         async with recorder.turn(WATCH, DIRECT, "st4:direct:1", services(store)):
             for expected in (ModelTransientError, ModelFatalError, ModelTransientError):
                 with pytest.raises(expected):
@@ -97,7 +99,7 @@ async def test_each_failure_keeps_its_row_with_its_status_and_what_it_may_cost(
     async with ScriptedResponsesServer() as stopped:
         closed_url = stopped.base_url
     async with OpenAIResponsesModel(api_key="k", base_url=closed_url, max_retries=0) as nowhere:
-        model = MeteredModel(nowhere, stats, PRICES, budget=budget, now=clock.now)
+        model = metered_model(nowhere, stats, PRICES, budget=budget, clock=clock)
         with pytest.raises(ModelTransientError, match="could not connect"):
             async with recorder.turn(WATCH, DIRECT, "st4:direct:2", services(store)):
                 await model.respond(REQUEST)
@@ -142,7 +144,7 @@ async def test_a_request_out_when_the_process_dies_stays_sent_at_its_worst_case(
     recorder = RunRecorder(RunRepository(store.db), ledger, clock)
     server.enqueue(Fault.hang())
     async with OpenAIResponsesModel(api_key="k", base_url=server.base_url) as endpoint:
-        model = MeteredModel(endpoint, RuntimeStats(), PRICES, now=clock.now)
+        model = metered_model(endpoint, RuntimeStats(), PRICES, clock=clock)
 
         async def turn() -> None:
             async with recorder.turn(WATCH, DIRECT, "st4:direct:3", services(store)):
@@ -165,8 +167,8 @@ async def test_a_request_a_paused_model_never_sent_leaves_no_row(
     recorder = RunRecorder(RunRepository(store.db), ledger, clock)
     server.enqueue(Fault.status(401))
     async with OpenAIResponsesModel(api_key="k", base_url=server.base_url) as endpoint:
-        breaker = CircuitBreaker(endpoint, pause_seconds=60, monotonic=clock.monotonic)
-        model = MeteredModel(breaker, RuntimeStats(), PRICES, now=clock.now)
+        breaker = CircuitBreaker(endpoint, pause_seconds=60, clock=clock)
+        model = metered_model(breaker, RuntimeStats(), PRICES, clock=clock)
         for key in ("st4:direct:4", "st4:direct:5"):
             with pytest.raises(ModelError):
                 async with recorder.turn(WATCH, DIRECT, key, services(store)):
@@ -187,7 +189,7 @@ async def test_each_retry_that_went_out_unanswered_may_be_billed_again(
         api_key="k", base_url=server.base_url, timeout_seconds=0.2, max_retries=2
     )
     async with endpoint:
-        model = MeteredModel(endpoint, RuntimeStats(), PRICES, now=clock.now)
+        model = metered_model(endpoint, RuntimeStats(), PRICES, clock=clock)
         with pytest.raises(ModelTransientError, match="no answer within"):
             async with recorder.turn(WATCH, DIRECT, "st4:direct:6", services(store)):
                 await model.respond(REQUEST)

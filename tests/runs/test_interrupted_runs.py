@@ -7,14 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ModelTransientError
-from storyteller_daemon.runs import RunRecorder, Services
+from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import worst_case
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
@@ -39,9 +40,9 @@ async def test_a_paid_request_is_in_the_ledger_before_its_run_ends(sqlite_store:
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     # The second request never comes back: the process dies while it waits.
     inner = ScriptedModel(text("", USAGE), hang())
-    model = MeteredModel(inner, RuntimeStats(), PRICES, now=clock.now)
+    model = metered_model(inner, RuntimeStats(), PRICES, clock=clock)
     request = ModelRequest(model="gpt-x", input=[])
-    services = Services(
+    services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
         sqlite_store.memories,
@@ -70,8 +71,8 @@ async def test_a_request_refused_with_a_status_is_a_row_without_cost(sqlite_stor
     ledger = LedgerRepository(sqlite_store.db)
     recorder = RunRecorder(RunRepository(sqlite_store.db), ledger, clock)
     failing = ScriptedModel(ModelTransientError("HTTP 503", status=503))
-    model = MeteredModel(failing, RuntimeStats(), PRICES, now=clock.now)
-    services = Services(
+    model = metered_model(failing, RuntimeStats(), PRICES, clock=clock)
+    services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
         sqlite_store.memories,
@@ -90,8 +91,8 @@ async def test_a_finished_run_links_the_ledger_rows_written_on_the_way(sqlite_st
     ledger = LedgerRepository(sqlite_store.db)
     runs = RunRepository(sqlite_store.db)
     recorder = RunRecorder(runs, ledger, clock)
-    model = MeteredModel(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, now=clock.now)
-    services = Services(
+    model = metered_model(ScriptedModel(text("", USAGE)), RuntimeStats(), PRICES, clock=clock)
+    services = TurnServices(
         SimWorld.harbour_town(),
         sqlite_store.situations,
         sqlite_store.memories,

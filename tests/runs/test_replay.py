@@ -16,15 +16,16 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import Model, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.interface import Model, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs import RunRecorder, decode_trigger, encode_trigger, replay_turn
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -35,6 +36,7 @@ from storyteller_daemon.testing.model import ScriptedModel, Step, calls, text
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.events import CharacterState, Crime, Cursor, Speech, StateChange
 from world_adapter.sim import SimWorld
 
@@ -92,17 +94,9 @@ def runner(
     """A recording runner; runs are stored in `into` (default: `store`)."""
     clock = FakeClock(T0)
     db = (into or store).db
-    return AgentTurnRunner(
-        world=world,
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, now=clock.now),
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=RunRecorder(RunRepository(db), LedgerRepository(db), clock, record=record),
-    )
+    metered = metered_model(model, RuntimeStats(), PRICES, clock=clock)
+    recorder = RunRecorder(RunRepository(db), LedgerRepository(db), clock, record=record)
+    return turn_runner(store, world, metered, clock=clock, recorder=recorder)
 
 
 async def record_a_turn(store: Store, world: SimWorld) -> tuple[Storyteller, int]:
@@ -196,7 +190,7 @@ async def test_without_run_records_only_the_ledger_is_written(sqlite_store: Stor
 async def test_a_run_that_cannot_be_stored_does_not_fail_the_turn(
     sqlite_store: Store, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    unmigrated = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}", clock=SystemClock())
     try:
         st = await watcher(sqlite_store)
         agent = runner(
@@ -226,7 +220,9 @@ async def test_a_recorded_turn_replays_identically_and_acts_on_nothing(sqlite_st
     heard = world.output_of(MAREN)
     assert WHISTLE in heard
     stored = await RunRepository(sqlite_store.db).get(run_id)
-    report = await replay_turn(run_id, stored.record, st, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        run_id, stored.record, st, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     assert report.identical, report.differences
     assert [c["name"] for c in report.replayed["calls"]] == [
         "CreateSituation",
@@ -245,13 +241,17 @@ async def test_a_turn_recorded_before_prompts_were_budgeted_still_replays(
     world = SimWorld.harbour_town()
     st, run_id = await record_a_turn(sqlite_store, world)
     record = (await RunRepository(sqlite_store.db).get(run_id)).record
-    # What such a record lacks: the budget's report, the notes fence, the digest and the
-    # knowledge reads on its tape.
-    for key in ("prompt_budget", "notes_fence", "digests"):
+    # What such a record lacks: the budget's report, the notes fence, the digest (it names
+    # no taped services, only flags: speech history taped, no digest) and the knowledge reads
+    # on its tape.
+    for key in ("prompt_budget", "notes_fence", "services"):
         del record[key]
+    record["speech_history"] = True
     newer = {"open_universal", "open_scoped", "candidates", "latest"}
     record["tape"] = [e for e in record["tape"] if e["method"] not in newer]
-    report = await replay_turn(run_id, record, st, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        run_id, record, st, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     assert report.replayed["calls"] == report.recorded["calls"]
     where = {d.where for d in report.differences}
     # Today's prompt reads what the tape does not hold: those reads are named, and the blocks
@@ -265,7 +265,9 @@ async def test_a_changed_prompt_shows_in_the_replay(sqlite_store: Store) -> None
     st, run_id = await record_a_turn(sqlite_store, world)
     changed = await sqlite_store.storytellers.save(replace(st, system_prompt="You are a gull."))
     stored = await RunRepository(sqlite_store.db).get(run_id)
-    report = await replay_turn(run_id, stored.record, changed, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        run_id, stored.record, changed, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     assert not report.identical
     where = [d.where for d in report.differences]
     assert where == ["request 1 instructions", "request 2 instructions"]
@@ -280,7 +282,9 @@ async def test_changed_tool_behaviour_shows_in_the_replay(
     st, run_id = await record_a_turn(sqlite_store, world)
     stored = await RunRepository(sqlite_store.db).get(run_id)
     monkeypatch.setattr("storyteller_daemon.agent.tools.registry.NOOP_MESSAGE", "Nothing to do.")
-    report = await replay_turn(run_id, stored.record, st, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        run_id, stored.record, st, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     [difference] = report.differences
     assert difference.where == "call 3 Noop result"
     assert "No action taken." in difference.recorded and "Nothing to do." in difference.replayed
@@ -291,7 +295,9 @@ async def test_a_removed_tool_is_refused_and_its_prog_is_missed(sqlite_store: St
     st, run_id = await record_a_turn(sqlite_store, world)
     without = await sqlite_store.storytellers.save(replace(st, custom_tools=()))
     stored = await RunRepository(sqlite_store.db).get(run_id)
-    report = await replay_turn(run_id, stored.record, without, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        run_id, stored.record, without, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     where = [d.where for d in report.differences]
     assert "call 2 EchoToRoom result" in where and "call 2 EchoToRoom" in where
     assert "world.execute_prog" in where  # the recorded prog run is no longer asked for
@@ -311,6 +317,7 @@ async def test_replay_refuses_an_attention_record(sqlite_store: Store) -> None:
             st,
             LimitsConfig(),
             runner=replay_runner,
+            clock=FakeClock(),
         )
 
 
@@ -330,6 +337,7 @@ async def test_a_live_model_is_asked_with_the_recorded_inputs(sqlite_store: Stor
                 st,
                 LimitsConfig(),
                 runner=replay_runner,
+                clock=FakeClock(),
                 live=live,
                 live_name="gpt-5-mini",
                 prices=PRICES,

@@ -26,14 +26,13 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.story_plans import PlanStep
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import DIRECTOR_TOOLS, FULL_PROFILE_TOOLS
-from storyteller_daemon.runs import RunRecorder, replay_turn
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
-from storyteller_daemon.storage.ledger import LedgerRepository
+from storyteller_daemon.runs import replay_turn
+from storyteller_daemon.runtime.turns import replay_runner
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -163,21 +162,8 @@ async def test_a_turn_calling_each_built_in_replays_identically(
     model = ScriptedModel(calls((tool, arguments)), text("done"))
     clock = FakeClock(T0)
     db = sqlite_store.db
-    agent = AgentTurnRunner(
-        world=world,
-        situations=sqlite_store.situations,
-        memories=sqlite_store.memories,
-        references=sqlite_store.references,
-        digests=sqlite_store.digests,
-        plans=sqlite_store.plans,
-        claims=sqlite_store.claims,
-        queries=sqlite_store.queries,
-        model=model,
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=RunRecorder(RunRepository(db), LedgerRepository(db), clock),
-    )
+    uses = ("digests", "plans", "claims", "queries")
+    agent = turn_runner(sqlite_store, world, model, *uses, clock=clock)
     trigger = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="Look into the harbour.")
     turn = await agent.run_turn(st, trigger)
     [call] = turn.calls
@@ -188,7 +174,9 @@ async def test_a_turn_calling_each_built_in_replays_identically(
     [summary] = await RunRepository(db).list(kind="turn")
     stored = await RunRepository(db).get(summary.id)
     assert "The smugglers came back." in stored.record["prompt"]
-    report = await replay_turn(summary.id, stored.record, st, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        summary.id, stored.record, st, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     assert report.identical, report.differences
     assert report.replayed["calls"] == report.recorded["calls"]
     assert await snapshot(sqlite_store, st, world) == before  # the replay acted on nothing

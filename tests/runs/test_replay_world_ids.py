@@ -10,12 +10,12 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import CustomTool
 from storyteller_daemon.runs import RunRecorder, replay_turn
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner, replay_runner
+from storyteller_daemon.runtime.turns import replay_runner
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
+from storyteller_daemon.testing.turns import turn_runner
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
@@ -33,16 +33,9 @@ async def test_a_checked_prog_call_replays_from_the_tape(sqlite_store: Store) ->
     st = replace(st, paused=False, custom_tools=(INSPECT,))
     clock = FakeClock(T0)
     runs = RunRepository(sqlite_store.db)
-    agent = AgentTurnRunner(
-        world=world,
-        situations=sqlite_store.situations,
-        memories=sqlite_store.memories,
-        references=sqlite_store.references,
-        model=ScriptedModel(calls(("InspectThings", THINGS)), text("done")),
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=RunRecorder(runs, None, clock),
+    model = ScriptedModel(calls(("InspectThings", THINGS)), text("done"))
+    agent = turn_runner(
+        sqlite_store, world, model, clock=clock, recorder=RunRecorder(runs, None, clock)
     )
     trigger = Trigger(TriggerKind.DIRECT, occurred_at=T0, text="What is on the quay?")
     turn = await agent.run_turn(st, trigger)
@@ -57,6 +50,8 @@ async def test_a_checked_prog_call_replays_from_the_tape(sqlite_store: Store) ->
     [summary] = await runs.list(kind="turn")
     stored = await runs.get(summary.id)
     asked = len(world.calls)
-    report = await replay_turn(summary.id, stored.record, st, LimitsConfig(), runner=replay_runner)
+    report = await replay_turn(
+        summary.id, stored.record, st, LimitsConfig(), runner=replay_runner, clock=FakeClock()
+    )
     assert report.identical, report.differences
     assert len(world.calls) == asked  # the replay asked the tape, not the world

@@ -8,13 +8,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.config import BudgetsConfig, ModelPrice, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -54,12 +54,10 @@ def reflection_rig(
     """Reflection over `db` whose repositories stamp times on the fake clock."""
     clock = clock or FakeClock(T0)
     cfg = cfg or ReflectionConfig()
-    store = Store(db, clock.now)
+    store = Store(db, clock)
     stats = RuntimeStats()
     budget = BudgetKeeper(budgets or BudgetsConfig(daily_usd=0), PRICES, clock)
-    metered = MeteredModel(
-        model, stats, PRICES, budget=budget, now=clock.now, monotonic=clock.monotonic
-    )
+    metered = metered_model(model, stats, PRICES, budget=budget, clock=clock)
     runs, ledger = RunRepository(db), LedgerRepository(db)
     refresher = DigestRefresher(
         store=store,

@@ -6,21 +6,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from storyteller_daemon.runtime.health.access import FAILURE_WINDOW, MAX_FAILURES, Gate
+from storyteller_daemon.testing import FakeClock
 
 TOKEN = "the-right-token-1234"
 
 
-class Ticks:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_wrong_tokens_from_one_address_are_throttled_until_the_window_passes() -> None:
-    ticks = Ticks()
-    gate = Gate(TOKEN, ticks)
+    clock = FakeClock()
+    gate = Gate(TOKEN, clock)
 
     async def hello(request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
@@ -38,7 +31,7 @@ async def test_wrong_tokens_from_one_address_are_throttled_until_the_window_pass
         # no header at all is not a guess: it is not counted, but is throttled the same
         assert (await client.get("/api/hello")).status == 429
 
-        ticks.now += FAILURE_WINDOW + 1
+        await clock.advance(FAILURE_WINDOW + 1)
         assert (await client.get("/api/hello", headers=right)).status == 200
         assert (await client.get("/api/hello", headers=wrong)).status == 401
         assert (await client.get("/api/hello", headers=right)).status == 200

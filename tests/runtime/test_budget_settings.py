@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from test_budgets import CRIER, T0, WATCH, keeper, request, run_of
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.config import BudgetsConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ValidationError

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.config import BudgetsConfig, LimitsConfig, ModelPrice
+from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
@@ -31,6 +31,7 @@ from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model_responder import request_from_body
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -89,8 +90,6 @@ def billed(body: dict[str, Any]) -> Reply:
         output_tokens=int(body["max_output_tokens"] * BILLED_SHARE),
         reasoning_tokens=100,
     )
-    # Answers take a moment, so requests released together are in flight together even though
-    # each first notes itself in the ledger (one SQLite transaction at a time).
     return replace(Reply.calls(("Noop", {}), usage=usage), delay_seconds=0.05)
 
 
@@ -102,7 +101,18 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
     for index in range(STORYTELLERS):
         st = await sqlite_store.storytellers.create(f"Teller {index}")
         storytellers.append(await sqlite_store.storytellers.save(replace(st, paused=False)))
-    async with ScriptedResponsesServer(responder=billed) as server:
+    together = asyncio.Event()
+    together.set()  # the probe below is alone
+
+    async def respond(body: dict[str, Any]) -> Reply:
+        """Bill the request, once a second one is in flight too (the storm's first wave
+        admits several): the overlap the test needs, made certain however loaded the machine."""
+        if server.in_flight >= 2:
+            together.set()
+        await asyncio.wait_for(together.wait(), 30)
+        return billed(body)
+
+    async with ScriptedResponsesServer(responder=respond) as server:
         sdk = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
         try:
             # One unbudgeted turn first, to price a request of this storm.
@@ -112,6 +122,7 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
             )
             worst = worst_case(PRICES, request_from_body(server.requests[0]))[2]
             server.requests.clear()
+            together.clear()
             # Room for about three requests at once, and for about nine in all.
             cap = 3.2 * worst
             if cap_on == "global":
@@ -171,14 +182,5 @@ async def test_concurrent_turns_never_cross_a_daily_cap(sqlite_store: Store, cap
 def _runner(
     store: Store, model: Any, budget: BudgetKeeper | None, recorder: RunRecorder, clock: FakeClock
 ) -> AgentTurnRunner:
-    return AgentTurnRunner(
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=MeteredModel(model, RuntimeStats(), PRICES, budget=budget, now=clock.now),
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=recorder,
-    )
+    metered = metered_model(model, RuntimeStats(), PRICES, budget=budget, clock=clock)
+    return turn_runner(store, SimWorld.harbour_town(), metered, clock=clock, recorder=recorder)

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.config import parse_config

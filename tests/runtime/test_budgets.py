@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
@@ -21,13 +22,13 @@ from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
-from storyteller_daemon.runtime.spending.metering import MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, text
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.sim import SimWorld
 
@@ -180,7 +181,7 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
     clock = FakeClock(T0)
     budget = keeper(clock, daily_usd=10.0)
     answering = ScriptedModel(then=text("", Usage(2000, 0, 100, 0)))
-    model = MeteredModel(answering, RuntimeStats(), PRICES, budget=budget, now=clock.now)
+    model = metered_model(answering, RuntimeStats(), PRICES, budget=budget, clock=clock)
     turn = run_of(WATCH)
     with attributed(turn):
         req = request()
@@ -189,7 +190,7 @@ async def test_the_metered_model_settles_a_reservation_or_releases_it() -> None:
     assert budget.spent(1) == pytest.approx(cost_of(Usage(2000, 0, 100, 0)))
     assert [c.cost_usd for c in turn.charges] == [pytest.approx(0.003)]
     down = ScriptedModel(then=ConnectionError("down"))
-    broken = MeteredModel(down, RuntimeStats(), PRICES, budget=budget)
+    broken = metered_model(down, RuntimeStats(), PRICES, budget=budget, clock=SystemClock())
     with attributed(turn), pytest.raises(ConnectionError):
         await broken.respond(request())  # no hook: the meter reserves itself, then releases
     assert turn.exchanges[-1].error == "ConnectionError: down"
@@ -202,7 +203,9 @@ async def test_the_meter_refuses_a_request_no_hook_checked() -> None:
     budget = keeper(FakeClock(T0), daily_usd=0.000001)
     inner = ScriptedModel(then=text(""))
     with pytest.raises(BudgetExceeded):
-        await MeteredModel(inner, RuntimeStats(), PRICES, budget=budget).respond(request())
+        await metered_model(
+            inner, RuntimeStats(), PRICES, budget=budget, clock=SystemClock()
+        ).respond(request())
     assert inner.requests == []
 
 

@@ -15,7 +15,7 @@ from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
 
 RELOAD = 5.0

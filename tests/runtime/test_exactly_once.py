@@ -18,16 +18,14 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import AttentionConfig, LimitsConfig
+from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.routing import Router
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import RunRepository
@@ -37,6 +35,7 @@ from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.turns import store_services, turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -143,7 +142,7 @@ class Daemon:
             self.storyteller = await self.store.storytellers.save(replace(st, paused=False))
         router = Router()
         router.update([self.storyteller], {1: frozenset({101, 102})})
-        journal = wrap("journal", TurnJournalRepository(db, self.clock.now))
+        journal = wrap("journal", TurnJournalRepository(db, self.clock))
         recorder = RunRecorder(
             wrap("runs", RunRepository(db)),
             LedgerRepository(db),
@@ -151,19 +150,18 @@ class Daemon:
             unit=db.unit,
             journal=journal,
         )
-        runner = AgentTurnRunner(
-            world=SimWorld.harbour_town(),
+        world = SimWorld.harbour_town()
+        services = store_services(
+            self.store,
+            world,
+            "plans",
+            "claims",
             situations=wrap("situations", self.store.situations),
             memories=wrap("memories", self.store.memories),
-            references=self.store.references,
-            plans=self.store.plans,
-            claims=self.store.claims,
-            model=model,
-            limits=LimitsConfig(),
-            clock=self.clock,
-            stats=RuntimeStats(),
-            recorder=recorder,
             journal=journal,
+        )
+        runner = turn_runner(
+            self.store, world, model, services=services, clock=self.clock, recorder=recorder
         )
         alerts = RecordedAlerts()
         pipeline = wired_pipeline(
@@ -193,7 +191,7 @@ class Daemon:
 
     async def states(self) -> list[WorkState]:
         assert self.storyteller is not None and self.storyteller.id is not None
-        items = await BacklogRepository(self.store.db).items(self.storyteller.id)
+        items = await BacklogRepository(self.store.db, self.store.clock).items(self.storyteller.id)
         return [i.state for i in reversed(items)]
 
     async def counts(self) -> tuple[int, int, int]:
@@ -323,7 +321,10 @@ async def test_a_cut_between_two_built_in_writes_writes_each_once(daemon: Daemon
         ("CreateMemory", False),
         ("Noop", False),
     ]
-    assert await TurnJournalRepository(daemon.store.db).entries(record.turn_key) == {}
+    assert (
+        await TurnJournalRepository(daemon.store.db, daemon.store.clock).entries(record.turn_key)
+        == {}
+    )
 
 
 async def test_a_crash_inside_a_built_in_write_leaves_neither_the_write_nor_its_result(
@@ -382,7 +383,10 @@ async def test_clean_stops_are_not_counted_but_crashes_are_and_end_in_an_alert(
     assert "given up after 2 interruptions" in (given_up.error or "")
 
     # Queued again (what `storyteller runs retry` does): it runs and completes.
-    assert len(await BacklogRepository(daemon.store.db).retry(given_up.turn_key)) == 1
+    assert (
+        len(await BacklogRepository(daemon.store.db, daemon.store.clock).retry(given_up.turn_key))
+        == 1
+    )
     retried = await daemon.start(acting(), retries=1)
     await retried.pipeline.wait_idle()
     assert await daemon.states() == [WorkState.DONE]

@@ -23,7 +23,7 @@ from storyteller_daemon.runtime.game_admin import (
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
-from world_adapter.bridge.connection import AdminRefused
+from world_adapter.bridge.game_calls import AdminRefused
 from world_adapter.bridge.messages import Admin, AdminLevel
 from world_adapter.sim import SimWorld
 
@@ -52,7 +52,7 @@ async def rig(sqlite_url: str, sqlite_store: Store) -> AsyncIterator[Rig]:
         choice=ModelChoice(ScriptedModel(then=calls(("Noop", {}))), "noop"),
     )  # fmt: skip
     cli = [sys.executable, "-m", "storyteller_daemon", "--db", sqlite_url]
-    admin = GameAdmin(cli, runtime.daemon, sqlite_store.audit, clock.now)
+    admin = GameAdmin(cli, runtime.daemon, sqlite_store.audit, clock)
     stop = asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
     await asyncio.wait_for(runtime.daemon.ready.wait(), 5)

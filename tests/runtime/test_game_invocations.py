@@ -18,9 +18,9 @@ from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.bridge.client import BridgeWorldClient
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
 
 TOKEN = "invocation-token"
@@ -31,7 +31,7 @@ WAIT = 10.0  # a guard against hanging: every wait ends on a condition
 class Rig:
     daemon: Daemon
     runner: ScriptedTurnRunner
-    game: BridgeServer
+    game: WorldServer
     store: Store
     watch_id: int
     kill_switch: list[bool]
@@ -43,7 +43,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
     watch = await store.storytellers.save(replace(watch, paused=False))
     assert watch.id is not None
     world = SimWorld.harbour_town(epoch="boot-1")
-    game = BridgeServer(world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms))
+    game = WorldServer(world, TOKEN, cells=frozenset(r.id for r in world.town_map.rooms))
     await game.start()
     clock = FakeClock()
     client = BridgeWorldClient(game.url, TOKEN, clock=clock, rng=random.Random(3))

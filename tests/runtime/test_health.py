@@ -11,8 +11,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.app import Runtime, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import HttpConfig, parse_config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.runtime.daemon import Daemon
@@ -22,7 +24,7 @@ from storyteller_daemon.runtime.health import (
     check_http_settings,
     is_loopback,
 )
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram, MeteredModel
+from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
@@ -140,7 +142,9 @@ async def test_healthz_is_503_naming_what_failed(sqlite_store: Store) -> None:
     async def unreachable() -> None:
         raise StorageError("cannot reach the database: connection refused")
 
-    server = HealthServer(daemon=rig.daemon, db_check=unreachable, latency={}, port=0)
+    server = HealthServer(
+        daemon=rig.daemon, db_check=unreachable, latency={}, port=0, clock=SystemClock()
+    )
     async with server:
         async with aiohttp.ClientSession() as session:
             url = f"http://127.0.0.1:{server.port}/healthz"
@@ -207,14 +211,16 @@ async def test_the_daemon_refuses_to_start_a_public_listener_without_a_token(
         "test",
     )
     with pytest.raises(ConfigError, match="a bearer token is required when host is not a loopback"):
-        await build_runtime(cfg, environ={}, world=SimWorld.harbour_town(), store=sqlite_store)
+        await build_runtime(
+            cfg, environ={}, world=SimWorld.harbour_town(), store=sqlite_store, clock=SystemClock()
+        )
 
 
 async def test_model_latency_is_measured_per_model_and_exported_as_a_histogram() -> None:
     clock = FakeClock()
     # Each answer moves the clock on by the model's latency.
     slow = ScriptedModel(then=text("", Usage(1, 0, 1, 0)), sleep=clock.advance)
-    metered = MeteredModel(slow, RuntimeStats(), {}, monotonic=clock.monotonic)
+    metered = metered_model(slow, RuntimeStats(), {}, clock=clock)
     for model, seconds in [("gpt-5", 1.5), ("gpt-5", 0.1), ("gpt-5", 90.0), ("gpt-5-nano", 0.3)]:
         slow.latency = seconds
         await metered.respond(ModelRequest(model=model, input=[]))

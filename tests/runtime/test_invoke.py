@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest
+from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.trigger import TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
@@ -23,7 +23,7 @@ from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
 
 QUEUE = 3

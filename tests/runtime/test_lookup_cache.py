@@ -36,7 +36,7 @@ def world() -> Counting:
 
 
 def cached(world: Counting, clock: FakeClock, **options: Any) -> CachedWorld:
-    return CachedWorld(world, clock.monotonic, **options)
+    return CachedWorld(world, clock, **options)
 
 
 async def test_a_room_is_asked_for_once_within_its_time_to_live(world: Counting) -> None:

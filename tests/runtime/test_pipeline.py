@@ -26,7 +26,7 @@ from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedOutcome, ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedOutcome, ScriptedTurnRunner
 from world_adapter.events import CharacterState, Crime, Cursor, RoomEcho, StateChange
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -17,20 +17,19 @@ from sqlalchemy import insert
 
 from storyteller_daemon.agent.context import Priority
 from storyteller_daemon.agent.knowledge import MORE_SITUATIONS
-from storyteller_daemon.agent.records import api_body
-from storyteller_daemon.agent.tokens import estimate_tokens
+from storyteller_daemon.agent.models.interface import api_body
+from storyteller_daemon.agent.models.tokens import estimate_tokens
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.models import MemoryRow, SituationRow
+from storyteller_daemon.storage.models.story import MemoryRow, SituationRow
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -110,16 +109,13 @@ async def test_a_large_storyteller_stays_in_budget_with_a_stable_prompt_start(
     model = ScriptedModel(then=calls(("Noop", {})))
     clock = FakeClock(T0)
     runs = RunRepository(store.db)
-    runner = AgentTurnRunner(
-        world=world,
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        digests=store.digests,
-        model=model,
+    runner = turn_runner(
+        store,
+        world,
+        model,
+        "digests",
         limits=LimitsConfig(prompt_max_tokens=BUDGET),
         clock=clock,
-        stats=RuntimeStats(),
         recorder=RunRecorder(runs, LedgerRepository(store.db), clock),
     )
     # Two consecutive turns about different people in different rooms.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import pytest
 from reflection_rig import USAGE, Rig, reflection_rig, storyteller
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import Config, ReflectionConfig
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
@@ -22,7 +23,7 @@ from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, text
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
 
 CFG = ReflectionConfig(check_seconds=30, quiet_seconds=120, interval_seconds=3600)
@@ -109,7 +110,7 @@ async def test_a_storyteller_with_work_does_not_reflect(idle: Idle) -> None:
 
     # Work the lane has not seen yet (stored by another writer) still counts: the backlog is
     # the durable truth.
-    await BacklogRepository(idle.rig.store.db, clock.now).add(
+    await BacklogRepository(idle.rig.store.db, clock).add(
         [NewWork(2, "direct:x", "direct", "direct:x", None, "{}", WorkState.INTERESTED)]
     )
     await clock.advance(3600)
@@ -185,7 +186,12 @@ async def test_the_composition_root_gives_the_daemon_its_reflection_task(
 
     choice = ModelChoice(ScriptedModel(then=text("A quiet day.", USAGE)), "scripted")
     on = await build_runtime(
-        config(), environ={}, world=SimWorld.harbour_town(), choice=choice, store=sqlite_store
+        config(),
+        environ={},
+        world=SimWorld.harbour_town(),
+        choice=choice,
+        store=sqlite_store,
+        clock=SystemClock(),
     )
     assert isinstance(on.daemon.idle_work, ReflectionScheduler)
     assert on.reflection is not None and on.reflection.stats is on.stats
@@ -195,5 +201,6 @@ async def test_the_composition_root_gives_the_daemon_its_reflection_task(
         world=SimWorld.harbour_town(),
         choice=choice,
         store=sqlite_store,
+        clock=SystemClock(),
     )
     assert off.daemon.idle_work is None and off.reflection is None

@@ -9,16 +9,16 @@ from datetime import UTC, datetime
 import pytest
 
 from storyteller_daemon.agent.attention import AttentionOptions
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind, turn_key
-from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.settings import EventKind, Heartbeat
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import VIOLATION_ALERT_STREAK, AgentTurnRunner
+from storyteller_daemon.runtime.judging import VIOLATION_ALERT_STREAK
+from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.events import Cursor, RoomEcho, Speech
 from world_adapter.sim import SimWorld
 
@@ -39,16 +39,13 @@ def runner(
     attention: AttentionOptions | None = None,
     alerts: RecordedAlerts | None = None,
 ) -> AgentTurnRunner:
-    return AgentTurnRunner(
-        alerts=alerts,
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=model,
-        limits=LimitsConfig(),
+    return turn_runner(
+        store,
+        SimWorld.harbour_town(),
+        model,
         clock=FakeClock(T0),
-        stats=RuntimeStats(),
+        recorded=False,
+        alerts=alerts,
         attention=attention,
     )
 

@@ -56,7 +56,7 @@ async def harness(sqlite_store: Store) -> AsyncIterator[Harness]:
 async def memory_rig(harness: Harness, sqlite_store: Store) -> Rig:
     saved = await sqlite_store.storytellers.create("Watch")  # the rows' storyteller
     assert saved.id == WATCHER.id
-    memory = VerdictMemoryRepository(sqlite_store.db, harness.clock.now)
+    memory = VerdictMemoryRepository(sqlite_store.db, harness.clock)
     rig = await harness.start(REMEMBERING, storytellers=(LISTENER,), verdict_memory=memory)
     rig.runner.verdict = AttentionVerdict(False, "")
     return rig
@@ -84,7 +84,7 @@ async def test_ignored_text_is_settled_by_rule_without_a_model_call(memory_rig: 
     assert again.state.value == "ignored" and again.rule == f"repeat_of:{first.id}"
     assert again.reason is not None and f"work item {first.id}" in again.reason
     assert memory_rig.pipeline.stats.filtered["repeat_of"] == 1
-    [entry] = await VerdictMemoryRepository(memory_rig.store.db).list(1)
+    [entry] = await VerdictMemoryRepository(memory_rig.store.db, memory_rig.store.clock).list(1)
     assert (entry.item_id, entry.hits, entry.text) == (first.id, 1, GULLS.casefold())
 
 
@@ -106,7 +106,7 @@ async def test_only_ignored_verdicts_are_kept(memory_rig: Rig) -> None:
     await judge(memory_rig, echo(seq=3, text="A bell tolls."))
     await judge(memory_rig, echo(seq=4, text="A bell tolls."))
     assert len(memory_rig.runner.judged) == 4
-    assert await VerdictMemoryRepository(memory_rig.store.db).list(1) == []
+    assert await VerdictMemoryRepository(memory_rig.store.db, memory_rig.store.clock).list(1) == []
 
 
 async def test_crimes_are_always_judged(memory_rig: Rig) -> None:
@@ -152,7 +152,7 @@ async def test_speech_by_or_to_a_character_with_notes_is_always_judged(
 
 async def test_a_prompt_change_forgets_what_was_settled(memory_rig: Rig) -> None:
     await judge(memory_rig, echo(text=GULLS))
-    memory = VerdictMemoryRepository(memory_rig.store.db)
+    memory = VerdictMemoryRepository(memory_rig.store.db, memory_rig.store.clock)
     [entry] = await memory.list(1)
     assert entry.prompts == prompts_digest(WATCHER.system_prompt, WATCHER.attention_prompt)
     memory_rig.pipeline.router.update(
@@ -169,7 +169,7 @@ async def test_a_prompt_change_forgets_what_was_settled(memory_rig: Rig) -> None
 
 async def test_settled_verdicts_are_listed_cleared_and_pruned(store: Store) -> None:
     clock = FakeClock(T0)
-    memory = VerdictMemoryRepository(store.db, clock.now)
+    memory = VerdictMemoryRepository(store.db, clock)
     event = recallable("room_echo", GULLS, room_id=101, zone_id=None)
     bell = recallable("room_echo", "A bell tolls.", room_id=101, zone_id=None)
     assert event is not None and bell is not None and event.room_class == "room:101"
@@ -202,7 +202,7 @@ async def test_the_one_call_design_keeps_no_verdict_memory(
 ) -> None:
     await sqlite_store.storytellers.create("Watch")
     reference = REMEMBERING.model_copy(update={"one_call_per_event": True})
-    memory = VerdictMemoryRepository(sqlite_store.db, harness.clock.now)
+    memory = VerdictMemoryRepository(sqlite_store.db, harness.clock)
     rig = await harness.start(reference, verdict_memory=memory)
     rig.runner.verdict = AttentionVerdict(False, "")
     await judge(rig, echo(text=GULLS), echo(seq=2, text=GULLS))

@@ -27,12 +27,14 @@ from typing import Any
 
 import pytest
 
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
 from storyteller_daemon.domain.situations import Provenance
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.runs import RunRepository
-from storyteller_daemon.storage.seeding import load_pack, read_pack
+from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.obedient import Injection, ObedientResponder
@@ -138,9 +140,9 @@ class Daemon:
 @pytest.fixture
 async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
     url = f"sqlite+aiosqlite:///{tmp_path / 'st.db'}"
-    store = Store.open(url)
+    store = Store.open(url, clock=SystemClock())
     await store.db.upgrade()
-    await load_pack(store.db, read_pack("harbour-ward"))
+    await load_pack(store.db, read_pack("harbour-ward"), clock=store.clock)
     watch = await store.storytellers.get(WATCH)
     # Every turn here comes from an entry the test plays: no heartbeat turns and no scripted
     # town activity (real-time steps whose events could share a turn with an entry's,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storyteller_daemon.storage.seeding import SEED_DIR
+from storyteller_daemon.interchange.packs.files import SEED_DIR
 
 CopyPack = Callable[[str], Path]
 

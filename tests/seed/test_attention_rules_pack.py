@@ -10,7 +10,8 @@ import pytest
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.seeding import Action, Change, load_pack, read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
+from storyteller_daemon.storage.seeding import Action, Change, load_pack
 from storyteller_daemon.storage.store import Store
 
 CopyPack = Callable[[str], Path]
@@ -123,16 +124,16 @@ async def test_rules_load_and_reload_as_one_setting(
     store: Store, copy_pack: CopyPack, edit: EditFile
 ) -> None:
     pack_dir = copy_pack("harbour-ward")
-    await load_pack(store.db, read_pack(pack_dir))
+    await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     loaded = await store.storytellers.get(WATCH)
     assert loaded.attention_rules == read_pack(pack_dir).storytellers[0].attention_rules
 
-    again = await load_pack(store.db, read_pack(pack_dir))
+    again = await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     assert not again.changed
     assert (await store.storytellers.get(WATCH)).revision == loaded.revision
 
     edit(pack_dir / "pack.toml", SHIPPED_RULE, OFFICE_RULE + "\n" + SHIPPED_RULE)
-    report = await load_pack(store.db, read_pack(pack_dir))
+    report = await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     assert report.changes[0] == Change("storyteller", WATCH, Action.UPDATE, ("attention_rules",))
     updated = await store.storytellers.get(WATCH)
     assert [r.name for r in updated.attention_rules] == ["office-crime", "hour-bell"]
@@ -144,9 +145,9 @@ async def test_reordering_rules_is_a_change(
 ) -> None:
     pack_dir = copy_pack("harbour-ward")
     edit(pack_dir / "pack.toml", SHIPPED_RULE, SHIPPED_RULE + OFFICE_RULE)
-    await load_pack(store.db, read_pack(pack_dir))
+    await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     edit(pack_dir / "pack.toml", SHIPPED_RULE + OFFICE_RULE, OFFICE_RULE + "\n" + SHIPPED_RULE)
 
-    report = await load_pack(store.db, read_pack(pack_dir), dry_run=True)
+    report = await load_pack(store.db, read_pack(pack_dir), dry_run=True, clock=store.clock)
 
     assert report.changes[0].fields == ("attention_rules",)

@@ -12,7 +12,8 @@ from progs.types import ProgSignature
 from storyteller_daemon.domain.settings import EventKind, Heartbeat
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
-from storyteller_daemon.storage.seeding import Pack, list_packs, read_pack
+from storyteller_daemon.interchange.packs.contents import Pack
+from storyteller_daemon.interchange.packs.files import list_packs, read_pack
 from world_adapter.sim import SimWorld
 
 PACKS = [read_pack(p) for p in list_packs()]

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from storyteller_daemon.cli import app
-from storyteller_daemon.cli import common as cli_common
+from storyteller_daemon.cli import support as cli_common
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.storage.store import Store
 
 runner = CliRunner()
@@ -39,7 +40,7 @@ def _contents(url: str) -> tuple[dict[str, int], list[str]]:
     """Storyteller revisions by name, and document names, read straight from the database."""
 
     async def read() -> tuple[dict[str, int], list[str]]:
-        store = Store.open(url)
+        store = Store.open(url, clock=SystemClock())
         try:
             storytellers = {st.name: st.revision for st in await store.storytellers.list()}
             return storytellers, [d.name for d in await store.references.list()]

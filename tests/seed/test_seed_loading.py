@@ -13,15 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storyteller_daemon.agent.tools.custom import build_custom_tool
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.interchange.packs.contents import Pack
+from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage import seeding
-from storyteller_daemon.storage.seeding import (
-    Action,
-    Change,
-    Pack,
-    load_pack,
-    read_pack,
-    storyteller_differences,
-)
+from storyteller_daemon.storage.seeding import Action, Change, load_pack, storyteller_differences
 from storyteller_daemon.storage.store import Store
 from world_adapter.sim import SimWorld
 
@@ -31,8 +26,8 @@ WATCH = "Harbour Ward Watch"
 
 async def _load_both(store: Store) -> tuple[Pack, Pack]:
     steward, watch = read_pack("narrative-steward"), read_pack("harbour-ward")
-    await load_pack(store.db, steward)
-    await load_pack(store.db, watch)
+    await load_pack(store.db, steward, clock=store.clock)
+    await load_pack(store.db, watch, clock=store.clock)
     return steward, watch
 
 
@@ -44,8 +39,8 @@ def _assert_stored_as_parsed(stored: Storyteller, parsed: Storyteller) -> None:
 async def test_both_packs_load_with_every_setting(store: Store) -> None:
     steward_pack, watch_pack = read_pack("narrative-steward"), read_pack("harbour-ward")
 
-    first = await load_pack(store.db, steward_pack)
-    second = await load_pack(store.db, watch_pack)
+    first = await load_pack(store.db, steward_pack, clock=store.clock)
+    second = await load_pack(store.db, watch_pack, clock=store.clock)
 
     assert [c.action for c in first.changes] == [Action.CREATE] * 13
     assert [c.action for c in second.changes] == [Action.CREATE] * 5
@@ -64,7 +59,10 @@ async def test_second_load_changes_nothing(store: Store) -> None:
     documents = await store.references.list()
     storytellers = await store.storytellers.list()
 
-    again = [await load_pack(store.db, steward), await load_pack(store.db, watch)]
+    again = [
+        await load_pack(store.db, steward, clock=store.clock),
+        await load_pack(store.db, watch, clock=store.clock),
+    ]
 
     assert not any(report.changed for report in again)
     assert {c.action for report in again for c in report.changes} == {Action.UNCHANGED}
@@ -78,7 +76,7 @@ async def test_dry_run_reports_the_diff_and_writes_nothing(
 ) -> None:
     pack_dir = copy_pack("harbour-ward")
 
-    report = await load_pack(store.db, read_pack(pack_dir), dry_run=True)
+    report = await load_pack(store.db, read_pack(pack_dir), dry_run=True, clock=store.clock)
 
     assert report.dry_run and report.changed
     assert report.changes[0] == Change("storyteller", WATCH, Action.CREATE)
@@ -86,12 +84,12 @@ async def test_dry_run_reports_the_diff_and_writes_nothing(
     assert await store.storytellers.count() == 0
     assert await store.references.list() == []
 
-    await load_pack(store.db, read_pack(pack_dir))
+    await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     revisions = await store.storytellers.revisions()
     edit(pack_dir / "pack.toml", 'attention = "gpt-5-nano"', 'attention = "gpt-5-mini"')
     edit(pack_dir / "references" / "02-harbour-ward-places.md", "Dawn:", "First light:")
 
-    report = await load_pack(store.db, read_pack(pack_dir), dry_run=True)
+    report = await load_pack(store.db, read_pack(pack_dir), dry_run=True, clock=store.clock)
 
     by_name = {c.name: c for c in report.changes}
     assert by_name[WATCH] == Change("storyteller", WATCH, Action.UPDATE, ("attention_model",))
@@ -106,12 +104,12 @@ async def test_changed_prompt_file_updates_exactly_that_field(
     store: Store, copy_pack: Callable[[str], Path]
 ) -> None:
     pack_dir = copy_pack("narrative-steward")
-    await load_pack(store.db, read_pack(pack_dir))
+    await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     before = await store.storytellers.get(STEWARD)
     prompt = pack_dir / "prompts" / "system.md"
     prompt.write_text(prompt.read_text(encoding="utf-8") + "\nPrefer short situation titles.\n")
 
-    report = await load_pack(store.db, read_pack(pack_dir))
+    report = await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
 
     assert report.changes[0] == Change("storyteller", STEWARD, Action.UPDATE, ("system_prompt",))
     assert all(c.action is Action.UNCHANGED for c in report.changes[1:])
@@ -148,12 +146,12 @@ async def test_restricted_documents_are_visible_only_to_their_storyteller(store:
 
 async def test_reload_leaves_the_pause_state_alone(store: Store) -> None:
     pack = read_pack("harbour-ward")
-    await load_pack(store.db, pack)
+    await load_pack(store.db, pack, clock=store.clock)
     watch = await store.storytellers.get(WATCH)
     assert watch.paused
     await store.storytellers.save(replace(watch, paused=False))
 
-    report = await load_pack(store.db, pack)
+    report = await load_pack(store.db, pack, clock=store.clock)
 
     assert not report.changed
     assert not (await store.storytellers.get(WATCH)).paused
@@ -161,13 +159,13 @@ async def test_reload_leaves_the_pause_state_alone(store: Store) -> None:
 
 async def test_reload_repairs_edits_matching_names_case_insensitively(store: Store) -> None:
     pack = read_pack("harbour-ward")
-    await load_pack(store.db, pack)
+    await load_pack(store.db, pack, clock=store.clock)
     people = await store.references.get("Harbour Ward People")
     await store.references.save(replace(people, name="harbour ward people", contents="gone"))
     watch = await store.storytellers.get(WATCH)
     await store.storytellers.save(replace(watch, heartbeats=frozenset(), speech_context_count=0))
 
-    report = await load_pack(store.db, pack)
+    report = await load_pack(store.db, pack, clock=store.clock)
 
     by_name = {c.name: c for c in report.changes}
     assert by_name["Harbour Ward People"].fields == ("name", "contents")
@@ -183,10 +181,10 @@ async def test_reload_repairs_edits_matching_names_case_insensitively(store: Sto
 
 async def test_recreated_storyteller_gets_its_restricted_documents_back(store: Store) -> None:
     pack = read_pack("harbour-ward")
-    await load_pack(store.db, pack)
+    await load_pack(store.db, pack, clock=store.clock)
     await store.storytellers.delete(WATCH)
 
-    report = await load_pack(store.db, pack)
+    report = await load_pack(store.db, pack, clock=store.clock)
 
     by_name = {c.name: c for c in report.changes}
     assert by_name[WATCH].action is Action.CREATE
@@ -214,7 +212,7 @@ async def test_a_failure_part_way_writes_nothing(
     monkeypatch.setattr(seeding, "insert_documents", fail_after_two)
 
     with pytest.raises(RuntimeError, match="disk full"):
-        await load_pack(store.db, read_pack("narrative-steward"))
+        await load_pack(store.db, read_pack("narrative-steward"), clock=store.clock)
 
     assert written == 2
     assert await store.storytellers.count() == 0
@@ -226,7 +224,7 @@ async def test_a_pack_says_what_a_tools_texts_may_do_with_players_words(
 ) -> None:
     pack_dir = copy_pack("harbour-ward")
     edit(pack_dir / "pack.toml", 'returns = "Text"', 'returns = "Text"\ndictated = "quote"')
-    await load_pack(store.db, read_pack(pack_dir))
+    await load_pack(store.db, read_pack(pack_dir), clock=store.clock)
     stored = await store.storytellers.get(WATCH)
     modes = {t.name: t.dictated for t in stored.custom_tools}
     assert modes == {
@@ -235,7 +233,7 @@ async def test_a_pack_says_what_a_tools_texts_may_do_with_players_words(
         "ShoutFromCrowd": None,
         "WhisperToCharacter": None,
     }
-    assert not (await load_pack(store.db, read_pack(pack_dir))).changed
+    assert not (await load_pack(store.db, read_pack(pack_dir), clock=store.clock)).changed
     progs = await SimWorld.harbour_town().progs()
     built = {t.name: build_custom_tool(t, progs).dictation for t in stored.custom_tools}
     assert built["SendTheWatch"] == {"*": "quote"} and built["EchoToRoom"] == {"*": "refuse"}

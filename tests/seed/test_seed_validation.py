@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.storage.seeding import read_pack
+from storyteller_daemon.interchange.packs.files import read_pack
 
 ST = 'storyteller["Harbour Ward Watch"]'
 PACK = "pack.toml"

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.settings import CustomTool
 from storyteller_daemon.errors import ValidationError
@@ -85,7 +86,7 @@ async def test_a_row_from_before_the_migration_reads_as_no_rules(db_url: str) ->
                 )
             )
         await db.upgrade()
-        store = Store(db)
+        store = Store(db, SystemClock())
         old = await store.storytellers.get("Old")
         assert (old.attention_rules, old.revision) == ((), 3)
         saved = await store.storytellers.save(replace(old, attention_rules=(BELL,)))
@@ -133,7 +134,7 @@ async def test_downgrading_past_the_rules_keeps_every_storytellers_other_data(
     db = Database(db_url)
     try:
         await db.upgrade()
-        store = Store(db)
+        store = Store(db, SystemClock())
         st = await store.storytellers.create("Watcher")
         tool = CustomTool("Shout", "shout", "12")
         await store.storytellers.save(replace(st, custom_tools=(tool,), attention_rules=(BELL,)))

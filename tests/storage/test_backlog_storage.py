@@ -23,7 +23,7 @@ async def test_one_event_for_many_storytellers_is_stored_once_each_in_order(stor
     a = await store.storytellers.create("Watcher A")
     b = await store.storytellers.create("Watcher B")
     assert a.id is not None and b.id is not None
-    backlog = BacklogRepository(store.db)
+    backlog = BacklogRepository(store.db, store.clock)
     offered = [
         _work(a.id, "w:1"),
         _work(b.id, "w:1"),
@@ -47,7 +47,7 @@ async def test_a_replayed_offer_adds_only_what_is_new(store: Store) -> None:
     a = await store.storytellers.create("Watcher A")
     b = await store.storytellers.create("Watcher B")
     assert a.id is not None and b.id is not None
-    backlog = BacklogRepository(store.db)
+    backlog = BacklogRepository(store.db, store.clock)
     await backlog.add([_work(a.id, f"w:{n}") for n in range(700)])  # more than one look-up
     again = await backlog.add(
         [_work(a.id, f"w:{n}") for n in range(690, 710)] + [_work(b.id, "w:5")]

@@ -22,24 +22,21 @@ import pytest
 from sqlalchemy import event, inspect, text
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import ApprovalState, ParkedCall, PolicyAction
 from storyteller_daemon.domain.character_data import ERASED, EXPORTED, subject
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.redaction import MARKER
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.domain.work import NewWork
-from storyteller_daemon.runs import RunRecorder, encode_trigger
-from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.approvals import ApprovalRepository, PolicyActionRepository
+from storyteller_daemon.runs import encode_trigger
+from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.inbox import InboxRepository
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository
+from storyteller_daemon.storage.policy_actions import PolicyActionRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.turns import turn_runner
 from world_adapter.events import Cursor, Speech
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
@@ -121,17 +118,7 @@ async def record_osric_turn(store: Store, storyteller_id: int) -> None:
         ),
         calls(("Noop", {})),
     )
-    runner = AgentTurnRunner(
-        world=SimWorld.harbour_town(),
-        situations=store.situations,
-        memories=store.memories,
-        references=store.references,
-        model=model,
-        limits=LimitsConfig(),
-        clock=clock,
-        stats=RuntimeStats(),
-        recorder=RunRecorder(RunRepository(store.db), LedgerRepository(store.db), clock),
-    )
+    runner = turn_runner(store, SimWorld.harbour_town(), model, clock=clock)
     st = await store.storytellers.get(storyteller_id)
     trigger = replace(Trigger.from_event(OSRIC_SPEAKS), attention_reason="a secret meeting")
     outcome = await runner.run_turn(st, trigger)
@@ -146,10 +133,12 @@ async def build_town(store: Store) -> Town:
     watch = (await store.storytellers.save(replace(created, system_prompt=prompt))).id
     gossip = (await store.storytellers.create("Tavern Gossip")).id
     assert watch is not None and gossip is not None
-    await InboxRepository(store.db).store_events("harbour", [OSRIC_SPEAKS, MAREN_SPEAKS])
+    await InboxRepository(store.db, store.clock).store_events(
+        "harbour", [OSRIC_SPEAKS, MAREN_SPEAKS]
+    )
     await store.speech.record_many([OSRIC_SPEAKS, MAREN_SPEAKS])
     payload = json.dumps(encode_trigger(Trigger.from_event(OSRIC_SPEAKS)), ensure_ascii=False)
-    await BacklogRepository(store.db).add(
+    await BacklogRepository(store.db, store.clock).add(
         [NewWork(watch, "harbour:harbour-1:1", "speech", "speech", TAVERN, payload)]
     )
     await record_osric_turn(store, watch)
@@ -331,7 +320,7 @@ async def test_erasing_leaves_no_trace_of_the_characters_texts(store: Store) -> 
         regulars.contents
         == f"{MARKER} drinks at the Drowned Lantern; the harbourmaster distrusts him."
     )
-    pending = await InboxRepository(store.db).pending("harbour")  # still read back
+    pending = await InboxRepository(store.db, store.clock).pending("harbour")  # still read back
     assert [p.event.involved_character_ids for p in pending] == [{0}, {MAREN, 0}]
     osric_call = next(
         a for a in await ApprovalRepository(store.db).list() if a.key == "call-for-him"
@@ -435,7 +424,7 @@ async def test_on_sqlite_text_deleted_before_the_erasure_goes_too(
         cursor.close()
 
     event.listen(sqlite_store.db.engine.sync_engine, "connect", keep_deleted_bytes)
-    inbox = InboxRepository(sqlite_store.db)
+    inbox = InboxRepository(sqlite_store.db, sqlite_store.clock)
     [stored] = await inbox.store_events("old", [replace(MAREN_SPEAKS, text="The qwyxzzle crate.")])
     await inbox.mark_dispatched([stored.id])
     assert await inbox.prune("old", keep=0) == 1

@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 from storyteller_daemon.domain.situations import Provenance
 from storyteller_daemon.domain.work import Decision, NewWork, WorkState
 from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.dashboard import DashboardQueries, HourSpend, RunFilter
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun, RunRepository
+from storyteller_daemon.storage.dashboard_queries import DashboardQueries, HourSpend, RunFilter
+from storyteller_daemon.storage.ledger import LedgerEntry, LedgerRepository
+from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -76,14 +77,14 @@ async def test_turn_outcomes_count_the_window_only(store: Store) -> None:
 
 
 async def test_stage_counts_group_the_window_by_state_and_rule(store: Store) -> None:
-    clock = {"now": T0}
-    backlog = BacklogRepository(store.db, lambda: clock["now"])
+    clock = FakeClock(T0)
+    backlog = BacklogRepository(store.db, clock)
 
     def work(n: int) -> NewWork:
         return NewWork(1, f"sim:1:{n}", "room_echo", "event", 101, "{}")
 
     await backlog.add([work(0)])  # before the window
-    clock["now"] = T0 + timedelta(hours=2)
+    clock.set_now(T0 + timedelta(hours=2))
     items = await backlog.add([work(n) for n in range(1, 5)])
     await backlog.decide(
         [

@@ -11,6 +11,7 @@ from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 from world_adapter.events import (
     CharacterState,
     Crime,
@@ -29,7 +30,7 @@ def echo(seq: int, epoch: str = "boot-1", text: str = "Maren waves.") -> RoomEch
 
 
 def inbox_of(store: Store) -> InboxRepository:
-    return InboxRepository(store.db, clock=lambda: AT)
+    return InboxRepository(store.db, clock=FakeClock(AT))
 
 
 async def test_events_are_stored_once_and_the_cursor_follows(store: Store) -> None:
@@ -136,7 +137,7 @@ async def test_large_batches_are_stored_in_one_call(store: Store) -> None:
 async def test_a_payload_that_cannot_be_read_back_is_a_storage_error(sqlite_store: Store) -> None:
     from sqlalchemy import update
 
-    from storyteller_daemon.storage.models import InboxRow
+    from storyteller_daemon.storage.models.world import InboxRow
 
     inbox = inbox_of(sqlite_store)
     await inbox.store_events("game", [echo(1)])

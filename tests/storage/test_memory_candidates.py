@@ -3,35 +3,27 @@ open situations of the two situation blocks, on both backends."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import insert, text
 
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.memory_ranking import MemoryCandidate
 from storyteller_daemon.storage import memory_search
-from storyteller_daemon.storage.models import MemoryRow
+from storyteller_daemon.storage.models.story import MemoryRow
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import FakeClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MAREN, OSRIC, WREN = 1001, 1002, 2004
 
 
-class Ticks:
-    """A clock that moves one minute on every reading, so every row has its own time."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
-
-
 @pytest.fixture
 async def ticking(db_url: str) -> Any:
-    store = Store.open(db_url, clock=Ticks())
+    # The clock moves one minute on every reading, so every row has its own time.
+    store = Store.open(db_url, clock=FakeClock(T0, tick=60.0))
     await store.db.upgrade()
     try:
         yield store
@@ -131,7 +123,7 @@ async def test_sqlite_reads_every_list_from_an_index(sqlite_store: Store) -> Non
 
 @pytest.mark.postgres
 async def test_postgres_word_matches_use_the_word_index(pg_url: str) -> None:
-    store = Store.open(pg_url)
+    store = Store.open(pg_url, clock=SystemClock())
     await store.db.upgrade()
     try:
         sid = (await store.storytellers.create("A")).id or 0

@@ -10,16 +10,16 @@ from sqlalchemy import inspect
 
 import storyteller_daemon.storage.approvals
 import storyteller_daemon.storage.runs  # noqa: F401 - registers the run and ledger tables
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models import (
-    Base,
+from storyteller_daemon.storage.models.autogenerate import (
     autogenerate_include_name,
     autogenerate_include_object,
 )
+from storyteller_daemon.storage.models.base import Base
 from storyteller_daemon.storage.references import insert_documents
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.storage.storytellers import utc_now
 
 EXPECTED_TABLES = {
     "storytellers",
@@ -60,7 +60,7 @@ async def test_upgrade_downgrade_upgrade(db_url: str) -> None:
         await db.upgrade()
         assert await db.current_revision() == db.head_revision()
         # the full-text index works after the round trip
-        store = Store(db)
+        store = Store(db, SystemClock())
         await store.references.create(ReferenceDocument(name="Tides", contents="the harbour"))
         assert [d.name for d in await store.references.search("harbour")] == ["Tides"]
     finally:
@@ -125,10 +125,14 @@ async def test_the_substring_index_covers_documents_written_before_it(db_url: st
         assert not await _search_indexes(db)
         async with db.session() as session:
             await insert_documents(
-                session, [ReferenceDocument(name="Old", contents="harbourmaster")], utc_now()
+                session,
+                [ReferenceDocument(name="Old", contents="harbourmaster")],
+                SystemClock().now(),
             )
         await db.upgrade()
         assert await _search_indexes(db)
-        assert [d.name for d in await Store(db).references.search("ourmast")] == ["Old"]
+        assert [d.name for d in await Store(db, SystemClock()).references.search("ourmast")] == [
+            "Old"
+        ]
     finally:
         await db.close()

@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from storyteller_daemon.errors import NotFoundError
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import LedgerEntry, NewRun, RunRepository
+from storyteller_daemon.storage.ledger import LedgerEntry, LedgerRepository
+from storyteller_daemon.storage.runs import NewRun, RunRepository
 from storyteller_daemon.storage.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

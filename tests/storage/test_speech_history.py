@@ -10,7 +10,7 @@ from storyteller_daemon.agent import fencing, trigger_text
 from storyteller_daemon.agent.ports import SpeechHistory
 from storyteller_daemon.domain import text
 from storyteller_daemon.domain.text import SpeechLine, cap
-from storyteller_daemon.storage.speech import MAX_LINES_PER_ROOM, SpeechHistoryRepository
+from storyteller_daemon.storage.speech_history import MAX_LINES_PER_ROOM, SpeechHistoryRepository
 from storyteller_daemon.storage.store import Store
 from world_adapter.events import Cursor, Speech
 

@@ -20,7 +20,7 @@ from storyteller_daemon.runtime.pipeline import Pipeline, SpeechRecorder
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
-from storyteller_daemon.testing.turns import ScriptedTurnRunner
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.events import Cursor, RoomEcho, Speech
 from world_adapter.sim import SimWorld
 

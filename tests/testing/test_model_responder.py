@@ -12,9 +12,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec, Usage
-from storyteller_daemon.agent.openai_responses import OpenAIResponsesModel
-from storyteller_daemon.agent.records import api_body
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec, Usage, api_body
+from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
 from storyteller_daemon.errors import ModelFatalError, ModelTransientError
 from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from storyteller_daemon.testing.model_responder import ModelResponder, request_from_body

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from storyteller_daemon.agent.model import ModelRequest, ToolSpec
+from storyteller_daemon.agent.models.interface import ModelRequest, ToolSpec
 from storyteller_daemon.agent.verdicts import parse_batch, verdict_format
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.testing.clock import settle

@@ -19,7 +19,7 @@ from openai.types.responses import (
     ResponseReasoningItem,
 )
 
-from storyteller_daemon.agent.model import Usage
+from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.testing.responses_answers import Fault, Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 

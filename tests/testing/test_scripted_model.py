@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 import storyteller_daemon.testing
-from storyteller_daemon.agent.model import ModelRequest, ModelResponse
+from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.model import ScriptedModel, calls, text

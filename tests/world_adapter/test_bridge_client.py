@@ -13,12 +13,12 @@ import pytest
 from test_bridge_doubles import STEP, TOKEN, RecordingSleep, all_cells, served, sim_world
 
 from storyteller_daemon.testing.clock import FakeClock
-from world_adapter.bridge import sim_session
+from world_adapter.bridge import server_session
 from world_adapter.bridge.backoff import Backoff
 from world_adapter.bridge.client import BridgeWorldClient, check_bridge_url
 from world_adapter.bridge.errors import StreamGap
 from world_adapter.bridge.methods import method, world_methods
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.errors import FatalStreamError, UnsupportedRequest, WorldCommandError
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.facts import DoorRule, EntityKind, PathRule
@@ -49,7 +49,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
 }
 
 
-def client_for(server: BridgeServer, token: str = TOKEN, **kwargs: Any) -> BridgeWorldClient:
+def client_for(server: WorldServer, token: str = TOKEN, **kwargs: Any) -> BridgeWorldClient:
     kwargs.setdefault("clock", FakeClock())
     kwargs.setdefault("sleep", RecordingSleep())
     kwargs.setdefault("rng", random.Random(3))
@@ -62,13 +62,13 @@ async def world() -> SimWorld:
 
 
 @pytest.fixture
-async def server(world: SimWorld) -> AsyncIterator[BridgeServer]:
+async def server(world: SimWorld) -> AsyncIterator[WorldServer]:
     async with served(world) as running:
         yield running
 
 
 @pytest.fixture
-async def client(server: BridgeServer) -> AsyncIterator[BridgeWorldClient]:
+async def client(server: WorldServer) -> AsyncIterator[BridgeWorldClient]:
     bridge = client_for(server)
     try:
         yield bridge
@@ -98,7 +98,7 @@ async def test_a_game_that_does_not_know_a_request_is_told_apart_from_a_refusal(
 ) -> None:
     # A game whose bridge predates the `entity` request answers unknown_method.
     monkeypatch.setattr(
-        sim_session, "method", lambda name: None if name == "entity" else method(name)
+        server_session, "method", lambda name: None if name == "entity" else method(name)
     )
     with pytest.raises(UnsupportedRequest, match="Unknown method 'entity'"):
         await client.entity(EntityKind.ITEM, 351)
@@ -142,7 +142,7 @@ class CutAfterProg:
 
     def __init__(self, world: SimWorld) -> None:
         self.world = world
-        self.server: BridgeServer | None = None
+        self.server: WorldServer | None = None
         self.runs = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -174,7 +174,7 @@ async def test_a_prog_retried_after_a_cut_with_the_same_key_runs_once() -> None:
     assert len(sleep.delays) == 1 and 0 <= sleep.delays[0] <= 1.0
 
 
-async def test_a_wrong_token_is_fatal_and_not_retried(server: BridgeServer) -> None:
+async def test_a_wrong_token_is_fatal_and_not_retried(server: WorldServer) -> None:
     client = client_for(server, token="not-the-token")
     try:
         with pytest.raises(FatalStreamError, match="refused the bridge token"):

@@ -12,13 +12,9 @@ import pytest
 from test_bridge_doubles import AT, STEP, TOKEN, Peer, ScriptedGame
 
 from storyteller_daemon.testing.clock import FakeClock, settle
-from world_adapter.bridge.connection import (
-    AdminHandler,
-    AdminRefused,
-    BridgeConnection,
-    BridgeStats,
-)
+from world_adapter.bridge.connection import BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import RemoteError
+from world_adapter.bridge.game_calls import AdminHandler, AdminRefused
 from world_adapter.bridge.messages import (
     Admin,
     AdminLevel,
@@ -32,9 +28,9 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    frame_data,
 )
 from world_adapter.bridge.timing import BridgeTimings
+from world_adapter.bridge.wire import frame_data
 from world_adapter.errors import FatalStreamError, StreamTimeout, TransientStreamError
 from world_adapter.events import Cursor, RoomEcho
 

@@ -1,6 +1,6 @@
 """Doubles shared by the bridge tests (this module holds no tests of its own).
 
-- `served`: the sim world behind a real `BridgeServer` on 127.0.0.1, stopped afterwards.
+- `served`: the sim world behind a real `WorldServer` on 127.0.0.1, stopped afterwards.
 - `ScriptedGame`: a bare WebSocket server whose frames the test writes by hand, for what a
   well-behaved server never does (silence, bad frames, odd close codes).
 - `RecordingSleep`: an injected backoff sleep that records the delays and only yields.
@@ -16,8 +16,9 @@ from typing import Any
 
 from aiohttp import WSMessage, WSMsgType, web
 
-from world_adapter.bridge.messages import Frame, Hello, Welcome, encode_frame, parse_frame
-from world_adapter.bridge.sim_server import BridgeServer, ServedWorld
+from world_adapter.bridge.messages import Frame, Hello, Welcome
+from world_adapter.bridge.wire import encode_frame, parse_frame
+from world_adapter.bridge.world_server import ServedWorld, WorldServer
 from world_adapter.events import Cursor
 from world_adapter.sim import SimWorld
 
@@ -38,10 +39,10 @@ def all_cells(world: SimWorld) -> frozenset[int]:
 @contextlib.asynccontextmanager
 async def served(
     world: ServedWorld, *, cells: frozenset[int] | None = None, **kwargs: Any
-) -> AsyncIterator[BridgeServer]:
+) -> AsyncIterator[WorldServer]:
     """`world` served on a free port of 127.0.0.1 for the duration of the block."""
     assert isinstance(world, SimWorld) or cells is not None
-    server = BridgeServer(world, TOKEN, cells=cells or all_cells(world), **kwargs)  # type: ignore[arg-type]
+    server = WorldServer(world, TOKEN, cells=cells or all_cells(world), **kwargs)  # type: ignore[arg-type]
     await server.start("127.0.0.1", 0)
     try:
         yield server

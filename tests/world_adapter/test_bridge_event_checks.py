@@ -10,7 +10,7 @@ from test_bridge_doubles import TOKEN, served, sim_world
 
 from world_adapter.bridge.checks.events import OPERATOR_STEPS
 from world_adapter.bridge.conformance import CheckResult, Status, run_checks
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.invocations import InvocationAnswer
 from world_adapter.sim import SimWorld
 from world_adapter.sim.hooks import cause_event
@@ -21,7 +21,7 @@ KINDS = ["room_echo", "speech", "crime", "state_change", "invoke"]
 class Operator:
     """Does in the sim world what the checker asks, as a person at the game would."""
 
-    def __init__(self, world: SimWorld, server: BridgeServer) -> None:
+    def __init__(self, world: SimWorld, server: WorldServer) -> None:
         self.world = world
         self.server = server
         self.told: list[str] = []

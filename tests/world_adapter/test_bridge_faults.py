@@ -21,10 +21,11 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from world_adapter.bridge.client import BridgeWorldClient
-from world_adapter.bridge.sim_server import BridgeServer
+from world_adapter.bridge.world_server import WorldServer
 from world_adapter.errors import FatalStreamError
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.sim import SimWorld
@@ -64,7 +65,7 @@ class RunningDaemon:
     task: asyncio.Task[None]
     sleep: RecordingSleep = field(default_factory=RecordingSleep)
     clock: FakeClock = field(default_factory=FakeClock)
-    alerts: RecordingAlerts = field(default_factory=lambda: RecordingAlerts())
+    alerts: RecordedAlerts = field(default_factory=RecordedAlerts)
 
     async def finish(self) -> None:
         self.stop.set()
@@ -94,23 +95,11 @@ async def watched_store(sqlite_store: Store) -> Store:
     return sqlite_store
 
 
-class RecordingAlerts:
-    """An alert sink that keeps what it was given."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str, str]] = []
-
-    def alert(
-        self, kind: str, title: str, detail: str = "", *, severity: str = "error", key: str = ""
-    ) -> None:
-        self.sent.append((kind, severity, title))
-
-
 async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDaemon:
     clock = FakeClock()  # pings and settings polls never fire: the test drives everything
     sleep = RecordingSleep()
     client = BridgeWorldClient(url, token, clock=clock, sleep=sleep, rng=random.Random(5))
-    seen, alerts = SeenEvents(), RecordingAlerts()
+    seen, alerts = SeenEvents(), RecordedAlerts()
     pipeline = wired_pipeline(store, clock=clock, model_available=False, observe=seen).pipeline
     daemon = Daemon(
         settings=store.storytellers,
@@ -118,7 +107,7 @@ async def start_daemon(store: Store, url: str, token: str = TOKEN) -> RunningDae
         pipeline=pipeline,
         clock=clock,
         drain_seconds=5,
-        inbox=InboxRepository(store.db),
+        inbox=InboxRepository(store.db, store.clock),
         world_key="bridge",
         alerts=alerts,
     )
@@ -140,7 +129,7 @@ def epoch_cursors(epoch: str, count: int, start: int = 1) -> list[Cursor]:
 
 
 @contextlib.asynccontextmanager
-async def daemon_on(store: Store, server: BridgeServer) -> AsyncIterator[RunningDaemon]:
+async def daemon_on(store: Store, server: WorldServer) -> AsyncIterator[RunningDaemon]:
     running = await start_daemon(store, server.url)
     try:
         yield running
@@ -155,7 +144,7 @@ async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
     watched_store: Store,
 ) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world, cut_every=500) as server, daemon_on(watched_store, server) as running:
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
         started = time.perf_counter()
@@ -174,7 +163,7 @@ async def test_ten_thousand_events_with_a_cut_every_500_lose_and_repeat_nothing(
 
 async def test_a_daemon_killed_mid_stream_resumes_from_its_database(watched_store: Store) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world) as server:
         first = await start_daemon(watched_store, server.url)
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
@@ -198,7 +187,7 @@ async def test_events_stored_but_never_dispatched_are_dispatched_first_on_restar
 ) -> None:
     world = sim_world()
     events = [world.emote(MAREN, f"counts {n}.") for n in range(5)]
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     await inbox.store_events("bridge", events[:3])  # a daemon that died before dispatching
     async with served(world) as server, daemon_on(watched_store, server) as running:
         await running.pipeline.wait_seen(5)
@@ -211,7 +200,7 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
 ) -> None:
     caplog.set_level(logging.WARNING)
     old = sim_world("boot-1")
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(old) as game, daemon_on(watched_store, game) as running:
         await asyncio.wait_for(game.wait_subscriptions(1), WAIT)
         await generate(old, 5)
@@ -225,7 +214,7 @@ async def test_a_game_restart_is_a_gap_with_a_warning_and_the_new_epoch_is_kept_
         assert game.subscriptions == 3  # the first, the one that met the gap, the resumption
     assert running.pipeline.seen == epoch_cursors("boot-1", 5) + epoch_cursors("boot-2", 5)
     assert running.daemon.stream_gaps == 1
-    assert [a[:2] for a in running.alerts.sent] == [("stream_gap", "warning")]
+    assert [(a.kind, a.severity) for a in running.alerts.alerts] == [("stream_gap", "warning")]
     assert "world cannot replay from boot-1:5; continuing from boot-2:0" in caplog.text
     assert await inbox.cursor("bridge") == Cursor("boot-2", 5)
     assert running.sleep.delays == []  # the connection had delivered events: resumed at once
@@ -239,7 +228,7 @@ async def test_a_wrong_token_stops_the_daemon_instead_of_retrying(watched_store:
             await asyncio.wait_for(running.task, WAIT)
         await running.client.close()
     assert server.stats.refused == 1 and running.sleep.delays == []
-    assert [a[:2] for a in running.alerts.sent] == [("world_refused", "error")]
+    assert [(a.kind, a.severity) for a in running.alerts.alerts] == [("world_refused", "error")]
 
 
 async def test_a_token_revoked_while_running_stops_the_daemon_after_draining(
@@ -263,7 +252,7 @@ async def test_text_no_database_can_store_is_kept_and_intake_goes_on(
     watched_store: Store, hostile: str
 ) -> None:
     world = sim_world()
-    inbox = InboxRepository(watched_store.db)
+    inbox = InboxRepository(watched_store.db, watched_store.clock)
     async with served(world) as server, daemon_on(watched_store, server) as running:
         await asyncio.wait_for(server.wait_subscriptions(1), WAIT)
         world.emote(MAREN, hostile)

@@ -21,7 +21,6 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.messages import (
-    BadFrame,
     Error,
     ErrorCode,
     EventFrame,
@@ -29,8 +28,8 @@ from world_adapter.bridge.messages import (
     Result,
     Subscribe,
     Subscribed,
-    parse_frame,
 )
+from world_adapter.bridge.wire import BadFrame, parse_frame
 from world_adapter.codec import decode_event, encode_event
 from world_adapter.events import MAX_WORLD_ID, Cursor
 
@@ -197,7 +196,7 @@ async def game() -> AsyncIterator[GameWithOneRoom]:
 async def test_bad_ids_are_answered_counted_and_never_stored_and_intake_goes_on(
     watching: Store, game: GameWithOneRoom
 ) -> None:
-    inbox = InboxRepository(watching.db)
+    inbox = InboxRepository(watching.db, watching.clock)
     running = await start_daemon(watching, game.game.url)
     try:
         stream = await asyncio.wait_for(game.streams.get(), WAIT)

@@ -10,13 +10,9 @@ import pytest
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
-    BadFrame,
     Error,
     ErrorCode,
     EventFrame,
-    FrameTooLarge,
-    Gap,
-    GapReason,
     Hello,
     Ping,
     Pong,
@@ -25,10 +21,9 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    encode_frame,
-    parse_frame,
 )
 from world_adapter.bridge.methods import method, world_methods
+from world_adapter.bridge.wire import BadFrame, FrameTooLarge, encode_frame, parse_frame
 from world_adapter.codec import CodecError, decode, decode_event, encode, encode_event
 from world_adapter.events import (
     CharacterState,
@@ -40,6 +35,7 @@ from world_adapter.events import (
     WorldEvent,
 )
 from world_adapter.facts import DoorRule, PathRule, RoomInfo
+from world_adapter.replay import Gap, GapReason
 
 AT = datetime(2026, 11, 22, 18, 4, 5, tzinfo=UTC)
 C = Cursor("boot-1", 7)

@@ -11,6 +11,7 @@ import pytest
 from test_bridge_doubles import TOKEN, served, sim_world
 
 from storyteller_daemon.app import build_runtime, build_world, prog_catalogue
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import Config, parse_config
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.storage.store import Store
@@ -75,7 +76,9 @@ async def test_a_game_refusing_the_token_stops_the_runtime_with_a_config_error(
             },
             "storyteller.toml",
         )
-        runtime = await build_runtime(cfg, environ={"GAME_TOKEN": "wrong"}, store=sqlite_store)
+        runtime = await build_runtime(
+            cfg, environ={"GAME_TOKEN": "wrong"}, store=sqlite_store, clock=SystemClock()
+        )
         try:
             with pytest.raises(ConfigError, match="the game refused the daemon") as caught:
                 await asyncio.wait_for(runtime.run(asyncio.Event()), 10)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
+from storyteller_daemon.testing import FakeClock
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Cursor, RoomEcho
 from world_adapter.sim import SimWorld
@@ -25,24 +26,14 @@ INSPECTED = [
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def world(clock: Clock) -> SimWorld:
-    return SimWorld.harbour_town(clock=clock)
+def world(clock: FakeClock) -> SimWorld:
+    return SimWorld.harbour_town(clock=clock.now)
 
 
 async def _run(world: SimWorld, prog: str, key: str = "k", **arguments: Any) -> Any:
@@ -113,22 +104,22 @@ async def test_heartbeat_and_cue_progs_return_their_texts(world: SimWorld) -> No
 
 
 async def test_watch_status_lists_ward_players_and_last_hour_crimes(
-    world: SimWorld, clock: Clock
+    world: SimWorld, clock: FakeClock
 ) -> None:
     world.commit_crime(WREN, "Theft", victim_id=PER)
-    clock.now = START + timedelta(minutes=30)
+    clock.set_now(START + timedelta(minutes=30))
     world.move(WREN, 101)
     world.commit_crime(WREN, "Theft", victim_id=MAREN)
     world.commit_crime(WREN, "Theft", victim_id=PER)
     world.commit_crime(ILSA, "Vandalism")  # Old Town: not the ward's business
-    clock.now = START + timedelta(minutes=70)
+    clock.set_now(START + timedelta(minutes=70))
     assert await _run(world, "HarbourWatchStatus", "a") == (
         "Harbour Ward: 2 player(s) online: Maren Tidewell at Harbour Quay; Osric Vell at "
         "The Drowned Lantern. Crimes in the last hour: 2 (Theft at Harbour Quay x2)."
     )
     world.set_online(MAREN, False)
     world.set_online(OSRIC, False)
-    clock.now = START + timedelta(hours=3)
+    clock.set_now(START + timedelta(hours=3))
     assert await _run(world, "HarbourWatchStatus", "b") == (
         "Harbour Ward: no players online. Crimes in the last hour: none."
     )

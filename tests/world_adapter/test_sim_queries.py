@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from storyteller_daemon.testing import FakeClock
 from world_adapter.errors import WorldCommandError
 from world_adapter.facts import CharacterPlan, LandmarkSummary
 from world_adapter.sim import SimWorld
@@ -18,16 +19,6 @@ from world_adapter.sim.timekeeping import Timekeeping, ZoneReckoning
 
 MAREN, OSRIC, ILSA, HOLT, PER = 1001, 1002, 1003, 2001, 2003
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 async def test_landmarks_list_and_describe_their_rooms() -> None:
@@ -45,9 +36,9 @@ async def test_landmarks_list_and_describe_their_rooms() -> None:
 
 
 async def test_plans_are_dated_from_the_first_clock_reading_and_age_with_it() -> None:
-    clock = Clock()
-    world = SimWorld.harbour_town(clock=clock)
-    clock.now = START + timedelta(hours=5)  # nothing has read the clock yet
+    clock = FakeClock(START)
+    world = SimWorld.harbour_town(clock=clock.now)
+    clock.set_now(START + timedelta(hours=5))  # nothing has read the clock yet
     maren = await world.character_plan(MAREN)
     assert maren == CharacterPlan(
         MAREN,
@@ -58,7 +49,7 @@ async def test_plans_are_dated_from_the_first_clock_reading_and_age_with_it() ->
         timedelta(days=2),
         is_player=True,
     )
-    clock.now += timedelta(days=1)
+    clock.set_now(clock.now() + timedelta(days=1))
     assert [(p.character_id, p.updated_ago) for p in await world.recent_plans(timedelta(5))] == [
         (MAREN, timedelta(days=3))
     ]
@@ -72,7 +63,8 @@ async def test_plans_are_dated_from_the_first_clock_reading_and_age_with_it() ->
         "Become a harbour pilot.",
         timedelta(0),
     )
-    clock.now -= timedelta(hours=1)  # a clock set back never makes plans younger than new
+    # A clock set back never makes plans younger than new.
+    clock.set_now(clock.now() - timedelta(hours=1))
     per = await world.character_plan(PER)
     assert per is not None and per.updated_ago == timedelta(0)
     assert await world.character_plan(4242) is None

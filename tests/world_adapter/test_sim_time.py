@@ -10,7 +10,7 @@ from world_adapter.errors import WorldCommandError
 from world_adapter.facts import SpecialDay
 from world_adapter.sim import SimWorld
 from world_adapter.sim.calendar import Calendar, IntercalarySpec, MonthSpec, ordinal
-from world_adapter.sim.clock import Clock, GameTimeline, TimeZone
+from world_adapter.sim.clock import GameClock, GameTimeline, TimeZone
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP
 from world_adapter.sim.harbour_people import HARBOUR_TOWN_PEOPLE
 from world_adapter.sim.harbour_time import (
@@ -69,9 +69,9 @@ def test_the_clock_writes_times_and_names_the_part_of_the_day() -> None:
     harbour = CITY_BELLS.timezone("htt")
     assert harbour is not None and CITY_BELLS.timezone(2) is not None
     assert CITY_BELLS.timezone("xyz") is None
-    assert Clock.long_time(0, harbour) == "12:00:00 a.m. HTT"
-    assert Clock.long_time(13 * 3600 + 5 * 60 + 9, harbour) == "1:05:09 p.m. HTT"
-    assert Clock.short_time(13 * 3600 + 5 * 60) == "13:05"
+    assert GameClock.long_time(0, harbour) == "12:00:00 a.m. HTT"
+    assert GameClock.long_time(13 * 3600 + 5 * 60 + 9, harbour) == "1:05:09 p.m. HTT"
+    assert GameClock.short_time(13 * 3600 + 5 * 60) == "13:05"
     assert [CITY_BELLS.vague_time(h * 3600) for h in (0, 5, 12, 19, 23)] == [
         "the dead of night", "the small hours", "High Sun", "dusk", "night",
     ]  # fmt: skip
@@ -131,7 +131,7 @@ def test_inconsistent_time_data_is_refused() -> None:
         Calendar(9, "C", "C", "c", "", "B", "A", ("D",), (month,), clock_id=1,
                  intercalary=(IntercalarySpec(MonthSpec("X", "X", 1), "Never", 2),))  # fmt: skip
     with pytest.raises(ValueError, match="must climb from hour 0"):
-        Clock(9, "K", "k", "", (TimeZone(1, "Z", "Z", 0),), ((1, "late"),))
+        GameClock(9, "K", "k", "", (TimeZone(1, "Z", "Z", 0),), ((1, "late"),))
     with pytest.raises(ValueError, match="offset by a day or more"):
         TimeZone(1, "Z", "Z", 24 * 60)
     timeline = HARBOUR_TIMEKEEPING.timeline

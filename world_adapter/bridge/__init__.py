@@ -2,7 +2,7 @@
 
 Daemon side: `client.BridgeWorldClient` (a `WorldClient`), built from `stream.BridgeSubscription`
 (the supervisor that owns the cursor) and `connection.BridgeConnection` (one disposable socket).
-Game side: `sim_server.BridgeServer` serves an in-process world from an `EventBuffer`.
+Game side: `world_server.WorldServer` serves any in-process `WorldClient` from an `EventBuffer`.
 Both speak `messages` (frames, codes, limits) and `codec`/`methods` (values and requests, read
 from the `WorldClient` protocol). `conformance` (with `probe` and the groups of checks in
 `checks`) checks any game-side implementation; `schema` generates the JSON Schema of every

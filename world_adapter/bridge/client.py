@@ -22,12 +22,14 @@ import aiohttp
 
 from progs.types import ProgSignature
 from world_adapter.bridge.backoff import Backoff
-from world_adapter.bridge.connection import AdminHandler, BridgeConnection, BridgeStats
+from world_adapter.bridge.connection import BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import RemoteError
-from world_adapter.bridge.messages import ErrorCode, FrameTooLarge
+from world_adapter.bridge.game_calls import AdminHandler
+from world_adapter.bridge.messages import ErrorCode
 from world_adapter.bridge.methods import world_methods
 from world_adapter.bridge.stream import BridgeSubscription, Sleep
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, SystemBridgeClock
+from world_adapter.bridge.wire import FrameTooLarge
 from world_adapter.codec import CodecError
 from world_adapter.errors import TransientStreamError, UnsupportedRequest, WorldCommandError
 from world_adapter.events import Cursor

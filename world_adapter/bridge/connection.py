@@ -5,34 +5,32 @@ A `BridgeConnection` never retries. When anything goes wrong it records one type
 and 4002 — and every later call raises it; whoever holds the connection closes it, throws it
 away and opens another (`BridgeSubscription`, `BridgeWorldClient`). It owns two tasks, a reader
 and a pinger, and `close()` ends both. aiohttp's exceptions stop here. The hello and welcome
-exchange and the classification of close codes are in `handshake`.
+exchange and the classification of close codes are in `handshake`; what the game asks of the
+daemon (invocations, admin commands) is answered by `game_calls`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import aiohttp
 
 from world_adapter.bridge.errors import RemoteError
+from world_adapter.bridge.game_calls import AdminHandler, GameCalls, HandlerLookup
 from world_adapter.bridge.handshake import close_quietly, closed_error, handshake
 from world_adapter.bridge.messages import (
     MAX_FRAME_BYTES,
     MAX_IN_FLIGHT_REQUESTS,
     Admin,
-    BadFrame,
     CloseCode,
     Error,
     ErrorCode,
     EventFrame,
     Frame,
-    FrameTooLarge,
-    Gap,
     Ping,
     Pong,
     Request,
@@ -40,41 +38,31 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     Welcome,
-    encode_frame,
-    frame_bytes,
     frame_type,
-    parse_frame,
-    short_message,
 )
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
+from world_adapter.bridge.wire import (
+    READ_LIMIT_BYTES,
+    BadFrame,
+    cut_texts,
+    encode_frame,
+    frame_bytes,
+    parse_frame,
+)
 from world_adapter.errors import StreamError, StreamTimeout, TransientStreamError
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.invocations import (
     GameInvocation,
-    InvocationAnswer,
-    InvocationHandler,
-    RefusalCode,
 )
+from world_adapter.replay import Gap
 
 log = logging.getLogger(__name__)
 
 StreamItem = Subscribed | Gap | WorldEvent
-HandlerLookup = Callable[[], InvocationHandler | None]
-"""Where a connection finds who answers the game's invocations (None: nobody)."""
 ITEM_BUFFER = 1024
 """Stream items held for a slow consumer before the reader stops reading (back-pressure)."""
 _LOGGED_BAD_FRAMES = 10
 _FAILED: Final = object()
-MAX_ADMIN_COMMANDS = 4
-"""Admin commands from the game running at once on one connection; more are refused."""
-
-
-class AdminRefused(Exception):
-    """An admin command the daemon will not run; the message (one line) goes to the game."""
-
-
-AdminHandler = Callable[[Admin], Awaitable[Any]]
-"""Runs an admin command from the game; returns the ``result`` value or raises `AdminRefused`."""
 
 
 @dataclass
@@ -105,22 +93,6 @@ class BridgeStats:
         return self.connections + self.event_frames + self.bad_frames + self.oversize_frames
 
 
-READ_LIMIT_BYTES = 16 * MAX_FRAME_BYTES
-"""Largest frame the daemon reads; a larger one closes the connection (1009)."""
-CUT_TEXT_CHARS = 16_384
-"""An oversize event's texts are cut to this many characters."""
-
-
-def cut_texts(event: WorldEvent) -> WorldEvent:
-    """`event` with every text longer than `CUT_TEXT_CHARS` cut, marked as cut."""
-    changes: dict[str, Any] = {
-        f.name: value[:CUT_TEXT_CHARS] + f" [cut: {len(value) - CUT_TEXT_CHARS} more characters]"
-        for f in dataclasses.fields(event)
-        if isinstance(value := getattr(event, f.name), str) and len(value) > CUT_TEXT_CHARS
-    }
-    return dataclasses.replace(event, **changes) if changes else event
-
-
 class BridgeConnection:
     """An open, authenticated connection; build it with `BridgeConnection.open`."""
 
@@ -136,9 +108,7 @@ class BridgeConnection:
         admin: AdminHandler | None = None,
     ) -> None:
         self._ws = ws
-        self._invocations = invocations
-        self._admin = admin
-        self._admin_tasks: set[asyncio.Task[None]] = set()
+        self._calls = GameCalls(self._send, invocations, admin)
         self.welcome = welcome
         self._clock = clock
         self._timings = timings
@@ -288,9 +258,10 @@ class BridgeConnection:
         # Closing the socket first ends a pending receive cleanly; cancelling the reader while
         # it waits would make aiohttp drop the connection without sending our close code.
         await close_quietly(self._ws, code, self._timings.close_seconds, reason)
-        for task in [*others, *self._admin_tasks]:
+        for task in others:
             task.cancel()
-        await asyncio.gather(*others, *self._admin_tasks, return_exceptions=True)
+        calls = self._calls.cancel()
+        await asyncio.gather(*others, *calls, return_exceptions=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -379,28 +350,13 @@ class BridgeConnection:
             self.stats.peer_errors += 1
             log.warning("the game reports a problem with the daemon's frames: %s", frame.message)
         elif isinstance(frame, GameInvocation):
-            await self._send(await self._answer_invocation(frame))
+            await self._calls.invoke(frame)
         elif isinstance(frame, Request):
             await self._bad_frame(BadFrame("The daemon answers no requests.", frame.id))
         elif isinstance(frame, Admin):
-            await self._start_admin(frame)
+            await self._calls.admin(frame)
         elif not isinstance(frame, Pong):  # a pong needs nothing: hearing it was the point
             await self._bad_frame(BadFrame(f"A {frame_type(frame)} frame is not expected now."))
-
-    async def _answer_invocation(self, invocation: GameInvocation) -> InvocationAnswer | Error:
-        handler = self._invocations() if self._invocations is not None else None
-        if handler is None:
-            return InvocationAnswer(
-                invocation.id,
-                accepted=False,
-                reason=RefusalCode.NOT_SUPPORTED.value,
-                message="This client takes no invocations.",
-            )
-        try:
-            return await handler(invocation)
-        except Exception:  # a bug must not end the connection; the game hears of it
-            log.exception("answering invocation %s failed", invocation.id)
-            return Error(ErrorCode.INTERNAL, "The daemon failed to answer.", invocation.id)
 
     def _answer(self, frame: Result | Error) -> None:
         assert frame.id is not None
@@ -411,34 +367,6 @@ class BridgeConnection:
             answer.set_result(frame.result)
         else:
             answer.set_exception(RemoteError(frame.code.value, frame.message))
-
-    async def _start_admin(self, frame: Admin) -> None:
-        """Run an admin command in a task of this connection's, so the reader reads on."""
-        if self._admin is None:
-            await self._send(Error(ErrorCode.COMMAND_FAILED, "This daemon takes no admin commands.",
-                                   frame.id))  # fmt: skip
-            return
-        if len(self._admin_tasks) >= MAX_ADMIN_COMMANDS:
-            await self._send(Error(ErrorCode.COMMAND_FAILED, "The daemon is busy with other admin "
-                                   "commands; try again.", frame.id))  # fmt: skip
-            return
-        task = asyncio.create_task(self._run_admin(self._admin, frame), name="bridge-admin")
-        self._admin_tasks.add(task)
-        task.add_done_callback(self._admin_tasks.discard)
-
-    async def _run_admin(self, handler: AdminHandler, frame: Admin) -> None:
-        answer: Result | Error
-        try:
-            answer = Result(frame.id, await handler(frame))
-        except AdminRefused as exc:
-            answer = Error(ErrorCode.COMMAND_FAILED, short_message(str(exc)), frame.id)
-        except Exception:
-            log.exception("the admin command %s %s failed", frame.command, frame.verb)
-            answer = Error(ErrorCode.INTERNAL, "The admin command failed in the daemon.", frame.id)
-        try:
-            await self._send(answer)
-        except (StreamError, FrameTooLarge):
-            log.warning("could not answer the admin command %s %s", frame.command, frame.verb)
 
     async def _bad_frame(self, problem: BadFrame) -> None:
         self.stats.bad_frames += 1

@@ -16,16 +16,14 @@ import aiohttp
 from world_adapter.bridge.messages import (
     FATAL_CLOSE_CODES,
     PROTOCOL_VERSION,
-    BadFrame,
     CloseCode,
     Hello,
     Welcome,
     close_code_name,
-    encode_frame,
     frame_type,
-    parse_frame,
 )
 from world_adapter.bridge.timing import BridgeClock, BridgeTimings, wait_or_timeout
+from world_adapter.bridge.wire import BadFrame, encode_frame, parse_frame
 from world_adapter.errors import FatalStreamError, StreamError, TransientStreamError
 
 

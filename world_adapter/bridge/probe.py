@@ -20,11 +20,9 @@ from typing import Any, Union
 import aiohttp
 
 from world_adapter.bridge.messages import (
-    BadFrame,
     Error,
     EventFrame,
     Frame,
-    Gap,
     Ping,
     Pong,
     Request,
@@ -32,12 +30,12 @@ from world_adapter.bridge.messages import (
     Subscribe,
     Subscribed,
     close_code_name,
-    encode_frame,
     frame_type,
-    parse_frame,
 )
 from world_adapter.bridge.methods import Method
+from world_adapter.bridge.wire import BadFrame, encode_frame, parse_frame
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.replay import Gap
 
 
 class CheckFailed(Exception):

@@ -16,9 +16,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from world_adapter.bridge.backoff import Backoff
 from world_adapter.bridge.connection import BridgeConnection, BridgeStats
 from world_adapter.bridge.errors import StreamGap
-from world_adapter.bridge.messages import Gap, Subscribed
+from world_adapter.bridge.messages import Subscribed
 from world_adapter.errors import TransientStreamError
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.replay import Gap
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,7 @@
-"""Clocks of the sim world: a 24-hour day, time zones, and how times of day are written.
+"""The sim world's game clocks: a 24-hour day, time zones, and how times of day are written.
+
+A `GameClock` is part of the game's calendar (what the world's clocks show), not a source of
+time: the daemon's time comes from `storyteller_daemon.clock.Clock`.
 
 Game time runs on one absolute scale of seconds (`GameTimeline`) that every clock reads, each
 shifted by the offset of the time zone it is read in.
@@ -32,8 +35,8 @@ class TimeZone:
 
 
 @dataclass(frozen=True)
-class Clock:
-    """A clock with its time zones and its names for the parts of the day.
+class GameClock:
+    """A game clock with its time zones and its names for the parts of the day.
 
     Attributes:
         alias: A short unique word for the clock (prog arguments).

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from world_adapter.facts import SpecialDay
 from world_adapter.sim.calendar import Calendar, IntercalarySpec, MonthSpec
-from world_adapter.sim.clock import SECONDS_PER_DAY, Clock, GameTimeline, TimeZone
+from world_adapter.sim.clock import SECONDS_PER_DAY, GameClock, GameTimeline, TimeZone
 from world_adapter.sim.map import HARBOUR_WARD_ID, OLD_TOWN_ID
 from world_adapter.sim.timekeeping import Timekeeping, ZoneReckoning
 
@@ -91,7 +91,7 @@ TEMPLE_CALENDAR = Calendar(
     epoch_day=-17,
 )
 
-CITY_BELLS = Clock(
+CITY_BELLS = GameClock(
     id=CITY_BELLS_ID,
     name="City Bells",
     alias="city",

@@ -3,7 +3,7 @@
 `cause_event` makes the harbour town produce one event of the kind the conformance checker asks
 for through the optional ``cause_event`` request (docs/bridge-protocol.md, checking events):
 Maren emotes and speaks, Per steals from Osric, Agna passes out (and comes round, so she can be
-made to pass out again). The sim's bridge server answers that request with it.
+made to pass out again). The bridge's world server answers that request with it.
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ from typing import Any
 from progs.results import format_datetime, format_timespan
 from world_adapter.sim.belongings import Effect, Item, Outfit, OutfitPiece
 from world_adapter.sim.calendar import Calendar
-from world_adapter.sim.clock import Clock
+from world_adapter.sim.clock import GameClock
 from world_adapter.sim.framework import Clan, ClanMembership, FrameworkItem
 from world_adapter.sim.map import Passage, Room, Zone
 from world_adapter.sim.people import CharacterSheet
 from world_adapter.sim.timekeeping import MudMoment
 
 # Plain objects described by id, name and the prog type they stand for.
-_Entity = CharacterSheet | Room | Item | Passage | Zone | Clan | Calendar | Clock
+_Entity = CharacterSheet | Room | Item | Passage | Zone | Clan | Calendar | GameClock
 _ENTITY_TYPES: tuple[tuple[type[_Entity], str], ...] = (
     (CharacterSheet, "Character"),
     (Room, "Location"),
@@ -28,7 +28,7 @@ _ENTITY_TYPES: tuple[tuple[type[_Entity], str], ...] = (
     (Zone, "Zone"),
     (Clan, "Clan"),
     (Calendar, "Calendar"),
-    (Clock, "Clock"),
+    (GameClock, "Clock"),
 )
 
 

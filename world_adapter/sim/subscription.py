@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from world_adapter.bridges.evennia.replaybuffer import Gap
 from world_adapter.errors import CursorExpired
 from world_adapter.event_buffer import EventBuffer
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.replay import Gap, GapReason
 
 
 class Subscription(AsyncIterator[WorldEvent]):
@@ -70,13 +70,13 @@ class Subscription(AsyncIterator[WorldEvent]):
 
 
 def _expired(gap: Gap) -> CursorExpired:
-    after, resume_after = Cursor(*gap.after), Cursor(*gap.resume_after)
-    if gap.reason == "epoch":
+    after, resume_after = gap.after, gap.resume_after
+    if gap.reason is GapReason.EPOCH:
         return CursorExpired(
             f"Cursor {after} is from epoch '{after.epoch}', but the world is in epoch "
             f"'{resume_after.epoch}'."
         )
-    if gap.reason == "ahead":
+    if gap.reason is GapReason.AHEAD:
         return CursorExpired(f"Cursor {after} is ahead of the newest event {resume_after}.")
     oldest = Cursor(resume_after.epoch, resume_after.seq + 1)
     return CursorExpired(

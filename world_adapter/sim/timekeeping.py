@@ -16,7 +16,7 @@ from datetime import datetime
 from world_adapter.errors import WorldCommandError
 from world_adapter.facts import DateTimeReading
 from world_adapter.sim.calendar import YEAR_LIMIT, Calendar, CalendarDate
-from world_adapter.sim.clock import Clock, GameTimeline, TimeZone
+from world_adapter.sim.clock import GameClock, GameTimeline, TimeZone
 
 MUD_DATETIME_FORMAT = "<calendar> <day>/<month>/<year> <h>:<mm>:<ss> <zone>"
 _MUD_DATETIME = re.compile(
@@ -44,7 +44,7 @@ class MudMoment:
     """A moment of game time by one calendar, as a saved mud datetime names it."""
 
     calendar: Calendar
-    clock: Clock
+    clock: GameClock
     date: CalendarDate
     second_of_day: int
     timezone: TimeZone
@@ -67,7 +67,7 @@ class Timekeeping:
     def __init__(
         self,
         calendars: Iterable[Calendar],
-        clocks: Iterable[Clock],
+        clocks: Iterable[GameClock],
         reckonings: Iterable[ZoneReckoning],
         timeline: GameTimeline,
     ) -> None:
@@ -86,7 +86,7 @@ class Timekeeping:
                     f"Calendar {calendar.name} reads clock {calendar.clock_id}, which does not "
                     "exist."
                 )
-        self._zones: dict[int, tuple[tuple[Calendar, Clock, TimeZone], ...]] = {}
+        self._zones: dict[int, tuple[tuple[Calendar, GameClock, TimeZone], ...]] = {}
         for reckoning in reckonings:
             if reckoning.zone_id in self._zones:
                 raise ValueError(f"Zone {reckoning.zone_id} has two reckonings.")
@@ -96,8 +96,8 @@ class Timekeeping:
             )
 
     def _context(
-        self, reckoning: ZoneReckoning, calendar_id: int, clocks: dict[int, Clock]
-    ) -> tuple[Calendar, Clock, TimeZone]:
+        self, reckoning: ZoneReckoning, calendar_id: int, clocks: dict[int, GameClock]
+    ) -> tuple[Calendar, GameClock, TimeZone]:
         calendar = next((c for c in self.calendars if c.id == calendar_id), None)
         if calendar is None:
             raise ValueError(

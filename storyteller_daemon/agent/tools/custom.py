@@ -31,16 +31,9 @@ from progs.schema import UnsupportedParameterType, tool_parameters_schema
 from progs.types import ProgSignature, ProgType, ValueType
 from storyteller_daemon.agent.effects import Effect, prog_effect
 from storyteller_daemon.agent.schema import strict_schema
-from storyteller_daemon.agent.tools.base import (
-    Envelope,
-    MalformedArguments,
-    Tool,
-    ToolContext,
-    error,
-    idempotency_key,
-    invoke,
-    parse_arguments,
-)
+from storyteller_daemon.agent.tools.arguments import MalformedArguments, parse_arguments
+from storyteller_daemon.agent.tools.base import Envelope, Tool, error, idempotency_key, invoke
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.mcp import approved_mcp_tool
 from storyteller_daemon.agent.tools.world_ids import check_world_ids
 from storyteller_daemon.domain.approvals import Approval
@@ -70,7 +63,7 @@ async def catalogue(ctx: ToolContext) -> tuple[ProgSignature, ...]:
     if ctx.progs is not None:
         return ctx.progs
     try:
-        return tuple(await ctx.world.progs())
+        return tuple(await ctx.services.world.progs())
     except WorldCommandError as exc:
         log.warning("the world's prog catalogue is unavailable, no custom tools offered: %s", exc)
         return ()
@@ -155,9 +148,9 @@ class _ProgRunner:
             converted = convert_arguments(self.signature.parameters, arguments)
         except (ArgumentError, UnsupportedParameterType) as exc:
             raise ToolError(str(exc)) from None
-        await check_world_ids(self.signature.parameters, converted, ctx.world)
+        await check_world_ids(self.signature.parameters, converted, ctx.services.world)
         key = idempotency_key(ctx.turn_key, self.tool_name, converted)
-        outcome = await ctx.world.execute_prog(str(self.signature.id), converted, key)
+        outcome = await ctx.services.world.execute_prog(str(self.signature.id), converted, key)
         return custom_tool_result(self.tool_name, self.signature.return_type, outcome.value)
 
 

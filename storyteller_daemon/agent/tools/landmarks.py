@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import Tool, ToolContext, required_text
+from storyteller_daemon.agent.tools.arguments import required_text
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 
@@ -17,7 +19,7 @@ async def landmarks(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, An
     return {
         "Landmarks": [
             {"Id": lm.name, "RoomId": lm.room_id, "RoomName": lm.room_name}
-            for lm in await ctx.world.landmarks()
+            for lm in await ctx.services.world.landmarks()
         ]
     }
 
@@ -25,7 +27,7 @@ async def landmarks(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, An
 async def show_landmark(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ShowLandmark."""
     name = required_text(arguments, "Id")
-    landmark = await ctx.world.landmark(name)
+    landmark = await ctx.services.world.landmark(name)
     if landmark is None:
         raise ToolError(f"No landmark with id '{name}' exists.")
     return {

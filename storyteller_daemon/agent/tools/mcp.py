@@ -24,7 +24,8 @@ from typing import Any
 
 from storyteller_daemon.agent.effects import Effect
 from storyteller_daemon.agent.schema import strict_schema
-from storyteller_daemon.agent.tools.base import Tool, ToolContext
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.mcp import McpGrant, McpToolInfo, prefixed_name
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import ToolError, ValidationError
@@ -53,11 +54,11 @@ async def mcp_listings(ctx: ToolContext, storyteller: Storyteller) -> tuple[McpL
     """Ask every server `storyteller` is granted for its tools (in grant order)."""
     listings: list[McpListing] = []
     for grant in storyteller.mcp_grants:
-        if ctx.mcp is None:
+        if ctx.services.mcp is None:
             listings.append(McpListing(grant, problem="no MCP servers are configured"))
             continue
         try:
-            tools = tuple(await ctx.mcp.list_tools(grant.server))
+            tools = tuple(await ctx.services.mcp.list_tools(grant.server))
         except ToolError as exc:
             listings.append(McpListing(grant, problem=str(exc)))
             continue
@@ -75,10 +76,10 @@ class _McpRunner:
     """Top-level properties the server's schema does not require (sent only when not null)."""
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        if ctx.mcp is None:
+        if ctx.services.mcp is None:
             raise ToolError(f"MCP server '{self.server}' is not available to this turn.")
         sent = {k: v for k, v in arguments.items() if not (v is None and k in self.optional)}
-        outcome = await ctx.mcp.call_tool(self.server, self.tool, sent)
+        outcome = await ctx.services.mcp.call_tool(self.server, self.tool, sent)
         # What a server answers is outside text the daemon cannot vouch for, like players'
         # words: what the turn writes after reading it is marked so.
         ctx.taint.saw(True)
@@ -132,9 +133,9 @@ async def approved_mcp_tool(storyteller: Storyteller, name: str, ctx: ToolContex
                     continue
             except ValidationError:
                 continue
-            if ctx.mcp is None:
+            if ctx.services.mcp is None:
                 raise ToolError(f"MCP server '{grant.server}' is not available.")
-            for info in await ctx.mcp.list_tools(grant.server):
+            for info in await ctx.services.mcp.list_tools(grant.server):
                 if info.name == wanted:
                     return build_mcp_tool(grant.server, info)
             raise ToolError(f"MCP server '{grant.server}' no longer offers '{wanted}'.")

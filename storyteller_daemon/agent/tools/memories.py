@@ -13,16 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from storyteller_daemon.agent.effects import named
-from storyteller_daemon.agent.tools.base import (
-    Tool,
-    ToolContext,
-    from_players,
-    iso,
-    optional_int,
-    required_id,
-    required_text,
-    world_character,
-)
+from storyteller_daemon.agent.tools.arguments import optional_int, required_id, required_text
+from storyteller_daemon.agent.tools.base import Tool, from_players, iso
+from storyteller_daemon.agent.tools.context import ToolContext, world_character
 from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import DEFAULT_IMPORTANCE, CharacterMemory
 from storyteller_daemon.errors import ToolError
@@ -61,7 +54,7 @@ async def player_character(ctx: ToolContext, character_id: int) -> CharacterInfo
 
 async def memories_about(ctx: ToolContext, character_id: int) -> list[dict[str, Any]]:
     """This storyteller's memories about one character, oldest first."""
-    memories = await ctx.memories.list(ctx.storyteller_id, character_id)
+    memories = await ctx.services.memories.list(ctx.storyteller_id, character_id)
     for memory in memories:
         ctx.taint.saw(memory.provenance.from_player)
     return [memory_entry(m) for m in memories]
@@ -75,7 +68,7 @@ async def list_memories_for_player(arguments: dict[str, Any], ctx: ToolContext) 
 
 async def show_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ShowMemory."""
-    memory = await ctx.memories.get(ctx.storyteller_id, required_id(arguments, "Id"))
+    memory = await ctx.services.memories.get(ctx.storyteller_id, required_id(arguments, "Id"))
     ctx.taint.saw(memory.provenance.from_player)
     entry = {
         "Id": memory.id,
@@ -95,7 +88,7 @@ async def create_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
     character = await world_character(ctx, character_id)
     if character is None:
         raise ToolError(f"No character with id {character_id} exists.")
-    memory = await ctx.memories.create(
+    memory = await ctx.services.memories.create(
         ctx.storyteller_id,
         character.id,
         title,
@@ -111,7 +104,7 @@ async def update_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
     memory_id = required_id(arguments, "Id")
     title = required_text(arguments, "Title")
     details = required_text(arguments, "Details")
-    memory = await ctx.memories.update(
+    memory = await ctx.services.memories.update(
         ctx.storyteller_id,
         memory_id,
         title,
@@ -124,7 +117,7 @@ async def update_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str
 
 async def forget_memory(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ForgetMemory."""
-    memory = await ctx.memories.forget(
+    memory = await ctx.services.memories.forget(
         ctx.storyteller_id, required_id(arguments, "Id"), provenance=ctx.provenance
     )
     return {"Id": memory.id, "Forgot": True}

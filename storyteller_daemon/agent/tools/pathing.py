@@ -23,14 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import (
-    Tool,
-    ToolContext,
-    required_id,
-    required_text,
-    world_character,
-    world_room,
-)
+from storyteller_daemon.agent.tools.arguments import required_id, required_text
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext, world_character, world_room
 from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import MAX_PATH_EXITS, CharacterInfo, DoorRule, PathRule
@@ -108,7 +103,7 @@ async def _room(ctx: ToolContext, room_id: int) -> int:
 async def _walk(
     ctx: ToolContext, origin: int, destination: int, rule: PathRule, used: str
 ) -> dict[str, Any]:
-    found = await ctx.world.path(origin, destination, rule, max_exits=MAX_PATH_EXITS)
+    found = await ctx.services.world.path(origin, destination, rule, max_exits=MAX_PATH_EXITS)
     return {
         "PathSearchFunction": used,
         "HasPath": found.found,

@@ -17,7 +17,9 @@ from typing import Any
 
 from progs.results import format_timespan
 from progs.scalars import is_id
-from storyteller_daemon.agent.tools.base import Tool, ToolContext, required_id
+from storyteller_daemon.agent.tools.arguments import required_id
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CharacterPlan
 
@@ -55,7 +57,7 @@ def _common(plan: CharacterPlan) -> dict[str, Any]:
 
 async def recent_character_plans(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """RecentCharacterPlans: soonest to leave the window first."""
-    plans = [p for p in await ctx.world.recent_plans(WINDOW) if _is_recent(p)]
+    plans = [p for p in await ctx.services.world.recent_plans(WINDOW) if _is_recent(p)]
     plans.sort(key=lambda p: (_remaining(p), p.character_id))
     return {
         "WindowDays": WINDOW_DAYS,
@@ -73,7 +75,7 @@ async def recent_character_plans(arguments: dict[str, Any], ctx: ToolContext) ->
 async def character_plans(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """CharacterPlans: ``UpdatedAgo`` whenever the plans ever changed, the window only if recent."""
     character_id = required_id(arguments, "Id")
-    plan = await ctx.world.character_plan(character_id) if is_id(character_id) else None
+    plan = await ctx.services.world.character_plan(character_id) if is_id(character_id) else None
     if plan is None:
         raise ToolError(f"No character with id {character_id} exists.")
     age = _age(plan)

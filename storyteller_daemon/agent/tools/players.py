@@ -12,7 +12,9 @@ import logging
 from typing import Any
 
 from storyteller_daemon.agent.effects import named
-from storyteller_daemon.agent.tools.base import Tool, ToolContext, idempotency_key, required_id
+from storyteller_daemon.agent.tools.arguments import required_id
+from storyteller_daemon.agent.tools.base import Tool, idempotency_key
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.custom import catalogue, find_prog
 from storyteller_daemon.agent.tools.memories import memories_about, player_character
 from world_adapter.errors import WorldCommandError
@@ -25,8 +27,8 @@ UNKNOWN_LOCATION = "Unknown"
 
 async def online_players(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """OnlinePlayers."""
-    players = [p for p in await ctx.world.online_players() if p.is_player]
-    counts = await ctx.memories.counts_by_character(ctx.storyteller_id)
+    players = [p for p in await ctx.services.world.online_players() if p.is_player]
+    counts = await ctx.services.memories.counts_by_character(ctx.storyteller_id)
     return {
         "Players": [
             {
@@ -83,7 +85,7 @@ async def custom_fields(ctx: ToolContext, character_id: int) -> dict[str, Any]:
     arguments = {signature.parameters[0].name: character_id}
     key = idempotency_key(ctx.turn_key, "PlayerInformation", arguments)
     try:
-        outcome = await ctx.world.execute_prog(str(signature.id), arguments, key)
+        outcome = await ctx.services.world.execute_prog(str(signature.id), arguments, key)
     except WorldCommandError as exc:
         log.warning(
             "Custom player information prog failed for storyteller %s: %s", storyteller_id, exc

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import Tool, ToolContext, optional_text, required_id
+from storyteller_daemon.agent.tools.arguments import optional_text, required_id
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.domain.references import ReferenceDocument
 from storyteller_daemon.errors import NotFoundError, ToolError
@@ -27,7 +29,7 @@ def _metadata(doc: ReferenceDocument) -> dict[str, Any]:
 async def search_reference_documents(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """SearchReferenceDocuments."""
     query = (optional_text(arguments, "Query") or "").strip()
-    hits = await ctx.references.search_hits(query or None, visible_to=ctx.storyteller_id)
+    hits = await ctx.services.references.search_hits(query or None, visible_to=ctx.storyteller_id)
     return {
         "Query": query,
         "Documents": [{**_metadata(h.document), "Snippet": h.snippet} for h in hits],
@@ -41,7 +43,7 @@ async def show_reference_document(arguments: dict[str, Any], ctx: ToolContext) -
     if document_id <= 0:
         raise missing
     try:
-        doc = await ctx.references.get(document_id)
+        doc = await ctx.services.references.get(document_id)
     except NotFoundError:
         raise missing from None
     # The store also resolves names; only an exact id match counts here.

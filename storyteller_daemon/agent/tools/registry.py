@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from storyteller_daemon.agent.model import ToolSpec
+from storyteller_daemon.agent.models.interface import ToolSpec
 from storyteller_daemon.agent.policy_rules import DESTRUCTIVE_RULE
 from storyteller_daemon.agent.tools import (
     landmarks,
@@ -33,7 +33,8 @@ from storyteller_daemon.agent.tools import (
     story_plans,
 )
 from storyteller_daemon.agent.tools import time as date_time
-from storyteller_daemon.agent.tools.base import Tool, ToolContext
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.custom import catalogue, custom_toolset
 from storyteller_daemon.agent.tools.mcp import McpListing, mcp_toolset
 from storyteller_daemon.agent.trigger import Trigger

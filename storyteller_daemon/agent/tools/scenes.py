@@ -12,15 +12,9 @@ from typing import Any
 
 from storyteller_daemon.agent.effects import named
 from storyteller_daemon.agent.ports import SceneClaimStore
-from storyteller_daemon.agent.tools.base import (
-    Tool,
-    ToolContext,
-    iso,
-    optional_int,
-    optional_text,
-    required_id,
-    world_room,
-)
+from storyteller_daemon.agent.tools.arguments import optional_int, optional_text, required_id
+from storyteller_daemon.agent.tools.base import Tool, iso
+from storyteller_daemon.agent.tools.context import ToolContext, world_room
 from storyteller_daemon.domain.argument_limits import CLAIM_REASON_CHARS
 from storyteller_daemon.domain.scenes import SceneClaim
 from storyteller_daemon.errors import ToolError
@@ -30,9 +24,9 @@ _ROOM = {"type": "integer", "description": "The room of the scene."}
 
 
 def _store(ctx: ToolContext) -> SceneClaimStore:
-    if ctx.claims is None:
+    if ctx.services.claims is None:
         raise ToolError("Scene claims are not kept by this daemon.")
-    return ctx.claims
+    return ctx.services.claims
 
 
 def _summary(claim: SceneClaim) -> dict[str, Any]:

@@ -12,17 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from storyteller_daemon.agent.effects import named
-from storyteller_daemon.agent.tools.base import (
-    Tool,
-    ToolContext,
-    from_players,
-    iso,
-    optional_id,
-    required_id,
-    required_text,
-    world_character,
-    world_room,
-)
+from storyteller_daemon.agent.tools.arguments import optional_id, required_id, required_text
+from storyteller_daemon.agent.tools.base import Tool, from_players, iso
+from storyteller_daemon.agent.tools.context import ToolContext, world_character, world_room
 from storyteller_daemon.domain.argument_limits import TEXT_CHARS, TITLE_CHARS
 from storyteller_daemon.domain.situations import Situation, check_scope
 from storyteller_daemon.errors import ToolError, ValidationError
@@ -97,7 +89,7 @@ async def create_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict[
     title = required_text(arguments, "Title")
     text = required_text(arguments, "Description")
     character_id, room_id = await resolve_scope(arguments, ctx)
-    created = await ctx.situations.create(
+    created = await ctx.services.situations.create(
         ctx.storyteller_id,
         title,
         text,
@@ -116,7 +108,7 @@ async def _change(arguments: dict[str, Any], ctx: ToolContext, *, resolve: bool)
     clear = _flag(arguments, "ClearScope")
     if clear and (character_id is not None or room_id is not None):
         raise ToolError("Use either ClearScope or a new CharacterId/RoomId, not both.")
-    current = await ctx.situations.get(ctx.storyteller_id, situation_id)
+    current = await ctx.services.situations.get(ctx.storyteller_id, situation_id)
     ctx.taint.saw(current.provenance.from_player)
     if current.resolved:
         if resolve:
@@ -126,8 +118,8 @@ async def _change(arguments: dict[str, Any], ctx: ToolContext, *, resolve: bool)
             "create a new situation instead."
         )
     if clear and (current.character_id is not None or current.room_id is not None):
-        await ctx.situations.set_scope(ctx.storyteller_id, situation_id, None, None)
-    return await ctx.situations.update(
+        await ctx.services.situations.set_scope(ctx.storyteller_id, situation_id, None, None)
+    return await ctx.services.situations.update(
         ctx.storyteller_id,
         situation_id,
         title=title,
@@ -151,7 +143,7 @@ async def resolve_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict
 
 async def show_situation(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """ShowSituation."""
-    situation = await ctx.situations.get(ctx.storyteller_id, required_id(arguments, "Id"))
+    situation = await ctx.services.situations.get(ctx.storyteller_id, required_id(arguments, "Id"))
     ctx.taint.saw(situation.provenance.from_player)
     entry = {
         "Id": situation.id,

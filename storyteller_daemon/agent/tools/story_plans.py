@@ -19,17 +19,15 @@ from typing import Any
 
 from progs.scalars import is_id
 from storyteller_daemon.agent.ports import StoryPlanStore
-from storyteller_daemon.agent.tools.base import (
-    Tool,
-    ToolContext,
-    from_players,
-    iso,
+from storyteller_daemon.agent.tools.arguments import (
     optional_id,
     optional_int,
     optional_text,
     required_id,
     required_text,
 )
+from storyteller_daemon.agent.tools.base import Tool, from_players, iso
+from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.argument_limits import (
     GOAL_CHARS,
     INTENT_CHARS,
@@ -95,9 +93,9 @@ _EXPIRY = {
 
 
 def _store(ctx: ToolContext) -> StoryPlanStore:
-    if ctx.plans is None:
+    if ctx.services.plans is None:
         raise ToolError("Story plans are not kept by this daemon.")
-    return ctx.plans
+    return ctx.services.plans
 
 
 def _wait_for(value: Any, where: str) -> WaitFor | None:

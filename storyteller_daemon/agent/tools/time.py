@@ -11,14 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from storyteller_daemon.agent.tools.base import (
-    Tool,
-    ToolContext,
-    optional_id,
-    required_text,
-    world_character,
-    world_room,
-)
+from storyteller_daemon.agent.tools.arguments import optional_id, required_text
+from storyteller_daemon.agent.tools.base import Tool
+from storyteller_daemon.agent.tools.context import ToolContext, world_character, world_room
 from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.errors import ToolError
 from world_adapter.facts import CalendarInfo, CalendarMonth, DateTimeReading, SpecialDay
@@ -36,7 +31,7 @@ async def watched_rooms(ctx: ToolContext) -> frozenset[int] | None:
     surveillance = ctx.current.surveillance
     if surveillance.is_empty:
         return None
-    return surveillance.cells(await ctx.world.zones())
+    return surveillance.cells(await ctx.services.world.zones())
 
 
 def date_time_payload(reading: DateTimeReading) -> dict[str, Any]:
@@ -62,7 +57,7 @@ async def current_date_time(arguments: dict[str, Any], ctx: ToolContext) -> dict
     rooms = await watched_rooms(ctx)
     if rooms is not None and not rooms:
         raise ToolError(NO_ROOMS)
-    times = await ctx.world.room_times(rooms)
+    times = await ctx.services.world.room_times(rooms)
     contexts: dict[tuple[int, int, int], DateTimeReading] = {}
     for readings in times.values():
         for reading in readings:
@@ -75,7 +70,7 @@ async def current_date_time(arguments: dict[str, Any], ctx: ToolContext) -> dict
 
 
 async def _first_reading(ctx: ToolContext, room_id: int) -> DateTimeReading | None:
-    readings = (await ctx.world.room_times([room_id])).get(room_id, ())
+    readings = (await ctx.services.world.room_times([room_id])).get(room_id, ())
     return readings[0] if readings else None
 
 
@@ -181,7 +176,7 @@ async def calendar_definition(arguments: dict[str, Any], ctx: ToolContext) -> di
     """CalendarDefinition."""
     ref = required_text(arguments, "Id")
     year = _optional_year(arguments)
-    calendar = await ctx.world.calendar(ref, year)
+    calendar = await ctx.services.world.calendar(ref, year)
     if calendar is None:
         raise ToolError(f"No calendar identified by '{ref}' exists.")
     return calendar_payload(calendar)

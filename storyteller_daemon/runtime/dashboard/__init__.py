@@ -7,9 +7,10 @@ timeline (``/timeline``), runs and the run inspector (``/runs``, ``/runs/<id>``)
 under ``/api/``. Access is `runtime.health.access.Gate`'s: the bearer token, or a login session.
 
 Modules: `site` (pages, login, assets), `api` (JSON, the live stream, controls), `views` (what
-each page shows), `plot` (the cost plots' geometry), `feed` (wakes the live stream), `params`
+each page shows), `records` (how a stored run, situation or memory is shown), `plot` (the cost
+plots' geometry), `feed` (wakes the live stream), `params`
 (query strings), `server` (the listener of ``storyteller dashboard``). Reads go through
-`storage.dashboard.DashboardQueries`; the controls write through the storyteller repository.
+`storage.dashboard_queries.DashboardQueries`; the controls write through the storyteller repository.
 """
 
 from storyteller_daemon.runtime.dashboard.feed import RunFeed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from storyteller_daemon.errors import ValidationError
-from storyteller_daemon.storage.dashboard import RunFilter
+from storyteller_daemon.storage.dashboard_queries import RunFilter
 
 RUN_KINDS = ("attention", "turn")
 

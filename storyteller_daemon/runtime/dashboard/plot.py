@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from storyteller_daemon.storage.dashboard import HourSpend
+from storyteller_daemon.storage.dashboard_queries import HourSpend
 
 WIDTH = 960
 HEIGHT = 260

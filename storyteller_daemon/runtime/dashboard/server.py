@@ -7,12 +7,11 @@ the live timeline looks for new runs every few seconds instead of being woken by
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from types import TracebackType
 
 from aiohttp import web
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.runtime.dashboard.site import Dashboard
 from storyteller_daemon.runtime.health.access import Gate
 from storyteller_daemon.runtime.health.server import listen
@@ -31,12 +30,12 @@ class DashboardServer:
         host: str,
         port: int,
         token: str,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock,
     ) -> None:
         self._dashboard = dashboard
         self._host = host
         self._port = port
-        self.gate = Gate(token, monotonic)
+        self.gate = Gate(token, clock)
         self._runner: web.AppRunner | None = None
 
     @property

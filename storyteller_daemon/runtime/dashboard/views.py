@@ -1,17 +1,16 @@
 """What each dashboard page and API route shows, as plain JSON-ready data.
 
 `DashboardData` reads the database (and the running daemon, when there is one) and returns dicts
-with stable keys: the API sends them as they are, and the pages render the same dicts through
-autoescaped templates. World text (echoes, speech, names, tool results) stays plain text here;
-escaping is the templates' and the browser's ``textContent``'s job.
+with stable keys (each stored record shaped by `records`): the API sends them as they are, and
+the pages render the same dicts through autoescaped templates. World text (echoes, speech,
+names, tool results) stays plain text here; escaping is the templates' and the browser's
+``textContent``'s job.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter, defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -20,18 +19,21 @@ from typing import Any, Protocol
 from storyteller_daemon.agent.policy_rules import kill_switch_on
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, PolicyConfig
-from storyteller_daemon.domain.situations import CharacterMemory, Situation
 from storyteller_daemon.domain.verdict_memory import RULE_PREFIX as SETTLED_RULE
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs.refusals import refusal_report
 from storyteller_daemon.runtime.dashboard.plot import cost_plots
+from storyteller_daemon.runtime.dashboard.records import (
+    memory_json,
+    run_detail,
+    run_json,
+    situation_json,
+    timeline_entry,
+)
 from storyteller_daemon.runtime.spending.budgets import daily_cap
 from storyteller_daemon.runtime.stats import RuntimeStats
-from storyteller_daemon.storage.backlog import BacklogRepository
-from storyteller_daemon.storage.dashboard import DashboardQueries, RunFilter
-from storyteller_daemon.storage.ledger import LedgerRepository
-from storyteller_daemon.storage.runs import RunRepository, RunSummary, StoredRun
+from storyteller_daemon.storage.dashboard_queries import RunFilter
 from storyteller_daemon.storage.store import Store
 
 WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
@@ -63,154 +65,6 @@ class Controls:
 
     policy: PolicyConfig
     kill_file: Path | None
-
-
-def run_json(run: RunSummary) -> dict[str, Any]:
-    """A run without its record, with stable keys."""
-    return run.to_json()
-
-
-def event_text(trigger: dict[str, Any] | None) -> str:
-    """What happened, as the world told it (player-written text: plain, never markup)."""
-    if not trigger:
-        return ""
-    event = trigger.get("event") or {}
-    for key in ("text", "message", "speech", "description"):
-        value = event.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return str(trigger.get("text") or "")
-
-
-def timeline_entry(stored: StoredRun) -> dict[str, Any]:
-    """One decision on the timeline: the events and verdicts of an attention call, or the
-    reason, tool calls and prog calls of a turn."""
-    run, record = stored.summary, stored.record
-    entry: dict[str, Any] = {**run_json(run), "reason": None, "calls": [], "progs": []}
-    if run.kind == "attention":
-        entry["events"] = [
-            {
-                "text": event_text(judged.get("trigger")),
-                "label": (judged.get("trigger") or {}).get("label", ""),
-                "decision": (judged.get("verdict") or {}).get("decision"),
-                "reason": (judged.get("verdict") or {}).get("reason"),
-            }
-            for judged in record.get("events") or []
-        ]
-        return entry
-    trigger = record.get("trigger") or {}
-    turn = record.get("turn") or {}
-    entry["events"] = [
-        {"text": event_text(t), "label": t.get("label", ""), "decision": None, "reason": None}
-        for t in [trigger, *(trigger.get("coalesced") or [])]
-    ]
-    entry["reason"] = trigger.get("attention_reason")
-    entry["calls"] = [
-        {
-            "name": call.get("name", ""),
-            "ok": bool((call.get("envelope") or {}).get("ok")),
-            "error": (call.get("envelope") or {}).get("error"),
-            "refused": bool(call.get("refused")),
-        }
-        for call in turn.get("calls") or []
-    ]
-    entry["progs"] = [
-        {"prog": _prog_name(e.get("args")), "ok": "error" not in e, "error": e.get("error")}
-        for e in record.get("tape") or []
-        if e.get("service") == "world" and e.get("method") == "execute_prog"
-    ]
-    return entry
-
-
-def _prog_name(args: Any) -> str:
-    """The prog a taped ``execute_prog`` call ran (its arguments are taped by name)."""
-    if isinstance(args, dict):
-        return str(args.get("prog", ""))
-    return str(args[0]) if isinstance(args, list) and args else ""
-
-
-def run_detail(stored: StoredRun, related: Sequence[RunSummary]) -> dict[str, Any]:
-    """Everything a run record holds, arranged for the run inspector."""
-    run, record = stored.summary, stored.record
-    detail: dict[str, Any] = {
-        "run": run_json(run),
-        "record": record,
-        "related": [run_json(r) for r in related],
-        "replay": f"storyteller runs replay {run.id}" if run.kind == "turn" else None,
-        "trigger": record.get("trigger") or {},
-        "events": timeline_entry(stored)["events"],
-        "charges": record.get("charges") or [],
-    }
-    if run.kind == "turn":
-        turn = record.get("turn") or {}
-        calls = turn.get("calls") or []
-        detail["prompt"] = record.get("prompt", "")
-        detail["rounds"] = [
-            {**request, "calls": [c for c in calls if c.get("round") == request.get("round")]}
-            for request in turn.get("requests") or []
-        ]
-        detail["tape"] = record.get("tape") or []
-        first = detail["rounds"][0]["request"] if detail["rounds"] else None
-        detail["sent"] = sent_prompt(first)
-    else:
-        detail["prompt"] = record.get("input", "")
-        detail["rounds"] = [
-            {"round": number, **exchange, "calls": []}
-            for number, exchange in enumerate(record.get("requests") or [], start=1)
-        ]
-        detail["tape"] = []
-        detail["sent"] = sent_prompt(record.get("request"))
-    return detail
-
-
-def sent_prompt(body: dict[str, Any] | None) -> dict[str, Any]:
-    """The first request of a run as the model was sent it: instructions and input items."""
-    if not body:
-        return {"instructions": "", "input": []}
-    items = []
-    for item in body.get("input") or []:
-        kind = item.get("type", "message")
-        if kind == "message":
-            content = item.get("content")
-            if isinstance(content, list):
-                content = "\n".join(str(part.get("text", "")) for part in content)
-            items.append({"what": str(item.get("role", "message")), "text": str(content or "")})
-        else:
-            items.append({"what": str(kind), "text": json.dumps(item, ensure_ascii=False)})
-    return {"instructions": str(body.get("instructions") or ""), "input": items}
-
-
-def situation_json(situation: Situation, runs: dict[str, int]) -> dict[str, Any]:
-    """A situation with the run that last wrote it (its id, when that run is still kept)."""
-    return {
-        "id": situation.id,
-        "storyteller_id": situation.storyteller_id,
-        "title": situation.title,
-        "text": situation.text,
-        "scope": situation.scope_label,
-        "resolved": situation.resolved,
-        "created_on": situation.created_on.isoformat(),
-        "updated_on": situation.updated_on.isoformat() if situation.updated_on else None,
-        "from_player": situation.provenance.from_player,
-        "source_run": situation.provenance.run,
-        "run_id": runs.get(situation.provenance.run),
-    }
-
-
-def memory_json(memory: CharacterMemory, runs: dict[str, int]) -> dict[str, Any]:
-    """A memory with the run that last wrote it."""
-    return {
-        "id": memory.id,
-        "storyteller_id": memory.storyteller_id,
-        "character_id": memory.character_id,
-        "title": memory.title,
-        "text": memory.text,
-        "importance": memory.importance,
-        "changed_on": memory.changed_on.isoformat(),
-        "from_player": memory.provenance.from_player,
-        "source_run": memory.provenance.run,
-        "run_id": runs.get(memory.provenance.run),
-    }
 
 
 def _stages(counts: Counter[tuple[str, str | None]]) -> dict[str, Any]:
@@ -260,10 +114,10 @@ class DashboardData:
         stats: RuntimeStats | None = None,
     ) -> None:
         self.store = store
-        self.queries = DashboardQueries(store.db)
-        self.runs = RunRepository(store.db)
-        self._backlog = BacklogRepository(store.db)
-        self._ledger = LedgerRepository(store.db)
+        self.queries = store.dashboard
+        self.runs = store.runs
+        self._backlog = store.backlog
+        self._ledger = store.ledger
         self._budgets = budgets
         self.clock = clock
         self.controls = controls

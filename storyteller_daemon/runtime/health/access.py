@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from storyteller_daemon.clock import Clock
+
 COOKIE = "storyteller_session"
 SESSION_SECONDS = 12 * 3600.0
 MAX_SESSIONS = 64
@@ -63,15 +65,13 @@ class Gate:
 
     Args:
         token: the bearer token; empty for none.
-        monotonic: the clock sessions expire on.
+        clock: the clock sessions and throttled addresses expire on.
         login_page: renders the login form; None answers pages with JSON too.
     """
 
-    def __init__(
-        self, token: str, monotonic: Callable[[], float], login_page: LoginPage | None = None
-    ) -> None:
+    def __init__(self, token: str, clock: Clock, login_page: LoginPage | None = None) -> None:
         self._token = token
-        self._monotonic = monotonic
+        self._clock = clock
         self._sessions: dict[str, _Session] = {}
         self._failures: dict[str, list[float]] = {}
         self._open_csrf = secrets.token_urlsafe(32)
@@ -94,7 +94,7 @@ class Gate:
         session = self._sessions.get(sid) if sid else None
         if session is None:
             return None
-        if session.expires <= self._monotonic():
+        if session.expires <= self._clock.monotonic():
             del self._sessions[sid]
             return None
         return session
@@ -104,7 +104,7 @@ class Gate:
         return bool(self._token) and hmac.compare_digest(given.encode(), self._token.encode())
 
     def _recent_failures(self, client: str) -> list[float]:
-        since = self._monotonic() - FAILURE_WINDOW
+        since = self._clock.monotonic() - FAILURE_WINDOW
         recent = [t for t in self._failures.get(client, ()) if t > since]
         if recent:
             self._failures[client] = recent
@@ -122,7 +122,7 @@ class Gate:
         recent = self._recent_failures(client)
         while client not in self._failures and len(self._failures) >= MAX_TRACKED_CLIENTS:
             del self._failures[next(iter(self._failures))]
-        self._failures[client] = [*recent, self._monotonic()]
+        self._failures[client] = [*recent, self._clock.monotonic()]
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -178,7 +178,7 @@ class Gate:
 
     def open_session(self, response: web.StreamResponse, *, secure: bool) -> None:
         """Start a session and set its cookie on `response`."""
-        now = self._monotonic()
+        now = self._clock.monotonic()
         for sid in [k for k, s in self._sessions.items() if s.expires <= now]:
             del self._sessions[sid]
         while len(self._sessions) >= MAX_SESSIONS:

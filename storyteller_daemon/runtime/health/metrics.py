@@ -23,9 +23,9 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
+from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 """The classic text format, which every Prometheus version reads."""

@@ -11,20 +11,20 @@ address without a token.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Protocol
 
 from aiohttp import web
 
+from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.alerts import Alerts
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import HttpConfig
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health.access import Gate, is_loopback
 from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, daemon_metrics
-from storyteller_daemon.runtime.spending.metering import LatencyHistogram
 
 DB_CHECK_SECONDS = 3.0
 SHUTDOWN_SECONDS = 5.0
@@ -84,7 +84,7 @@ class HealthServer:
         port: TCP port; 0 picks a free one (see `port` after `start`).
         token: bearer token every request must present; empty for none.
         web_app: more routes to serve (the dashboard); None serves only health and metrics.
-        monotonic: the clock login sessions expire on.
+        clock: the clock login sessions expire on.
     """
 
     def __init__(
@@ -98,7 +98,7 @@ class HealthServer:
         port: int = 9464,
         token: str = "",
         web_app: WebApp | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock,
     ) -> None:
         self._daemon = daemon
         self._db_check = db_check
@@ -107,7 +107,7 @@ class HealthServer:
         self._host = host
         self._port = port
         self._web_app = web_app
-        self.gate = Gate(token, monotonic)
+        self.gate = Gate(token, clock)
         self._runner: web.AppRunner | None = None
 
     @property

@@ -41,9 +41,6 @@ from storyteller_daemon.runtime.pipeline.ports import (
     Backlog,
     Observer,
     SpeechRecorder,
-    TurnOutcome,
-    TurnRunner,
-    Verdict,
 )
 from storyteller_daemon.runtime.pipeline.speech import SPEECH_BUFFER
 from storyteller_daemon.runtime.pipeline.turn_loop import FAILED_OUTCOMES, turn_key_of
@@ -58,8 +55,5 @@ __all__ = [
     "Observer",
     "Pipeline",
     "SpeechRecorder",
-    "TurnOutcome",
-    "TurnRunner",
-    "Verdict",
     "turn_key_of",
 ]

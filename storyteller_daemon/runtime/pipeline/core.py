@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 
+from storyteller_daemon.agent.turn_runner import TurnRunner
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
@@ -27,7 +28,6 @@ from storyteller_daemon.runtime.pipeline.ports import (
     Observer,
     PlanReader,
     SpeechRecorder,
-    TurnRunner,
     VerdictMemory,
 )
 from storyteller_daemon.runtime.pipeline.routing import Router, Routing

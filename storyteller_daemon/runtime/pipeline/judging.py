@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
+from storyteller_daemon.agent.turn_runner import TurnRunner, Verdict
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
@@ -31,7 +32,7 @@ from storyteller_daemon.domain.verdict_memory import RULE_PREFIX, settled_rule
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runtime.pipeline.lanes import Lane
-from storyteller_daemon.runtime.pipeline.ports import Observer, TurnRunner, Verdict
+from storyteller_daemon.runtime.pipeline.ports import Observer
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.pipeline.settled import SettledVerdicts
 from storyteller_daemon.runtime.pipeline.speech import SpeechHistory

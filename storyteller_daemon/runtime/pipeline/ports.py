@@ -1,95 +1,25 @@
 """The pipeline's ports: what it needs from the agent, the storage and its observers.
 
-The pipeline sees the attention gate and the tool loop as a `TurnRunner`, the durable work
-items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the story plans as a
-`PlanReader`, the kept ignore verdicts as a `VerdictMemory`, the last checks before a model
-call as an `Admission`, and whoever follows its steps as an `Observer`; `Verdict` and
-`TurnOutcome` are the parts of the runner's answers it reads.
+The pipeline sees the attention gate and the tool loop as a `TurnRunner` (`agent.turn_runner`,
+whose `Verdict` and `TurnOutcome` are the parts of the runner's answers it reads), the durable
+work items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the story plans as
+a `PlanReader`, the kept ignore verdicts as a `VerdictMemory`, the last checks before a model
+call as an `Admission`, and whoever follows its steps as an `Observer`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.story_plans import StoryPlan
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
 from storyteller_daemon.domain.work import Decision, NewWork, TurnClaim, WorkItem, WorkState
 from world_adapter.events import Speech
-
-
-class Verdict(Protocol):
-    """What the attention gate says about one trigger."""
-
-    @property
-    def interested(self) -> bool:
-        """True when the trigger matters to the storyteller."""
-        ...
-
-    @property
-    def reason(self) -> str:
-        """Why (shown in the turn's prompt when interested)."""
-        ...
-
-    @property
-    def violation(self) -> str | None:
-        """Set when the model broke the verdict contract."""
-        ...
-
-
-class TurnOutcome(Protocol):
-    """The parts of a finished turn the pipeline reports."""
-
-    @property
-    def outcome(self) -> str:
-        """How the turn ended."""
-        ...
-
-
-Finish = Callable[[str], Awaitable[bool]]
-"""Ends a claimed turn's work items for an outcome; True when the turn is complete."""
-
-
-class TurnRunner(Protocol):
-    """The agent side of the pipeline, as the runtime sees it."""
-
-    async def judge(
-        self, storyteller: Storyteller, triggers: Sequence[Trigger]
-    ) -> Sequence[Verdict]:
-        """One verdict per trigger, in order, from one batch request (and at most one re-ask)."""
-        ...
-
-    async def run_turn(
-        self,
-        storyteller: Storyteller,
-        trigger: Trigger,
-        key: str,
-        *,
-        finish: Finish | None = None,
-    ) -> TurnOutcome:
-        """Build the prompt, run the tool loop under turn key `key`, persist the result.
-
-        `finish` is called with the turn's outcome in the transaction that stores its record,
-        so the record and the end of its work items are written together or not at all; it
-        returns whether the turn is complete (its journal may go).
-        """
-        ...
-
-    async def interrupted(
-        self,
-        storyteller: Storyteller,
-        trigger: Trigger,
-        key: str,
-        attempt: int,
-        *,
-        given_up: bool = False,
-    ) -> int | None:
-        """Record that the turn `key` was cut off by a stop or crash and now runs as `attempt`
-        (or, `given_up`, will not run again); the id of that record, if one was stored."""
-        ...
 
 
 class Backlog(Protocol):

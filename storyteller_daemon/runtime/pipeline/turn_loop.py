@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storyteller_daemon.agent.trigger import Trigger
+from storyteller_daemon.agent.turn_runner import TurnOutcome, TurnRunner
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.config import AttentionConfig
@@ -28,7 +29,7 @@ from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.runs import decode_trigger
 from storyteller_daemon.runtime.pipeline.lanes import Lane, Lanes, log
-from storyteller_daemon.runtime.pipeline.ports import Observer, TurnOutcome, TurnRunner
+from storyteller_daemon.runtime.pipeline.ports import Observer
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.stats import RuntimeStats
 

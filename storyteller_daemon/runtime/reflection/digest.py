@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from storyteller_daemon.agent.digest import DigestOptions, clean_digest, digest_request
 from storyteller_daemon.agent.fencing import Fence
-from storyteller_daemon.agent.model import Model
+from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ReflectionConfig
 from storyteller_daemon.domain.digest import Digest

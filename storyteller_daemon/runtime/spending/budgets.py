@@ -28,20 +28,20 @@ Which storyteller, trigger and room a request is for comes from `attribution.cur
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
-from storyteller_daemon.agent.model import ModelRequest, Usage
-from storyteller_daemon.agent.records import api_body
+from storyteller_daemon.agent.models.interface import ModelRequest, Usage
+from storyteller_daemon.agent.models.pricing import price_for
+from storyteller_daemon.agent.models.tokens import input_estimate
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
-from storyteller_daemon.runs import RunContext, current_run, price_for
+from storyteller_daemon.runs import RunContext, current_run
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +80,6 @@ class _DaySpend(Protocol):
 
     @property
     def by_storyteller(self) -> dict[int, float]: ...
-
-
-def input_estimate(request: ModelRequest) -> int:
-    """The request's input tokens at most: its body's UTF-8 size (no token is shorter than a
-    byte)."""
-    return len(json.dumps(api_body(request), ensure_ascii=False).encode("utf-8"))
 
 
 def worst_case(
@@ -232,7 +226,7 @@ class BudgetKeeper:
 
     async def admit(self, request: ModelRequest) -> Reservation:
         """The one door every model request passes: reserve its worst case, wait for room, or
-        refuse. `MeteredModel` calls it for every request, attention and turn alike.
+        refuse. `SpendingMeter` calls it for every request, attention and turn alike.
 
         A request that would fit once the requests in flight have settled waits for them
         (each is bounded by the model's timeout); one that cannot fit today is refused.

@@ -1,9 +1,11 @@
-"""Counting every model request, its tokens and its cost, at the model seam.
+"""The accounting of every model request: budgets, statistics and the cost ledger.
 
-With a `BudgetKeeper`, this is the one place that decides whether a request may go: each
-request is admitted (its worst case reserved, after waiting for room if requests in flight hold
-it) or refused with `BudgetExceeded` before it is sent; the reservation is settled with the real
-cost once the answer is in, or with what the provider may bill when none comes.
+The model seam's `MeteredModel` (`agent.models.metering`) times each request and works out its
+bill; `SpendingMeter` is the `Meter` it hands them to. With a `BudgetKeeper`, this is the one
+place that decides whether a request may go: each request is admitted (its worst case
+reserved, after waiting for room if requests in flight hold it) or refused with
+`BudgetExceeded` before it is sent; the reservation is settled with the real cost once the
+answer is in, or with what the provider may bill when none comes.
 
 Every request sent is a cost-ledger row: written at its worst case (status ``sent``) before it
 goes, then settled with the answer's bill (``ok``) or with its failure (``timeout``,
@@ -15,168 +17,123 @@ The run the request belongs to (`attribution.current_run`) gets the request, ans
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from storyteller_daemon.agent.model import Model, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.interface import Model, ModelRequest, ModelResponse, Usage
+from storyteller_daemon.agent.models.metering import Bill, MeteredModel
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ModelPrice
-from storyteller_daemon.errors import REQUEST_NOT_SENT, ModelError
-from storyteller_daemon.runs import Charge, Exchange, RunContext, cost_usd, current_run
+from storyteller_daemon.runs import Charge, Exchange, RunContext, current_run
 from storyteller_daemon.runs.attribution import REQUEST_OK, REQUEST_SENT
-from storyteller_daemon.runtime.spending.budgets import (
-    BudgetKeeper,
-    Reservation,
-    input_estimate,
-    worst_case,
-)
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
 from storyteller_daemon.runtime.stats import RuntimeStats
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
+def metered_model(
+    inner: Model,
+    stats: RuntimeStats,
+    prices: Mapping[str, ModelPrice],
+    *,
+    budget: BudgetKeeper | None = None,
+    clock: Clock,
+) -> MeteredModel:
+    """`inner`, with every request made through it (attention or tool loop) counted in `stats`,
+    admitted by `budget` and billed to its run at `prices`."""
+    meter = SpendingMeter(stats, prices, budget=budget, clock=clock)
+    return MeteredModel(inner, meter, prices, clock=clock)
 
 
-LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)
-"""Upper bounds, in seconds, of the model-latency histogram (served on /metrics)."""
-
-
-@dataclass
-class LatencyHistogram:
-    """How long model requests took: counts per bucket (not cumulative), sum and count."""
-
-    bounds: tuple[float, ...] = LATENCY_BUCKETS
-    counts: list[int] = field(init=False)
-    """One count per bound, plus one for slower requests."""
-    total_seconds: float = 0.0
-    count: int = 0
-
-    def __post_init__(self) -> None:
-        self.counts = [0] * (len(self.bounds) + 1)
-
-    @property
-    def total(self) -> float:
-        """The sum of the observations (what a histogram's ``_sum`` shows)."""
-        return self.total_seconds
-
-    def observe(self, seconds: float) -> None:
-        """Record one request."""
-        index = next((i for i, bound in enumerate(self.bounds) if seconds <= bound), -1)
-        self.counts[index] += 1
-        self.total_seconds += seconds
-        self.count += 1
-
-
-class MeteredModel:
-    """Wraps a `Model`; every request made through it (attention or tool loop) is counted."""
+class SpendingMeter:
+    """The `Meter` of the daemon's model requests: see the module."""
 
     def __init__(
         self,
-        inner: Model,
         stats: RuntimeStats,
         prices: Mapping[str, ModelPrice],
         *,
         budget: BudgetKeeper | None = None,
-        now: Callable[[], datetime] = _utc_now,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock,
     ) -> None:
-        self._inner = inner
         self._stats = stats
         self._prices = prices
         self._budget = budget
-        self._now = now
-        self._monotonic = monotonic
-        self.latency: dict[str, LatencyHistogram] = {}
-        """Model name → latency of its requests, failed ones included."""
+        self._clock = clock
 
-    @property
-    def name(self) -> str:
-        """The wrapped endpoint's name."""
-        return self._inner.name
+    async def open(self, request: ModelRequest) -> _Account:
+        """Admit the request (or refuse it), count it and write its worst-case ledger row.
 
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        """Forward the request and account for what it cost."""
+        Raises:
+            BudgetExceeded: a budget refused it.
+        """
         reservation = await self._budget.admit(request) if self._budget is not None else None
         self._stats.requests += 1
         run = current_run()
-        exchange = Exchange(request)
-        provisional: int | None = None
+        account = _Account(self, request, reservation, run, Exchange(request))
         if run is not None:
-            run.exchanges.append(exchange)
+            run.exchanges.append(account.exchange)
             _, _, worst_usd, _ = worst_case(self._prices, request)
             worst = Charge(
-                self._now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
+                self._clock.now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
             )
-            provisional = await run.sending(worst)
-        try:
-            response = await self._timed(request)
-        except BaseException as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, Exception):
-                # Cancelled: the request may still be billed, so its worst-case row stays.
-                if reservation is not None and self._budget is not None:
-                    self._budget.release(reservation)
-                raise
-            if isinstance(exc, ModelError) and exc.request_status == REQUEST_NOT_SENT:
-                if reservation is not None and self._budget is not None:
-                    self._budget.release(reservation)
-                if run is not None:
-                    await run.not_sent(provisional)
-                raise
-            usage, cost, status = self._failure_bill(request, exc)
-            await self._account(request, reservation, run, usage, cost, status, provisional)
-            raise
-        exchange.response = response
-        # Priced at the tier that served it; a provider that does not say served the asked one.
-        tier = response.service_tier or request.service_tier
-        cost = cost_usd(self._prices, request.model, response.usage, tier)
-        await self._account(
-            request, reservation, run, response.usage, cost, REQUEST_OK, provisional
-        )
-        return response
+            account.provisional = await run.sending(worst)
+        return account
 
-    def _failure_bill(self, request: ModelRequest, exc: Exception) -> tuple[Usage, float, str]:
-        """What a request that got no answer may be billed, and its ledger status.
-
-        One whose body reached the provider (a timeout, a dropped connection, an unreadable
-        answer) may be billed for its input: the request's input estimate at the input price,
-        once per HTTP attempt that went out and got no status (retries included).
-        One refused with a status, or never connected, bills nothing.
-        """
-        if not isinstance(exc, ModelError):
-            return Usage(), 0.0, "error"
-        if not exc.input_billed:
-            return Usage(), 0.0, exc.request_status
-        input_tokens = input_estimate(request) * max(exc.billed_attempts, 1)
-        usage = Usage(input_tokens=input_tokens)
-        return usage, cost_usd(self._prices, request.model, usage), exc.request_status
-
-    async def _account(
-        self,
-        request: ModelRequest,
-        reservation: Reservation | None,
-        run: RunContext | None,
-        usage: Usage,
-        cost: float,
-        status: str,
-        provisional: int | None,
-    ) -> None:
-        """Count a request's bill in the statistics, the budget and its run's ledger."""
-        self._stats.usage = self._stats.usage + usage
-        self._stats.cost_usd += cost
+    def release(self, reservation: Reservation | None) -> None:
+        """Give back a reservation whose request was not sent, or whose bill is unknown."""
         if reservation is not None and self._budget is not None:
-            self._budget.settle(reservation, usage, cost)
-        if run is not None:
-            self._stats.spend(run.storyteller_name, cost)
-            charge = Charge(self._now(), run.purpose, request.model, usage, cost, status)
-            await run.charge(charge, provisional)
+            self._budget.release(reservation)
 
-    async def _timed(self, request: ModelRequest) -> ModelResponse:
-        """The inner model's answer, with the request's latency recorded."""
-        began = self._monotonic()
-        try:
-            return await self._inner.respond(request)
-        finally:
-            histogram = self.latency.setdefault(request.model, LatencyHistogram())
-            histogram.observe(self._monotonic() - began)
+    async def settle(self, account: _Account, bill: Bill) -> None:
+        """Count a request's bill in the statistics, the budget and its run's ledger."""
+        self._stats.usage = self._stats.usage + bill.usage
+        self._stats.cost_usd += bill.cost_usd
+        if account.reservation is not None and self._budget is not None:
+            self._budget.settle(account.reservation, bill.usage, bill.cost_usd)
+        run = account.run
+        if run is not None:
+            self._stats.spend(run.storyteller_name, bill.cost_usd)
+            charge = Charge(
+                self._clock.now(),
+                run.purpose,
+                account.request.model,
+                bill.usage,
+                bill.cost_usd,
+                bill.status,
+            )
+            await run.charge(charge, account.provisional)
+
+
+@dataclass
+class _Account:
+    """One request's account (`agent.models.metering.MeterEntry`)."""
+
+    meter: SpendingMeter
+    request: ModelRequest
+    reservation: Reservation | None
+    run: RunContext | None
+    exchange: Exchange
+    provisional: int | None = None
+    """The id of its worst-case ledger row, when one was written."""
+
+    async def answered(self, response: ModelResponse, usage: Usage, cost: float) -> None:
+        """Settle the request with the answer's bill."""
+        self.exchange.response = response
+        await self.meter.settle(self, Bill(usage, cost, REQUEST_OK))
+
+    async def failed(self, error: str, bill: Bill) -> None:
+        """Settle the request with what the provider may bill for it."""
+        self.exchange.error = error
+        await self.meter.settle(self, bill)
+
+    async def unsent(self, error: str) -> None:
+        """The request was held back: no bill, and its provisional row goes."""
+        self.exchange.error = error
+        self.meter.release(self.reservation)
+        if self.run is not None:
+            await self.run.not_sent(self.provisional)
+
+    def abandoned(self, error: str) -> None:
+        """Cancelled: the request may still be billed, so its worst-case row stays."""
+        self.exchange.error = error
+        self.meter.release(self.reservation)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import secrets
 
 from world_adapter.bridge.checks.context import CheckContext, CheckSkipped
-from world_adapter.bridge.messages import Gap, GapReason
 from world_adapter.bridge.probe import CheckFailed
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.replay import Gap, GapReason
 
 RESUME_SAMPLE = 20
 

@@ -3,10 +3,10 @@
 Pure Python (no Evennia, no Twisted), so it can be tested anywhere. A new epoch is generated when
 a log starts without a stored stream (`EventLog.kept_in` continues the one in an `EventJournal`,
 so ``evennia reload`` and restarts keep the epoch and the held events); ``seq`` is 1 for the first
-event of an epoch and grows by one per event. The frames are held in the project's one replay buffer
-(`replaybuffer`, in this folder so that it is copied with it): it keeps the newest ``capacity``
-events whether or not a daemon is connected, so a daemon that resumes from a recent cursor misses
-nothing; an older cursor, or one from an earlier epoch, gets an explicit gap
+event of an epoch and grows by one per event. The frames are held in the replay buffer
+(`replaybuffer`, this folder's copy of the project's, so that it is copied with it): it keeps the
+newest ``capacity`` events whether or not a daemon is connected, so a daemon that resumes from a
+recent cursor misses nothing; an older cursor, or one from an earlier epoch, gets an explicit gap
 (docs/bridge-protocol.md), which `gap_frame` writes.
 """
 
@@ -43,7 +43,7 @@ def gap_frame(gap: Gap) -> Frame:
     """The ``gap`` frame of a lost stretch: events after ``after`` up to ``resume_after``."""
     return {
         "type": "gap",
-        "reason": gap.reason,
+        "reason": gap.reason.value,
         "after": gap.after._asdict(),
         "resume_after": gap.resume_after._asdict(),
     }

@@ -90,6 +90,33 @@ def int_list_param(params: dict[str, Any], name: str) -> list[int] | None:
     return value
 
 
+MAX_KEY_CHARS = 256
+
+
+def prog_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """The ``execute_prog`` request's prog (an id as text, or a name), arguments and
+    idempotency key.
+
+    Raises:
+        BadParams: a blank or missing prog, arguments that are not an object, or a key that is
+            not 1-256 characters.
+    """
+    prog, arguments, key = (
+        params.get("prog"),
+        params.get("arguments"),
+        params.get("idempotency_key"),
+    )
+    if _is_int(prog):
+        prog = str(prog)
+    if not isinstance(prog, str) or not prog.strip():
+        raise BadParams("'prog' must be a prog id or name")
+    if not isinstance(arguments, dict):
+        raise BadParams("'arguments' must be an object")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
+        raise BadParams("'idempotency_key' must be 1-256 characters")
+    return prog, arguments, key
+
+
 DOOR_RULES = frozenset(
     {"respect_closed", "include_unlocked", "include_fireable", "ignore", "include_unlockable"}
 )

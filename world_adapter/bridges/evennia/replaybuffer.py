@@ -1,12 +1,11 @@
-"""The replay buffer: cursor numbering, retention, where a subscriber resumes, and listeners.
+"""The replay buffer: cursor numbering, retention, where a subscriber resumes, gaps, listeners.
 
-This is the one replay buffer of the project. The Evennia bridge's event log, the sim world's
-event stream and the sim world's bridge server all hold their events in a `ReplayBuffer`. It
-lives in the Evennia bridge's folder because that folder is copied into game directories and may
-import nothing outside itself, while the rest of the project may import from it; so it is pure
-standard-library Python, knows no event type (it holds ``(seq, item)`` pairs) and returns a lost
-stretch of events as plain data (`Gap`), which each user turns into its own ``gap`` frame or
-error. Waiting is left to the users too: a listener hook tells them of every new event.
+A copy of the project's replay buffer (`world_adapter/replay.py`), kept here because this folder
+is copied into game directories and may import nothing outside itself. Everything below the
+imports and `Cursor` is the same text in both files, and a test fails when the two differ: change
+both together. It is pure standard-library Python, knows no event type (it holds ``(seq, item)``
+pairs) and returns a lost stretch of events as plain data (`Gap`), which the event log writes as
+its ``gap`` frame. Waiting is left to its users: a listener hook tells them of every new event.
 
 The rules are those of docs/bridge-protocol.md: seqs grow within one epoch (a user may skip
 values), the newest ``capacity`` events are held, and a subscriber's cursor from another epoch,
@@ -17,53 +16,46 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
-
-T = TypeVar("T")
-Listener = Callable[[], None]
-GapReason = Literal["epoch", "expired", "ahead"]
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Generic, NamedTuple, TypeVar
 
 
-class CursorLike(Protocol):
-    """Anything with a cursor's ``epoch`` and ``seq``."""
-
-    @property
-    def epoch(self) -> str:
-        """The epoch."""
-        ...
-
-    @property
-    def seq(self) -> int:
-        """The seq within the epoch."""
-        ...
-
-
-class Mark(NamedTuple):
-    """A cursor as plain data: an epoch and a seq."""
+class Cursor(NamedTuple):
+    """A position in the event stream: an epoch and a seq."""
 
     epoch: str
     seq: int
 
 
-class Gap(NamedTuple):
-    """Events a subscriber cannot get: all after `after` up to `resume_after`.
+T = TypeVar("T")
+Listener = Callable[[], None]
 
-    Its stream continues after `resume_after`; each user reports the gap in its own way.
 
-    Attributes:
-        reason: ``epoch`` (`after` is from another epoch), ``expired`` (older than the buffer,
-            or a subscriber fell behind it) or ``ahead`` (beyond the newest event).
-        after: The cursor the subscriber asked to continue after.
-        resume_after: Where its stream continues, in the buffer's epoch.
-    """
+class GapReason(StrEnum):
+    """Why a game could not replay everything after a cursor."""
+
+    EPOCH = "epoch"
+    EXPIRED = "expired"
+    AHEAD = "ahead"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """game → daemon: events after `after` up to `resume_after` cannot be replayed."""
 
     reason: GapReason
-    after: Mark
-    resume_after: Mark
+    after: Cursor
+    resume_after: Cursor
 
 
 class Start(NamedTuple):
-    """Where a subscription starts: the seq after which events are sent, and its gap if any."""
+    """Where a subscription starts: the seq after which events are sent, and its gap if any.
+
+    A gap's ``reason`` is ``epoch`` (the cursor is from another epoch), ``expired`` (older than
+    the buffer, or a subscriber fell behind it) or ``ahead`` (beyond the newest event); the
+    subscriber's stream continues after its ``resume_after``, in the buffer's epoch.
+    """
 
     position: int
     gap: Gap | None = None
@@ -155,26 +147,25 @@ class ReplayBuffer(Generic[T]):
             return self._held[self._first][0] - 1
         return self._last_seq
 
-    def start(self, after: CursorLike | None) -> Start:
+    def start(self, after: Cursor | None) -> Start:
         """Where a subscription from cursor `after` starts (None: from now on), and its gap."""
         if after is None:
             return Start(self._last_seq)
-        asked = Mark(after.epoch, after.seq)
-        if asked.epoch != self._epoch:
+        if after.epoch != self._epoch:
             oldest = self.resume_point
-            return Start(oldest, Gap("epoch", asked, Mark(self._epoch, oldest)))
-        if asked.seq > self._last_seq:
-            newest = Mark(self._epoch, self._last_seq)
-            return Start(newest.seq, Gap("ahead", asked, newest))
-        lost = self.behind(asked.seq)
-        return Start(asked.seq) if lost is None else Start(lost.resume_after.seq, lost)
+            return Start(oldest, Gap(GapReason.EPOCH, after, Cursor(self._epoch, oldest)))
+        if after.seq > self._last_seq:
+            newest = Cursor(self._epoch, self._last_seq)
+            return Start(newest.seq, Gap(GapReason.AHEAD, after, newest))
+        lost = self.behind(after.seq)
+        return Start(after.seq) if lost is None else Start(lost.resume_after.seq, lost)
 
     def behind(self, seq: int) -> Gap | None:
         """The ``expired`` gap of a subscriber at `seq` if items after it were dropped."""
         oldest = self.resume_point
         if seq >= oldest:
             return None
-        return Gap("expired", Mark(self._epoch, seq), Mark(self._epoch, oldest))
+        return Gap(GapReason.EXPIRED, Cursor(self._epoch, seq), Cursor(self._epoch, oldest))
 
     def held_after(self, seq: int, limit: int) -> list[tuple[int, T]]:
         """Up to `limit` held ``(seq, item)`` pairs with a seq above `seq`, oldest first.

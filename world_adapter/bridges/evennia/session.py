@@ -11,6 +11,9 @@ drained (`pause` / `resume`) and when the connection is gone (`closed`), and sup
   `ProgExecutor`;
 * optionally the Server's `InvocationDesk`, to which the daemon's ``invoked`` and
   ``invoke_outcome`` frames go (``send_invoke`` carries the game's ``invoke`` frames).
+
+In-game admin commands sent to the daemon (``send_admin``) wait for their answers in
+`admincommands`.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ import hmac
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeGuard
+from typing import Any, TypeGuard
 
+from .admincommands import AdminCommands, AdminReply
 from .eventlog import EventLog, Frame, gap_frame
 from .executor import ProgExecutor
-from .invocations import BadFrame, InvocationDesk
-from .params import BadParams, CommandFailed, Method
+from .invocations import BadFrame, Cancellable, InvocationDesk
+from .params import BadParams, CommandFailed, Method, prog_call_params
 from .registry import ProgError
-from .replaybuffer import Mark
+from .replaybuffer import Cursor
 
 log = logging.getLogger(__name__)
 
@@ -36,22 +40,11 @@ HELLO_SECONDS = 10.0
 IDLE_SECONDS = 60.0
 MAX_ID_CHARS = 64
 MAX_EPOCH_CHARS = 200
-MAX_KEY_CHARS = 256
-ADMIN_SECONDS = 45.0
-"""How long an in-game admin command waits for the daemon's answer."""
 
 CLOSE_IDLE = 4000
 CLOSE_BAD_TOKEN = 4001
 CLOSE_BAD_VERSION = 4002
 CLOSE_HANDSHAKE = 4003
-
-
-class Cancellable(Protocol):
-    def cancel(self) -> None: ...
-
-
-AdminReply = Callable[[str | None, str | None], None]
-"""Called once with ``(text, None)`` (the daemon's answer) or ``(None, error)``."""
 
 
 def _is_id(value: Any) -> TypeGuard[str]:
@@ -102,8 +95,7 @@ class BridgeSession:
         self._cells: frozenset[int] | None = None
         self._position = 0
         self._timer: Cancellable | None = None
-        self._admin_sent = 0
-        self._admin_waiting: dict[str, tuple[AdminReply, Cancellable]] = {}
+        self._admin = AdminCommands(self._send, call_later)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -120,10 +112,7 @@ class BridgeSession:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for admin_id in list(self._admin_waiting):
-            reply, timer = self._admin_waiting.pop(admin_id)
-            timer.cancel()
-            reply(None, "The connection to the storyteller daemon closed; try again.")
+        self._admin.closed()
         if self._invocations is not None:
             self._invocations.connection_closed(self)
 
@@ -249,43 +238,15 @@ class BridgeSession:
         """Send an in-game admin command to the daemon; False when the connection is not open.
 
         `reply` gets the daemon's text, or an error line (the daemon's, or a timeout after
-        `ADMIN_SECONDS`, or the connection closing first).
+        `admincommands.ADMIN_SECONDS`, or the connection closing first).
         """
-        if self.state != "open":
-            return False
-        self._admin_sent += 1
-        admin_id = f"a-{self._admin_sent}"
-        timer = self._call_later(ADMIN_SECONDS, lambda: self._admin_timeout(admin_id))
-        self._admin_waiting[admin_id] = (reply, timer)
-        frame = {"type": "admin", "id": admin_id, "command": command, "verb": verb,
-                 "args": args, "caller": caller, "level": level}  # fmt: skip
-        if not self._send(frame):
-            self._admin_waiting.pop(admin_id)
-            timer.cancel()
-            return False
-        return True
-
-    def _admin_timeout(self, admin_id: str) -> None:
-        waiting = self._admin_waiting.pop(admin_id, None)
-        if waiting is not None:
-            waiting[0](None, "The storyteller daemon did not answer in time.")
+        return self.state == "open" and self._admin.send(command, verb, args, caller, level, reply)
 
     def _on_answer(self, frame: dict[str, Any]) -> None:
         """A result or error frame: the answer to an admin command (errors about the game's own
         frames, with no such id, need nothing)."""
-        waiting = self._admin_waiting.pop(str(frame.get("id")), None)
-        if waiting is None:
-            if frame.get("type") == "result":
-                self._bad_frame("A result frame answers nothing the game sent.")
-            return
-        reply, timer = waiting
-        timer.cancel()
-        if frame.get("type") == "error":
-            reply(None, str(frame.get("message") or "The daemon refused the command."))
-            return
-        result = frame.get("result")
-        text = result.get("text") if isinstance(result, dict) else None
-        reply(text if isinstance(text, str) else json.dumps(result, ensure_ascii=False), None)
+        if not self._admin.answered(frame) and frame.get("type") == "result":
+            self._bad_frame("A result frame answers nothing the game sent.")
 
     # ------------------------------------------------------------------ invocations
 
@@ -330,7 +291,7 @@ class BridgeSession:
             self._bad_frame("subscribe needs 'after', a cursor or null.")
             return
         self._events.remove_listener(self.pump)
-        start = self._events.start(None if after is None else Mark(after["epoch"], after["seq"]))
+        start = self._events.start(None if after is None else Cursor(after["epoch"], after["seq"]))
         self._cells = frozenset(cells)
         self._position = start.position
         self._send({"type": "subscribed", "cells": cells, "head": self._events.head})
@@ -395,21 +356,10 @@ class BridgeSession:
             self._result(request_id, result)
 
     def _execute_prog(self, request_id: str, params: dict[str, Any]) -> None:
-        prog, arguments, key = (
-            params.get("prog"),
-            params.get("arguments"),
-            params.get("idempotency_key"),
-        )
-        if isinstance(prog, int) and not isinstance(prog, bool):
-            prog = str(prog)
-        if not isinstance(prog, str) or not prog.strip():
-            self._error(request_id, "bad_params", "'prog' must be a prog id or name")
-            return
-        if not isinstance(arguments, dict):
-            self._error(request_id, "bad_params", "'arguments' must be an object")
-            return
-        if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
-            self._error(request_id, "bad_params", "'idempotency_key' must be 1-256 characters")
+        try:
+            prog, arguments, key = prog_call_params(params)
+        except BadParams as exc:
+            self._error(request_id, "bad_params", str(exc))
             return
 
         def reply(outcome: dict[str, Any] | None, error: ProgError | None) -> None:
