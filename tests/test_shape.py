@@ -312,3 +312,18 @@ def test_the_writer_check_catches_a_stage_writing_another_stages_field(tmp_path:
         "intake.py:8: writes .pending (owned in lanes)",
         "intake.py:9: writes .pending (owned in lanes)",
     ]
+
+
+MAX_MODULE_LINES = 400
+"""A module longer than this holds more than one concern: split it by concern."""
+
+
+def test_every_module_is_at_most_400_lines() -> None:
+    root = Path(__file__).resolve().parents[1]
+    long = {
+        path.relative_to(root).as_posix(): lines
+        for package in ("storyteller_daemon", "world_adapter", "progs", "migrations")
+        for path in (root / package).rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines"

@@ -98,7 +98,7 @@ def wired_pipeline(
         router.update(storytellers, zones or {})
     chosen = runner if runner is not None else ScriptedTurnRunner()
     observer = observer or LoggingObserver(clock=clock, stats=stats)
-    backlog = BacklogRepository(store.db, clock)
+    backlog = store.stamped_by(clock).backlog
     pipeline = Pipeline(
         router=router,
         runner=chosen,

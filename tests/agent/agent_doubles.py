@@ -16,20 +16,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.settings import Heartbeat
 from storyteller_daemon.testing.model import ScriptedModel, Step, calls, text
 
-__all__ = ["ManualClock", "ScriptedModel", "Step", "call_offered", "calls", "execute", "text"]
-
-
-class ManualClock:
-    """A monotonic clock that moves only when told to."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+__all__ = ["ScriptedModel", "Step", "call_offered", "calls", "execute", "text"]
 
 
 async def execute(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | str) -> Envelope:
