@@ -51,7 +51,7 @@ from storyteller_daemon.agent.verdicts import (
     verdict_format,
 )
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import DEFAULT_ATTENTION_PROMPT, Scope, Storyteller
+from storyteller_daemon.domain.storytellers import DEFAULT_ATTENTION_PROMPT, Scope, Storyteller
 
 log = logging.getLogger(__name__)
 

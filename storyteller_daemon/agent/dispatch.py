@@ -41,7 +41,7 @@ from storyteller_daemon.agent.tools.registry import Toolset
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval, ApprovalState
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 
 log = logging.getLogger("storyteller_daemon.agent.loop")
 

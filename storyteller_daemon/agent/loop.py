@@ -73,7 +73,7 @@ from storyteller_daemon.agent.tools.registry import (
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import Clock, DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 
 log = logging.getLogger(__name__)

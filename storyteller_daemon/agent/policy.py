@@ -63,7 +63,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import Approval, ParkedCall, PolicyAction
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__name__)

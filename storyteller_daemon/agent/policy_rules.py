@@ -22,7 +22,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import PolicyAction
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from world_adapter.errors import WorldCommandError
 from world_adapter.facts import DoorRule, PathRule
 from world_adapter.protocol import WorldClient

@@ -47,8 +47,8 @@ from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER, Trigger
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.memory_ranking import query_words, rank_memories
-from storyteller_daemon.domain.settings import DEFAULT_SYSTEM_PROMPT, Storyteller
 from storyteller_daemon.domain.situations import Situation
+from storyteller_daemon.domain.storytellers import DEFAULT_SYSTEM_PROMPT, Storyteller
 from storyteller_daemon.domain.tool_names import ToolProfile
 from storyteller_daemon.errors import ToolError
 from world_adapter.events import Crime, RoomEcho, Speech

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from storyteller_daemon.domain.settings import Heartbeat, Scope, Storyteller
+from storyteller_daemon.domain.storytellers import Heartbeat, Scope, Storyteller
 from storyteller_daemon.domain.tool_names import ToolProfile
 from world_adapter.events import (
     Crime,

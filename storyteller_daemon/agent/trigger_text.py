@@ -16,7 +16,7 @@ import logging
 from storyteller_daemon.agent.fencing import Fence, quoted
 from storyteller_daemon.agent.ports import SpeechHistory
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.text import SpeechLine, as_utc, one_line, split_camel, strip_markup
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import Crime, RoomEcho, Speech, StateChange

@@ -14,7 +14,7 @@ from typing import Protocol
 from typing_extensions import TypeVar
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 
 
 class Verdict(Protocol):

@@ -40,7 +40,7 @@ from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import Daemon

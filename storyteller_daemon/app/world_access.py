@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from storyteller_daemon.app.adapters import build_world, close_if_closable
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.world_fit import WorldFacts, rooms_to_confirm
 from storyteller_daemon.errors import ServiceUnavailable
 from world_adapter.errors import FatalStreamError, WorldAdapterError

@@ -34,7 +34,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.direction import Direction
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.stats import RuntimeStats

@@ -38,7 +38,7 @@ async def _director_heartbeats(
     the watch has answered the opening scene), so a short demo shows a plan made on one
     heartbeat and advanced on the next ones."""
     from storyteller_daemon.app import Runtime
-    from storyteller_daemon.domain.settings import Heartbeat
+    from storyteller_daemon.domain.storytellers import Heartbeat
 
     assert isinstance(runtime, Runtime)
     await asyncio.sleep(after)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from progs.types import ProgSignature
 from storyteller_daemon.domain.direction import ProviderKind
-from storyteller_daemon.domain.settings import CustomTool, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Storyteller
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from datetime import timedelta
 from typing import Any
 
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import CharacterMemory, Situation
+from storyteller_daemon.domain.storytellers import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.errors import NotFoundError, ValidationError
 from storyteller_daemon.storage.ledger import Grouping
 from storyteller_daemon.storage.runs import RunSummary

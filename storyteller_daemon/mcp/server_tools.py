@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from storyteller_daemon.config import McpServeConfig
-from storyteller_daemon.domain.settings import validate_daily_budget
+from storyteller_daemon.domain.storytellers import validate_daily_budget
 from storyteller_daemon.mcp.documents import SCHEME, Documents, run_json
 
 log = logging.getLogger("storyteller_daemon.mcp.server")  # the admin actions are the server's log

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import Clock, uncancelled
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runs.attribution import Charge, RunContext, attributed
 from storyteller_daemon.runs.records import (
     DIGEST_TRIGGER,

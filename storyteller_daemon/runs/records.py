@@ -17,7 +17,7 @@ from storyteller_daemon.agent.records import TurnRecord, response_summary, usage
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.verdicts import AttentionVerdict
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 from storyteller_daemon.runs.attribution import Charge, Exchange, RunContext
 from storyteller_daemon.runs.tape import Tape, encode_trigger, taped_names

@@ -36,7 +36,7 @@ from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.agent.turn_runner import TurnRunner
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs.differences import (
     Difference,

@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 
 from storyteller_daemon.agent.services import TurnServices, service_fields
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.domain.storytellers import Heartbeat
 from storyteller_daemon.errors import ConflictError, NotFoundError, ToolError, ValidationError
 
 # One codec for world values, the bridge protocol's: tapes, bridge frames and stored triggers

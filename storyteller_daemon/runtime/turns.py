@@ -1,7 +1,7 @@
 """The agent behind the pipeline: prompts, the attention gate, the tool loop, and accounting.
 
 `AgentTurnRunner` is the one `TurnRunner` (`agent.turn_runner`): attention batches go to its
-`AttentionJudge` (`runtime.judging`), turns to the tool loop over the turn's `TurnServices`.
+`AttentionJudge` (`runtime.attention_calls`), turns to the tool loop over the turn's `TurnServices`.
 Each attention call and each turn runs inside a `RunRecorder` run, which attributes its model
 requests (for the budgets and the cost ledger), tapes what the turn's services answered, and
 stores the run record. A replay builds this same runner over services that answer from a tape.
@@ -53,9 +53,9 @@ from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.direction import ProviderKind
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.judging import AttentionJudge
+from storyteller_daemon.runtime.attention_calls import AttentionJudge
 from storyteller_daemon.runtime.stats import RuntimeStats
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient

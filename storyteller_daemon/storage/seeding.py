@@ -17,7 +17,7 @@ from sqlalchemy import select
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.interchange.packs.contents import Pack, PackDocument
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models.references import ReferenceDocumentRow

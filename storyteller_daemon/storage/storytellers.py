@@ -13,7 +13,7 @@ from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
 from storyteller_daemon.domain.mcp import McpGrant, validate_grants
 from storyteller_daemon.domain.names import name_key
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     CustomTool,
     EventKind,
     Heartbeat,

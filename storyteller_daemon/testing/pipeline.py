@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from storyteller_daemon.agent.turn_runner import TurnRunner
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.config import AttentionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.pipeline import (
     SPEECH_BUFFER,
     Admission,

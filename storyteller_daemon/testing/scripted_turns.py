@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.agent.turn_runner import Finish
 from storyteller_daemon.agent.verdicts import AttentionVerdict
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ModelTransientError
 
 

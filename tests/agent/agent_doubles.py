@@ -13,7 +13,7 @@ from storyteller_daemon.agent.tools.base import Envelope, invoke
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS, toolset
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.domain.storytellers import Heartbeat
 from storyteller_daemon.testing.model import ScriptedModel, Step, calls, text
 
 __all__ = ["ScriptedModel", "Step", "call_offered", "calls", "execute", "text"]

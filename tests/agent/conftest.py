@@ -7,7 +7,7 @@ import pytest
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.storage.store import Store
 from world_adapter.sim import SimWorld
 

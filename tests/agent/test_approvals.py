@@ -20,7 +20,7 @@ from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import ApprovalState
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.errors import ConflictError, NotFoundError
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.turns import AgentTurnRunner

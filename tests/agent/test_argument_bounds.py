@@ -24,8 +24,8 @@ from storyteller_daemon.domain.argument_limits import (
     TITLE_CHARS,
     nesting_depth,
 )
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.story_plans import PlanStep
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.errors import ToolError, ValidationError
 from storyteller_daemon.testing.clock import FakeClock
 

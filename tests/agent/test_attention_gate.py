@@ -35,7 +35,7 @@ from storyteller_daemon.agent.verdicts import (
     verdict_format,
 )
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import ReasoningEffort, Storyteller
+from storyteller_daemon.domain.storytellers import ReasoningEffort, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelTransientError
 
 TELLER = Storyteller(

@@ -20,7 +20,7 @@ from storyteller_daemon.agent.prompts import TRUNCATION_MARKER, PromptBuilder
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.storage.store import Store
 from world_adapter.sim import SimWorld
 

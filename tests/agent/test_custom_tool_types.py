@@ -18,7 +18,7 @@ from storyteller_daemon.agent.tools.base import idempotency_key
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import CustomTool
+from storyteller_daemon.domain.storytellers import CustomTool
 from world_adapter.sim import SimWorld
 
 MAREN, HOLT, AGNA = 1001, 2001, 2002

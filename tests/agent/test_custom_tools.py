@@ -12,7 +12,7 @@ from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.custom import validate_custom_tool
 from storyteller_daemon.agent.tools.registry import Toolset, builtin_tools, toolset, with_catalogue
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.tool_names import ToolProfile
 from storyteller_daemon.testing.world import InstrumentedWorld
 from world_adapter.errors import WorldCommandError

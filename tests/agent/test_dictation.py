@@ -19,8 +19,8 @@ from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.tools.context import Taint, ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import Provenance
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock

@@ -18,7 +18,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.app import ModelChoice, build_runtime
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, parse_config
-from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.domain.storytellers import Heartbeat
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.responses_answers import Reply

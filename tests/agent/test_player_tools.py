@@ -12,7 +12,7 @@ from agent_doubles import execute
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.tools.context import ToolContext
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.storage.store import Store
 from world_adapter.sim import SimWorld
 from world_adapter.sim.harbour_map import HARBOUR_TOWN_MAP

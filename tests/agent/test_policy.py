@@ -25,7 +25,7 @@ from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.sim import SimWorld
 

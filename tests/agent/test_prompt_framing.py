@@ -14,8 +14,8 @@ from storyteller_daemon.agent.prompts import PromptBuilder, TurnPrompt
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
-from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.situations import Provenance
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock

@@ -25,8 +25,8 @@ from storyteller_daemon.agent.prompts import (
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import DEFAULT_SYSTEM_PROMPT, Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import Situation
+from storyteller_daemon.domain.storytellers import DEFAULT_SYSTEM_PROMPT, Heartbeat, Storyteller
 from storyteller_daemon.domain.text import strip_markup
 from storyteller_daemon.storage.store import Store
 from world_adapter.events import CharacterState

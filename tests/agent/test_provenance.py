@@ -9,8 +9,8 @@ from agent_doubles import execute
 
 from storyteller_daemon.agent.tools.context import Taint, ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
 from storyteller_daemon.domain.situations import MemoryAction
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.storage.store import Store
 from world_adapter.events import Crime, Cursor, RoomEcho, Speech
 

@@ -24,7 +24,12 @@ from storyteller_daemon.agent.records import TurnOutcome
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, ReasoningEffort, Storyteller
+from storyteller_daemon.domain.storytellers import (
+    CustomTool,
+    Heartbeat,
+    ReasoningEffort,
+    Storyteller,
+)
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 from storyteller_daemon.testing.responses_answers import Reply

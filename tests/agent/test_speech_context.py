@@ -12,7 +12,7 @@ from storyteller_daemon.agent.prompts import PromptBuilder, TurnPrompt
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.trigger_text import SPEECH_CONTEXT_HEADER, speech_context_line
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.text import SpeechLine
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing import FakeClock

@@ -18,7 +18,7 @@ import pytest
 from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.tools.registry import builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     CustomTool,
     EventKind,
     Heartbeat,

@@ -12,7 +12,7 @@ from agent_doubles import call_offered
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import with_catalogue
-from storyteller_daemon.domain.settings import CustomTool, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Storyteller
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing import FakeClock

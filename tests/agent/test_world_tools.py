@@ -18,7 +18,7 @@ from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.agent.tools.registry import BUILTIN_TOOLS, builtin_tools
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.domain.tool_names import DIRECTOR_TOOLS, FULL_PROFILE_TOOLS, ToolProfile
 from storyteller_daemon.testing.clock import FakeClock
 from world_adapter.events import CharacterState

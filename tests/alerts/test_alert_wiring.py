@@ -14,7 +14,7 @@ from discord_doubles import FLUSH_TICK, FakeDiscord, WatchedClock
 
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ModelFatalError
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import settle

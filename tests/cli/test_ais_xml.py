@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_ais_harness import Cli, cli_fixture
 
-from storyteller_daemon.domain.settings import CustomTool
+from storyteller_daemon.domain.storytellers import CustomTool
 from storyteller_daemon.interchange.futuremud_xml import parse_surveillance, parse_tool_calls
 from storyteller_daemon.storage.store import Store
 

@@ -16,7 +16,7 @@ from storyteller_daemon.cli import app
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.approvals import ParkedCall
-from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.domain.storytellers import Heartbeat
 from storyteller_daemon.runs.tape import encode_trigger
 from storyteller_daemon.storage.approvals import ApprovalRepository
 from storyteller_daemon.storage.runs import NewRun, RunRepository

@@ -21,7 +21,7 @@ from test_ais_harness import Cli, cli_fixture
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
-from storyteller_daemon.domain.settings import CustomTool
+from storyteller_daemon.domain.storytellers import CustomTool
 from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.runs import RunRepository

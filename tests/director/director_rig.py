@@ -15,7 +15,7 @@ from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import PolicyConfig
 from storyteller_daemon.domain.direction import Direction
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.runs import RunRepository

@@ -12,8 +12,8 @@ from dataclasses import replace
 from director_rig import HARBOUR_WARD, MAREN, QUAY, Rig, create_plan, director_rig, echo, step
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
-from storyteller_daemon.domain.settings import EventKind
 from storyteller_daemon.domain.story_plans import PlanStatus, StepState
+from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.domain.work import WorkItem, WorkState
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.storage.backlog import BacklogRepository

@@ -11,7 +11,8 @@ from storyteller_daemon.domain.references import (
     format_restriction_csv,
     parse_restriction_csv,
 )
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.situations import BOTH_SCOPES_MESSAGE, Situation, check_scope
+from storyteller_daemon.domain.storytellers import (
     CustomTool,
     EventKind,
     Heartbeat,
@@ -22,7 +23,6 @@ from storyteller_daemon.domain.settings import (
     validate_speech_context_window,
     validate_tool_name,
 )
-from storyteller_daemon.domain.situations import BOTH_SCOPES_MESSAGE, Situation, check_scope
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import (
     BUILTIN_TOOL_NAMES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from progs.types import ProgParameter, ProgSignature, ProgType, ValueType
 from storyteller_daemon.domain.direction import ContextProvider, Direction, ProviderKind
-from storyteller_daemon.domain.settings import CustomTool, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.world_fit import WorldFacts, misfits, rooms_to_confirm
 

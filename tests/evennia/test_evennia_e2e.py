@@ -34,7 +34,7 @@ from storyteller_daemon.alerts.service import Alerts
 from storyteller_daemon.app import ModelChoice, Runtime, build_runtime
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import parse_config
-from storyteller_daemon.domain.settings import CustomTool, EventKind
+from storyteller_daemon.domain.storytellers import CustomTool, EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage.models.world import InboxRow

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
-from storyteller_daemon.domain.settings import CustomTool, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, Storyteller
 from storyteller_daemon.errors import InterchangeError, ValidationError
 from storyteller_daemon.interchange.futuremud_xml import (
     ToolCallsDefinition,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import InterchangeError
 from storyteller_daemon.interchange.futuremud_xml import (
     apply_tool_calls,

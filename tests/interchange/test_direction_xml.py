@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from storyteller_daemon.domain.direction import ContextProvider, Direction, Pacing, ProviderKind
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import InterchangeError
 from storyteller_daemon.interchange.futuremud_xml import parse_tool_calls, render_tool_calls
 

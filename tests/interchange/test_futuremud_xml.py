@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from storyteller_daemon.domain.settings import CustomTool, ReasoningEffort, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, ReasoningEffort, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import InterchangeError, ValidationError
 from storyteller_daemon.interchange.futuremud_xml import (

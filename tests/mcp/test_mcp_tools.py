@@ -25,7 +25,7 @@ from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig, McpConfig, McpServerConfig, PolicyConfig
 from storyteller_daemon.domain.mcp import McpGrant
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ToolError
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.mcp.http import LoopbackHttp

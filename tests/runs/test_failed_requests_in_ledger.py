@@ -19,7 +19,7 @@ from storyteller_daemon.agent.models.tokens import input_estimate
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case

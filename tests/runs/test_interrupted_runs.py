@@ -11,7 +11,7 @@ from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import ModelPrice
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import worst_case

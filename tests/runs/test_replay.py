@@ -21,7 +21,7 @@ from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesMode
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import LimitsConfig, ModelPrice
-from storyteller_daemon.domain.settings import CustomTool, EventKind, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import CustomTool, EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs import RunRecorder, decode_trigger, encode_trigger, replay_turn

@@ -22,8 +22,8 @@ from storyteller_daemon.config import LimitsConfig
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.story_plans import PlanStep
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import DIRECTOR_TOOLS, FULL_PROFILE_TOOLS
 from storyteller_daemon.runs import replay_turn

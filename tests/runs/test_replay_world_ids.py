@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import LimitsConfig
-from storyteller_daemon.domain.settings import CustomTool
+from storyteller_daemon.domain.storytellers import CustomTool
 from storyteller_daemon.runs import RunRecorder, replay_turn
 from storyteller_daemon.runtime.turns import replay_runner
 from storyteller_daemon.storage.runs import RunRepository

@@ -10,7 +10,7 @@ from typing import Any
 
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.config import BudgetsConfig, ModelPrice, ReflectionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper

@@ -9,7 +9,7 @@ from test_budgets import CRIER, T0, WATCH, keeper, request, run_of
 
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.config import BudgetsConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ValidationError
 from storyteller_daemon.runs import attributed
 from storyteller_daemon.runtime.spending.budgets import daily_cap

@@ -15,7 +15,7 @@ from storyteller_daemon.agent.models.interface import ModelRequest, Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, attributed

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from storyteller_daemon.domain.settings import EventKind, Storyteller
+from storyteller_daemon.domain.storytellers import EventKind, Storyteller
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.storage.store import Store

@@ -21,7 +21,7 @@ import pytest
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import AttentionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.pipeline import Pipeline

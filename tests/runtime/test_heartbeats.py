@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.runtime.scheduling.heartbeats import (
     HeartbeatScheduler,
     heartbeat_phase,

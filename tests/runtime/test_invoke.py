@@ -13,7 +13,7 @@ import pytest
 from storyteller_daemon.agent.models.interface import ModelRequest
 from storyteller_daemon.agent.trigger import TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, attributed
 from storyteller_daemon.runtime.daemon import Daemon, InvocationResult

@@ -15,7 +15,7 @@ from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
-from storyteller_daemon.domain.settings import EventKind, Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import EventKind, Heartbeat, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.runtime.pipeline import Pipeline

@@ -13,7 +13,7 @@ from reflection_rig import USAGE, Rig, reflection_rig, storyteller
 
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import Config, ReflectionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline import Pipeline

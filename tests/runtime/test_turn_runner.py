@@ -11,8 +11,8 @@ import pytest
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind, turn_key
-from storyteller_daemon.domain.settings import EventKind, Heartbeat
-from storyteller_daemon.runtime.judging import VIOLATION_ALERT_STREAK
+from storyteller_daemon.domain.storytellers import EventKind, Heartbeat
+from storyteller_daemon.runtime.attention_calls import VIOLATION_ALERT_STREAK
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
@@ -90,7 +90,7 @@ async def test_persistent_contract_violations_raise_one_error(
 
 
 def test_turn_keys_are_stable_per_trigger() -> None:
-    from storyteller_daemon.domain.settings import Storyteller
+    from storyteller_daemon.domain.storytellers import Storyteller
 
     st = Storyteller(name="k", id=3)
     echo = RoomEcho(cursor=Cursor("e", 9), cell_id=1, zone_id=None, occurred_at=T0, text="x")

@@ -12,7 +12,7 @@ from test_pipeline import AT_ONCE, T0, WATCHER, ZONES, Harness, Rig, crime, echo
 
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.config import AttentionConfig
-from storyteller_daemon.domain.settings import EventKind
+from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.domain.verdict_memory import prompts_digest, recallable
 from storyteller_daemon.domain.work import WorkItem
 from storyteller_daemon.storage.store import Store

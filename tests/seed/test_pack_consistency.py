@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from progs.types import ProgSignature
-from storyteller_daemon.domain.settings import EventKind, Heartbeat
+from storyteller_daemon.domain.storytellers import EventKind, Heartbeat
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.interchange.packs.contents import Pack

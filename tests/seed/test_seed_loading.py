@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.agent.tools.custom import build_custom_tool
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.interchange.packs.contents import Pack
 from storyteller_daemon.interchange.packs.files import read_pack
 from storyteller_daemon.storage import seeding

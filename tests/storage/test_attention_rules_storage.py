@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
-from storyteller_daemon.domain.settings import CustomTool
+from storyteller_daemon.domain.storytellers import CustomTool
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.store import Store

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     CustomTool,
     EventKind,
     Heartbeat,

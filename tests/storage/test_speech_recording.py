@@ -13,7 +13,7 @@ import pytest
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.verdicts import AttentionVerdict
-from storyteller_daemon.domain.settings import EventKind, Storyteller
+from storyteller_daemon.domain.storytellers import EventKind, Storyteller
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline import Pipeline, SpeechRecorder

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import pytest
 from test_bridge_doubles import TOKEN, RecordingSleep, served, sim_world
 
-from storyteller_daemon.domain.settings import EventKind
+from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.storage.inbox import InboxRepository

@@ -16,7 +16,7 @@ import pytest
 from test_bridge_doubles import Peer, ScriptedGame
 from test_bridge_faults import WAIT, start_daemon
 
-from storyteller_daemon.domain.settings import EventKind
+from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.store import Store

@@ -10,8 +10,8 @@ from progs.scalars import is_id
 from progs.types import ProgSignature
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.situations import Provenance
+from storyteller_daemon.domain.storytellers import Storyteller
 from world_adapter.facts import CharacterInfo, RoomInfo
 
 

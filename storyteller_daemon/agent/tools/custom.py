@@ -39,7 +39,7 @@ from storyteller_daemon.agent.tools.world_ids import check_world_ids
 from storyteller_daemon.domain.approvals import Approval
 from storyteller_daemon.domain.argument_limits import WORD_CHARS
 from storyteller_daemon.domain.mcp import PREFIX as MCP_PREFIX
-from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
+from storyteller_daemon.domain.storytellers import CustomTool, Storyteller, validate_tool_name
 from storyteller_daemon.domain.text import outbound_text
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import ToolError, ValidationError

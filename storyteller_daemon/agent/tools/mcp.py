@@ -27,7 +27,7 @@ from storyteller_daemon.agent.schema import strict_schema
 from storyteller_daemon.agent.tools.base import Tool
 from storyteller_daemon.agent.tools.context import ToolContext
 from storyteller_daemon.domain.mcp import McpGrant, McpToolInfo, prefixed_name
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ToolError, ValidationError
 
 log = logging.getLogger(__name__)

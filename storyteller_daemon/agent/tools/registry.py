@@ -39,7 +39,7 @@ from storyteller_daemon.agent.tools.custom import catalogue, custom_toolset
 from storyteller_daemon.agent.tools.mcp import McpListing, mcp_toolset
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.domain.mcp import prefixed_name
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES, DIRECTOR_TOOLS, ToolProfile
 from storyteller_daemon.errors import ValidationError
 

@@ -40,7 +40,7 @@ from storyteller_daemon.cli.views.storytellers import (
     storyteller_json,
     summary_json,
 )
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ValidationError
 
 app = command_group("Storytellers: list, create, show, configure, pause, delete, clone.")

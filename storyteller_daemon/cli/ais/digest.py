@@ -29,7 +29,7 @@ from storyteller_daemon.errors import EX_UNAVAILABLE
 
 if TYPE_CHECKING:
     from storyteller_daemon.domain.digest import Digest
-    from storyteller_daemon.domain.settings import Storyteller
+    from storyteller_daemon.domain.storytellers import Storyteller
     from storyteller_daemon.runtime.reflection import ReflectionReport
 
 digests = command_group("A storyteller's rolling digest: show it, or refresh it now.")

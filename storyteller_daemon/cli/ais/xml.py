@@ -19,7 +19,7 @@ import typer
 
 from storyteller_daemon.cli.support import open_store, register, run_async, say
 from storyteller_daemon.cli.views.catalogue import Catalogue, check_tool, find_prog, load_catalogue
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ValidationError
 
 

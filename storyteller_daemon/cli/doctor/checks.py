@@ -95,7 +95,7 @@ class Doctor:
         from storyteller_daemon.app import open_store
         from storyteller_daemon.clock import SystemClock
         from storyteller_daemon.config import database_url
-        from storyteller_daemon.domain.settings import Scope
+        from storyteller_daemon.domain.storytellers import Scope
 
         try:
             url = database_url(cfg, self._environ)

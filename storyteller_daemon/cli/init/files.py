@@ -89,7 +89,7 @@ def _parameter_text(name: str, type_name: str, element: ProgType) -> str:
 def usable_progs(progs: Sequence[ProgSignature]) -> tuple[list[ProgSignature], list[str]]:
     """The progs that can become tools, and a line for each one left out."""
     from storyteller_daemon.agent.tools.custom import validate_custom_tool
-    from storyteller_daemon.domain.settings import CustomTool
+    from storyteller_daemon.domain.storytellers import CustomTool
 
     usable, left_out = [], []
     for prog in sorted(progs, key=lambda p: p.name.casefold()):

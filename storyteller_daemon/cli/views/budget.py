@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from storyteller_daemon.cli.support import say
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 
 if TYPE_CHECKING:  # `storyteller --help` imports no heavy library: the config's come lazily
     from storyteller_daemon.config import BudgetsConfig

@@ -12,7 +12,7 @@ import typer
 
 from progs.types import ProgSignature
 from storyteller_daemon.cli.support import open_store, state
-from storyteller_daemon.domain.settings import CustomTool
+from storyteller_daemon.domain.storytellers import CustomTool
 from storyteller_daemon.errors import ConfigError, NotFoundError
 from world_adapter.errors import WorldAdapterError
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from storyteller_daemon.cli.support import say, yes_no
 
 if TYPE_CHECKING:
-    from storyteller_daemon.domain.settings import Storyteller
+    from storyteller_daemon.domain.storytellers import Storyteller
 
 
 def direction_json(st: Storyteller) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from rich.markup import escape
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 
 QUIET_STAGES = {"prefilter"}
 OUTCOME_WORDS = {

@@ -14,14 +14,14 @@ from storyteller_daemon.cli.support import format_duration, format_time, say, ta
 from storyteller_daemon.cli.views.catalogue import Catalogue, ToolCheck, check_tool, describe_prog
 from storyteller_daemon.cli.views.direction import direction_json, show_direction
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.situations import CharacterMemory, MemoryEdit, Situation
+from storyteller_daemon.domain.storytellers import (
     EventKind,
     Heartbeat,
     ReasoningEffort,
     Scope,
     Storyteller,
 )
-from storyteller_daemon.domain.situations import CharacterMemory, MemoryEdit, Situation
 
 LIST_COLUMNS = (
     "Id",

@@ -18,7 +18,7 @@ from lxml import etree
 from storyteller_daemon.domain.attention_rules import AttentionRule
 from storyteller_daemon.domain.direction import Direction
 from storyteller_daemon.domain.mcp import McpGrant
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
     CustomTool,
     Storyteller,

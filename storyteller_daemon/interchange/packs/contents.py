@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storyteller_daemon.domain.references import ReferenceDocument
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.domain.names import name_key
 from storyteller_daemon.domain.references import DEFAULT_FOLDER, DEFAULT_TYPE, ReferenceDocument
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.interchange.packs.contents import Pack, PackDocument
 from storyteller_daemon.interchange.packs.storytellers import read_storyteller

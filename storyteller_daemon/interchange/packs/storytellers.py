@@ -23,7 +23,7 @@ from storyteller_daemon.domain.direction import (
     ProviderKind,
 )
 from storyteller_daemon.domain.names import name_key
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     DEFAULT_SPEECH_CONTEXT_WINDOW,
     DICTATED_MODES,
     CustomTool,

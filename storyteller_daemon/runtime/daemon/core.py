@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.domain.settings import Heartbeat
+from storyteller_daemon.domain.storytellers import Heartbeat
 from storyteller_daemon.runtime.daemon.intake_watch import IntakeWatch
 from storyteller_daemon.runtime.daemon.invocations import Invocations
 from storyteller_daemon.runtime.daemon.ports import (

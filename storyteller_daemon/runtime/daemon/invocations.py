@@ -18,7 +18,7 @@ import asyncio
 from dataclasses import dataclass
 
 from storyteller_daemon.agent.records import TurnOutcome
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import WorkItem, WorkState
 from storyteller_daemon.errors import StorageError
 from storyteller_daemon.runtime.daemon.ports import TurnRuns

@@ -26,7 +26,7 @@ from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.config import AttentionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
 from storyteller_daemon.runs import decode_trigger
 from storyteller_daemon.runtime.pipeline.judging import BatchJudge, RequestFailed

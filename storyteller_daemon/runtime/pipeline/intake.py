@@ -16,7 +16,7 @@ from typing import NamedTuple
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runs import encode_trigger
 from storyteller_daemon.runtime.pipeline.lanes import Lanes

@@ -27,7 +27,7 @@ from storyteller_daemon.domain.repeats import (
     Judged,
     repeat_key,
 )
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.verdict_memory import RULE_PREFIX, settled_rule
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
 from storyteller_daemon.errors import BudgetExceeded

@@ -20,7 +20,7 @@ from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import RuleBook
 from storyteller_daemon.domain.repeats import RepeatMemory
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.pipeline.plan_waits import PlanWaits
 from storyteller_daemon.runtime.pipeline.ports import Backlog
 from storyteller_daemon.runtime.pipeline.settled import MemoryLane

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.stats import RuntimeStats
 
 log = logging.getLogger("storyteller.activity")

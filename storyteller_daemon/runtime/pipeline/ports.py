@@ -15,8 +15,8 @@ from typing import Protocol
 
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
-from storyteller_daemon.domain.settings import Storyteller
 from storyteller_daemon.domain.story_plans import StoryPlan
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
 from storyteller_daemon.domain.work import Decision, NewWork, TurnClaim, WorkItem, WorkState
 from world_adapter.events import Speech

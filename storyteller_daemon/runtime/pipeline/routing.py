@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.domain.settings import EventKind, Storyteller
+from storyteller_daemon.domain.storytellers import EventKind, Storyteller
 from storyteller_daemon.runtime.pipeline.lanes import Lanes
 from storyteller_daemon.runtime.pipeline.ports import Admission, Observer
 from storyteller_daemon.runtime.stats import RuntimeStats

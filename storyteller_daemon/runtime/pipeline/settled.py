@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from storyteller_daemon.agent.trigger import Trigger
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.verdict_memory import (
     Recallable,
     SettledVerdict,

@@ -25,7 +25,7 @@ from storyteller_daemon.agent.turn_runner import TurnOutcome, TurnRunner
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.config import AttentionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.runs import decode_trigger
 from storyteller_daemon.runtime.pipeline.lanes import Lane, Lanes, log

@@ -24,7 +24,7 @@ from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ReflectionConfig
 from storyteller_daemon.domain.digest import Digest
-from storyteller_daemon.domain.settings import Scope, Storyteller
+from storyteller_daemon.domain.storytellers import Scope, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelError
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.daemon import complete_even_if_cancelled

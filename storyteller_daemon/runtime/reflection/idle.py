@@ -23,7 +23,7 @@ import logging
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ReflectionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.reflection.reflect import Reflection
 

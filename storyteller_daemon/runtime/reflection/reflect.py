@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storyteller_daemon.config import ReflectionConfig
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.reflection.consolidation import Merge, consolidate_memories
 from storyteller_daemon.runtime.reflection.digest import DigestRefresher, DigestResult
 from storyteller_daemon.runtime.stats import RuntimeStats

@@ -22,7 +22,7 @@ from typing import Any
 from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.approvals import Approval
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import NotFoundError
 from storyteller_daemon.storage.approvals import ApprovalRepository
 

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from storyteller_daemon.clock import Clock, sleep_or_wake
-from storyteller_daemon.domain.settings import Heartbeat, Storyteller
+from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 
 log = logging.getLogger(__name__)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient

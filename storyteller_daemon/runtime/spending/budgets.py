@@ -39,7 +39,7 @@ from storyteller_daemon.agent.models.pricing import price_for
 from storyteller_daemon.agent.models.tokens import input_estimate
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunContext, current_run
 

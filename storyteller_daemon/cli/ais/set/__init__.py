@@ -22,7 +22,7 @@ from storyteller_daemon.cli.support import (
     run_async,
 )
 from storyteller_daemon.cli.views.storytellers import EFFORT_FALLBACK
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     EventKind,
     Heartbeat,
     ReasoningEffort,

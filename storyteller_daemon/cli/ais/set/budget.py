@@ -17,7 +17,7 @@ import typer
 from storyteller_daemon.cli.ais.set.selection import selected
 from storyteller_daemon.cli.support import acting_user, open_store, run_async, say, state
 from storyteller_daemon.cli.views.budget import budget_line
-from storyteller_daemon.domain.settings import validate_daily_budget
+from storyteller_daemon.domain.storytellers import validate_daily_budget
 from storyteller_daemon.errors import ValidationError
 
 if TYPE_CHECKING:  # `storyteller --help` imports no heavy library: the config's come lazily

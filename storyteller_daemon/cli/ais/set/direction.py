@@ -18,7 +18,7 @@ import typer
 from storyteller_daemon.cli.ais.set.selection import apply_change
 from storyteller_daemon.cli.support import command_group, register, run_async
 from storyteller_daemon.domain.direction import PACING_KEYS, pacing_value
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ValidationError
 
 direction = command_group("Plans and co-operation: plans on|off, cooperate on|off.")

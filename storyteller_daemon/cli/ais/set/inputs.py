@@ -26,7 +26,7 @@ from storyteller_daemon.cli.support import (
 )
 from storyteller_daemon.cli.views.catalogue import describe_prog, load_catalogue, stored_reference
 from storyteller_daemon.cli.views.storytellers import speech_context_line
-from storyteller_daemon.domain.settings import (
+from storyteller_daemon.domain.storytellers import (
     Heartbeat,
     Storyteller,
     validate_speech_context_count,

@@ -17,7 +17,7 @@ import typer
 from storyteller_daemon.cli.ais.set.selection import apply_change
 from storyteller_daemon.cli.support import command_group, register, run_async, state
 from storyteller_daemon.domain.mcp import McpGrant, prefixed_name, validate_server_name
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import NotFoundError
 
 app = command_group("MCP tools: allow tools of a configured MCP server, or remove them.")

@@ -14,7 +14,7 @@ import typer
 from storyteller_daemon.cli.ais.set.selection import apply_change
 from storyteller_daemon.cli.support import command_group, register, run_async
 from storyteller_daemon.domain.direction import ContextProvider, ProviderKind
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ConflictError, NotFoundError
 
 providers = command_group("Context providers: add or remove.")

@@ -32,7 +32,7 @@ from storyteller_daemon.cli.support import (
 from storyteller_daemon.cli.views.settled import holding, summary, summary_line
 from storyteller_daemon.cli.views.storytellers import describe_rule
 from storyteller_daemon.domain.attention_rules import RULE_KINDS, AttentionRule, RuleAction
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.verdict_memory import SettledVerdict
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import typer
 
 from storyteller_daemon.cli.support import open_store, say
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 
 Change = Callable[[Storyteller], tuple[Storyteller, str]]
 """Builds the changed storyteller and the confirmation line, or raises to change nothing."""

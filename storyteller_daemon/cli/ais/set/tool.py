@@ -23,7 +23,7 @@ from storyteller_daemon.cli.views.catalogue import (
     load_checkable,
     stored_reference,
 )
-from storyteller_daemon.domain.settings import CustomTool, Storyteller, validate_tool_name
+from storyteller_daemon.domain.storytellers import CustomTool, Storyteller, validate_tool_name
 from storyteller_daemon.domain.tool_names import BUILTIN_TOOL_NAMES
 from storyteller_daemon.errors import (
     ConflictError,

@@ -16,7 +16,7 @@ from storyteller_daemon.agent.prompts import PromptBuilder
 from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.alerts.sink import AlertSink
-from storyteller_daemon.domain.settings import Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.stats import RuntimeStats
 
