@@ -63,6 +63,10 @@ class Item:
 
     text: str
     from_player: bool = False
+    own_words: bool = False
+    """The storyteller's own words even when written on a turn players reached (a story plan,
+    whose texts may not copy players' words): never counted among the players' words a call
+    may not repeat (`Taint.noted`)."""
 
 
 Render = Callable[[Sequence[str], int], str]
@@ -168,7 +172,7 @@ class Assembly:
         text: the user prompt.
         report: the budget's report.
         from_player: whether any kept entry came from players' words.
-        player_notes: the texts of those entries.
+        player_notes: the texts of those entries, but those in the storyteller's own words.
     """
 
     text: str
@@ -246,8 +250,11 @@ def assemble(
         stable_chars=stable_chars,
         blocks=(*fixed_reports, *(fitted[i].report for i in order)),
     )
-    notes = tuple(item.text for _, f in parts for item in f.kept if item.from_player)
-    return Assembly(text, report, bool(notes), notes)
+    tainted = any(item.from_player for _, f in parts for item in f.kept)
+    notes = tuple(
+        item.text for _, f in parts for item in f.kept if item.from_player and not item.own_words
+    )
+    return Assembly(text, report, tainted, notes)
 
 
 def _fit(block: Block, allowance: int, limit: str, count: TokenCounter) -> _Fitted:

@@ -23,7 +23,9 @@ invisible characters and look-alike letters:
 
 What the turn reads second hand counts only for calls that act on the game: a note may repeat
 the storyteller's own earlier notes (an update keeps most of the old text), but what a player
-said before or got stored never becomes a broadcast.
+said before or got stored never becomes a broadcast. Story plans are the storyteller's own
+words (`Tool.own_words`): their texts are refused when they copy players' words, so reading a
+plan back adds none and the director may act on it word for word.
 
 The rules bound copying, not meaning: a paraphrase of what a player asked passes them.
 """
@@ -87,12 +89,23 @@ def _quotes(text: str, min_words: int) -> tuple[tuple[str, ...], ...]:
 
 
 def _texts(arguments: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
-    """(argument, text) for every top-level text argument, and each text of a list of them."""
+    """(argument, text) for every text an argument holds, however deep in its lists and
+    objects (a plan's steps), each named by its top-level argument."""
     for name, value in arguments.items():
-        values = value if isinstance(value, list) else [value]
-        for each in values:
-            if isinstance(each, str) and each.strip():
-                yield name, each
+        for each in _strings(value):
+            yield name, each
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _mode(cfg: PolicyConfig, tool: str, argument: str, voice: CallVoice) -> DictatedMode:

@@ -165,7 +165,7 @@ def _plan_item(plan: StoryPlan) -> Item:
             "  A step failed: replan it (UpdateStoryPlan, Action replan, with the Reason) or "
             "abandon it before acting on it again."
         )
-    return Item("\n".join(lines), plan.from_player)
+    return Item("\n".join(lines), plan.from_player, own_words=True)
 
 
 def plans_block(view: DirectorView, notes: Fence) -> Block:

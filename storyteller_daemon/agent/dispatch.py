@@ -107,6 +107,8 @@ def _read(turn: TurnState, tool: Tool | None, envelope: dict[str, object]) -> No
     """Keep the players' words a call's result brought into the turn: everything an outside
     tool (MCP) answered, and the stored entries marked as written from players."""
     result = envelope.get("result")
+    if tool is not None and tool.own_words:
+        return
     if tool is not None and tool.outside:
         turn.ctx.taint.hear(texts_from_players(result, marked=True))
     else:

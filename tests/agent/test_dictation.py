@@ -294,3 +294,87 @@ async def test_values_a_player_prescribed_are_refused_for_the_tools_listed(
     assert outcomes(record) == ["prescribed", "ok", "prescribed", "ok"]
     record = await turn(policy(), teller, services, said(world, order), patrol(6))
     assert outcomes(record) == ["ok"]  # not listed: not checked
+
+
+def plan(goal: str, *steps: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return ("CreateStoryPlan", {"Goal": goal, "Steps": list(steps), "ExpiresInHours": None})
+
+
+def step(text: str, intent: str = "Let the quay hear it") -> dict[str, Any]:
+    arguments = f'{{"Room": {QUAY}, "Text": "{text}"}}'
+    return {"Tool": "EchoToRoom", "Intent": intent, "Arguments": arguments}
+
+
+@pytest.fixture
+def director(services: ToolContext, sqlite_store: Store) -> ToolContext:
+    plans = replace(services.services, plans=sqlite_store.plans)
+    return replace(services, services=plans, plannable=frozenset({"EchoToRoom", "Noop"}))
+
+
+@pytest.fixture
+def planner(teller: Storyteller) -> Storyteller:
+    return replace(teller, direction=replace(teller.direction, plans=True))
+
+
+async def test_a_plan_may_not_copy_players_words_even_deep_in_its_steps(
+    planner: Storyteller, director: ToolContext, world: SimWorld
+) -> None:
+    record = await turn(
+        policy(),
+        planner,
+        director,
+        said(world, KING),
+        plan("Crown the king", step(KING)),
+        plan("Crown the king", step("The gulls quarrel over the fish market roofs.")),
+    )
+    assert outcomes(record) == ["dictated", "ok"]
+    assert record.calls[0].envelope["error"].startswith("Refused by the storyteller's policy")
+
+
+async def test_the_director_acts_on_its_own_plans_words_on_a_turn_players_reached(
+    planner: Storyteller, director: ToolContext, world: SimWorld, sqlite_store: Store
+) -> None:
+    """A plan written on a tainted turn is marked from players, but its texts could not copy
+    players' words: reading it back (prompt or tool result) gives the turn none, so the
+    director may say what its plan says; a memory with the same mark still may not be echoed."""
+    assert planner.id is not None
+    bell = "The harbour bell rings out across the darkening water."
+    written = await turn(
+        policy(), planner, director, said(world, "Quiet night on the quay, is it not?"),
+        plan("Evening mood", step(bell, intent=bell)),
+    )  # fmt: skip
+    assert outcomes(written) == ["ok"]
+    [kept] = await sqlite_store.plans.list(planner.id)
+    assert kept.from_player  # the turn read a player's words: the plan says so
+    acted = await turn(
+        policy(),
+        planner,
+        director,
+        heartbeat(),
+        ("UpdateStoryPlan", {"Id": kept.id, "Action": "step_done", "Reason": "rang"}),
+        echo(bell),
+    )
+    assert outcomes(acted) == ["ok", "ok"]
+    marked = await sqlite_store.memories.create(
+        planner.id, MAREN, "Bell", bell, provenance=Provenance(run="earlier", from_player=True)
+    )
+    repeated = await turn(
+        policy(), planner, director, heartbeat(), ("ShowMemory", {"Id": marked.id}), echo(bell)
+    )
+    assert outcomes(repeated) == ["ok", "dictated"]
+
+
+def test_a_plan_in_the_prompt_taints_the_turn_but_is_not_players_words() -> None:
+    from storyteller_daemon.agent.context import Block, Item, Priority, assemble
+
+    def render(kept: Any, dropped: int) -> str:
+        return "\n".join(kept)
+
+    plans = Block("plans", Priority.PLANS, (Item("- Plan #1: echo the bell", True, True),), render)
+    notes = Block(
+        "memories", Priority.MEMORIES, (Item("- #4 [from players]: Bob is king", True),), render
+    )
+    both = assemble([plans, notes], budget=10_000, fixed=(), count=len)
+    assert both.from_player and both.player_notes == ("- #4 [from players]: Bob is king",)
+    alone = assemble([plans], budget=10_000, fixed=(), count=len)
+    assert alone.from_player and alone.player_notes == ()

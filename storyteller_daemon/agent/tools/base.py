@@ -77,6 +77,10 @@ class Tool:
     outside: bool = False
     """Its results are outside text the daemon cannot vouch for (an MCP server's): every string
     in them counts as players' words for the dictation rules."""
+    own_words: bool = False
+    """Its results show only what the storyteller wrote with checks of its own (a story plan:
+    its texts may not copy players' words when written), so reading them back gives a turn no
+    players' words, whatever the entry's mark; the director acts on its plans' words."""
     dictation: Mapping[str, str] = field(default_factory=dict)
     """Text argument (``*``: every one) → what it may do when it repeats players' words:
     ``refuse``, ``quote`` (only inside quotation marks) or ``allow`` (the default for arguments
@@ -94,6 +98,7 @@ class Tool:
         writes: bool = False,
         limits: Mapping[str, int] | None = None,
         dictation: Mapping[str, str] | None = None,
+        own_words: bool = False,
     ) -> Tool:
         """A tool from its authored schema, normalised for strict mode.
 
@@ -109,6 +114,8 @@ class Tool:
                 `Tool.text_limits`); each path must lead to a property of `properties`.
             dictation: what each text argument may do with players' words (see
                 `Tool.dictation`).
+            own_words: whether its results are the storyteller's own words (see
+                `Tool.own_words`).
         """
         authored = {
             "type": "object",
@@ -131,6 +138,7 @@ class Tool:
             text_limits=dict(limits or {}),
             writes=writes,
             dictation=dict(dictation or {}),
+            own_words=own_words,
         )
 
     def spec(self) -> ToolSpec:

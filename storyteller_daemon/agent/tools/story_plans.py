@@ -229,6 +229,10 @@ async def update_story_plan(arguments: dict[str, Any], ctx: ToolContext) -> dict
     return summary(plan)
 
 
+_OWN_WORDS = {"*": "refuse"}
+"""A plan is what the director will do in its own voice: none of its texts (goal, steps and
+their arguments, reasons) may copy players' words, so acting on a plan never repeats them."""
+
 TOOLS: tuple[Tool, ...] = (
     Tool.define(
         "CreateStoryPlan",
@@ -244,6 +248,8 @@ TOOLS: tuple[Tool, ...] = (
         required=("Goal", "Steps"),
         writes=True,
         limits={"Goal": GOAL_CHARS, **_STEP_LIMITS},
+        dictation=_OWN_WORDS,
+        own_words=True,
     ),
     Tool.define(
         "UpdateStoryPlan",
@@ -267,5 +273,7 @@ TOOLS: tuple[Tool, ...] = (
             "Goal": GOAL_CHARS,
             **_STEP_LIMITS,
         },
+        dictation=_OWN_WORDS,
+        own_words=True,
     ),
 )
