@@ -92,6 +92,9 @@ async def demo(
             "attention": {"quiet_seconds": tick, "max_wait_seconds": 3 * tick},
             # The director's heartbeats come faster than the town's players act.
             "budgets": {"skip_idle_heartbeats": False},
+            # Its five-minute heartbeat comes every two ticks: the ten minutes a tool waits
+            # before acting on the same room again shrink in step, to four ticks.
+            "policy": {"target_cooldown_seconds": 4 * tick},
         },
         "demo",
     )
@@ -110,7 +113,11 @@ async def demo(
     watcher = await store.storytellers.get(DEMO_STORYTELLER)
     await store.storytellers.save(replace(watcher, paused=False))
     director = await store.storytellers.get(DIRECTOR)
-    await store.storytellers.save(replace(director, paused=False))
+    # The pack paces the director for a game's real time (ten minutes between two touches of
+    # one room); its heartbeats come every two ticks here, so the gap shrinks in step.
+    pacing = replace(director.direction.pacing, room_gap_seconds=round(4 * tick))
+    direction = replace(director.direction, pacing=pacing)
+    await store.storytellers.save(replace(director, paused=False, direction=direction))
 
     choice = choose_model(cfg, os.environ)
     if choice.offline:
