@@ -26,4 +26,5 @@ def test_demo_shows_a_turn_and_a_summary(tmp_path: Path) -> None:
     assert "Thief!" in out  # the situation the opening scene led to
     assert "loaded pack harbour-director" in out
     assert "CreateStoryPlan" in out and "director's plans" in out  # the director made a plan
+    assert "refused" not in out  # the demo's calls keep its policy (pacing scaled to its time)
     assert (tmp_path / "demo.db").exists()
