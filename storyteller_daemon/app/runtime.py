@@ -18,12 +18,12 @@ from typing import Any
 
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.app.adapters import ModelChoice, close_if_closable
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.daemon import Daemon, complete_even_if_cancelled
+from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
@@ -96,7 +96,7 @@ class Runtime:
             progs = await self.world.progs()
             # A stop must not cut the write off mid-transaction.
             save = self.store.catalogues.save(self.cfg.world.identity, progs, self.clock.now())
-            await complete_even_if_cancelled(save)
+            await uncancelled(save)
         except (WorldAdapterError, StorageError) as exc:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
 

@@ -32,7 +32,7 @@ world's events into the pipeline, durably), `intake_watch` (the stalled-intake w
 from storyteller_daemon.runtime.daemon.core import Daemon, stop_on_signals
 from storyteller_daemon.runtime.daemon.invocations import InvocationResult
 from storyteller_daemon.runtime.daemon.ports import EventInbox, IdleWork, SettingsSource
-from storyteller_daemon.runtime.daemon.world_pump import INBOX_BATCH, complete_even_if_cancelled
+from storyteller_daemon.runtime.daemon.world_pump import INBOX_BATCH
 
 __all__ = [
     "INBOX_BATCH",
@@ -41,6 +41,5 @@ __all__ = [
     "IdleWork",
     "InvocationResult",
     "SettingsSource",
-    "complete_even_if_cancelled",
     "stop_on_signals",
 ]

@@ -11,10 +11,10 @@ sending while nothing is stored.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 
 from storyteller_daemon.alerts.sink import AlertSink
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.errors import StorageError
 from storyteller_daemon.runtime.daemon.intake_watch import Change, IntakeWatch
 from storyteller_daemon.runtime.daemon.ports import EventInbox
@@ -95,7 +95,7 @@ class WorldPump:
         stream = self._world.subscribe(cells, self.cursor)
         async with EventBatches(stream, INBOX_BATCH) as batches:
             while (batch := await batches.next()) is not None:
-                await complete_even_if_cancelled(self._store_and_dispatch(batch))
+                await uncancelled(self._store_and_dispatch(batch))
 
     async def _restore(self) -> None:
         """Resume from the stored cursor; dispatch what was stored but never dispatched."""
@@ -237,18 +237,3 @@ class WorldPump:
                 severity="warning",
                 key="stream_gap",
             )
-
-
-async def complete_even_if_cancelled(work: Awaitable[None]) -> None:
-    """Await `work`; if cancelled meanwhile, let it finish first, then pass the cancellation on.
-
-    A database write cut off mid-transaction leaves its connection in a half-cancelled state
-    that later fails on a closed event loop; finishing it first keeps shutdown clean. A batch of
-    events, for one, is then either dispatched or still pending for the next start.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.gather(task, return_exceptions=True)
-        raise

@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from storyteller_daemon.clock import uncancelled
 from storyteller_daemon.config import ReflectionConfig
 from storyteller_daemon.domain.consolidation import Cluster, duplicate_clusters, merged_text
 from storyteller_daemon.domain.situations import REFLECTION
 from storyteller_daemon.errors import NotFoundError, ValidationError
-from storyteller_daemon.runtime.daemon import complete_even_if_cancelled
 from storyteller_daemon.storage.memories import MemoryRepository
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ async def consolidate_memories(
         if not await _unchanged(memories, storyteller_id, cluster):
             continue
         try:
-            await complete_even_if_cancelled(_consolidate(memories, storyteller_id, cluster, text))
+            await uncancelled(_consolidate(memories, storyteller_id, cluster, text))
         except (NotFoundError, ValidationError) as exc:  # changed under us: next pass
             log.info("storyteller #%s: memories not merged: %s", storyteller_id, exc)
             continue

@@ -21,13 +21,12 @@ from dataclasses import dataclass, field, replace
 from storyteller_daemon.agent.digest import DigestOptions, clean_digest, digest_request
 from storyteller_daemon.agent.fencing import Fence
 from storyteller_daemon.agent.models.interface import Model
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.config import ReflectionConfig
 from storyteller_daemon.domain.digest import Digest
 from storyteller_daemon.domain.storytellers import Scope, Storyteller
 from storyteller_daemon.errors import BudgetExceeded, ModelError
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.daemon import complete_even_if_cancelled
 from storyteller_daemon.runtime.reflection.changes import gather_changes
 from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
@@ -117,7 +116,7 @@ class DigestRefresher:
                 # Changes made in the instant the last refresh read them are read again, and
                 # the fingerprint shows it; from now on they are behind `since`.
                 previous = replace(previous, refreshed_on=read_at)
-                await complete_even_if_cancelled(self._save(previous))
+                await uncancelled(self._save(previous))
             return DigestResult("unchanged", previous, counts)
         if self._model is None:
             return DigestResult("no_model", previous, counts, detail="no model is configured")
@@ -151,7 +150,7 @@ class DigestRefresher:
                         "failed", previous, counts, key, run.context.cost_usd, problem
                     )
                 digest = Digest(sid, text, fingerprint, key, read_at)
-                await complete_even_if_cancelled(self._save(digest))
+                await uncancelled(self._save(digest))
                 run.digest, run.outcome = text, "refreshed"
         except BudgetExceeded as exc:
             log.warning("storyteller %s: digest not refreshed: %s", storyteller.name, exc)
