@@ -21,6 +21,14 @@ _RUNTIME_DIR = Path(tempfile.gettempdir()) / f"storyteller-runtime-{os.getuid()}
 _RUNTIME_DIR.mkdir(mode=0o700, exist_ok=True)
 _RUNTIME_DIR.chmod(0o700)
 os.environ["XDG_RUNTIME_DIR"] = str(_RUNTIME_DIR)
+# What the CLI keeps between runs (the root's help) goes to a cache of this session's own,
+# never to the user's: every `storyteller` a test starts inherits it.
+_CACHE_DIR = tempfile.mkdtemp(prefix="storyteller-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_DIR
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,24 +20,32 @@ from storyteller_daemon.cli import COMMANDS, app, load
 ROOT = Path(storyteller_daemon.__file__).parent.parent
 
 
-def _probe(*argv: str) -> list[str]:
-    """The ``storyteller_daemon.cli`` modules a fresh ``storyteller ARGV`` imports."""
+def _probe(*argv: str, cache: Path | None = None) -> list[str]:
+    """The ``storyteller_daemon.cli`` modules (and typer, when imported) a fresh
+    ``storyteller ARGV`` imports, keeping what it keeps in `cache`."""
     script = (
         "import sys\n"
         "from storyteller_daemon.cli import main\n"
         f"sys.argv = ['storyteller', *{list(argv)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('\\n'.join(m for m in sys.modules if m.startswith('storyteller_daemon.cli')),"
+        "print('\\n'.join(m for m in sys.modules"
+        " if m.startswith('storyteller_daemon.cli') or m == 'typer'),"
         " file=sys.stderr)\n"
     )
+    env = dict(os.environ, **({"XDG_CACHE_HOME": str(cache)} if cache is not None else {}))
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
     )
     return sorted(done.stderr.split())
 
 
-def test_root_help_imports_no_command_module() -> None:
-    assert _probe("--help") == ["storyteller_daemon.cli", "storyteller_daemon.cli.support"]
+def test_root_help_imports_no_command_module_and_then_not_even_typer(tmp_path: Path) -> None:
+    face = ["storyteller_daemon.cli", "storyteller_daemon.cli.help_cache"]
+    first = _probe("--help", cache=tmp_path)
+    assert first == sorted(
+        [*face, "storyteller_daemon.cli.root", "storyteller_daemon.cli.support", "typer"]
+    )
+    assert _probe("--help", cache=tmp_path) == face  # printed back as typer printed it
 
 
 def test_a_command_imports_only_its_own_module() -> None:
