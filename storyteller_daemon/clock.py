@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -79,15 +79,32 @@ async def within(
     except BaseException:  # the caller is being cancelled: take both down with it
         task.cancel()
         alarm.cancel()
-        await asyncio.gather(task, alarm, return_exceptions=True)
+        await _ended(task, alarm)
         raise
     if task.done():
         alarm.cancel()
-        await asyncio.gather(alarm, return_exceptions=True)
+        await _ended(alarm)
         return task.result()
     task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    await _ended(task)
     raise DeadlinePassed(f"not done within {seconds:.3g} s")
+
+
+async def _ended(*cancelled: asyncio.Future[Any]) -> None:
+    """Wait until the `cancelled` futures have ended, however often the caller is cancelled
+    meanwhile (then re-raise it): work cut off mid-write must finish unwinding before its
+    caller is gone, or it would outlive the caller (and the database closed under it)."""
+    interrupted = False
+    while not all(future.done() for future in cancelled):
+        try:
+            await asyncio.wait(cancelled)
+        except asyncio.CancelledError:
+            interrupted = True
+    for future in cancelled:
+        if not future.cancelled():
+            future.exception()  # retrieved, so never "never retrieved"
+    if interrupted:
+        raise asyncio.CancelledError
 
 
 async def uncancelled(work: Awaitable[object]) -> None:
