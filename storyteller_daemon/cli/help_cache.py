@@ -5,7 +5,8 @@ the text changes only with the code and the terminal. The first ``storyteller --
 through typer and keeps exactly what was printed; later ones print that text back. It is kept
 under a key that holds everything the text depends on: this package's version and the source
 of the modules that write it (the command table and the global options, the console set-up),
-the installed typer, click and rich (their location and modification time), the Python version,
+the installed typer, click and rich (their location and modification time), how the program
+was started (its name is in the usage line), the Python version,
 whether the output is a terminal and its size, and the environment variables rich and typer
 read (``COLUMNS``, ``NO_COLOR``, ``FORCE_COLOR``, ``TERM``...). A change to any of them is a new
 key, so a kept text never outlives what it was printed by.
@@ -60,7 +61,9 @@ def key(argv: list[str], stdout: TextIO, *, sources: Path | None = None) -> str 
         return None
     from storyteller_daemon import __version__
 
-    parts: list[str] = [__version__, repr(argv), sys.version, sys.executable]
+    # The program's name as it was started (``storyteller``, ``python -m ...``) is in the text.
+    program = sys.argv[0] if sys.argv else ""
+    parts: list[str] = [__version__, repr(argv), program, sys.version, sys.executable]
     here = sources or Path(__file__).parent
     for name in SOURCES:
         parts.append(hashlib.sha256((here / name).read_bytes()).hexdigest())

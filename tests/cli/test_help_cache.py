@@ -47,6 +47,21 @@ def test_what_the_text_depends_on_is_in_its_key(tmp_path: Path) -> None:
     assert _help(tmp_path, COLUMNS="60").stdout == narrow.stdout  # each printed back as its own
 
 
+def test_the_programs_name_is_in_the_key(tmp_path: Path) -> None:
+    as_module = _help(tmp_path)
+    script = Path(sys.executable).with_name("storyteller")
+    as_script = subprocess.run(
+        [str(script), "--help"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)),
+        check=False,
+    )
+    assert "python -m storyteller_daemon" in as_module.stdout
+    assert as_script.returncode == 0 and "Usage: storyteller " in as_script.stdout
+    assert len(_kept(tmp_path)) == 2
+
+
 def test_only_the_roots_help_is_kept_and_a_failed_run_keeps_nothing(tmp_path: Path) -> None:
     assert _help(tmp_path, "db", "--help").returncode == 0
     assert _help(tmp_path, "--no-such-option").returncode != 0
