@@ -207,15 +207,13 @@ class RunRecorder:
         """A row for a request about to be sent, at its worst-case cost (its id, or None).
 
         If the daemon dies while the request is out, the row stays: the spend is counted at most
-        too high, never missed. The answer replaces it with the real bill.
+        too high, never missed. The answer replaces it with the real bill. A row that cannot
+        be written raises: the request is then not sent (`metering`), since a daemon killed
+        before its answer would leave it in no ledger.
         """
         if self._ledger is None:
             return None
-        try:
-            [row_id] = await self._ledger.add([ledger_entry(run, worst)])
-        except Exception as exc:  # the answer is still written when it comes
-            log.warning("a model request could not be noted before sending: %s", type(exc).__name__)
-            return None
+        [row_id] = await self._ledger.add([ledger_entry(run, worst)])
         return row_id
 
     async def _discard_provisional(self, row_id: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.config import BudgetsConfig, ModelPrice
 from storyteller_daemon.domain.storytellers import Storyteller
-from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError
+from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError, StorageError
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.spending.metering import metered_model
@@ -196,3 +197,40 @@ async def test_each_retry_that_went_out_unanswered_may_be_billed_again(
     assert len(server.requests) == 3
     twice = 2 * input_estimate(REQUEST)
     assert await by_status(ledger) == {"timeout": (1, twice, 0, pytest.approx(input_usd(twice)))}
+
+
+class LockedOnce(LedgerRepository):
+    """The real ledger, its first write refused as a busy SQLite file refuses it."""
+
+    locked = True
+
+    async def add(self, entries: Any) -> list[int]:
+        if self.locked:
+            self.locked = False
+            raise StorageError("database error: OperationalError: database is locked")
+        return await super().add(entries)
+
+
+async def test_a_request_whose_ledger_row_cannot_be_written_is_not_sent(
+    store: Store, server: ScriptedResponsesServer
+) -> None:
+    """A request goes out only once its worst case is in the ledger: sent without a row, a
+    daemon killed before the answer would leave it billed and counted nowhere."""
+    clock = FakeClock(T0)
+    worst = worst_case(PRICES, REQUEST)[2]
+    # Room for one request's worst case, not two: a reservation kept by the refused request
+    # would refuse the next.
+    budget = BudgetKeeper(BudgetsConfig(daily_usd=1.5 * worst, turn_tokens=0), PRICES, clock)
+    ledger = LockedOnce(store.db)
+    recorder = RunRecorder(RunRepository(store.db), ledger, clock)
+    stats = RuntimeStats()
+    server.enqueue(Reply.text("the bell", usage=ANSWERED))
+    async with OpenAIResponsesModel(api_key="k", base_url=server.base_url) as endpoint:
+        model = metered_model(endpoint, stats, PRICES, budget=budget, clock=clock)
+        async with recorder.turn(WATCH, DIRECT, "st4:direct:9", services(store)):
+            with pytest.raises(ModelTransientError, match="not sent: its cost could not be noted"):
+                await model.respond(REQUEST)
+            assert server.requests == [] and stats.requests == 0
+            await model.respond(REQUEST)
+    assert len(server.requests) == 1 and stats.requests == 1
+    assert await by_status(ledger) == {"ok": (1, 900, 40, (900 * 2.0 + 40 * 10.0) / 1e6)}

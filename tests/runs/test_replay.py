@@ -91,11 +91,12 @@ def runner(
     record: bool = True,
     into: Store | None = None,
 ) -> AgentTurnRunner:
-    """A recording runner; runs are stored in `into` (default: `store`)."""
+    """A recording runner; runs are stored in `into` (default: `store`), the cost ledger in
+    `store` (a request whose ledger row cannot be written is not sent)."""
     clock = FakeClock(T0)
     db = (into or store).db
     metered = metered_model(model, RuntimeStats(), PRICES, clock=clock)
-    recorder = RunRecorder(RunRepository(db), LedgerRepository(db), clock, record=record)
+    recorder = RunRecorder(RunRepository(db), store.ledger, clock, record=record)
     return turn_runner(store, world, metered, clock=clock, recorder=recorder)
 
 

@@ -24,6 +24,7 @@ from storyteller_daemon.agent.models.interface import Model, ModelRequest, Model
 from storyteller_daemon.agent.models.metering import Bill, MeteredModel
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ModelPrice
+from storyteller_daemon.errors import ModelTransientError
 from storyteller_daemon.runs import Charge, Exchange, RunContext, current_run
 from storyteller_daemon.runs.attribution import REQUEST_OK, REQUEST_SENT
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
@@ -65,18 +66,26 @@ class SpendingMeter:
 
         Raises:
             BudgetExceeded: a budget refused it.
+            ModelTransientError: its ledger row could not be written, so it was not sent.
         """
         reservation = await self._budget.admit(request) if self._budget is not None else None
-        self._stats.requests += 1
         run = current_run()
         account = _Account(self, request, reservation, run, Exchange(request))
         if run is not None:
-            run.exchanges.append(account.exchange)
             _, _, worst_usd, _ = worst_case(self._prices, request)
             worst = Charge(
                 self._clock.now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
             )
-            account.provisional = await run.sending(worst)
+            try:
+                account.provisional = await run.sending(worst)
+            except Exception as exc:  # no row, no request: a kill would leave it unbilled
+                self.release(reservation)
+                raise ModelTransientError(
+                    "the request was not sent: its cost could not be noted in the ledger "
+                    f"first ({type(exc).__name__}: {exc})"
+                ) from exc
+            run.exchanges.append(account.exchange)
+        self._stats.requests += 1
         return account
 
     def release(self, reservation: Reservation | None) -> None:
