@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -90,17 +89,17 @@ async def within(
     raise DeadlinePassed(f"not done within {seconds:.3g} s")
 
 
-async def _ended(*cancelled: asyncio.Future[Any]) -> None:
-    """Wait until the `cancelled` futures have ended, however often the caller is cancelled
-    meanwhile (then re-raise it): work cut off mid-write must finish unwinding before its
-    caller is gone, or it would outlive the caller (and the database closed under it)."""
+async def _ended(*futures: asyncio.Future[Any]) -> None:
+    """Wait until `futures` have ended, however often the caller is cancelled meanwhile (then
+    re-raise it, their errors retrieved): work cut off mid-write must finish unwinding before
+    its caller is gone, or it would outlive the caller (and the database closed under it)."""
     interrupted = False
-    while not all(future.done() for future in cancelled):
+    while not all(future.done() for future in futures):
         try:
-            await asyncio.wait(cancelled)
+            await asyncio.wait(futures)
         except asyncio.CancelledError:
             interrupted = True
-    for future in cancelled:
+    for future in futures:
         if not future.cancelled():
             future.exception()  # retrieved, so never "never retrieved"
     if interrupted:
@@ -116,15 +115,5 @@ async def uncancelled(work: Awaitable[object]) -> None:
     database closes under it).
     """
     task = asyncio.ensure_future(work)
-    interrupted = False
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            interrupted = interrupted or not task.done() or not task.cancelled()
-    if interrupted:
-        if not task.cancelled():
-            with contextlib.suppress(Exception):
-                task.result()  # retrieved, so never "never retrieved"
-        raise asyncio.CancelledError
+    await _ended(task)
     task.result()
