@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_CONFIG = "storyteller.toml"
@@ -295,6 +296,22 @@ def say(line: str) -> None:
 
 WIDE_COLUMNS = frozenset({"Name", "Model", "Title", "Folder", "Type", "Keywords"})
 """Columns of free text, which may wrap; ids, flags and times never do."""
+
+
+def listing(
+    items: Sequence[T],
+    *,
+    as_json: bool,
+    data: Callable[[T], Any],
+    title: str,
+    columns: Sequence[str],
+    row: Callable[[T], Sequence[Any]],
+) -> None:
+    """`items` as a JSON list of `data` (``--json``), or as a `table` of `row`."""
+    if as_json:
+        print_json([data(item) for item in items])
+    else:
+        table(title, columns, [row(item) for item in items])
 
 
 def table(

@@ -20,13 +20,13 @@ from storyteller_daemon.cli.support import (
     alias,
     check_new_name,
     command_group,
+    listing,
     open_store,
     print_json,
     register,
     run_async,
     say,
     state,
-    table,
 )
 from storyteller_daemon.cli.views import settled
 from storyteller_daemon.cli.views.budget import budget_json, show_budget
@@ -77,10 +77,14 @@ async def list_storytellers(
     """List storytellers, narrowed by filters applied in order."""
     async with open_store(ctx) as store:
         found = filter_storytellers(await store.storytellers.list(), filters or [])
-    if json_out:
-        print_json([summary_json(s) for s in found])
-    else:
-        table("Storytellers", LIST_COLUMNS, [list_row(s) for s in found])
+    listing(
+        found,
+        as_json=json_out,
+        data=summary_json,
+        title="Storytellers",
+        columns=LIST_COLUMNS,
+        row=list_row,
+    )
 
 
 @register(app, "create", "new")
@@ -200,10 +204,14 @@ async def refsearch(
     async with open_store(ctx) as store:
         st = await store.storytellers.get(ref)
         found = await store.references.search(" ".join(query or ()), visible_to=st.id)
-    if json_out:
-        print_json([document_json(d) for d in found])
-    else:
-        table(f"Documents visible to {st.name}", DOCUMENT_COLUMNS, [document_row(d) for d in found])
+    listing(
+        found,
+        as_json=json_out,
+        data=document_json,
+        title=f"Documents visible to {st.name}",
+        columns=DOCUMENT_COLUMNS,
+        row=document_row,
+    )
 
 
 inputs.register_commands(ais_set.app)

@@ -12,6 +12,7 @@ from storyteller_daemon.cli.support import (
     JsonFlag,
     command_group,
     format_time,
+    listing,
     open_store,
     parse_id,
     print_json,
@@ -55,10 +56,14 @@ async def list_memories(
         st = await store.storytellers.get(ref)
         assert st.id is not None
         found = await store.memories.list(st.id, who)
-    if json_out:
-        print_json([memory_json(m) for m in found])
-    else:
-        table(f"Memories of {st.name}", MEMORY_COLUMNS, [memory_row(m) for m in found])
+    listing(
+        found,
+        as_json=json_out,
+        data=memory_json,
+        title=f"Memories of {st.name}",
+        columns=MEMORY_COLUMNS,
+        row=memory_row,
+    )
 
 
 @register(memories, "show")

@@ -12,13 +12,13 @@ from storyteller_daemon.cli.support import (
     JsonFlag,
     command_group,
     format_time,
+    listing,
     open_store,
     parse_id,
     print_json,
     register,
     run_async,
     say,
-    table,
     yes_no,
 )
 from storyteller_daemon.cli.views.storytellers import (
@@ -53,10 +53,14 @@ async def list_situations(
         st = await store.storytellers.get(ref)
         assert st.id is not None
         found = await store.situations.list(st.id, include_resolved=not open_only)
-    if json_out:
-        print_json([situation_json(s) for s in found])
-    else:
-        table(f"Situations of {st.name}", SITUATION_COLUMNS, [situation_row(s) for s in found])
+    listing(
+        found,
+        as_json=json_out,
+        data=situation_json,
+        title=f"Situations of {st.name}",
+        columns=SITUATION_COLUMNS,
+        row=situation_row,
+    )
 
 
 @register(situations, "show")

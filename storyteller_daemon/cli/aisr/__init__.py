@@ -16,12 +16,12 @@ from storyteller_daemon.cli.support import (
     JsonFlag,
     check_new_name,
     command_group,
+    listing,
     open_store,
     print_json,
     register,
     run_async,
     say,
-    table,
 )
 from storyteller_daemon.cli.views.documents import (
     DOCUMENT_COLUMNS,
@@ -91,10 +91,14 @@ async def list_documents(
     """List reference documents, narrowed by filters applied in order."""
     async with open_store(ctx) as store:
         docs = await filter_documents(store, await store.references.list(), filters or [])
-    if json_out:
-        print_json([document_json(d) for d in docs])
-    else:
-        table("Reference documents", DOCUMENT_COLUMNS, [document_row(d) for d in docs])
+    listing(
+        docs,
+        as_json=json_out,
+        data=document_json,
+        title="Reference documents",
+        columns=DOCUMENT_COLUMNS,
+        row=document_row,
+    )
 
 
 @register(app, "create", "new")
@@ -176,10 +180,14 @@ async def search(
         if storyteller is not None:
             visible_to = (await store.storytellers.get(storyteller)).id
         docs = await store.references.search(" ".join(query), visible_to=visible_to)
-    if json_out:
-        print_json([document_json(d) for d in docs])
-    else:
-        table("Matching reference documents", DOCUMENT_COLUMNS, [document_row(d) for d in docs])
+    listing(
+        docs,
+        as_json=json_out,
+        data=document_json,
+        title="Matching reference documents",
+        columns=DOCUMENT_COLUMNS,
+        row=document_row,
+    )
 
 
 app.add_typer(aisr_set.app, name="set")
