@@ -28,6 +28,6 @@ def test_demo_shows_a_turn_and_a_summary(tmp_path: Path) -> None:
     assert "CreateStoryPlan" in out and "director's plans" in out  # the director made a plan
     # The director acts on its own plan word for word (its echo step), and nothing the demo
     # does is refused by its policy (pacing scaled to the demo's time).
-    assert "The harbour bell rings out across the darkening water.\"}) ok" in out
+    assert 'The harbour bell rings out across the darkening water."}) ok' in out
     assert "refused" not in out
     assert (tmp_path / "demo.db").exists()
