@@ -18,9 +18,7 @@ from storyteller_daemon.agent.trigger import TriggerKind
 from storyteller_daemon.cli.support import (
     JsonFlag,
     command_group,
-    format_duration,
     open_store,
-    parse_duration,
     print_json,
     register,
     run_async,
@@ -39,6 +37,7 @@ from storyteller_daemon.cli.views.runs import (
     summary_json,
     time_window,
 )
+from storyteller_daemon.domain.durations import format_duration, parse_duration
 from storyteller_daemon.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from storyteller_daemon.cli.support import format_time, parse_duration, say, table
+from storyteller_daemon.cli.support import format_time, say, table
+from storyteller_daemon.domain.durations import parse_duration
 from storyteller_daemon.errors import ValidationError
 
 if TYPE_CHECKING:

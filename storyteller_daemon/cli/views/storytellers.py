@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from storyteller_daemon.cli.support import format_duration, format_time, say, table, yes_no
+from storyteller_daemon.cli.support import format_time, say, table, yes_no
 from storyteller_daemon.cli.views.catalogue import Catalogue, ToolCheck, check_tool, describe_prog
 from storyteller_daemon.cli.views.direction import direction_json, show_direction
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
+from storyteller_daemon.domain.durations import format_duration
 from storyteller_daemon.domain.situations import CharacterMemory, MemoryEdit, Situation
 from storyteller_daemon.domain.storytellers import (
     EventKind,

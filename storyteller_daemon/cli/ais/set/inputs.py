@@ -16,9 +16,7 @@ from storyteller_daemon.cli.ais.set.selection import apply_change, selected
 from storyteller_daemon.cli.support import (
     alias,
     command_group,
-    format_duration,
     open_store,
-    parse_duration,
     parse_id,
     register,
     run_async,
@@ -26,6 +24,7 @@ from storyteller_daemon.cli.support import (
 )
 from storyteller_daemon.cli.views.catalogue import describe_prog, load_catalogue, stored_reference
 from storyteller_daemon.cli.views.storytellers import speech_context_line
+from storyteller_daemon.domain.durations import format_duration, parse_duration
 from storyteller_daemon.domain.storytellers import (
     Heartbeat,
     Storyteller,

@@ -20,7 +20,6 @@ from storyteller_daemon.cli.support import (
     JsonFlag,
     command_group,
     open_store,
-    parse_duration,
     parse_id,
     print_json,
     register,
@@ -32,6 +31,7 @@ from storyteller_daemon.cli.support import (
 from storyteller_daemon.cli.views.settled import holding, summary, summary_line
 from storyteller_daemon.cli.views.storytellers import describe_rule
 from storyteller_daemon.domain.attention_rules import RULE_KINDS, AttentionRule, RuleAction
+from storyteller_daemon.domain.durations import parse_duration
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.verdict_memory import SettledVerdict
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
