@@ -1,0 +1,171 @@
+"""``storyteller runs compare``: the cost question, its refusal, the report and its JSON shape.
+
+The runs are `test_runs.record_runs`'s: an attention call about a theft, its turn (a situation,
+an echo, then Noop) and a direct invocation (Noop), all by gpt-5. The endpoint asked is the
+suite's scripted Responses server, reached by the real openai SDK as the configured
+``[model] base_url``; it answers like the recording did, for the tools it is offered.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_ais_harness import Cli, cli_fixture
+from test_runs import GATE_USAGE, TURN_USAGE, WHISTLE, record_runs, server_in_thread
+
+from storyteller_daemon.agent.models.interface import Usage
+from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.config import ModelPrice
+from storyteller_daemon.testing.responses_answers import Reply
+
+cli = cli_fixture("Harbour Watch")
+
+PRICES = {
+    "gpt-5": ModelPrice(input=1.25, cached_input=0.125, output=10.0),
+    "gpt-5-mini": ModelPrice(input=0.25, cached_input=0.025, output=2.0),
+}
+SITUATION = {
+    "Title": "Cutpurse on the quay",
+    "Description": "Wren robbed Maren.",
+    "CharacterId": None,
+    "RoomId": 101,
+}
+RECORDED = [GATE_USAGE, TURN_USAGE, TURN_USAGE, TURN_USAGE]
+"""Every request the recorded runs made: the attention call, the theft's two, the direct one."""
+
+
+def respond(body: dict[str, Any]) -> Reply:
+    """Like the recorded model: attend to the theft; on its turn, open the situation and echo
+    (when offered), then Noop; Noop on the direct invocation (about the bells)."""
+    if "text" in body:
+        return Reply.text(json.dumps({"attend": [{"id": "1", "why": "theft"}], "ignore": ""}),
+                          usage=GATE_USAGE)  # fmt: skip
+    answered = any(item.get("type") == "function_call_output" for item in body["input"])
+    if answered or "bells" in json.dumps(body["input"]):
+        return Reply.calls(("Noop", {}), usage=TURN_USAGE)
+    offered = {tool["name"] for tool in body.get("tools", [])}
+    wanted = [("CreateSituation", SITUATION), ("EchoToRoom", {"Room": 101, "Text": WHISTLE})]
+    return Reply.calls(*[c for c in wanted if c[0] in offered], usage=TURN_USAGE)
+
+
+def config(tmp_path: Path, cli: Cli, base_url: str = "", offline: bool = False) -> str:
+    """A config file on the test database, with prices and the endpoint at `base_url`."""
+    path = tmp_path / "storyteller.toml"
+    lines = [
+        "[database]",
+        f'url = "{cli.url}"',
+        "[model]",
+        f'base_url = "{base_url}"',
+        f"offline_when_no_key = {'true' if offline else 'false'}",
+    ]
+    for name, price in PRICES.items():
+        lines += [f"[model.prices.{name}]", *(f"{k} = {v}" for k, v in price.model_dump().items())]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def keyed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+
+def usd_at(model: str, usages: list[Usage]) -> float:
+    return sum(cost_usd(PRICES, model, u) for u in usages)
+
+
+@pytest.mark.usefixtures("keyed")
+def test_a_real_endpoint_is_not_asked_without_a_terminal_or_yes(cli: Cli, tmp_path: Path) -> None:
+    record_runs(cli)
+    with server_in_thread(respond) as server:
+        path = config(tmp_path, cli, server.base_url)
+        error = cli.fails("--config", path, "runs", "compare", "--last", "2", "-m", "gpt-5-mini")
+        assert server.requests == []
+    estimate = f"${usd_at('gpt-5-mini', RECORDED):.4f}"
+    assert error.startswith("Comparing 2 turn(s) asks gpt-5-mini on ")
+    assert error.endswith(f": about {estimate}; pass --yes to ask without confirming.")
+
+
+@pytest.mark.usefixtures("keyed")
+def test_the_cost_question_is_asked_and_a_no_asks_nothing(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record_runs(cli)
+    monkeypatch.setattr("storyteller_daemon.cli.runs_compare.interactive", lambda: True)
+    with server_in_thread(respond) as server:
+        path = config(tmp_path, cli, server.base_url)
+        refused = cli.run("--config", path, "runs", "compare", "-n", "2", input="n\n")
+        assert server.requests == []
+        asked = cli.run("--config", path, "runs", "compare", "-n", "2", input="y\n")
+        assert len(server.requests) == 4  # the attention batch again, two turn rounds, one
+    assert refused.exit_code == 1 and "Compared" not in refused.stdout  # (the runner echoes "n")
+    assert f"about ${usd_at('gpt-5', RECORDED):.4f} (the recorded token" in refused.stderr
+    assert "Go ahead? [y/N]" in refused.stderr and "error: Nothing was asked." in refused.stderr
+    assert asked.exit_code == 0, asked.output
+    out = asked.stdout.removeprefix(" y\n")  # the runner echoes the answer
+    assert out.startswith("Compared 2 turn(s) with today's settings, asking ")
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("#2 "))
+    assert "completed → completed" in row and "0 → 0" in row
+
+
+@pytest.mark.usefixtures("keyed")
+def test_the_json_report_of_a_cheaper_model_and_a_removed_tool(cli: Cli, tmp_path: Path) -> None:
+    record_runs(cli)
+
+    async def drop_echo(store: Any) -> None:
+        from dataclasses import replace
+
+        st = await store.storytellers.get(1)
+        await store.storytellers.save(replace(st, custom_tools=()))
+
+    cli.with_store(drop_echo)
+    with server_in_thread(respond) as server:
+        path = config(tmp_path, cli, server.base_url)
+        report = cli.json("--config", path, "runs", "compare", "--model", "gpt-5-mini", "--yes")
+    assert set(report) == {"change", "model", "estimate_usd", "turns", "total"}
+    assert report["change"] == {"model": "gpt-5-mini", "effort": None, "prompt_file": None}
+    assert report["model"].endswith("as gpt-5-mini")
+    assert [t["run_id"] for t in report["turns"]] == [2, 3]  # oldest first
+    theft = report["turns"][0]
+    assert set(theft) == {
+        "run_id", "storyteller", "trigger", "before", "after", "added", "removed", "flips", "note",
+    }  # fmt: skip
+    assert set(theft["before"]) == {"outcome", "calls", "refused", "usage", "tokens", "usd"}
+    assert theft["before"]["calls"] == ["CreateSituation", "EchoToRoom", "Noop"]
+    assert theft["after"]["calls"] == ["CreateSituation", "Noop"]
+    assert (theft["removed"], theft["added"], theft["flips"]) == ({"EchoToRoom": 1}, {}, [])
+    total = report["total"]
+    assert total["turns"] == 2 and total["removed"] == {"EchoToRoom": 1} and total["flips"] == 0
+    assert total["usd"]["before"] == pytest.approx(usd_at("gpt-5", RECORDED))
+    assert total["usd"]["after"] == pytest.approx(usd_at("gpt-5-mini", RECORDED))
+    assert total["tokens"]["before"] == total["tokens"]["after"]
+    purposes = cli.json("costs", "--by", "purpose")["lines"]
+    assert {line["key"]: line["requests"] for line in purposes}["replay"] == 4
+
+
+def test_the_offline_stand_in_is_asked_without_a_question(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record_runs(cli)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = config(tmp_path, cli, offline=True)
+    out = cli.ok("--config", path, "runs", "compare", "--last", "1")
+    assert out.startswith("Compared 1 turn(s) with today's settings, asking offline stand-in")
+    assert "Total" in out
+
+
+def test_compare_needs_a_model_and_a_prompt_with_text(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli.ok("runs", "compare") == "No recorded turns to compare.\n"
+    record_runs(cli)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert cli.fails("runs", "compare") == (
+        "No model to ask: set OPENAI_API_KEY, or [model] offline_when_no_key = true for the "
+        "offline stand-in."
+    )
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    assert cli.fails("runs", "compare", "--prompt", str(empty)) == f"--prompt {empty} is empty."
