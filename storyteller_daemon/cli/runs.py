@@ -147,6 +147,7 @@ async def replay(
     The world's answers and prog results come from the recording, so no prog runs and nothing
     is stored, except the cost of a live model's requests in the cost ledger.
     """
+    from storyteller_daemon.app import daemon_secrets
     from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runs import replay_turn
     from storyteller_daemon.runtime.turns import replay_runner
@@ -179,6 +180,8 @@ async def replay(
                     live=live,
                     live_name=model,
                     prices=cfg.model.prices,
+                    policy=cfg.policy,
+                    secrets=daemon_secrets(cfg),
                 )
         finally:
             close = getattr(live, "close", None)

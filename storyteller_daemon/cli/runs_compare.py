@@ -78,7 +78,7 @@ async def compare(
     and tokens and USD before and after. Nothing acts on the world; the requests asked are
     kept in the cost ledger (purpose replay).
     """
-    from storyteller_daemon.app import attention_options, choose_model
+    from storyteller_daemon.app import attention_options, choose_model, daemon_secrets
     from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runs.compare import Change, Comparer, estimate_usd
     from storyteller_daemon.runtime.turns import replay_runner
@@ -119,6 +119,8 @@ async def compare(
                 attention_options(cfg),
                 cfg.model.prices,
                 SystemClock(),
+                cfg.policy,
+                daemon_secrets(cfg),
             )
             with working(f"comparing {len(turns)} turn(s)"):
                 comparison = await comparer.compare(turns)

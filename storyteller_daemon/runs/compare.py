@@ -30,7 +30,7 @@ from storyteller_daemon.agent.models.interface import Model, Usage
 from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.agent.records import usage_dict
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.config import LimitsConfig, ModelPrice
+from storyteller_daemon.config import LimitsConfig, ModelPrice, PolicyConfig
 from storyteller_daemon.domain.storytellers import ReasoningEffort, Storyteller
 from storyteller_daemon.errors import ModelError, ValidationError
 from storyteller_daemon.runs.rejudge import Flip, Rejudged, rejudge
@@ -263,6 +263,7 @@ class Comparer:
     Attributes:
         model: the live model asked (the configured endpoint, or the offline stand-in).
         runner: builds the turn runner (the daemon's own, `runtime.turns.replay_runner`).
+        policy: today's ``[policy]``, and `secrets` the daemon's, for the replays' policy point.
         charges: a ledger entry for every request asked, for the caller to store.
     """
 
@@ -273,6 +274,8 @@ class Comparer:
     attention: AttentionOptions
     prices: Mapping[str, ModelPrice]
     clock: Clock
+    policy: PolicyConfig | None = None
+    secrets: Sequence[str] = ()
     charges: list[LedgerEntry] = field(default_factory=list)
 
     async def compare(self, turns: Sequence[RecordedTurn]) -> Comparison:
@@ -326,6 +329,8 @@ class Comparer:
                 clock=self.clock,
                 live=self.model,
                 prices=self.prices,
+                policy=self.policy,
+                secrets=self.secrets,
             )
         except ValidationError as exc:
             after.outcome = "failed"
