@@ -142,6 +142,10 @@ class RecordedPolicy(Policy):
             return recorded.pop(0)
         return decision
 
+    def _refused(self, storyteller: Storyteller, tool: str, decision: Decision) -> Decision:
+        """A replay's refusals are in its report: none is counted or logged as the daemon's."""
+        return decision
+
     async def _direction_rules(self, storyteller: Storyteller, effect: Effect) -> Decision | None:
         """Scene claims and pacing read the state of their time: the recording decides."""
         return None

@@ -169,3 +169,57 @@ def test_compare_needs_a_model_and_a_prompt_with_text(
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
     assert cli.fails("runs", "compare", "--prompt", str(empty)) == f"--prompt {empty} is empty."
+
+
+SHOUT = "the harbour master takes bribes from every smuggler on the quay"
+LANE = 106  # where Wren stands
+SHOUTED = [
+    ("EchoToRoom", {"Room": LANE, "Text": f"A voice rings out: {SHOUT}."}),  # dictated
+    ("EchoToRoom", {"Room": LANE, "Text": "Gulls wheel over the lane."}),
+]
+
+
+def record_a_policed_turn(cli: Cli) -> None:
+    """Run #1: Wren's shout, under the daemon's default policy, which refuses the echo that
+    repeats it."""
+    from dataclasses import replace
+
+    from test_runs import ECHO
+
+    from storyteller_daemon.agent.policy import Policy
+    from storyteller_daemon.agent.trigger import Trigger
+    from storyteller_daemon.config import PolicyConfig
+    from storyteller_daemon.testing.clock import FakeClock
+    from storyteller_daemon.testing.model import ScriptedModel, calls
+    from storyteller_daemon.testing.turns import turn_runner
+    from world_adapter.sim import SimWorld
+
+    async def work(store: Any) -> None:
+        st = await store.storytellers.get(1)
+        st = await store.storytellers.save(replace(st, paused=False, custom_tools=(ECHO,)))
+        clock = FakeClock()
+        world = SimWorld.harbour_town()
+        model = ScriptedModel(calls(*SHOUTED, usage=TURN_USAGE), calls(("Noop", {})))
+        runner = turn_runner(store, world, model, clock=clock, policy=Policy(PolicyConfig(), clock))
+        await runner.run_turn(st, Trigger.from_event(world.emote(2004, f'shouts, "{SHOUT}!"')))
+
+    cli.with_store(work)
+
+
+@pytest.mark.usefixtures("keyed")
+def test_replay_and_compare_refuse_what_the_recorded_turn_refused(cli: Cli, tmp_path: Path) -> None:
+    record_a_policed_turn(cli)
+    assert cli.ok("runs", "replay", "1") == (
+        "Replay of run #1 against the recorded answers: identical.\n"
+    )
+
+    def same(body: dict[str, Any]) -> Reply:
+        if any(item.get("type") == "function_call_output" for item in body["input"]):
+            return Reply.calls(("Noop", {}))
+        return Reply.calls(*SHOUTED, usage=TURN_USAGE)
+
+    with server_in_thread(same) as server:
+        path = config(tmp_path, cli, server.base_url)
+        [turn] = cli.json("--config", path, "runs", "compare", "--yes")["turns"]
+    assert (turn["before"]["refused"], turn["after"]["refused"]) == (1, 1)
+    assert turn["added"] == turn["removed"] == {}
