@@ -33,7 +33,8 @@ from storyteller_daemon.errors import NotFoundError, ValidationError
 if TYPE_CHECKING:
     from collections import Counter
 
-    from storyteller_daemon.runs.compare import Comparison, RecordedTurn, Side
+    from storyteller_daemon.runs.compare import RecordedTurn
+    from storyteller_daemon.runs.comparison import Comparison, Side
     from storyteller_daemon.storage.store import Store
 
 
@@ -80,7 +81,8 @@ async def compare(
     """
     from storyteller_daemon.app import attention_options, choose_model, daemon_secrets
     from storyteller_daemon.clock import SystemClock
-    from storyteller_daemon.runs.compare import Change, Comparer, estimate_usd
+    from storyteller_daemon.runs.compare import Comparer, estimate_usd
+    from storyteller_daemon.runs.comparison import Change
     from storyteller_daemon.runtime.turns import replay_runner
 
     text = None
@@ -148,17 +150,28 @@ def _confirm(turns: int, model: str, endpoint: str, yes: bool, estimate: float) 
 
 
 async def _recorded_turns(store: Store, last: int, ref: str | None) -> list[RecordedTurn]:
-    """The last `last` turns (of the storyteller `ref`), oldest first, with their attention
-    batches and their storytellers' current settings."""
+    """The last `last` turns (of the storyteller `ref`) with their attention batches, and up to
+    as many batches since the first of them that ignored every event, oldest first, each with
+    its storyteller's current settings."""
     from storyteller_daemon.runs.compare import RecordedTurn
 
     storyteller_id, storyteller_name = storyteller_filter(ref)
     runs = store.runs
-    summaries = await runs.list(
+    turns = await runs.list(
         kind="turn", storyteller_id=storyteller_id, storyteller_name=storyteller_name, limit=last
     )
+    if not turns:
+        return []
+    ignored = await runs.list(
+        kind="attention",
+        outcome="ignore",
+        storyteller_id=storyteller_id,
+        storyteller_name=storyteller_name,
+        since=turns[-1].started_at,
+        limit=last,
+    )
     found = []
-    for summary in reversed(summaries):
+    for summary in sorted([*turns, *ignored], key=lambda s: (s.started_at, s.id)):
         try:
             storyteller = await store.storytellers.get(summary.storyteller_id)
         except NotFoundError:
@@ -166,12 +179,17 @@ async def _recorded_turns(store: Store, last: int, ref: str | None) -> list[Reco
                 f"Storyteller #{summary.storyteller_id} of run #{summary.id} no longer exists; a "
                 "comparison needs its settings."
             ) from None
+        record = (await runs.get(summary.id)).record
+        if summary.kind == "attention":
+            found.append(
+                RecordedTurn(summary.id, {}, storyteller, ((summary.id, record),), summary.room_id)
+            )
+            continue
         attention = [
             (r.id, (await runs.get(r.id)).record)
             for r in await runs.related(summary)
             if r.kind == "attention"
         ]
-        record = (await runs.get(summary.id)).record
         found.append(
             RecordedTurn(summary.id, record, storyteller, tuple(attention), summary.room_id)
         )

@@ -20,82 +20,35 @@ the confirmation a real endpoint needs.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.interface import Model, Usage
 from storyteller_daemon.agent.models.pricing import cost_usd
-from storyteller_daemon.agent.records import usage_dict
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig, ModelPrice, PolicyConfig
-from storyteller_daemon.domain.storytellers import ReasoningEffort, Storyteller
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ModelError, ValidationError
-from storyteller_daemon.runs.rejudge import Flip, Rejudged, rejudge
+from storyteller_daemon.runs.comparison import Change, Comparison, Side, TurnComparison
+from storyteller_daemon.runs.rejudge import Rejudged, rejudge
 from storyteller_daemon.runs.replay import RunnerFactory, replay_turn
 from storyteller_daemon.storage.ledger import LedgerEntry
 
 NOT_RUN = "not run"
-"""The outcome of a turn the change's attention verdicts would not have started."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """What is changed: the model asked, the reasoning effort sent, the system prompt.
-
-    Attributes:
-        model: every request is sent under this model name (None: each as recorded today).
-        effort: every request is sent with this reasoning effort (None: the storyteller's).
-        prompt: the system prompt of every compared turn (None: the storyteller's own);
-            heartbeats use it too, instead of a separate time system prompt.
-        prompt_file: where `prompt` was read from, for the report.
-    """
-
-    model: str | None = None
-    effort: ReasoningEffort | None = None
-    prompt: str | None = None
-    prompt_file: str | None = None
-
-    def apply(self, storyteller: Storyteller) -> Storyteller:
-        """The storyteller's settings with the change: one model and one effort for turns,
-        heartbeats and attention alike, and the changed prompt."""
-        changed = storyteller
-        if self.model is not None:
-            model = self.model
-            changed = replace(changed, model=model, time_model=model, attention_model=model)
-        if self.effort is not None:
-            effort = self.effort
-            changed = replace(
-                changed,
-                reasoning_effort=effort,
-                time_reasoning_effort=effort,
-                attention_reasoning_effort=effort,
-            )
-        if self.prompt is not None:
-            changed = replace(changed, system_prompt=self.prompt, time_system_prompt=None)
-        return changed
-
-    def asking(self, model: Model) -> str:
-        """What is asked: `model`'s name, with the changed model and effort."""
-        parts = [model.name]
-        parts += [f"as {self.model}"] if self.model else []
-        parts += [f"at {self.effort.value} effort"] if self.effort else []
-        return " ".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "model": self.model,
-            "effort": self.effort.value if self.effort is not None else None,
-            "prompt_file": self.prompt_file,
-        }
+"""The outcome of a turn the change's attention verdicts would not have started (and of the
+turn an ignored batch did not start)."""
+FAILED = "failed"
+"""The outcome of a turn that could not be replayed (or a batch that could not be asked)."""
+WOULD_RUN = "would run"
+"""The outcome of the turn a batch the recording ignored would start under the change."""
 
 
 @dataclass(frozen=True)
 class RecordedTurn:
-    """A stored turn to compare, with the attention runs that led to it.
+    """A stored turn to compare, with the attention runs that led to it; or an attention batch
+    that ignored its events and started no turn (`record` empty, `run_id` the batch's).
 
     Attributes:
         storyteller: the storyteller's current settings (before the change).
@@ -108,115 +61,16 @@ class RecordedTurn:
     attention: tuple[tuple[int, dict[str, Any]], ...] = ()
     room_id: int | None = None
 
-
-@dataclass
-class Side:
-    """One side of a turn's comparison: the recording, or the run under the change."""
-
-    calls: list[str] = field(default_factory=list)
-    refused: int = 0
-    outcome: str = ""
-    usage: Usage = field(default_factory=Usage)
-    usd: float = 0.0
+    @property
+    def kind(self) -> str:
+        """``turn``, or ``attention`` for an ignored batch."""
+        return "turn" if self.record else "attention"
 
     @property
-    def tokens(self) -> int:
-        """Input and output tokens."""
-        return self.usage.input_tokens + self.usage.output_tokens
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "outcome": self.outcome,
-            "calls": list(self.calls),
-            "refused": self.refused,
-            "usage": usage_dict(self.usage),
-            "tokens": self.tokens,
-            "usd": self.usd,
-        }
-
-
-@dataclass
-class TurnComparison:
-    """One recorded turn before and after the change.
-
-    Attributes:
-        note: why the after side is empty or partial (the replay failed; a request failed).
-    """
-
-    run_id: int
-    storyteller: str
-    trigger: str
-    before: Side
-    after: Side
-    flips: list[Flip] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def added(self) -> Counter[str]:
-        """Calls the change makes that the recording did not, by tool."""
-        return Counter(self.after.calls) - Counter(self.before.calls)
-
-    @property
-    def removed(self) -> Counter[str]:
-        """Calls the recording made that the change does not, by tool."""
-        return Counter(self.before.calls) - Counter(self.after.calls)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "run_id": self.run_id,
-            "storyteller": self.storyteller,
-            "trigger": self.trigger,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "added": dict(sorted(self.added.items())),
-            "removed": dict(sorted(self.removed.items())),
-            "flips": [f.to_dict() for f in self.flips],
-            "note": self.note,
-        }
-
-
-@dataclass
-class Comparison:
-    """Every compared turn and the totals."""
-
-    change: Change
-    model: str
-    estimate_usd: float
-    turns: list[TurnComparison] = field(default_factory=list)
-
-    def total(self, side: str) -> Side:
-        """The sum of one side (``before`` or ``after``) over every turn."""
-        total = Side()
-        for turn in self.turns:
-            part: Side = getattr(turn, side)
-            total.calls += part.calls
-            total.refused += part.refused
-            total.usage = total.usage + part.usage
-            total.usd += part.usd
-        return total
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form with stable keys."""
-        added: Counter[str] = sum((t.added for t in self.turns), Counter())
-        removed: Counter[str] = sum((t.removed for t in self.turns), Counter())
-        before, after = self.total("before"), self.total("after")
-        return {
-            "change": self.change.to_dict(),
-            "model": self.model,
-            "estimate_usd": self.estimate_usd,
-            "turns": [t.to_dict() for t in self.turns],
-            "total": {
-                "turns": len(self.turns),
-                "added": dict(sorted(added.items())),
-                "removed": dict(sorted(removed.items())),
-                "flips": sum(len(t.flips) for t in self.turns),
-                "refused": {"before": before.refused, "after": after.refused},
-                "tokens": {"before": before.tokens, "after": after.tokens},
-                "usd": {"before": before.usd, "after": after.usd},
-            },
-        }
+    def trigger(self) -> str:
+        """What started it (the label of its trigger)."""
+        head = self.record or (self.attention[0][1] if self.attention else {})
+        return str((head.get("trigger") or {}).get("label", ""))
 
 
 def _charges(record: Mapping[str, Any]) -> list[tuple[str, Usage]]:
@@ -250,7 +104,7 @@ def recorded_side(turn: RecordedTurn, prices: Mapping[str, ModelPrice]) -> Side:
     return Side(
         calls=[str(c["name"]) for c in calls],
         refused=sum(1 for c in calls if c.get("refused")),
-        outcome=str((turn.record.get("turn") or {}).get("outcome", "")),
+        outcome=str((turn.record.get("turn") or {}).get("outcome", NOT_RUN)),
         usage=sum((u for _, u in requests), Usage()),
         usd=sum(cost_usd(prices, m, u) for m, u in requests),
     )
@@ -292,8 +146,9 @@ class Comparer:
         changed = self.change.apply(turn.storyteller)
         result = TurnComparison(
             turn.run_id,
+            turn.kind,
             turn.storyteller.name,
-            str((record.get("trigger") or {}).get("label", "")),
+            turn.trigger,
             recorded_side(turn, self.prices),
             Side(),
         )
@@ -311,11 +166,19 @@ class Comparer:
                 )
             except ModelError as exc:
                 result.note = f"attention run #{attention_id} could not be asked: {exc}"
+                if not record:
+                    after.outcome = FAILED
+                    return result
                 attends = True  # judged as recorded: the turn is still compared
                 continue
             self._charge(after, judged, changed, turn)
             result.flips += judged.flips
             attends = attends or judged.attends
+        if not record:  # a batch the recording ignored
+            after.outcome = WOULD_RUN if attends else NOT_RUN
+            if attends:
+                result.note = "the change attends: a turn would run, which no tape can replay"
+            return result
         if not attends:
             after.outcome = NOT_RUN
             return result
@@ -333,7 +196,7 @@ class Comparer:
                 secrets=self.secrets,
             )
         except ValidationError as exc:
-            after.outcome = "failed"
+            after.outcome = FAILED
             result.note = str(exc)
             return result
         calls = report.replayed["calls"]

@@ -130,7 +130,8 @@ def test_the_json_report_of_a_cheaper_model_and_a_removed_tool(cli: Cli, tmp_pat
     assert [t["run_id"] for t in report["turns"]] == [2, 3]  # oldest first
     theft = report["turns"][0]
     assert set(theft) == {
-        "run_id", "storyteller", "trigger", "before", "after", "added", "removed", "flips", "note",
+        "run_id", "kind", "storyteller", "trigger", "before", "after", "added", "removed", "flips",
+        "note",
     }  # fmt: skip
     assert set(theft["before"]) == {"outcome", "calls", "refused", "usage", "tokens", "usd"}
     assert theft["before"]["calls"] == ["CreateSituation", "EchoToRoom", "Noop"]
@@ -223,3 +224,55 @@ def test_replay_and_compare_refuse_what_the_recorded_turn_refused(cli: Cli, tmp_
         [turn] = cli.json("--config", path, "runs", "compare", "--yes")["turns"]
     assert (turn["before"]["refused"], turn["after"]["refused"]) == (1, 1)
     assert turn["added"] == turn["removed"] == {}
+
+
+@pytest.mark.usefixtures("keyed")
+def test_batches_that_ignored_everything_in_the_period_are_asked_again(
+    cli: Cli, tmp_path: Path
+) -> None:
+    from datetime import timedelta
+
+    from test_runs import T0
+
+    from storyteller_daemon.agent.trigger import Trigger
+    from storyteller_daemon.runtime.spending.metering import metered_model
+    from storyteller_daemon.runtime.stats import RuntimeStats
+    from storyteller_daemon.testing.clock import FakeClock
+    from storyteller_daemon.testing.model import ScriptedModel, text
+    from storyteller_daemon.testing.turns import turn_runner
+    from world_adapter.sim import SimWorld
+
+    record_runs(cli)
+
+    async def ignore_a_yawn(store: Any) -> None:
+        clock = FakeClock(T0 + timedelta(minutes=30))
+        ignoring = ScriptedModel(text('{"attend": [], "ignore": "1"}', usage=GATE_USAGE))
+        metered = metered_model(ignoring, RuntimeStats(), PRICES, clock=clock)
+        world = SimWorld.harbour_town()
+        runner = turn_runner(store, world, metered, clock=clock)
+        world.emote(
+            1001, "stretches."
+        )  # a fresh world numbers events from 1 again: not the theft's
+        await runner.judge(
+            await store.storytellers.get(1), [Trigger.from_event(world.emote(1001, "yawns."))]
+        )
+
+    cli.with_store(ignore_a_yawn)  # run #4, between the two turns
+    with server_in_thread(respond) as server:
+        path = config(tmp_path, cli, server.base_url)
+        report = cli.json("--config", path, "runs", "compare", "--yes")
+        assert (
+            cli.json("--config", path, "runs", "compare", "--last", "1", "--yes")["turns"][0][
+                "run_id"
+            ]
+            == 3
+        )  # the batch is older than the last turn
+    assert [(t["run_id"], t["kind"]) for t in report["turns"]] == [
+        (2, "turn"),
+        (4, "attention"),
+        (3, "turn"),
+    ]
+    yawn = report["turns"][1]
+    assert (yawn["before"]["outcome"], yawn["after"]["outcome"]) == ("not run", "would run")
+    assert [(f["before"], f["after"]) for f in yawn["flips"]] == [("ignore", "interested")]
+    assert report["total"]["flips"] == 1

@@ -29,13 +29,20 @@ from storyteller_daemon.domain.storytellers import (
     Storyteller,
 )
 from storyteller_daemon.domain.surveillance import Surveillance
-from storyteller_daemon.runs.compare import NOT_RUN, Change, Comparer, RecordedTurn, estimate_usd
+from storyteller_daemon.runs.compare import (
+    NOT_RUN,
+    WOULD_RUN,
+    Comparer,
+    RecordedTurn,
+    estimate_usd,
+)
+from storyteller_daemon.runs.comparison import Change
 from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import replay_runner
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
-from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.model import ScriptedModel, calls, text
 from storyteller_daemon.testing.responses_answers import Reply
 from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all
@@ -220,6 +227,33 @@ async def test_a_prompt_that_ignores_the_event_flips_its_verdict_and_skips_the_t
     assert compared.removed == {"CreateSituation": 1, "EchoToRoom": 1, "Noop": 1}
     assert compared.after.usage == GATE_USAGE
     assert comparison.to_dict()["total"]["flips"] == 1
+
+
+async def test_a_batch_the_recording_ignored_flips_to_a_turn_no_tape_holds(
+    sqlite_store: Store,
+) -> None:
+    st = await sqlite_store.storytellers.create("Harbour Watch")
+    st = await sqlite_store.storytellers.save(replace(st, paused=False))
+    world = SimWorld.harbour_town()
+    ignoring = ScriptedModel(text(json.dumps({"attend": [], "ignore": "1"}), usage=GATE_USAGE))
+    clock = FakeClock(T0)
+    metered = metered_model(ignoring, RuntimeStats(), PRICES, clock=clock)
+    runner = turn_runner(sqlite_store, world, metered, clock=clock)
+    [verdict] = await runner.judge(st, [Trigger.from_event(world.emote(WREN, "yawns."))])
+    assert not verdict.interested
+    [batch] = await sqlite_store.runs.list(kind="attention")
+    ignored = RecordedTurn(
+        batch.id, {}, st, ((batch.id, (await sqlite_store.runs.get(batch.id)).record),)
+    )
+    comparison, requests = await compare_live(ignored, Change(model="gpt-5-mini"))
+    assert len(requests) == 1  # the batch asked again; there is no turn to replay
+    [compared] = comparison.turns
+    assert (compared.kind, compared.trigger) == ("attention", "Room Echo")
+    assert (compared.before.outcome, compared.after.outcome) == (NOT_RUN, WOULD_RUN)
+    [flip] = compared.flips
+    assert (flip.before, flip.after) == ("ignore", "interested")
+    assert "no tape" in compared.note
+    assert compared.before.usage == compared.after.usage == GATE_USAGE
 
 
 async def test_effort_is_sent_with_every_request(sqlite_store: Store) -> None:
