@@ -33,7 +33,7 @@ from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ModelError, ValidationError
 from storyteller_daemon.runs.comparison import Change, Comparison, Side, TurnComparison
 from storyteller_daemon.runs.rejudge import Rejudged, rejudge
-from storyteller_daemon.runs.replay import RunnerFactory, replay_turn
+from storyteller_daemon.runs.replay import RunnerFactory, replay_charge, replay_turn
 from storyteller_daemon.storage.ledger import LedgerEntry
 
 NOT_RUN = "not run"
@@ -69,8 +69,17 @@ class RecordedTurn:
     @property
     def trigger(self) -> str:
         """What started it (the label of its trigger)."""
+        return str(self._trigger.get("label", ""))
+
+    @property
+    def trigger_kind(self) -> str:
+        """The kind of its trigger."""
+        return str(self._trigger.get("kind", ""))
+
+    @property
+    def _trigger(self) -> dict[str, Any]:
         head = self.record or (self.attention[0][1] if self.attention else {})
-        return str((head.get("trigger") or {}).get("label", ""))
+        return dict(head.get("trigger") or {})
 
 
 def _charges(record: Mapping[str, Any]) -> list[tuple[str, Usage]]:
@@ -218,23 +227,14 @@ class Comparer:
         self, side: Side, judged: Rejudged, storyteller: Storyteller, turn: RecordedTurn
     ) -> None:
         """Count an attention request on `side`, and keep its ledger entry."""
-        usd = cost_usd(self.prices, judged.model, judged.usage)
-        side.usage = side.usage + judged.usage
-        side.usd += usd
-        usage = judged.usage
-        self.charges.append(
-            LedgerEntry(
-                occurred_at=self.clock.now(),
-                purpose="replay",
-                model=judged.model,
-                storyteller_id=storyteller.id,
-                storyteller_name=storyteller.name,
-                trigger_kind=str((turn.record.get("trigger") or {}).get("kind", "")),
-                room_id=turn.room_id,
-                input_tokens=usage.input_tokens,
-                cached_tokens=usage.cached_tokens,
-                output_tokens=usage.output_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-                cost_usd=usd,
-            )
+        entry = replay_charge(
+            self.clock.now(),
+            storyteller,
+            (turn.trigger_kind, turn.room_id),
+            judged.model,
+            judged.usage,
+            self.prices,
         )
+        side.usage = side.usage + judged.usage
+        side.usd += entry.cost_usd
+        self.charges.append(entry)

@@ -25,9 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from storyteller_daemon.agent.fencing import Fences
-from storyteller_daemon.agent.models.interface import (
-    Model,
-)
+from storyteller_daemon.agent.models.interface import Model, Usage
 from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.agent.models.replayed import RenamedModel, ReplayModel
 from storyteller_daemon.agent.policy import Policy
@@ -200,27 +198,43 @@ def _charges(
     at: datetime,
 ) -> list[LedgerEntry]:
     """Ledger entries for the live requests of a replay (budgets do not apply to replays)."""
-    entries = []
-    for request in turn.requests:
-        model = live_name or str(request.request.get("model", ""))
-        usage = request.usage
-        entries.append(
-            LedgerEntry(
-                occurred_at=at,
-                purpose="replay",
-                model=model,
-                storyteller_id=storyteller.id,
-                storyteller_name=storyteller.name,
-                trigger_kind=trigger.kind.value,
-                room_id=trigger.room_id,
-                input_tokens=usage.input_tokens,
-                cached_tokens=usage.cached_tokens,
-                output_tokens=usage.output_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-                cost_usd=cost_usd(prices or {}, model, usage),
-            )
+    return [
+        replay_charge(
+            at,
+            storyteller,
+            (trigger.kind.value, trigger.room_id),
+            live_name or str(request.request.get("model", "")),
+            request.usage,
+            prices or {},
         )
-    return entries
+        for request in turn.requests
+    ]
+
+
+def replay_charge(
+    at: datetime,
+    storyteller: Storyteller,
+    trigger: tuple[str, int | None],
+    model: str,
+    usage: Usage,
+    prices: Mapping[str, ModelPrice],
+) -> LedgerEntry:
+    """The ledger entry (purpose ``replay``) of one request a replay or comparison asked, for
+    a trigger of (kind, room id)."""
+    return LedgerEntry(
+        occurred_at=at,
+        purpose="replay",
+        model=model,
+        storyteller_id=storyteller.id,
+        storyteller_name=storyteller.name,
+        trigger_kind=trigger[0],
+        room_id=trigger[1],
+        input_tokens=usage.input_tokens,
+        cached_tokens=usage.cached_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cost_usd=cost_usd(prices, model, usage),
+    )
 
 
 # ---------------------------------------------------------------------- comparing

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from test_replay import watcher
 
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.interface import Model, Usage
@@ -23,12 +24,9 @@ from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig, ModelPrice
 from storyteller_daemon.domain.storytellers import (
-    CustomTool,
-    EventKind,
     ReasoningEffort,
     Storyteller,
 )
-from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.runs.compare import (
     NOT_RUN,
     WOULD_RUN,
@@ -55,10 +53,6 @@ PRICES = {
     "gpt-5-mini": ModelPrice(input=0.25, cached_input=0.025, output=2.0),
 }
 WREN, QUAY = 2004, 101
-ECHO = CustomTool(
-    "EchoToRoom", "Shows a line to a room.", "EchoToRoom", False,
-    (("Room", "Room to echo into."), ("Text", "What everyone sees.")),
-)  # fmt: skip
 WHY = "a theft on the quay"
 SITUATION = {
     "Title": "Cutpurse on the quay",
@@ -73,16 +67,7 @@ TURN_USAGE = Usage(2000, 500, 150, 40)
 
 async def record_turn(store: Store, model: Model | None = None) -> RecordedTurn:
     """The theft judged and its turn run (by the scripted model unless `model`), as stored."""
-    st = await store.storytellers.create("Harbour Watch")
-    st = await store.storytellers.save(
-        replace(
-            st,
-            paused=False,
-            subscriptions=frozenset({EventKind.ROOM}),
-            surveillance=Surveillance(zones=frozenset({1})),
-            custom_tools=(ECHO,),
-        )
-    )
+    st = await watcher(store)
     world = SimWorld.harbour_town()
     script = model or ScriptedModel(
         attend_all(WHY, usage=GATE_USAGE),

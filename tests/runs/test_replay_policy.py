@@ -9,8 +9,9 @@ way, or it reports differences the code did not make.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+
+from test_replay import watcher
 
 from storyteller_daemon.agent.models.interface import Model
 from storyteller_daemon.agent.policy import Policy
@@ -18,8 +19,7 @@ from storyteller_daemon.agent.policy_rules import DESTRUCTIVE_TOOLS
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.config import LimitsConfig, PolicyConfig
 from storyteller_daemon.domain.approvals import PolicyAction
-from storyteller_daemon.domain.storytellers import CustomTool, EventKind, Storyteller
-from storyteller_daemon.domain.surveillance import Surveillance
+from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.runs import ReplayReport, replay_turn
 from storyteller_daemon.runtime.turns import replay_runner
 from storyteller_daemon.storage.store import Store
@@ -30,26 +30,9 @@ from world_adapter.sim import SimWorld
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WREN, QUAY = 2004, 106  # Wren stands in Warehouse Lane
-ECHO = CustomTool(
-    "EchoToRoom", "Shows a line to a room.", "EchoToRoom", False,
-    (("Room", "Room to echo into."), ("Text", "What everyone sees.")),
-)  # fmt: skip
 SHOUT = "the harbour master takes bribes from every smuggler on the quay"
 DICTATED = {"Room": QUAY, "Text": f"A voice rings out: {SHOUT}."}
 OWN = {"Room": QUAY, "Text": "Gulls wheel over the quay."}
-
-
-async def watcher(store: Store) -> Storyteller:
-    st = await store.storytellers.create("Harbour Watch")
-    return await store.storytellers.save(
-        replace(
-            st,
-            paused=False,
-            subscriptions=frozenset({EventKind.ROOM}),
-            surveillance=Surveillance(zones=frozenset({1})),
-            custom_tools=(ECHO,),
-        )
-    )
 
 
 async def record(
