@@ -10,6 +10,7 @@ asks; ``--yes`` skips the question, and without a terminal to ask on it refuses.
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,6 +34,7 @@ from storyteller_daemon.errors import NotFoundError, ValidationError
 if TYPE_CHECKING:
     from collections import Counter
 
+    from storyteller_daemon.domain.storytellers import Storyteller
     from storyteller_daemon.runs.compare import RecordedTurn
     from storyteller_daemon.runs.comparison import Comparison, Side
     from storyteller_daemon.storage.store import Store
@@ -149,11 +151,17 @@ def _confirm(turns: int, model: str, endpoint: str, yes: bool, estimate: float) 
         raise fail("Nothing was asked.")
 
 
+ATTENTION_LEAD = timedelta(hours=1)
+"""How long before the first compared turn the attention batches are looked for."""
+BATCHES_PER_TURN = 10
+"""Attention batches read per compared turn at most (the busiest storytellers judge many)."""
+
+
 async def _recorded_turns(store: Store, last: int, ref: str | None) -> list[RecordedTurn]:
-    """The last `last` turns (of the storyteller `ref`) with their attention batches, and up to
-    as many batches since the first of them that ignored every event, oldest first, each with
-    its storyteller's current settings."""
-    from storyteller_daemon.runs.compare import RecordedTurn
+    """The last `last` turns (of the storyteller `ref`) with the attention batches that judged
+    their events, and up to as many batches since the first of them that ignored every event,
+    oldest first, each with its storyteller's current settings."""
+    from storyteller_daemon.runs.compare import RecordedTurn, batches_of
 
     storyteller_id, storyteller_name = storyteller_filter(ref)
     runs = store.runs
@@ -162,37 +170,34 @@ async def _recorded_turns(store: Store, last: int, ref: str | None) -> list[Reco
     )
     if not turns:
         return []
-    ignored = await runs.list(
+    first = turns[-1].started_at
+    summaries = await runs.list(
         kind="attention",
-        outcome="ignore",
         storyteller_id=storyteller_id,
         storyteller_name=storyteller_name,
-        since=turns[-1].started_at,
-        limit=last,
+        since=first - ATTENTION_LEAD,
+        limit=BATCHES_PER_TURN * last,
     )
+    batches = {b.id: (await runs.get(b.id)).record for b in reversed(summaries)}
+    ignored = [b for b in summaries if b.outcome == "ignore" and b.started_at >= first][:last]
+    settings: dict[int, Storyteller] = {}
     found = []
     for summary in sorted([*turns, *ignored], key=lambda s: (s.started_at, s.id)):
+        sid = summary.storyteller_id
         try:
-            storyteller = await store.storytellers.get(summary.storyteller_id)
+            settings[sid] = settings.get(sid) or await store.storytellers.get(sid)
         except NotFoundError:
             raise ValidationError(
-                f"Storyteller #{summary.storyteller_id} of run #{summary.id} no longer exists; a "
-                "comparison needs its settings."
+                f"Storyteller #{sid} of run #{summary.id} no longer exists; a comparison needs "
+                "its settings."
             ) from None
-        record = (await runs.get(summary.id)).record
         if summary.kind == "attention":
-            found.append(
-                RecordedTurn(summary.id, {}, storyteller, ((summary.id, record),), summary.room_id)
-            )
+            batch = ((summary.id, batches[summary.id]),)
+            found.append(RecordedTurn(summary.id, {}, settings[sid], batch, summary.room_id))
             continue
-        attention = [
-            (r.id, (await runs.get(r.id)).record)
-            for r in await runs.related(summary)
-            if r.kind == "attention"
-        ]
-        found.append(
-            RecordedTurn(summary.id, record, storyteller, tuple(attention), summary.room_id)
-        )
+        record = (await runs.get(summary.id)).record
+        judged = batches_of(record, list(batches.items()))
+        found.append(RecordedTurn(summary.id, record, settings[sid], judged, summary.room_id))
     return found
 
 

@@ -20,6 +20,7 @@ the confirmation a real endpoint needs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.interface import Model, Usage
 from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.agent.verdicts import INTERESTED
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig, ModelPrice, PolicyConfig
 from storyteller_daemon.domain.storytellers import Storyteller
@@ -106,6 +108,34 @@ def estimate_usd(
     )
 
 
+def _cursors(trigger: Mapping[str, Any]) -> list[str]:
+    """The events' cursors of a stored trigger and those coalesced into it, as JSON text."""
+    found = [json.dumps(trigger["event"]["cursor"])] if trigger.get("event") else []
+    return found + [c for t in trigger.get("coalesced") or [] for c in _cursors(t)]
+
+
+def batches_of(
+    record: Mapping[str, Any], batches: Sequence[tuple[int, dict[str, Any]]]
+) -> tuple[tuple[int, dict[str, Any]], ...]:
+    """Of (run id, record) attention batches, those that judged an event the turn `record` is
+    about (its trigger's, or one coalesced into it)."""
+    wanted = set(_cursors(record.get("trigger") or {}))
+    return tuple(
+        (run_id, batch)
+        for run_id, batch in batches
+        if any(wanted & set(_cursors(e.get("trigger") or {})) for e in batch.get("events") or [])
+    )
+
+
+def _starts(turn: Mapping[str, Any], batch: Mapping[str, Any], judged: Rejudged) -> bool:
+    """Whether the change attends to an event of the batch that the turn is about (any of the
+    batch's events when the turn names none of them, or when there is no turn)."""
+    wanted = set(_cursors(turn.get("trigger") or {}))
+    events = batch.get("events") or []
+    picked = [i for i, e in enumerate(events) if wanted & set(_cursors(e.get("trigger") or {}))]
+    return any(judged.after[i] == INTERESTED for i in picked or range(len(judged.after)))
+
+
 def recorded_side(turn: RecordedTurn, prices: Mapping[str, ModelPrice]) -> Side:
     """The recording: its calls, its outcome, its tokens at today's price of their model."""
     calls = (turn.record.get("turn") or {}).get("calls") or []
@@ -182,7 +212,7 @@ class Comparer:
                 continue
             self._charge(after, judged, changed, turn)
             result.flips += judged.flips
-            attends = attends or judged.attends
+            attends = attends or _starts(turn.record, attention, judged)
         if not record:  # a batch the recording ignored
             after.outcome = WOULD_RUN if attends else NOT_RUN
             if attends:

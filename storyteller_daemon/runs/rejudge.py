@@ -85,11 +85,6 @@ class Rejudged:
             if a != b
         ]
 
-    @property
-    def attends(self) -> bool:
-        """Whether the change still attends to at least one of the batch's events."""
-        return INTERESTED in self.after
-
 
 def recorded_decisions(record: dict[str, Any]) -> list[str]:
     """The recorded decision of each event of an attention record."""

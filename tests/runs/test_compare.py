@@ -32,6 +32,7 @@ from storyteller_daemon.runs.compare import (
     WOULD_RUN,
     Comparer,
     RecordedTurn,
+    batches_of,
     estimate_usd,
 )
 from storyteller_daemon.runs.comparison import Change
@@ -86,17 +87,15 @@ async def record_turn(store: Store, model: Model | None = None) -> RecordedTurn:
 
 
 async def stored_turn(store: Store, st: Storyteller) -> RecordedTurn:
-    """The storyteller's one recorded turn, with its attention batch and today's settings."""
+    """The storyteller's one recorded turn, with the batches that judged its event and today's
+    settings."""
     [turn] = await store.runs.list(kind="turn")
-    [attention] = await store.runs.related(turn)
+    record = (await store.runs.get(turn.id)).record
+    batches = [
+        (b.id, (await store.runs.get(b.id)).record) for b in await store.runs.list(kind="attention")
+    ]
     current = await store.storytellers.get(st.id or 0)
-    return RecordedTurn(
-        turn.id,
-        (await store.runs.get(turn.id)).record,
-        current,
-        ((attention.id, (await store.runs.get(attention.id)).record),),
-        turn.room_id,
-    )
+    return RecordedTurn(turn.id, record, current, batches_of(record, batches), turn.room_id)
 
 
 def storyteller_model(*, ignore_if: str | None = None):  # type: ignore[no-untyped-def]
@@ -212,6 +211,42 @@ async def test_a_prompt_that_ignores_the_event_flips_its_verdict_and_skips_the_t
     assert compared.removed == {"CreateSituation": 1, "EchoToRoom": 1, "Noop": 1}
     assert compared.after.usage == GATE_USAGE
     assert comparison.to_dict()["total"]["flips"] == 1
+
+
+async def test_a_turn_is_not_run_when_only_another_event_of_its_batch_is_attended(
+    sqlite_store: Store,
+) -> None:
+    st = await watcher(sqlite_store)
+    world = SimWorld.harbour_town()
+    clock = FakeClock(T0)
+    script = ScriptedModel(
+        attend_all(WHY, only=lambda line: "purse" in line, usage=GATE_USAGE),
+        calls(("Noop", {}), usage=TURN_USAGE),
+    )
+    runner = turn_runner(
+        sqlite_store, world, metered_model(script, RuntimeStats(), PRICES, clock=clock), clock=clock
+    )
+    theft = Trigger.from_event(world.emote(WREN, "slips a hand into Maren Tidewell's purse!"))
+    yawn = Trigger.from_event(world.emote(1001, "yawns."))
+    assert [v.interested for v in await runner.judge(st, [theft, yawn])] == [True, False]
+    await runner.run_turn(st, replace(theft, attention_reason=WHY))
+    turn = await stored_turn(sqlite_store, st)
+
+    def swapped(body: dict[str, Any]) -> Reply:  # the yawn matters, the theft does not
+        return Reply.text(json.dumps({"attend": [{"id": "2", "why": "a yawn"}], "ignore": "1"}))
+
+    async with ScriptedResponsesServer(responder=swapped) as server:
+        live = OpenAIResponsesModel(api_key="test-key", base_url=server.base_url, max_retries=0)
+        try:
+            [compared] = (await comparer(Change(), live).compare([turn])).turns
+        finally:
+            await live.close()
+    assert len(server.requests) == 1  # the theft's turn is not run for the yawn's sake
+    assert compared.after.outcome == NOT_RUN
+    assert [(f.event, f.before, f.after) for f in compared.flips] == [
+        (1, "interested", "ignore"),
+        (2, "ignore", "interested"),
+    ]
 
 
 async def test_a_batch_the_recording_ignored_flips_to_a_turn_no_tape_holds(
