@@ -77,9 +77,11 @@ async def compare(
 ) -> None:
     """Replay the last N turns with a changed model, effort or system prompt, side by side.
 
-    Reports per turn and in total the tool calls added and removed, attention verdict flips,
-    and tokens and USD before and after. Nothing acts on the world; the requests asked are
-    kept in the cost ledger (purpose replay).
+    The storytellers' saved settings apply otherwise, so a tool or prompt edited with `ais set`
+    is compared too. Reports per turn and in total the tool calls added and removed, attention
+    verdict flips, and tokens and USD before and after. Nothing acts on the world; the requests
+    asked are kept in the cost ledger (purpose replay). A real endpoint's estimated cost is
+    shown and confirmed first (--yes skips the question).
     """
     from storyteller_daemon.app import attention_options, choose_model, daemon_secrets
     from storyteller_daemon.clock import SystemClock

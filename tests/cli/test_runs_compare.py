@@ -167,6 +167,7 @@ def test_compare_needs_a_model_and_a_prompt_with_text(
         "No model to ask: set OPENAI_API_KEY, or [model] offline_when_no_key = true for the "
         "offline stand-in."
     )
+    assert cli.ok("runs", "compare", "--storyteller", "2") == "No recorded turns to compare.\n"
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
     assert cli.fails("runs", "compare", "--prompt", str(empty)) == f"--prompt {empty} is empty."
