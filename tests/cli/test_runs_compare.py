@@ -39,7 +39,8 @@ RECORDED = [GATE_USAGE, TURN_USAGE, TURN_USAGE, TURN_USAGE]
 
 def respond(body: dict[str, Any]) -> Reply:
     """Like the recorded model: attend to the theft; on its turn, open the situation and echo
-    (when offered), then Noop; Noop on the direct invocation (about the bells)."""
+    (when offered, and the system prompt does not forbid it), then Noop; Noop on the direct
+    invocation (about the bells)."""
     if "text" in body:
         return Reply.text(json.dumps({"attend": [{"id": "1", "why": "theft"}], "ignore": ""}),
                           usage=GATE_USAGE)  # fmt: skip
@@ -47,6 +48,8 @@ def respond(body: dict[str, Any]) -> Reply:
     if answered or "bells" in json.dumps(body["input"]):
         return Reply.calls(("Noop", {}), usage=TURN_USAGE)
     offered = {tool["name"] for tool in body.get("tools", [])}
+    if "Never use EchoToRoom" in body.get("instructions", ""):
+        offered.discard("EchoToRoom")
     wanted = [("CreateSituation", SITUATION), ("EchoToRoom", {"Room": 101, "Text": WHISTLE})]
     return Reply.calls(*[c for c in wanted if c[0] in offered], usage=TURN_USAGE)
 
@@ -144,6 +147,24 @@ def test_the_json_report_of_a_cheaper_model_and_a_removed_tool(cli: Cli, tmp_pat
     assert total["tokens"]["before"] == total["tokens"]["after"]
     purposes = cli.json("costs", "--by", "purpose")["lines"]
     assert {line["key"]: line["requests"] for line in purposes}["replay"] == 4
+
+
+@pytest.mark.usefixtures("keyed")
+def test_a_prompt_that_forbids_a_tool_loses_its_calls(cli: Cli, tmp_path: Path) -> None:
+    record_runs(cli)
+    prompt = tmp_path / "watch.txt"
+    prompt.write_text("You keep the harbour's peace. Never use EchoToRoom.\n")
+    with server_in_thread(respond) as server:
+        path = config(tmp_path, cli, server.base_url)
+        report = cli.json("--config", path, "runs", "compare", "--prompt", str(prompt), "--yes")
+        out = cli.ok("--config", path, "runs", "compare", "--prompt", str(prompt), "--yes")
+        turns = [b for b in server.requests if "text" not in b]
+        assert all(b["instructions"].startswith("You keep the harbour's peace.") for b in turns)
+    assert report["change"]["prompt_file"] == str(prompt)
+    assert report["total"]["removed"] == {"EchoToRoom": 1} and report["total"]["added"] == {}
+    assert f"with the system prompt of {prompt}" in out
+    total = next(line for line in out.splitlines() if line.startswith("Total"))
+    assert "EchoToRoom" in total
 
 
 def test_the_offline_stand_in_is_asked_without_a_question(
