@@ -266,6 +266,9 @@ def show_comparison(comparison: Comparison) -> None:
     for turn in comparison.turns:
         if turn.note:
             say(f"Run #{turn.run_id}: {turn.note}")
+    if comparison.unpriced:
+        models = ", ".join(comparison.unpriced)
+        say(f"No price in [model.prices] for {models}: their requests count as $0.")
 
 
 def _counter(counts: dict[str, int]) -> Counter[str]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.interface import Model, Usage
-from storyteller_daemon.agent.models.pricing import cost_usd
+from storyteller_daemon.agent.models.pricing import cost_usd, price_for
 from storyteller_daemon.agent.verdicts import INTERESTED
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import LimitsConfig, ModelPrice, PolicyConfig
@@ -177,6 +177,9 @@ class Comparer:
         comparison = Comparison(self.change, self.change.asking(self.model), estimate)
         for turn in turns:
             comparison.turns.append(await self.compare_turn(turn))
+        models = {m for turn in turns for m, _ in _recorded_requests(turn)}
+        models |= {charge.model for charge in self.charges}
+        comparison.unpriced = sorted(m for m in models if price_for(self.prices, m) is None)
         return comparison
 
     async def compare_turn(self, turn: RecordedTurn) -> TurnComparison:

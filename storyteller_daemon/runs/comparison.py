@@ -139,12 +139,18 @@ class TurnComparison:
 
 @dataclass
 class Comparison:
-    """Every compared turn and the totals."""
+    """Every compared turn and the totals.
+
+    Attributes:
+        unpriced: models asked or recorded that the price table does not list (their requests
+            count $0, so the USD columns understate them).
+    """
 
     change: Change
     model: str
     estimate_usd: float
     turns: list[TurnComparison] = field(default_factory=list)
+    unpriced: list[str] = field(default_factory=list)
 
     def total(self, side: str) -> Side:
         """The sum of one side (``before`` or ``after``) over every turn."""
@@ -176,4 +182,5 @@ class Comparison:
                 "tokens": {"before": before.tokens, "after": after.tokens},
                 "usd": {"before": before.usd, "after": after.usd},
             },
+            "unpriced": list(self.unpriced),
         }

@@ -127,7 +127,8 @@ def test_the_json_report_of_a_cheaper_model_and_a_removed_tool(cli: Cli, tmp_pat
     with server_in_thread(respond) as server:
         path = config(tmp_path, cli, server.base_url)
         report = cli.json("--config", path, "runs", "compare", "--model", "gpt-5-mini", "--yes")
-    assert set(report) == {"change", "model", "estimate_usd", "turns", "total"}
+    assert set(report) == {"change", "model", "estimate_usd", "turns", "total", "unpriced"}
+    assert report["unpriced"] == []
     assert report["change"] == {"model": "gpt-5-mini", "effort": None, "prompt_file": None}
     assert report["model"].endswith("as gpt-5-mini")
     assert [t["run_id"] for t in report["turns"]] == [2, 3]  # oldest first
@@ -173,9 +174,10 @@ def test_the_offline_stand_in_is_asked_without_a_question(
     record_runs(cli)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     path = config(tmp_path, cli, offline=True)
-    out = cli.ok("--config", path, "runs", "compare", "--last", "1")
-    assert out.startswith("Compared 1 turn(s) with today's settings, asking offline stand-in")
+    out = cli.ok("--config", path, "runs", "compare", "--last", "1", "--model", "gpt-9")
+    assert out.startswith("Compared 1 turn(s) with model gpt-9, asking offline stand-in")
     assert "Total" in out
+    assert out.endswith("No price in [model.prices] for gpt-9: their requests count as $0.\n")
 
 
 def test_compare_needs_a_model_and_a_prompt_with_text(
