@@ -10,6 +10,7 @@ asks; ``--yes`` skips the question, and without a terminal to ask on it refuses.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -111,7 +112,7 @@ async def compare(
         try:
             if not choice.offline:
                 _confirm(
-                    len(turns),
+                    counted(t.kind for t in turns),
                     model or "each turn's model",
                     choice.description,
                     yes,
@@ -128,7 +129,7 @@ async def compare(
                 cfg.policy,
                 daemon_secrets(cfg),
             )
-            with working(f"comparing {len(turns)} turn(s)"):
+            with working(f"comparing {counted(t.kind for t in turns)}"):
                 comparison = await comparer.compare(turns)
         finally:
             close = getattr(asked, "close", None)
@@ -141,11 +142,20 @@ async def compare(
         show_comparison(comparison)
 
 
-def _confirm(turns: int, model: str, endpoint: str, yes: bool, estimate: float) -> None:
-    """Say what asking will cost, and ask; refuse without a terminal unless `yes`."""
+def counted(kinds: Iterable[str]) -> str:
+    """``2 turn(s)``, and ``and 1 ignored batch(es)`` when batches that ignored every event are
+    compared too."""
+    every = list(kinds)
+    batches = every.count("attention")
+    ignored = f" and {batches} ignored batch(es)" if batches else ""
+    return f"{len(every) - batches} turn(s){ignored}"
+
+
+def _confirm(what: str, model: str, endpoint: str, yes: bool, estimate: float) -> None:
+    """Say what asking about `what` will cost, and ask; refuse without a terminal unless `yes`."""
     if yes:
         return
-    what = f"Comparing {turns} turn(s) asks {model} on {endpoint}: about {usd(estimate)}"
+    what = f"Comparing {what} asks {model} on {endpoint}: about {usd(estimate)}"
     if not interactive():
         raise ValidationError(f"{what}; pass --yes to ask without confirming.")
     typer.echo(f"{what} (the recorded token counts at its prices).", err=True)
@@ -224,7 +234,8 @@ def show_comparison(comparison: Comparison) -> None:
         *([f"the system prompt of {change.prompt_file}"] if change.prompt_file else []),
     ]
     changed = ", ".join(parts) or "today's settings"
-    say(f"Compared {len(comparison.turns)} turn(s) with {changed}, asking {comparison.model}.")
+    compared = counted(t.kind for t in comparison.turns)
+    say(f"Compared {compared} with {changed}, asking {comparison.model}.")
     rows = [
         (
             f"#{t.run_id}",

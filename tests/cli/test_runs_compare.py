@@ -285,6 +285,7 @@ def test_batches_that_ignored_everything_in_the_period_are_asked_again(
     with server_in_thread(respond) as server:
         path = config(tmp_path, cli, server.base_url)
         report = cli.json("--config", path, "runs", "compare", "--yes")
+        out = cli.ok("--config", path, "runs", "compare", "--yes")
         assert (
             cli.json("--config", path, "runs", "compare", "--last", "1", "--yes")["turns"][0][
                 "run_id"
@@ -300,3 +301,7 @@ def test_batches_that_ignored_everything_in_the_period_are_asked_again(
     assert (yawn["before"]["outcome"], yawn["after"]["outcome"]) == ("not run", "would run")
     assert [(f["before"], f["after"]) for f in yawn["flips"]] == [("ignore", "interested")]
     assert report["total"]["flips"] == 1
+    assert out.startswith("Compared 2 turn(s) and 1 ignored batch(es) with today's settings")
+    row = next(line for line in out.splitlines() if line.startswith("#4 "))
+    assert "not run → would run" in row
+    assert "Run #4: the change attends: a turn would run, which no tape can replay" in out
