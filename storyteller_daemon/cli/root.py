@@ -93,7 +93,9 @@ COMMANDS: dict[str, Entry] = {
         "tool-call arguments.",
     ),
     "runs": Entry(
-        "runs", "app", "Run records: list and show what storytellers did, replay a turn, prune."
+        "runs",
+        "app",
+        "Run records: list and show what storytellers did, replay a turn, compare a change, prune.",
     ),
     "policy": Entry(
         "policy",
