@@ -16,8 +16,8 @@ import typer
 from storyteller_daemon.cli.support import JsonFlag, console, print_json, run_async
 
 app = typer.Typer(
-    help="Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
-    "tool-call arguments.",
+    help="Benchmarks: pipeline throughput, reference search, the dashboard's pages, bad "
+    "tool-call arguments and the daemon's start-up.",
     no_args_is_help=True,
 )
 
@@ -42,6 +42,25 @@ async def pipeline(
 
     report = await run_pipeline_bench(events)
     _report("pipeline benchmark (offline stand-in model, SQLite, sim world)", report, as_json)
+
+
+@app.command("ready")
+@run_async
+async def ready(
+    storytellers: Annotated[
+        int, typer.Option(help="Running storytellers in the database.", min=1)
+    ] = 1000,
+    memories: Annotated[int, typer.Option(help="Character memories in it.", min=0)] = 1_000_000,
+    runs: Annotated[int, typer.Option(help="Times to start the daemon.", min=1)] = 3,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `storyteller run` from its start to READY=1 (as systemd sees it) over a large
+    SQLite database, and its peak memory then."""
+    from storyteller_daemon.bench.ready import run_ready_bench
+
+    with console.status("filling a throw-away database, then starting the daemon"):
+        report = await run_ready_bench(storytellers=storytellers, memories=memories, runs=runs)
+    _report("daemon start-up benchmark (storyteller run, SQLite, sim world)", report, as_json)
 
 
 @app.command("cli")

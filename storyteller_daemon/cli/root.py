@@ -89,8 +89,8 @@ COMMANDS: dict[str, Entry] = {
     "bench": Entry(
         "bench",
         "app",
-        "Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
-        "tool-call arguments.",
+        "Benchmarks: pipeline throughput, reference search, the dashboard's pages, bad "
+        "tool-call arguments and the daemon's start-up.",
     ),
     "runs": Entry(
         "runs",

@@ -121,3 +121,30 @@ def test_arguments_benchmark_runs_the_case_set_without_a_crash_or_a_bad_id() -> 
     assert report["invalid ids sent to the game"] == 0
     assert report["not as the case set expects"] == []
     assert report["tool errors"] + report["valid results"] == report["cases"]
+
+
+def test_ready_benchmark_starts_the_daemon_over_the_filled_database() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "ready", "--storytellers", "3", "--memories", "50", "--runs", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["storytellers"] == 3 and report["memories"] == 50
+    assert report["runs"] == 1
+    assert 0 < report["start to READY=1 p50 (s)"] <= report["start to READY=1 max (s)"]
+    assert report["peak RSS at ready, max (MB)"] > 10
+
+
+async def test_the_filled_database_holds_what_was_asked(tmp_path: Any) -> None:
+    from storyteller_daemon.bench.ready import fill
+
+    url = await fill(tmp_path / "ready.db", storytellers=4, memories=10)
+    store = Store.open(url, clock=SystemClock())
+    try:
+        listed = await store.storytellers.list()
+        assert [st.paused for st in listed] == [False] * 4
+        assert all(st.surveillance.included for st in listed)
+        counts = [len(await store.memories.list(st.id)) for st in listed]  # type: ignore[arg-type]
+        assert counts == [3, 3, 2, 2]
+    finally:
+        await store.close()
