@@ -72,6 +72,7 @@ async def evaluate(
 ) -> None:
     """Run a pack's scenarios through the whole daemon against a model and report how often
     each expectation held (exit 1 below the threshold)."""
+    from storyteller_daemon.app.adapters import close_if_closable
     from storyteller_daemon.app.evals import evaluate, find_pack_of, find_scenarios, junit_xml
     from storyteller_daemon.app.evals.models import eval_model
     from storyteller_daemon.clock import SystemClock
@@ -88,17 +89,20 @@ async def evaluate(
     logging.getLogger("storyteller_daemon").setLevel(logging.ERROR)
     if not json_out:
         say(f"{len(chosen)} scenarios of {found.name} against {chosen_model.description}")
-    with _progress(len(chosen) * repeat) as tell:
-        report = await evaluate(
-            found,
-            chosen,
-            base=cfg,
-            model=chosen_model,
-            real=SystemClock(),
-            repeat=repeat,
-            threshold=threshold,
-            progress=tell,
-        )
+    try:
+        with _progress(len(chosen) * repeat) as tell:
+            report = await evaluate(
+                found,
+                chosen,
+                base=cfg,
+                model=chosen_model,
+                real=SystemClock(),
+                repeat=repeat,
+                threshold=threshold,
+                progress=tell,
+            )
+    finally:
+        await close_if_closable(chosen_model.model)  # every run shared its client
     if junit is not None:
         junit.write_text(junit_xml(report), encoding="utf-8")
     if configured and keep:

@@ -199,7 +199,7 @@ async def test_a_snapshot_world_runs_through_the_loader_it_is_given(tmp_path: Pa
         return world
 
     model = EvalModel(_scripted(), "scripted")
-    with pytest.raises(ConfigError, match="world snapshots cannot be run here yet"):
+    with pytest.raises(ConfigError, match=r"snap\.toml: world: world snapshots cannot be run here"):
         await evaluate(pack, chosen, base=_priced(), model=model, real=SystemClock())
     report = await evaluate(
         pack, chosen, base=_priced(), model=model, real=SystemClock(), load_snapshot=load

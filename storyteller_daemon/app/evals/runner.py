@@ -48,7 +48,7 @@ START = datetime(2026, 6, 1, 19, 0, tzinfo=UTC)
 SETTLE_AFTER = timedelta(minutes=15)
 """How long after its last event a scenario may go on (attention windows, turns, retries)."""
 QUIET_POLLS = 4
-POLL_SECONDS = 0.005
+POLL_SECONDS = 0.01
 """The daemon rests once, over this many polls this far apart (real time, the runner's own
 pacing), nothing was in flight and nothing touched the clock."""
 TOKEN_ENV = "STORYTELLER_EVAL_BRIDGE_TOKEN"  # noqa: S105 - the name of a variable
@@ -87,7 +87,11 @@ class RunOutcome:
 
 
 class _Counting:
-    """The model with a count of the requests in flight (the daemon is not at rest meanwhile)."""
+    """The model with a count of the requests in flight (the daemon is not at rest meanwhile).
+
+    It has no ``close``: each run's runtime closes its model, and every run shares this one's
+    client, which the caller closes once all have run.
+    """
 
     def __init__(self, inner: Model) -> None:
         self._inner = inner

@@ -17,7 +17,7 @@ from pathlib import Path
 from storyteller_daemon.app.evals.observe import Transcript
 from storyteller_daemon.app.evals.report import EvalReport, FailedRun, ScenarioReport
 from storyteller_daemon.app.evals.runner import EvalModel, run_scenario
-from storyteller_daemon.app.evals.worlds import SnapshotLoader
+from storyteller_daemon.app.evals.worlds import SIM, SnapshotLoader
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.domain.names import name_key
@@ -26,6 +26,7 @@ from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.interchange.packs.contents import Pack
 from storyteller_daemon.interchange.packs.files import SEED_DIR, find_pack, list_packs, read_pack
 from storyteller_daemon.interchange.packs.scenarios import PackScenario, read_scenarios
+from storyteller_daemon.interchange.packs.tables import display_path
 from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
 
@@ -92,6 +93,14 @@ async def evaluate(
         raise ValueError(f"--repeat must be at least 1, not {repeat}")
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"the pass-rate threshold must be between 0 and 1, not {threshold}")
+    if load_snapshot is None:
+        for item in scenarios:
+            if item.scenario.world != SIM:
+                raise ConfigError(
+                    display_path(item.source),
+                    'world snapshots cannot be run here yet; use world = "sim"',
+                    "world",
+                )
     reports = []
     with tempfile.TemporaryDirectory(prefix="storyteller-eval-") as tmp:
         workdir = Path(tmp)
