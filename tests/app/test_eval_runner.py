@@ -4,17 +4,20 @@ snapshot seam and the choice of model."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from storyteller_daemon.agent.models.interface import Usage
+from storyteller_daemon.app.adapters import close_if_closable
 from storyteller_daemon.app.evals import EvalModel, EvalReport, evaluate, find_scenarios
 from storyteller_daemon.app.evals.models import eval_model
+from storyteller_daemon.app.evals.runner import START
 from storyteller_daemon.app.evals.suite import find_pack_of
 from storyteller_daemon.bundled import example_config
 from storyteller_daemon.clock import SystemClock
@@ -23,6 +26,8 @@ from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.interchange.packs.contents import Pack
 from storyteller_daemon.interchange.packs.files import SEED_DIR, read_pack
 from storyteller_daemon.testing.model import ScriptedModel, calls
+from storyteller_daemon.testing.model_responder import ModelResponder
+from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
 from storyteller_daemon.testing.steps import attend_all, by_kind, cycle
 from world_adapter.sim import SimWorld
 
@@ -251,3 +256,65 @@ def test_a_storyteller_name_finds_its_pack() -> None:
     assert find_pack_of("harbour-ward")[1] is None
     with pytest.raises(ConfigError, match="no pack of that name"):
         find_pack_of("Nobody At All")
+
+
+async def test_a_slow_endpoint_over_http_keeps_virtual_time_still_while_it_answers(
+    tmp_path: Path,
+) -> None:
+    """ENDPOINT/MODEL through the openai SDK to a Responses server answering in 0.3 s (real):
+    while a request is in flight the clock stays where it is, so the turn of the event at 0s
+    runs at once, not at the next event ten minutes later."""
+    pack = _pack(tmp_path)
+    (pack.path / "scenarios" / "slow.toml").write_text(
+        'name = "slow"\n'
+        '[[events]]\nat = "0s"\naction = "say"\ncharacter = 1001\nroom = 101\n'
+        'text = "A purse for your silence."\nexpect = "attend"\n'
+        '[[events]]\nat = "10m"\naction = "emote"\ncharacter = 1001\nroom = 101\n'
+        'text = "hums."\nexpect = "ignore"\n'
+        '[[expect.calls]]\ntool = "CreateSituation"\nmost = 1\n',
+        encoding="utf-8",
+    )
+    pack = read_pack(pack.path)
+    scripted = _scripted()
+    scripted.latency = 0.3
+    async with ScriptedResponsesServer(responder=ModelResponder(scripted)) as server:
+        cfg = load_config(example_config())
+        model_section = cfg.model.model_copy(
+            update={"base_url": server.base_url, "api_key_env": "EVAL_TEST_KEY"}
+        )
+        cfg = cfg.model_copy(update={"model": model_section})
+        model = eval_model("default/gpt-5-nano", cfg, {"EVAL_TEST_KEY": "test-key"})
+        try:
+            report = await evaluate(
+                pack, find_scenarios(pack), base=cfg, model=model, real=SystemClock()
+            )
+        finally:
+            await close_if_closable(model.model)
+    assert _held(report) == {
+        "the run completed": True,
+        "event 1 (say) is attended": True,
+        "event 2 (emote) is ignored": True,
+        "CreateSituation called 1..1 times": True,
+    }
+    assert {r["model"] for r in server.requests} == {"gpt-5-nano"}  # every scope on it
+    assert report.scenarios[0].seconds > 0.6  # an attention call and two rounds, 0.3 s each
+    # the turn ran at the event's time: read back from the run the report keeps when failing
+    failing = await evaluate(
+        pack,
+        [
+            replace(
+                item,
+                scenario=replace(
+                    item.scenario,
+                    expect=replace(item.scenario.expect, situations=(re.compile("never"),)),
+                ),
+            )
+            for item in find_scenarios(pack)
+        ],
+        base=_priced(),
+        model=EvalModel(_scripted(), "scripted"),
+        real=SystemClock(),
+    )
+    (failure,) = failing.scenarios[0].failures
+    turn = next(t for t in failure.transcripts if t.summary.kind == "turn")
+    assert turn.summary.started_at - START < timedelta(minutes=1)

@@ -174,6 +174,8 @@ async def run_scenario(
             reload_seconds=3600.0,
             alerts=Alerts(clock=clock),
         )
+        # Only the scenario's own heartbeat events happen, at the times it gives.
+        runtime.daemon.heartbeats.holding = True
         task = asyncio.create_task(runtime.run(stop), name="eval-daemon")
         await asyncio.wait_for(runtime.daemon.ready.wait(), settle_seconds)
         await asyncio.wait_for(server.wait_subscriptions(1), settle_seconds)
