@@ -38,6 +38,7 @@ from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config, parse_config
 from storyteller_daemon.domain.scenarios import Observation, Scenario, ScenarioEvent
 from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
+from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.world_server import WorldServer
@@ -111,7 +112,8 @@ class _Counting:
 
 def eval_config(base: Config, database_url: str, bridge_url: str) -> Config:
     """`base` (its model, endpoints, prices, attention, policy, limits and budgets) pointed at
-    the throw-away database and the served world; no listener, no Discord, no MCP servers."""
+    the throw-away database and the served world; no listener, no Discord, no MCP servers, no
+    reflection while idle."""
     data: dict[str, Any] = base.model_dump(mode="json")
     data["database"] = {**data["database"], "url": database_url, "url_env": ""}
     data["world"] = {**data["world"], "kind": "bridge", "url": bridge_url, "token_env": TOKEN_ENV}
@@ -121,6 +123,8 @@ def eval_config(base: Config, database_url: str, bridge_url: str) -> Config:
     # Virtual time jumps while the bridge's own pings keep real time: no stall to report.
     data["daemon"] = {**data["daemon"], "intake_stall_seconds": 1e9}
     data["mcp"] = {}
+    # Reflection while idle would spend on digests between a scenario's events, as it pleases.
+    data["reflection"] = {**data["reflection"], "enabled": False}
     return parse_config(data, "eval")
 
 
@@ -172,7 +176,10 @@ async def run_scenario(
             store=store,
             clock=clock,
             reload_seconds=3600.0,
-            alerts=Alerts(clock=clock),
+            # Each is one more wake-up to step through: counters are read, and the log's
+            # minute summaries written, once an hour of virtual time instead.
+            alerts=Alerts(clock=clock, watch_seconds=3600.0),
+            observer=LoggingObserver(clock=clock),
         )
         # Only the scenario's own heartbeat events happen, at the times it gives.
         runtime.daemon.heartbeats.holding = True
