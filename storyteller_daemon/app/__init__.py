@@ -23,12 +23,13 @@ from storyteller_daemon.app.adapters import (
 )
 from storyteller_daemon.app.reflection import one_shot_reflection
 from storyteller_daemon.app.runtime import Runtime
-from storyteller_daemon.app.wiring import build_runtime
+from storyteller_daemon.app.wiring import attention_options, build_runtime
 
 __all__ = [
     "OFFLINE_BANNER",
     "ModelChoice",
     "Runtime",
+    "attention_options",
     "build_alerts",
     "build_runtime",
     "build_world",

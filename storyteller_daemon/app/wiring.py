@@ -73,6 +73,18 @@ DASHBOARD_KEEPALIVE_SECONDS = 15.0
 """A live timeline with nothing new is sent a keep-alive this often (runs wake it at once)."""
 
 
+def attention_options(cfg: Config) -> AttentionOptions:
+    """How the daemon sends attention requests (``[attention]``)."""
+    return AttentionOptions(
+        timeout_seconds=cfg.attention.request_timeout_seconds,
+        max_retries=cfg.attention.max_retries,
+        debug_reasons=cfg.attention.debug_reasons,
+        reference=cfg.attention.one_call_per_event,
+        remit_max_chars=cfg.attention.remit_max_chars,
+        cache_floor_tokens=cfg.attention.cache_floor_tokens,
+    )
+
+
 async def build_runtime(
     cfg: Config,
     *,
@@ -172,14 +184,7 @@ async def build_runtime(
             stats=stats,
             alerts=alerts,
             recorder=recorder,
-            attention=AttentionOptions(
-                timeout_seconds=cfg.attention.request_timeout_seconds,
-                max_retries=cfg.attention.max_retries,
-                debug_reasons=cfg.attention.debug_reasons,
-                reference=cfg.attention.one_call_per_event,
-                remit_max_chars=cfg.attention.remit_max_chars,
-                cache_floor_tokens=cfg.attention.cache_floor_tokens,
-            ),
+            attention=attention_options(cfg),
             lookups=lookups,
             policy=policy,
         )

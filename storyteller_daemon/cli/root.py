@@ -99,7 +99,9 @@ COMMANDS: dict[str, Entry] = {
         "each expectation held (exit 1 below the threshold).",
     ),
     "runs": Entry(
-        "runs", "app", "Run records: list and show what storytellers did, replay a turn, prune."
+        "runs",
+        "app",
+        "Run records: list and show what storytellers did, replay a turn, compare a change, prune.",
     ),
     "policy": Entry(
         "policy",

@@ -3,8 +3,9 @@
 Every turn, attention call and digest refresh is stored as a run (see
 `storyteller_daemon.storage.runs`). ``list`` filters them, ``show`` prints one as a transcript,
 ``replay`` re-runs a turn with today's code against its recorded model answers (or a live model
-with ``--model``) and reports what differs, ``retry`` queues a failed turn again, and ``prune``
-deletes runs past the retention period.
+with ``--model``) and reports what differs, ``compare`` replays the last turns with a changed
+model, effort or prompt and puts before and after side by side (`cli.runs_compare`), ``retry``
+queues a failed turn again, and ``prune`` deletes runs past the retention period.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from storyteller_daemon.agent.trigger import TriggerKind
+from storyteller_daemon.cli.runs_compare import compare
 from storyteller_daemon.cli.support import (
     JsonFlag,
     command_group,
@@ -44,7 +46,9 @@ if TYPE_CHECKING:
     from storyteller_daemon.agent.models.interface import Model
     from storyteller_daemon.config import Config
 
-app = command_group("Run records: list and show what storytellers did, replay a turn, prune.")
+app = command_group(
+    "Run records: list and show what storytellers did, replay a turn, compare a change, prune."
+)
 
 RUN_KINDS = ("turn", "attention", "digest")
 
@@ -143,6 +147,7 @@ async def replay(
     The world's answers and prog results come from the recording, so no prog runs and nothing
     is stored, except the cost of a live model's requests in the cost ledger.
     """
+    from storyteller_daemon.app import daemon_secrets
     from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runs import replay_turn
     from storyteller_daemon.runtime.turns import replay_runner
@@ -175,6 +180,8 @@ async def replay(
                     live=live,
                     live_name=model,
                     prices=cfg.model.prices,
+                    policy=cfg.policy,
+                    secrets=daemon_secrets(cfg),
                 )
         finally:
             close = getattr(live, "close", None)
@@ -185,6 +192,9 @@ async def replay(
         print_json(report.to_dict())
     else:
         show_replay(report.to_dict(), live=live is not None)
+
+
+register(app, "compare")(compare)
 
 
 def _live_model(cfg: Config, base_url: str | None) -> Model:

@@ -23,18 +23,17 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
-
-import mcp_types
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from typing import TYPE_CHECKING, Any
 
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, DeadlinePassed, within
 from storyteller_daemon.config import McpConfig, McpServerConfig
 from storyteller_daemon.domain.mcp import McpOutcome, McpToolInfo
 from storyteller_daemon.errors import ToolError
+
+if TYPE_CHECKING:  # the SDK is imported when a server is first opened, not with the daemon
+    import mcp_types
+    from mcp import Client
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +136,8 @@ class McpHub:
         link = self._link(server)
         client = await self._session(link)
         seconds = link.cfg.timeout_seconds
+        from mcp import MCPError
+
         try:
             result = await within(self._clock.sleep, seconds, client.call_tool(tool, arguments))
         except DeadlinePassed:
@@ -219,6 +220,10 @@ class McpHub:
     @contextlib.asynccontextmanager
     async def _open(self, cfg: McpServerConfig) -> AsyncIterator[Client]:
         """An open SDK client for one server (stdio command or streamable-HTTP URL)."""
+        from mcp import Client, StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         if cfg.url:
             headers: dict[str, str] = {}
             if cfg.token_env:
@@ -282,6 +287,8 @@ async def _list_tools(client: Client) -> list[McpToolInfo]:
 
 def _outcome(result: mcp_types.CallToolResult, max_chars: int) -> McpOutcome:
     """The parts of a tool result the model is shown: its text, cut to `max_chars`."""
+    import mcp_types
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):

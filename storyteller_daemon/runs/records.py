@@ -60,6 +60,8 @@ class TurnRun:
     """The token of the prompt's stored-notes fence, likewise."""
     prompt_budget: dict[str, Any] | None = None
     """What the prompt's token budget kept and dropped (`agent.context.ContextReport`)."""
+    policed: bool = False
+    """Whether the turn passed a policy point (a replay then passes one: `replay_policy`)."""
     direction: dict[str, Any] | None = None
     """What the director did around the turn (`agent.director.DirectorReport`): the plan step
     that was due and what became of it, the context providers' output or gaps, the pacing."""
@@ -187,6 +189,7 @@ def turn_run(
         "tape": run.tape.entries if run.tape is not None else [],
         "services": taped_names(run.services),
         "direction": run.direction,
+        "policed": run.policed,
         "error": error_note,
     }
     return NewRun(

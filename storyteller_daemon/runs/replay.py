@@ -19,23 +19,22 @@ outcome. No differences means the turn is *identical*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from storyteller_daemon.agent.fencing import Fences
-from storyteller_daemon.agent.models.interface import (
-    Model,
-)
+from storyteller_daemon.agent.models.interface import Model, Usage
 from storyteller_daemon.agent.models.pricing import cost_usd
 from storyteller_daemon.agent.models.replayed import RenamedModel, ReplayModel
+from storyteller_daemon.agent.policy import Policy
 from storyteller_daemon.agent.records import TurnRecord
 from storyteller_daemon.agent.services import TurnServices
 from storyteller_daemon.agent.trigger import Trigger, turn_key
 from storyteller_daemon.agent.turn_runner import TurnRunner
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.config import LimitsConfig, ModelPrice
+from storyteller_daemon.config import LimitsConfig, ModelPrice, PolicyConfig
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs.differences import (
@@ -44,6 +43,7 @@ from storyteller_daemon.runs.differences import (
     request_differences,
     tape_differences,
 )
+from storyteller_daemon.runs.replay_policy import RecordedPolicy
 from storyteller_daemon.runs.tape import Tape, decode_trigger, replay_services
 from storyteller_daemon.storage.ledger import LedgerEntry
 
@@ -88,9 +88,11 @@ class ReplayReport:
         }
 
 
-RunnerFactory = Callable[[TurnServices, Model, LimitsConfig, Clock, Fences], TurnRunner[TurnRecord]]
+RunnerFactory = Callable[
+    [TurnServices, Model, LimitsConfig, Clock, Fences, Policy | None], TurnRunner[TurnRecord]
+]
 """Builds a turn runner over the given services and model with today's limits, on `clock`,
-its prompts fenced with the recorded tokens."""
+its prompts fenced with the recorded tokens, its calls passing the given policy point."""
 
 LEGACY_SERVICES = ("world", "situations", "memories", "references", "mcp")
 """What the tape of a record written before records named their services always held."""
@@ -122,6 +124,8 @@ async def replay_turn(
     live: Model | None = None,
     live_name: str | None = None,
     prices: Mapping[str, ModelPrice] | None = None,
+    policy: PolicyConfig | None = None,
+    secrets: Sequence[str] = (),
 ) -> ReplayReport:
     """Run a recorded turn again with today's code and compare.
 
@@ -136,6 +140,9 @@ async def replay_turn(
             ledger entries (purpose ``replay``) in the report, for the caller to store.
         live_name: the model name `live` is asked under.
         prices: the price table, for the live requests' cost.
+        policy: today's ``[policy]`` (default: its defaults), for a turn that passed a policy
+            point (`replay_policy.RecordedPolicy`); a record that does not say passed one.
+        secrets: today's secrets, for the policy's secret rule.
 
     Raises:
         ValidationError: the record is not a turn, belongs to another storyteller, or today's
@@ -154,7 +161,10 @@ async def replay_turn(
     else:
         model = live if live_name is None else RenamedModel(live, live_name)
     fences = Fences(record.get("fence") or None, record.get("notes_fence") or None)
-    turns = runner(services, model, limits, clock, fences)
+    point = None
+    if record.get("policed", True):
+        point = RecordedPolicy(policy or PolicyConfig(), clock, recorded["calls"], secrets=secrets)
+    turns = runner(services, model, limits, clock, fences, point)
     try:
         trigger = decode_trigger(record["trigger"])
         turn = await turns.run_turn(storyteller, trigger, turn_key(storyteller, trigger))
@@ -188,27 +198,43 @@ def _charges(
     at: datetime,
 ) -> list[LedgerEntry]:
     """Ledger entries for the live requests of a replay (budgets do not apply to replays)."""
-    entries = []
-    for request in turn.requests:
-        model = live_name or str(request.request.get("model", ""))
-        usage = request.usage
-        entries.append(
-            LedgerEntry(
-                occurred_at=at,
-                purpose="replay",
-                model=model,
-                storyteller_id=storyteller.id,
-                storyteller_name=storyteller.name,
-                trigger_kind=trigger.kind.value,
-                room_id=trigger.room_id,
-                input_tokens=usage.input_tokens,
-                cached_tokens=usage.cached_tokens,
-                output_tokens=usage.output_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-                cost_usd=cost_usd(prices or {}, model, usage),
-            )
+    return [
+        replay_charge(
+            at,
+            storyteller,
+            (trigger.kind.value, trigger.room_id),
+            live_name or str(request.request.get("model", "")),
+            request.usage,
+            prices or {},
         )
-    return entries
+        for request in turn.requests
+    ]
+
+
+def replay_charge(
+    at: datetime,
+    storyteller: Storyteller,
+    trigger: tuple[str, int | None],
+    model: str,
+    usage: Usage,
+    prices: Mapping[str, ModelPrice],
+) -> LedgerEntry:
+    """The ledger entry (purpose ``replay``) of one request a replay or comparison asked, for
+    a trigger of (kind, room id)."""
+    return LedgerEntry(
+        occurred_at=at,
+        purpose="replay",
+        model=model,
+        storyteller_id=storyteller.id,
+        storyteller_name=storyteller.name,
+        trigger_kind=trigger[0],
+        room_id=trigger[1],
+        input_tokens=usage.input_tokens,
+        cached_tokens=usage.cached_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cost_usd=cost_usd(prices, model, usage),
+    )
 
 
 # ---------------------------------------------------------------------- comparing

@@ -182,6 +182,7 @@ class AgentTurnRunner:
             status = await self._status_text(storyteller, trigger, used.world)
             tools = await with_catalogue(ToolContext(used))
             offered = await self._loop.offered(storyteller, trigger, tools)
+            run.policed = self._policy is not None
             run.fence = self._world_fence or Fence.new().token
             run.notes_fence = self._notes_fence
             world_fence, notes = Fence(run.fence), Fence(run.notes_fence, NOTES)
@@ -328,9 +329,21 @@ def _prompts(services: TurnServices, limits: LimitsConfig, world: WorldClient) -
 
 
 def replay_runner(
-    services: TurnServices, model: Model, limits: LimitsConfig, clock: Clock, fences: Fences
+    services: TurnServices,
+    model: Model,
+    limits: LimitsConfig,
+    clock: Clock,
+    fences: Fences,
+    policy: Policy | None = None,
 ) -> AgentTurnRunner:
-    """The daemon's turn runner over a replay's services and model (`runs.replay_turn`)."""
+    """The daemon's turn runner over a replay's services, model and policy point
+    (`runs.replay_turn`)."""
     return AgentTurnRunner(
-        services, model=model, limits=limits, clock=clock, stats=RuntimeStats(), fences=fences
+        services,
+        model=model,
+        limits=limits,
+        clock=clock,
+        stats=RuntimeStats(),
+        fences=fences,
+        policy=policy,
     )

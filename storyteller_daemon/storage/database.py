@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -49,6 +50,23 @@ def _sqlite_pragmas(busy_timeout_ms: int) -> Any:
     return on_connect
 
 
+class _RollingBack(sqlite3.Connection):
+    """A SQLite connection that rolls its transaction back when it is closed.
+
+    A task cancelled in the middle of a statement leaves that statement unfinished, held by a
+    cursor its traceback still refers to. SQLite closes such a connection only once the last
+    statement is finalised (a "zombie"), and keeps its transaction, with the file's write lock,
+    until then: at the next garbage collection, which may be after every other writer's busy
+    timeout. Rolling back first ends the transaction now (pending statements are aborted).
+    """
+
+    def close(self) -> None:
+        if self.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.rollback()
+        super().close()
+
+
 READING = "storyteller_reading"
 """Execution option of `Database.reading` connections: their transactions begin deferred."""
 
@@ -85,14 +103,16 @@ def create_engine(
         database = parsed.database or ""
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
-        if opened is not None:
+        engine = create_async_engine(
+            url, connect_args={"timeout": busy_timeout_ms / 1000, "factory": _RollingBack}
+        )
+        if opened is not None:  # first: a connection cut off in its set-up is ended at close
             event.listen(
                 engine.sync_engine,
                 "connect",
                 lambda dbapi_conn, _record: _remember(opened, dbapi_conn.driver_connection),
             )
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
         event.listen(engine.sync_engine, "begin", _begin)
         return engine
     return create_async_engine(url, pool_pre_ping=True)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.attention_rules import AttentionRule, RuleAction
@@ -24,6 +27,7 @@ from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ConflictError, NotFoundError, ValidationError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.direction_codec import direction_from_json, direction_to_json
+from storyteller_daemon.storage.models.base import Base
 from storyteller_daemon.storage.models.storytellers import (
     CustomToolParameterRow,
     CustomToolRow,
@@ -116,8 +120,9 @@ def grants_from_json(text: str | None) -> tuple[McpGrant, ...]:
     return tuple(grants)
 
 
-def to_domain(row: StorytellerRow) -> Storyteller:
-    """Translate a row (with its surveillance and tools loaded) to a `Storyteller`."""
+def to_domain(row: StorytellerRow | SimpleNamespace) -> Storyteller:
+    """Translate a row (with its surveillance and tools loaded) to a `Storyteller`; `list`
+    hands over plain rows with the same attributes (`_plain_rows`)."""
     subs = {
         EventKind.ROOM: row.subscribe_room,
         EventKind.SPEECH: row.subscribe_speech,
@@ -180,6 +185,30 @@ def to_domain(row: StorytellerRow) -> Storyteller:
         revision=row.revision,
         created_on=as_utc(row.created_on),
     )
+
+
+async def _plain_rows(session: AsyncSession) -> list[SimpleNamespace]:
+    """Every storyteller row with its surveillance and tools (their parameters in order), as
+    plain namespaces carrying the attributes `to_domain` reads."""
+
+    async def table(model: type[Base], *order: InstrumentedAttribute[int]) -> list[SimpleNamespace]:
+        query = select(model.__table__).order_by(*order)
+        return [SimpleNamespace(**r._mapping) for r in await session.execute(query)]
+
+    parameters: defaultdict[int, list[SimpleNamespace]] = defaultdict(list)
+    for p in await table(CustomToolParameterRow, CustomToolParameterRow.position):
+        parameters[p.tool_id].append(p)
+    tools: defaultdict[int, list[SimpleNamespace]] = defaultdict(list)
+    for t in await table(CustomToolRow, CustomToolRow.id):
+        t.parameters = parameters[t.id]
+        tools[t.storyteller_id].append(t)
+    watched: defaultdict[int, list[SimpleNamespace]] = defaultdict(list)
+    for w in await table(SurveillanceRow):
+        watched[w.storyteller_id].append(w)
+    rows = await table(StorytellerRow, StorytellerRow.id)
+    for row in rows:
+        row.surveillance, row.tools = watched[row.id], tools[row.id]
+    return rows
 
 
 def apply_to_row(row: StorytellerRow, st: Storyteller) -> None:
@@ -308,12 +337,10 @@ class StorytellerRepository:
             return to_domain(await self._find(session, ref))
 
     async def list(self) -> list[Storyteller]:
-        """Every storyteller, by id."""
+        """Every storyteller, by id (read as plain rows: a daemon of a thousand storytellers
+        reads them at start-up without building some sixteen thousand ORM objects)."""
         async with self._db.session() as session:
-            rows = (
-                await session.execute(select(StorytellerRow).order_by(StorytellerRow.id))
-            ).scalars()
-            return [to_domain(r) for r in rows]
+            return [to_domain(row) for row in await _plain_rows(session)]
 
     async def save(self, st: Storyteller) -> Storyteller:
         """Write every setting of an existing storyteller and bump its revision.

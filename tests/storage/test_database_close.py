@@ -4,6 +4,7 @@ checked out in its transaction: otherwise the file's write lock outlives the clo
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from pathlib import Path
 
 from sqlalchemy import text
@@ -32,3 +33,36 @@ async def test_close_releases_the_lock_of_a_connection_left_checked_out(tmp_path
         await second.close()
         with contextlib.suppress(Exception):  # its driver connection is gone already
             await leaked.close()
+
+
+async def test_a_connection_closed_inside_an_unfinished_statement_frees_the_write_lock(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lock.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with db.engine.connect() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+            await conn.execute(text("INSERT INTO t VALUES (1), (2), (3)"))
+            await conn.commit()
+        async with db.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver = raw.driver_connection
+            assert driver is not None
+            await conn.execute(text("INSERT INTO t VALUES (4)"))  # BEGIN IMMEDIATE, a write
+            # A statement left part-way, as a cancelled task's cursor leaves it.
+            cursor = await driver.execute("SELECT x FROM t")
+            assert await cursor.fetchone() is not None
+            await driver.close()  # what ending a cancelled connection does
+            other = sqlite3.connect(path, isolation_level=None, timeout=0.2)
+            try:
+                other.execute("BEGIN IMMEDIATE")  # "database is locked" if the zombie held it
+                other.execute("ROLLBACK")
+                count = other.execute("SELECT count(*) FROM t").fetchone()[0]
+            finally:
+                other.close()
+            assert count == 3  # the unfinished transaction was rolled back, not committed
+            del cursor
+            await conn.invalidate()
+    finally:
+        await db.close()

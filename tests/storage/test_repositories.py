@@ -66,6 +66,14 @@ async def test_storyteller_round_trips_every_setting(store: Store) -> None:
     assert again.tool("ShoutFromCrowd").parameter_descriptions == (("Room", "r"), ("Text", "t"))  # type: ignore[union-attr]
     assert again.surveillance.cells({1: [101, 108]}) == {101, 201}
     assert (await store.storytellers.revisions()) == {again.id: 2}
+    # The listing reads plain rows, not the ORM objects `get` reads: the same storytellers.
+    other = await store.storytellers.create("Other Watch", replace(again, name="Other Watch"))
+    plain = await store.storytellers.create("Plain")
+    assert await store.storytellers.list() == [
+        again,
+        await store.storytellers.get(other.id),  # type: ignore[arg-type]
+        plain,
+    ]
 
 
 async def test_pause_unpause_toggles_paused_state(store: Store) -> None:
