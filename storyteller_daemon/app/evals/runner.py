@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import shutil
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -184,10 +184,10 @@ async def run_scenario(
         # Only the scenario's own heartbeat events happen, at the times it gives.
         runtime.daemon.heartbeats.holding = True
         task = asyncio.create_task(runtime.run(stop), name="eval-daemon")
-        await asyncio.wait_for(runtime.daemon.ready.wait(), settle_seconds)
-        await asyncio.wait_for(server.wait_subscriptions(1), settle_seconds)
-        driver = _Driver(runtime, world, clock, counting, st, settle_seconds)
+        driver = _Driver(runtime, task, world, clock, counting, st, settle_seconds)
         try:
+            await driver.bounded(runtime.daemon.ready.wait(), "start")
+            await driver.bounded(server.wait_subscriptions(1), "subscribe to the world")
             await driver.play(scenario.events, sources)
         except ScenarioRunError as exc:
             error = str(exc)
@@ -218,6 +218,7 @@ class _Driver:
     def __init__(
         self,
         runtime: Runtime,
+        daemon: asyncio.Task[None],
         world: SimWorld,
         clock: VirtualClock,
         counting: _Counting,
@@ -225,6 +226,7 @@ class _Driver:
         settle_seconds: float,
     ) -> None:
         self._runtime = runtime
+        self._daemon = daemon
         self._world = world
         self._clock = clock
         self._counting = counting
@@ -267,7 +269,7 @@ class _Driver:
         heard = [e.cursor for e in caused if e.cell_id in watched]
         if heard:
             wait = self._runtime.daemon.wait_cursor(heard[-1])
-            await self._bounded(wait, "receive the event")
+            await self.bounded(wait, "receive the event")
         return [f"{self._runtime.cfg.world.kind}:{e.cursor}" for e in caused]
 
     def _heartbeat(self, event: ScenarioEvent) -> Heartbeat:
@@ -305,12 +307,36 @@ class _Driver:
                 else:
                     quiet += 1
 
-        await self._bounded(rest(), "come to rest")
+        await self.bounded(rest(), "come to rest")
 
-    async def _bounded(self, work: Any, what: str) -> None:
-        try:
-            await asyncio.wait_for(work, self._settle_seconds)
-        except TimeoutError:
-            raise ScenarioRunError(
-                f"the daemon did not {what} within {self._settle_seconds:g} s (real time)"
-            ) from None
+    async def bounded(self, work: Awaitable[object], what: str) -> None:
+        """`work` done, while the daemon runs and within the settle time."""
+        await until_or_stopped(self._daemon, work, self._settle_seconds, what)
+
+
+async def until_or_stopped(
+    daemon: asyncio.Task[None], work: Awaitable[object], seconds: float, what: str
+) -> None:
+    """Wait for `work` (the daemon to `what`), unless the daemon's task ends first or `seconds`
+    of real time pass: then `work` is cancelled and the run fails saying which.
+
+    Raises:
+        ScenarioRunError: the daemon stopped, or did not `what` in time.
+    """
+    job = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait(
+            {job, daemon}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        if not job.done():
+            job.cancel()
+            await asyncio.gather(job, return_exceptions=True)
+    if job in done:
+        job.result()
+        return
+    if daemon in done:
+        failure = None if daemon.cancelled() else daemon.exception()
+        why = f"{type(failure).__name__}: {failure}" if failure is not None else "it returned"
+        raise ScenarioRunError(f"the daemon stopped before it could {what} ({why})")
+    raise ScenarioRunError(f"the daemon did not {what} within {seconds:g} s (real time)")
