@@ -51,7 +51,8 @@ SETTLE_AFTER = timedelta(minutes=15)
 QUIET_POLLS = 4
 POLL_SECONDS = 0.01
 """The daemon rests once, over this many polls this far apart (real time, the runner's own
-pacing), nothing was in flight and nothing touched the clock."""
+pacing), nothing was in flight (a model request, a database session, an attention pass, a
+turn) and nothing touched the clock."""
 TOKEN_ENV = "STORYTELLER_EVAL_BRIDGE_TOKEN"  # noqa: S105 - the name of a variable
 
 
@@ -291,6 +292,7 @@ class _Driver:
         pipeline = self._runtime.pipeline
         return bool(
             self._counting.in_flight
+            or self._runtime.store.db.in_use
             or pipeline.judging(self._id)
             or pipeline.turn_running(self._id)
         )
