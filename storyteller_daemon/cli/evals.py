@@ -195,7 +195,7 @@ def _show(report: EvalReport) -> None:
     for scenario in report.scenarios:
         for failure in scenario.failures[:1]:  # the first failing run tells the story
             say("")
-            say(f"FAILED {scenario.name} (run {failure.run} of {scenario.runs}):")
+            say(f"{scenario.name}: run {failure.run} of {scenario.runs} failed:")
             for result in failure.failed:
                 say(f"  {result.label}: got {result.detail}")
             for transcript in failure.transcripts:

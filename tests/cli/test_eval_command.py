@@ -59,7 +59,7 @@ def test_a_failing_scenario_shows_its_transcript_and_exits_one(pack: Path) -> No
         app, ["eval", str(pack), "--repeat", "2", "--junit", str(junit)], env={"COLUMNS": "200"}
     )
     assert result.exit_code == 1, result.output
-    assert "FAILED a cry of thief is ignored (run 1 of 2):" in result.output
+    assert "a cry of thief is ignored: run 1 of 2 failed:" in result.output
     assert "event 1 (say) is ignored: got attended" in result.output
     # the throw-away run's transcript, as `storyteller runs show` prints it
     assert "Run #" in result.output and "CreateSituation" in result.output
