@@ -9,7 +9,9 @@ expectation held in at least ``--threshold`` of the runs, 1 otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -84,13 +86,10 @@ async def evaluate(
         raise fail(f"pack {found.name} has no scenarios{which} (scenarios/*.toml)")
     cfg, configured = _config(ctx, model)
     chosen_model = eval_model(model, cfg)
-    # The daemons under test are throw-away: their start-up notes (the stand-in's banner, a
-    # model without a price) would bury the report; errors still show.
-    logging.getLogger("storyteller_daemon").setLevel(logging.ERROR)
     if not json_out:
         say(f"{len(chosen)} scenarios of {found.name} against {chosen_model.description}")
     try:
-        with _progress(len(chosen) * repeat) as tell:
+        with _errors_only(), _progress(len(chosen) * repeat) as tell:
             report = await evaluate(
                 found,
                 chosen,
@@ -140,6 +139,19 @@ async def _keep(ctx: typer.Context, report: EvalReport) -> None:
             await store.eval_results.add(kept_results(report, store.clock.now()))
     except StorageError as exc:
         err_console.print(f"the results were not kept: {escape(str(exc))}")
+
+
+@contextlib.contextmanager
+def _errors_only() -> Iterator[None]:
+    """The daemons under test are throw-away: their notes (the stand-in's banner, a model
+    without a price) would bury the report, so only their errors are logged meanwhile."""
+    daemon_log = logging.getLogger("storyteller_daemon")
+    level = daemon_log.level
+    daemon_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        daemon_log.setLevel(level)
 
 
 class _progress:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -135,3 +136,10 @@ def test_results_are_kept_in_the_configured_database(pack: Path) -> None:
     )
     assert "offline stand-in" in kept.model
     assert rounds == 2  # --no-keep kept nothing
+
+
+def test_the_daemons_notes_are_quiet_only_while_it_runs(pack: Path) -> None:
+    daemon_log = logging.getLogger("storyteller_daemon")
+    before = daemon_log.level
+    assert CliRunner().invoke(app, ["eval", str(pack), "--json"]).exit_code == 0
+    assert daemon_log.level == before
