@@ -160,6 +160,9 @@ class Database:
         # process take turns instead of contending for the file lock until a busy timeout.
         # (Other processes, such as the CLI, still wait on the lock with `busy_timeout_ms`.)
         self._turns: asyncio.Lock | None = asyncio.Lock() if self.dialect == "sqlite" else None
+        self.in_use = 0
+        """Sessions and reading connections open now (or waiting for their turn): the eval
+        runner's daemon is not at rest while the database works for it."""
 
     @property
     def dialect(self) -> str:
@@ -168,6 +171,16 @@ class Database:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction: see `_session`."""
+        self.in_use += 1
+        try:
+            async with self._session() as session:
+                yield session
+        finally:
+            self.in_use -= 1
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[AsyncSession]:
         """A session in a transaction: committed on success, rolled back on error.
 
         Inside `unit` the session is the unit's, its block a savepoint of the unit's one
@@ -225,11 +238,14 @@ class Database:
         consistent snapshot (WAL mode: never waiting for a writer), so a reading that needs
         several statements to agree must use a session instead.
         """
+        self.in_use += 1
         try:
             async with self._readers.connect() as connection:
                 yield connection
         except (OperationalError, DBAPIError) as exc:
             raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+        finally:
+            self.in_use -= 1
 
     async def close(self) -> None:
         """Dispose of the pool, and end SQLite connections a cancelled task left checked out.

@@ -13,7 +13,17 @@ from dashboard_rig import SCRIPT_ECHO, TOKEN, Rig, start_rig, stop_rig
 from storyteller_daemon.storage.runs import RunRepository
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-PAGES = ["/", "/timeline", "/runs", "/runs/1", "/costs", "/policy", "/situations", "/memories"]
+PAGES = [
+    "/",
+    "/timeline",
+    "/runs",
+    "/runs/1",
+    "/costs",
+    "/policy",
+    "/situations",
+    "/memories",
+    "/evals",
+]
 API_GETS = [
     "/api/overview",
     "/api/storytellers",
@@ -25,6 +35,7 @@ API_GETS = [
     "/api/policy",
     "/api/situations",
     "/api/memories",
+    "/api/evals",
     "/metrics",
     "/healthz",
 ]

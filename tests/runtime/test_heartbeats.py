@@ -151,3 +151,12 @@ async def test_a_heartbeat_more_than_half_a_period_late_is_counted_not_fired(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_a_holding_scheduler_fires_nothing_and_sleeps_on_no_clock(rig: Rig) -> None:
+    rig.scheduler.holding = True  # an eval's scenario fires its own heartbeats
+    rig.scheduler.sync([watcher(1, FIVE)])
+    await settle()
+    assert rig.clock.sleepers == 0 and rig.scheduler.job_ids() == [job_id(1, FIVE)]
+    await rig.clock.advance(FIVE.seconds * 3)
+    assert rig.fired == []

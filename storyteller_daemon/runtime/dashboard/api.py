@@ -62,6 +62,7 @@ class Api:
             web.get("/api/policy", self.policy),
             web.get("/api/situations", self.situations),
             web.get("/api/memories", self.memories),
+            web.get("/api/evals", self.evals),
             web.post("/api/storytellers/{id}/pause", self.pause),
             web.post("/api/storytellers/{id}/resume", self.resume),
             web.post("/api/kill-switch", self.kill_switch),
@@ -69,6 +70,9 @@ class Api:
 
     async def overview(self, request: web.Request) -> web.Response:
         return _json(await self.data.overview())
+
+    async def evals(self, request: web.Request) -> web.Response:
+        return _json(await self.data.evals())
 
     async def storytellers(self, request: web.Request) -> web.Response:
         return _json({"storytellers": await self.data.storyteller_names()})

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from storyteller_daemon.domain.eval_results import EvalRound
 from storyteller_daemon.storage.dashboard_queries import HourSpend
 
 WIDTH = 960
@@ -113,3 +114,40 @@ def cost_plots(spend: Sequence[HourSpend], start: datetime, hours: int) -> list[
         ),
         _plot("By purpose", spend, start, hours, lambda s: s.purpose),
     ]
+
+
+TREND_WIDTH = 480
+TREND_HEIGHT = 120
+
+
+def eval_trend(rounds: Sequence[EvalRound]) -> dict[str, Any]:
+    """One bar per evaluation, oldest first, as high as the share of scenarios that passed
+    (a full bar: every scenario run passed; an evaluation that ran none is a stub)."""
+    plot_height = TREND_HEIGHT - TOP - BOTTOM
+    slot = (TREND_WIDTH - LEFT) / max(len(rounds), 1)
+    bars = []
+    for i, one in enumerate(rounds):
+        share = one.share
+        height = max((share or 0.0) * plot_height, 1.0)
+        ran = one.passed + one.failed
+        bars.append(
+            {
+                "x": round(LEFT + i * slot + slot * 0.15, 2),
+                "y": round(TREND_HEIGHT - BOTTOM - height, 2),
+                "width": round(slot * 0.7, 2),
+                "height": round(height, 2),
+                "all_passed": share == 1.0,
+                "label": f"{one.evaluated_at:%Y-%m-%d %H:%M} UTC, {one.model}: {one.passed} of "
+                f"{ran} passed" + (f", {one.skipped} skipped" if one.skipped else ""),
+            }
+        )
+    return {
+        "width": TREND_WIDTH,
+        "height": TREND_HEIGHT,
+        "left": LEFT,
+        "bars": bars,
+        "y_ticks": [
+            {"y": round(TREND_HEIGHT - BOTTOM - f * plot_height, 2), "label": f"{f:.0%}"}
+            for f in (0.0, 0.5, 1.0)
+        ],
+    }

@@ -121,6 +121,7 @@ class Dashboard:
                 web.get("/policy", self.policy),
                 web.get("/situations", self.situations),
                 web.get("/memories", self.memories),
+                web.get("/evals", self.evals),
                 web.get("/login", self.login_form),
                 web.post("/login", self.login),
                 web.post("/logout", self.logout),
@@ -253,6 +254,9 @@ class Dashboard:
             character=character,
             storytellers=await self.data.storyteller_names(),
         )
+
+    async def evals(self, request: web.Request) -> web.Response:
+        return self.render(request, "evals.html", evals=await self.data.evals())
 
     # ------------------------------------------------------------------ login
 

@@ -23,7 +23,7 @@ from storyteller_daemon.domain.verdict_memory import RULE_PREFIX as SETTLED_RULE
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.runs.refusals import refusal_report
-from storyteller_daemon.runtime.dashboard.plot import cost_plots
+from storyteller_daemon.runtime.dashboard.plot import cost_plots, eval_trend
 from storyteller_daemon.runtime.dashboard.records import (
     memory_json,
     run_detail,
@@ -287,6 +287,40 @@ class DashboardData:
         )
         runs = await self.queries.runs_for_keys([m.provenance.run for m in found])
         return {"memories": [memory_json(m, runs) for m in found]}
+
+    async def evals(self) -> dict[str, Any]:
+        """Each storyteller's latest ``storyteller eval`` per scenario, and the trend of its
+        evaluations (the share of scenarios that passed each time)."""
+        kept = self.store.eval_results
+        rows = []
+        for name, results in sorted((await kept.latest()).items()):
+            newest = results[0]
+            rows.append(
+                {
+                    "storyteller": name,
+                    "evaluated_at": newest.evaluated_at.isoformat(),
+                    "model": newest.model,
+                    "passed": sum(r.passed for r in results),
+                    "failed": sum(not r.passed and not r.skipped for r in results),
+                    "skipped": sum(r.skipped for r in results),
+                    "scenarios": [
+                        {
+                            "scenario": r.scenario,
+                            "pack": r.pack,
+                            "passed": r.passed,
+                            "skipped": r.skipped,
+                            "pass_rate": r.pass_rate,
+                            "runs": r.runs,
+                            "tokens": r.tokens,
+                            "usd": r.usd,
+                            "seconds": r.seconds,
+                        }
+                        for r in results
+                    ],
+                    "trend": eval_trend(await kept.rounds(name)),
+                }
+            )
+        return {"storytellers": rows}
 
     async def storyteller_names(self) -> list[dict[str, Any]]:
         """Every storyteller's id and name (for filters)."""

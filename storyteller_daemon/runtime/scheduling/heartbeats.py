@@ -67,6 +67,9 @@ class HeartbeatScheduler:
         """Whether `run` is scheduling (shown by /healthz)."""
         self.missed: Counter[str] = Counter()
         """Heartbeats that came due more than half a period late, by `job_id`."""
+        self.holding = False
+        """True: nothing fires on schedule (a scenario run of ``storyteller eval`` fires the
+        heartbeats its scenario names, at their times); set before `run`."""
 
     def sync(self, storytellers: Iterable[Storyteller]) -> None:
         """Add and remove heartbeats so they match the storytellers' subscriptions; a kept one
@@ -89,8 +92,9 @@ class HeartbeatScheduler:
         self.running = True
         try:
             while True:
-                await self._fire_due(self._clock.now())
-                upcoming = self.next_due()
+                if not self.holding:
+                    await self._fire_due(self._clock.now())
+                upcoming = None if self.holding else self.next_due()
                 wait = None
                 if upcoming is not None:
                     wait = max(0.0, (upcoming - self._clock.now()).total_seconds())
