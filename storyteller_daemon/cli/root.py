@@ -92,6 +92,12 @@ COMMANDS: dict[str, Entry] = {
         "Benchmarks: pipeline throughput, reference search, the dashboard's pages and bad "
         "tool-call arguments.",
     ),
+    "eval": Entry(
+        "evals",
+        "evaluate",
+        "Run a pack's scenarios through the whole daemon against a model and report how often\n"
+        "each expectation held (exit 1 below the threshold).",
+    ),
     "runs": Entry(
         "runs", "app", "Run records: list and show what storytellers did, replay a turn, prune."
     ),

@@ -265,6 +265,18 @@ class TownState:
         self.sheet(character_id)
         self._status[character_id].online = online
 
+    def place(self, character_id: int, room_id: int) -> None:
+        """Put a character in a room and online, unseen and with no event recorded (where a
+        scenario or a snapshot starts it).
+
+        Raises:
+            WorldCommandError: If the character or the room does not exist.
+        """
+        self.sheet(character_id)
+        self.room_of(room_id)
+        self._status[character_id].location_id = room_id
+        self._status[character_id].online = True
+
     def add_zone_cell(self, zone_id: int, room_id: int) -> None:
         """Move a room into a zone (a room is in exactly one zone at a time).
 
