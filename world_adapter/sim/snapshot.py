@@ -123,18 +123,20 @@ class SnapshotWorld(SimWorld):
 
 
 def load_snapshot(
-    path: Path,
-    *,
-    epoch: str = "snapshot-1",
+    path: str | Path,
     clock: Callable[[], datetime] | None = None,
+    epoch: str = "snapshot-1",
+    *,
     buffer_size: int = 10_000,
 ) -> SnapshotWorld:
-    """The world the snapshot in `path` describes.
+    """The world the snapshot in `path` describes, on `clock` (default: UTC now), its event
+    cursors of `epoch`.
 
     Raises:
         SnapshotError: The file cannot be read or does not describe a world (one line naming
             the file and the problem).
     """
+    path = Path(path)
     snapshot = read_snapshot(path)
     try:
         return SnapshotWorld(snapshot, epoch=epoch, clock=clock, buffer_size=buffer_size)
