@@ -93,3 +93,15 @@ async def test_what_needs_a_language_model_the_stand_in_fails(name: str) -> None
     report = await _against_the_stand_in(pack, marked)
     passed = [s.name for s in report.scenarios if all(r.rate == 1.0 for r in s.rates)]
     assert passed == []
+
+
+def test_the_seed_readme_counts_the_scenarios() -> None:
+    text = (SEED_DIR / "README.md").read_text(encoding="utf-8")
+    section = text.split("## The scenarios each pack ships", 1)[1].split("\n## ", 1)[0]
+    for name in PACKS:
+        found = read_scenarios(read_pack(name))
+        needing = sum(1 for item in found if item.scenario.needs is Needs.LANGUAGE_MODEL)
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1] == str(len(found))
+        assert cells[3].startswith(f"{needing}:")
