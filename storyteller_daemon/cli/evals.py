@@ -22,6 +22,7 @@ from storyteller_daemon.cli.support import (
     console,
     err_console,
     fail,
+    open_store,
     print_json,
     run_async,
     say,
@@ -60,6 +61,13 @@ async def evaluate(
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write the report as JUnit XML here.")
     ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep/--no-keep",
+            help="Keep the results in the configured database (the dashboard's Evals page).",
+        ),
+    ] = True,
     json_out: JsonFlag = False,
 ) -> None:
     """Run a pack's scenarios through the whole daemon against a model and report how often
@@ -73,7 +81,8 @@ async def evaluate(
     if not chosen:
         which = f" matching '{scenario}'" if scenario else ""
         raise fail(f"pack {found.name} has no scenarios{which} (scenarios/*.toml)")
-    chosen_model = eval_model(model, _config(ctx, model))
+    cfg, configured = _config(ctx, model)
+    chosen_model = eval_model(model, cfg)
     # The daemons under test are throw-away: their start-up notes (the stand-in's banner, a
     # model without a price) would bury the report; errors still show.
     logging.getLogger("storyteller_daemon").setLevel(logging.ERROR)
@@ -83,7 +92,7 @@ async def evaluate(
         report = await evaluate(
             found,
             chosen,
-            base=_config(ctx, model),
+            base=cfg,
             model=chosen_model,
             real=SystemClock(),
             repeat=repeat,
@@ -92,6 +101,8 @@ async def evaluate(
         )
     if junit is not None:
         junit.write_text(junit_xml(report), encoding="utf-8")
+    if configured and keep:
+        await _keep(ctx, report)
     if json_out:
         print_json(report.to_json())
     else:
@@ -100,17 +111,31 @@ async def evaluate(
         raise typer.Exit(1)
 
 
-def _config(ctx: typer.Context, model: str) -> Config:
-    """The configuration; the stand-in needs none (then the defaults)."""
+def _config(ctx: typer.Context, model: str) -> tuple[Config, bool]:
+    """The configuration, and whether there is one: the stand-in needs none (then the
+    defaults, and nothing is kept)."""
     from storyteller_daemon.config import parse_config
     from storyteller_daemon.errors import ConfigError
 
     try:
-        return state(ctx).config()
+        return state(ctx).config(), True
     except ConfigError:
         if model != "stand-in":
             raise
-        return parse_config({}, "defaults")
+        return parse_config({}, "defaults"), False
+
+
+async def _keep(ctx: typer.Context, report: EvalReport) -> None:
+    """Keep the results in the configured database; a database that cannot take them is
+    reported on stderr, and the evaluation's outcome stands."""
+    from storyteller_daemon.app.evals.report import kept_results
+    from storyteller_daemon.errors import StorageError
+
+    try:
+        async with open_store(ctx) as store:
+            await store.eval_results.add(kept_results(report, store.clock.now()))
+    except StorageError as exc:
+        err_console.print(f"the results were not kept: {escape(str(exc))}")
 
 
 class _progress:

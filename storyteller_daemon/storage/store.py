@@ -11,6 +11,7 @@ from storyteller_daemon.storage.character_data import CharacterDataRepository
 from storyteller_daemon.storage.dashboard_queries import DashboardQueries
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
+from storyteller_daemon.storage.eval_results import EvalResultRepository
 from storyteller_daemon.storage.inbox import InboxRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.memories import MemoryRepository
@@ -54,6 +55,7 @@ class Store:
         self.approvals = ApprovalRepository(db)
         self.policy_actions = PolicyActionRepository(db)
         self.dashboard = DashboardQueries(db)
+        self.eval_results = EvalResultRepository(db)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock) -> Store:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -11,7 +12,10 @@ from lxml import etree
 from typer.testing import CliRunner
 
 from storyteller_daemon.cli import app
+from storyteller_daemon.clock import SystemClock
+from storyteller_daemon.domain.eval_results import EvalResult
 from storyteller_daemon.interchange.packs.files import SEED_DIR
+from storyteller_daemon.storage.store import Store
 
 SCHEMA = Path(__file__).parents[1] / "data" / "evals" / "junit.xsd"
 # The stand-in attends to watch words ("thief"): a scenario wanting it ignored fails.
@@ -100,3 +104,34 @@ def test_a_model_that_cannot_be_used_is_one_line(pack: Path) -> None:
         assert result.exit_code == 78, result.output
         assert problem in result.output and "Traceback" not in result.output
         assert len(result.output.strip().splitlines()) == 1
+
+
+def test_results_are_kept_in_the_configured_database(pack: Path) -> None:
+    db = pack.parent / "kept.db"
+    url = f"sqlite+aiosqlite:///{db}"
+    unmigrated = CliRunner().invoke(app, ["--db", url, "eval", str(pack)])
+    assert unmigrated.exit_code == 0, unmigrated.output
+    assert "the results were not kept" in unmigrated.output and "db upgrade" in unmigrated.output
+    assert CliRunner().invoke(app, ["--db", url, "db", "upgrade"]).exit_code == 0
+    for _ in range(2):
+        assert CliRunner().invoke(app, ["--db", url, "eval", str(pack)]).exit_code == 0
+    assert CliRunner().invoke(app, ["--db", url, "eval", str(pack), "--no-keep"]).exit_code == 0
+
+    async def read() -> tuple[dict[str, list[EvalResult]], int]:
+        store = Store.open(url, clock=SystemClock())
+        try:
+            return await store.eval_results.latest(), len(
+                await store.eval_results.rounds("Harbour Ward Watch")
+            )
+        finally:
+            await store.close()
+
+    latest, rounds = asyncio.run(read())
+    (kept,) = latest["Harbour Ward Watch"]
+    assert (kept.scenario, kept.passed, kept.pack) == (
+        "a cry of thief on the quay opens a situation",
+        True,
+        "harbour-ward",
+    )
+    assert "offline stand-in" in kept.model
+    assert rounds == 2  # --no-keep kept nothing

@@ -37,6 +37,7 @@ EXPECTED_TABLES = {
     "cost_ledger",
     "policy_approvals",
     "policy_actions",
+    "eval_results",
 }
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from storyteller_daemon.app.evals.observe import Transcript
+from storyteller_daemon.domain.eval_results import EvalResult
 from storyteller_daemon.domain.scenarios import Rate, Result, passes
 from storyteller_daemon.interchange.packs.scenarios import PackScenario
 
@@ -123,6 +125,28 @@ class EvalReport:
             "counts": {"passed": passed, "failed": failed, "skipped": skipped},
             "scenarios": [s.to_json(self.threshold) for s in self.scenarios],
         }
+
+
+def kept_results(report: EvalReport, evaluated_at: datetime) -> list[EvalResult]:
+    """The report as the rows the database keeps (one per scenario), for the dashboard."""
+    return [
+        EvalResult(
+            storyteller=s.storyteller,
+            pack=report.pack,
+            scenario=s.name,
+            model=report.model,
+            evaluated_at=evaluated_at,
+            runs=s.runs,
+            threshold=report.threshold,
+            pass_rate=min((r.rate for r in s.rates), default=1.0),
+            passed=s.skipped is None and s.passed(report.threshold),
+            skipped=s.skipped is not None,
+            tokens=s.tokens,
+            usd=s.usd,
+            seconds=s.seconds,
+        )
+        for s in report.scenarios
+    ]
 
 
 def junit_xml(report: EvalReport) -> str:

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Float,
     ForeignKey,
     Index,
@@ -100,3 +101,26 @@ class AuditRow(Base):
     action: Mapped[str] = mapped_column(String(40))
     subject: Mapped[str] = mapped_column(String(200))
     detail: Mapped[str] = mapped_column(Text)
+
+
+class EvalResultRow(Base):
+    """One scenario of one ``storyteller eval`` (see `storyteller_daemon.storage.eval_results`)."""
+
+    __tablename__ = "eval_results"
+    __table_args__ = (Index("ix_eval_results_storyteller", "storyteller", "evaluated_at"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    storyteller: Mapped[str] = mapped_column(String(200))
+    """By name: evaluations run on a throw-away copy of the pack, not on this database's rows."""
+    pack: Mapped[str] = mapped_column(String(200))
+    scenario: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200))
+    evaluated_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    runs: Mapped[int] = mapped_column(Integer)
+    threshold: Mapped[float] = mapped_column(Float)
+    pass_rate: Mapped[float] = mapped_column(Float)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    skipped: Mapped[bool] = mapped_column(Boolean)
+    tokens: Mapped[float] = mapped_column(Float)
+    cost_usd: Mapped[float] = mapped_column(Float)
+    seconds: Mapped[float] = mapped_column(Float)
