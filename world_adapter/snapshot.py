@@ -3,10 +3,10 @@
 `take_snapshot` asks a `WorldClient` everything its read queries can tell: the zones and their
 rooms (names, descriptions, who is in them), the exits between them (found by asking for a path
 of one exit between every two rooms, and what kind of door it passes through by asking again
-with stricter door rules), the characters in the rooms and online with their descriptions and
-plans, the landmarks, the prog catalogue, each room's date and time and the calendars they are
-read by, and the items the caller names by id (no query lists a world's items). Nothing is sent
-that changes the world.
+with stricter door rules), the characters in those rooms with their descriptions and plans (a
+character elsewhere has no room to stand in), the landmarks, the prog catalogue, each room's
+date and time and the calendars they are read by, and the items the caller names by id (no
+query lists a world's items). Nothing is sent that changes the world.
 
 `read_snapshot` and `write_snapshot` keep it as JSON; `world_adapter.sim.snapshot` builds an
 in-process world from it. A snapshot asks ``rooms × rooms`` path queries: limit it to some zones
@@ -114,7 +114,7 @@ async def take_snapshot(
     room_ids = sorted({r for rooms in cells.values() for r in rooms})
     rooms = [room for r in room_ids if (room := await client.room(r)) is not None]
     exits = await _exits(client, [r.id for r in rooms])
-    online = sorted(c.id for c in await client.online_players())
+    online = sorted(c.id for c in await client.online_players() if c.location_id in room_ids)
     landmarks = [
         found
         for mark in await client.landmarks()

@@ -36,7 +36,7 @@ async def _snapshot_file(tmp_path: Path, world: SimWorld, **options: object) -> 
 
 async def test_the_loaded_town_answers_the_same_look_ups(tmp_path: Path) -> None:
     town = SimWorld.harbour_town(clock=_clock)
-    copy = load_snapshot(await _snapshot_file(tmp_path, town, items=[351, 304]), clock=_clock)
+    copy = load_snapshot(await _snapshot_file(tmp_path, town, items=[351, 304]), _clock)
 
     assert await copy.zones() == await town.zones()
     for room in ROOMS:
@@ -66,7 +66,7 @@ async def test_the_loaded_town_answers_the_same_look_ups(tmp_path: Path) -> None
 async def test_paths_agree_under_every_door_rule(tmp_path: Path) -> None:
     town = SimWorld.harbour_town(clock=_clock)
     town.set_door(2, closed=True)  # the tavern door, open in the map, closed when taken
-    copy = load_snapshot(await _snapshot_file(tmp_path, town), clock=_clock)
+    copy = load_snapshot(await _snapshot_file(tmp_path, town), _clock)
     rules = [r for r in DoorRule if r is not DoorRule.INCLUDE_UNLOCKABLE]
     for origin, destination in itertools.permutations(ROOMS, 2):
         for rule in rules:
@@ -85,9 +85,18 @@ async def test_only_the_zones_asked_for(tmp_path: Path) -> None:
     town = SimWorld.harbour_town(clock=_clock)
     taken = await take_snapshot(town, game="sim", taken_at=NOON, zones=[2])
     assert [r.id for r in taken.rooms] == list(range(201, 206))
-    assert {c.id for c in taken.characters} == {1003, 2001} | {
-        c.id for c in await town.online_players()
-    }
+    assert {c.id for c in taken.characters} == {1003, 2001}
+    assert taken.online_players == (1003,)
+    path = tmp_path / "old-town.json"
+    write_snapshot(taken, path)
+    copy = load_snapshot(path, _clock)
+    assert await copy.zones() == {2: frozenset(range(201, 206))}
+    assert [c.id for c in await copy.online_players()] == [1003]
+    assert (await copy.path(201, 205, PathRule(DoorRule.IGNORE))).directions == (
+        "n",
+        "e",
+        "enter door",
+    )
     with pytest.raises(SnapshotError, match=r"^the world has no zone 7 \(zones: 1, 2\)$"):
         await take_snapshot(town, game="sim", taken_at=NOON, zones=[7])
     with pytest.raises(SnapshotError, match=r"^the world has no item 9999$"):
@@ -96,7 +105,7 @@ async def test_only_the_zones_asked_for(tmp_path: Path) -> None:
 
 async def test_a_prog_checks_its_arguments_and_records_the_call(tmp_path: Path) -> None:
     town = SimWorld.harbour_town(clock=_clock)
-    copy = load_snapshot(await _snapshot_file(tmp_path, town), clock=_clock)
+    copy = load_snapshot(await _snapshot_file(tmp_path, town), _clock)
     done = await copy.execute_prog("EchoToRoom", {"Room": 103, "Text": "The fire gutters."}, "k1")
     assert done.value is True and done.return_type == "Boolean"
     sent = await copy.execute_prog("DispatchWatchman", {"Room": 101, "Reason": "a brawl"}, "k2")
@@ -114,7 +123,7 @@ async def test_a_prog_checks_its_arguments_and_records_the_call(tmp_path: Path) 
 
 async def test_the_loaded_town_lives_like_the_sim(tmp_path: Path) -> None:
     town = SimWorld.harbour_town(clock=_clock)
-    copy = load_snapshot(await _snapshot_file(tmp_path, town), clock=_clock)
+    copy = load_snapshot(await _snapshot_file(tmp_path, town), _clock)
     said = copy.say(1001, "Who cut these nets?")
     assert said.cell_id == 101 and said.zone_id == 1
     copy.move(1001, 102)
