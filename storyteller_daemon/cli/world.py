@@ -2,20 +2,23 @@
 
 Zones, rooms, progs, characters and who is online, as the world's own queries answer them, so
 an admin can find the ids a pack names (surveillance zones and rooms, prog names and their
-parameter types). Nothing here changes the world: only the protocol's read queries are sent.
+parameter types); `snapshot` writes all of it to one JSON file that a scenario can run over.
+Nothing here changes the world: only the protocol's read queries are sent.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from storyteller_daemon.cli.support import JsonFlag, console, print_json, run_async, state, table
-from storyteller_daemon.errors import NotFoundError
+from storyteller_daemon.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
     from storyteller_daemon.app.world_access import ReachedWorld
@@ -180,3 +183,54 @@ async def online(ctx: typer.Context, seconds: Timeout = 5.0, as_json: JsonFlag =
         return
     rows = [(c.id, c.name, c.location_name, c.location_id) for c in found]
     table("Online players", ["Id", "Name", "Room", "Room id"], rows, wide={"Name", "Room"})
+
+
+@app.command("snapshot")
+@run_async
+async def snapshot(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the snapshot to this file (default: standard output)."),
+    ] = None,
+    zone: Annotated[
+        list[int] | None, typer.Option("--zone", help="Only this zone's rooms (repeatable).")
+    ] = None,
+    item: Annotated[
+        list[int] | None, typer.Option("--item", help="Also record this item (repeatable).")
+    ] = None,
+    seconds: Timeout = 5.0,
+) -> None:
+    """The world as its read queries see it now, as JSON: rooms, exits, characters, progs.
+
+    A scenario runs over the file with `world = "FILE"`. Exits are found by asking for a path
+    between every two rooms, so limit a large game to some zones with --zone.
+    """
+    from storyteller_daemon.clock import SystemClock
+    from world_adapter.snapshot import SnapshotError, dump_snapshot, take_snapshot, write_snapshot
+
+    async with _world(ctx, seconds) as world:
+        try:
+            taken = await world.ask(
+                take_snapshot(
+                    world.client,
+                    game=world.identity,
+                    taken_at=SystemClock().now(),
+                    zones=zone or None,
+                    items=item or (),
+                )
+            )
+        except SnapshotError as exc:
+            raise NotFoundError(f"{world.where}: {exc}") from None
+    if out is None:
+        sys.stdout.write(dump_snapshot(taken))
+        return
+    try:
+        write_snapshot(taken, out)
+    except OSError as exc:
+        raise ValidationError(f"cannot write {out}: {exc.strerror or exc}") from None
+    console.print(
+        f"{out}: {len(taken.rooms)} rooms, {len(taken.exits)} exits, "
+        f"{len(taken.characters)} characters, {len(taken.progs)} progs of {world.identity}",
+        markup=False,
+    )

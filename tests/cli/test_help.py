@@ -118,7 +118,7 @@ def test_root_help_lists_every_command_group() -> None:
         (("audit",), ["list"]),
         (("aisr",), AISR),
         (("mcp",), ["serve"]),
-        (("world",), ["zones", "rooms", "room", "progs", "character", "online"]),
+        (("world",), ["zones", "rooms", "room", "progs", "character", "online", "snapshot"]),
         (("aisr", "set", "REF"), AISR_SET),
     ],
 )
