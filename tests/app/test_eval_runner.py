@@ -204,12 +204,14 @@ async def test_a_snapshot_world_runs_through_the_loader_it_is_given(tmp_path: Pa
         return world
 
     model = EvalModel(_scripted(), "scripted")
-    with pytest.raises(ConfigError, match=r"snap\.toml: world: world snapshots cannot be run here"):
+    # The shipped loader refuses a file that holds no world, naming the scenario, before
+    # anything runs.
+    with pytest.raises(ConfigError, match=r"snap\.toml: world: .*docks\.json"):
         await evaluate(pack, chosen, base=_priced(), model=model, real=SystemClock())
     report = await evaluate(
         pack, chosen, base=_priced(), model=model, real=SystemClock(), load_snapshot=load
     )
-    assert loaded == [str(snapshot.resolve())]
+    assert loaded == [str(snapshot.resolve())] * 2  # checked before the runs, then run
     assert _held(report) == {"the run completed": True, "event 1 (say) is attended": True}
     turns = [t for f in report.scenarios[0].failures for t in f.transcripts]
     assert turns == []  # nothing failed
@@ -231,6 +233,23 @@ async def test_a_world_that_refuses_an_event_fails_the_run_with_its_reason(
         "the world refused a say: No character with id 9999 exists."
     )
     assert got["event 1 (say) is attended"] == "never judged"
+
+
+async def test_a_heartbeat_the_storyteller_does_not_have_fails_the_run_naming_its_own(
+    tmp_path: Path,
+) -> None:
+    pack = _pack(tmp_path)
+    (pack.path / "scenarios" / "hourly.toml").write_text(
+        'name = "an hourly beat"\n[[events]]\nat = "0s"\naction = "heartbeat"\n'
+        'values = { heartbeat = "1h" }\n',
+        encoding="utf-8",
+    )
+    report = await _run(read_pack(pack.path), EvalModel(_scripted(), "scripted"))
+    (failure,) = report.scenarios[0].failures
+    got = {r.label: r.detail for r in failure.failed}
+    assert got["the run completed"] == (
+        "Harbour Ward Watch has no 1h heartbeat (it has: 10m, 30m)"
+    )
 
 
 def test_the_model_is_named_by_stand_in_configured_or_endpoint_and_model() -> None:

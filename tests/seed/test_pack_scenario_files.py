@@ -1,8 +1,7 @@
 """The seed packs' scenario files: every one parses, each pack ships at least fifteen covering
-its remit, one or more over the snapshot of the sim town it ships; those scenarios pass against
-the offline stand-in in a world built from the snapshot, and a scenario marked as needing a
-language model is one the stand-in fails (so the mark is never a way round a pass it could
-make)."""
+its remit, one or more over the snapshot of the sim town it ships (they run, with the rest, in
+test_seed_scenarios), and a scenario marked as needing a language model is one the stand-in
+fails (so the mark is never a way round a pass it could make)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import pytest
 
 from storyteller_daemon.app.evals import EvalReport, evaluate, find_scenarios
 from storyteller_daemon.app.evals.models import eval_model
-from storyteller_daemon.app.evals.worlds import SnapshotLoader
 from storyteller_daemon.bundled import example_config
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.config import load_config
@@ -24,7 +22,6 @@ from world_adapter.sim import SimWorld
 from world_adapter.sim.snapshot import load_snapshot
 
 PACKS = ["harbour-ward", "narrative-steward", "harbour-director"]
-LOADER: SnapshotLoader = load_snapshot
 
 
 @pytest.mark.parametrize("name", PACKS)
@@ -60,25 +57,7 @@ async def _against_the_stand_in(pack: Pack, chosen: list[PackScenario]) -> EvalR
         base=cfg,
         model=eval_model("stand-in", cfg),
         real=SystemClock(),
-        load_snapshot=LOADER,
     )
-
-
-@pytest.mark.parametrize("name", PACKS)
-async def test_the_snapshot_scenarios_pass_against_the_stand_in(name: str) -> None:
-    pack = read_pack(name)
-    chosen = [item for item in find_scenarios(pack) if item.scenario.world != "sim"]
-    shipped = (SEED_DIR / name / "snapshots" / "harbour-town.json").resolve()
-    assert chosen and all(item.scenario.world == str(shipped) for item in chosen)
-    report = await _against_the_stand_in(pack, chosen)
-    broken = [
-        f"{s.source.name}: {r.label} (got {'; '.join(r.details)})"
-        for s in report.scenarios
-        for r in s.rates
-        if r.rate < 1.0
-    ]
-    assert broken == []
-    assert all(s.skipped is None for s in report.scenarios)
 
 
 @pytest.mark.parametrize("name", PACKS)

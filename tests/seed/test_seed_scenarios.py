@@ -1,7 +1,6 @@
 """Every seed pack's scenarios on the sim town pass against the offline stand-in (those that need
 a language model are skipped and say so), so ``make test`` holds the packs to their own
-behaviour. Scenarios over a world snapshot need the snapshot loader, which their own test
-passes to `evaluate`."""
+behaviour, over the sim town and over the snapshots the packs ship."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ def test_the_seed_packs_ship_scenarios() -> None:
 @pytest.mark.parametrize("name", WITH_SCENARIOS)
 async def test_a_seed_pack_passes_its_scenarios_against_the_stand_in(name: str) -> None:
     pack = read_pack(name)
-    chosen = [item for item in find_scenarios(pack) if item.scenario.world == "sim"]
+    chosen = find_scenarios(pack)
     assert chosen
     cfg = load_config(example_config())
     stand_in: EvalModel = eval_model("stand-in", cfg)

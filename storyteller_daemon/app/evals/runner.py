@@ -31,6 +31,7 @@ from storyteller_daemon.app.evals.worlds import (
     SnapshotLoader,
     open_world,
     perform,
+    read_snapshot,
 )
 from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.app.wiring import build_runtime
@@ -138,7 +139,7 @@ async def run_scenario(
     base: Config,
     model: EvalModel,
     real: Clock,
-    load_snapshot: SnapshotLoader | None = None,
+    load_snapshot: SnapshotLoader = read_snapshot,
     settle_seconds: float = 300.0,
 ) -> RunOutcome:
     """Run `scenario` once on a copy of `template` (a database the pack was seeded into).
@@ -276,7 +277,13 @@ class _Driver:
     def _heartbeat(self, event: ScenarioEvent) -> Heartbeat:
         named = event.values.get("heartbeat")
         if named is not None:
-            return Heartbeat(str(named))
+            beat = Heartbeat(str(named))
+            if beat not in self._st.heartbeats:  # it would be ignored, not judged
+                kept = ", ".join(sorted(h.value for h in self._st.heartbeats)) or "none"
+                raise ScenarioRunError(
+                    f"{self._st.name} has no {beat.value} heartbeat (it has: {kept})"
+                )
+            return beat
         if not self._st.heartbeats:
             raise ScenarioRunError(f"{self._st.name} subscribes to no heartbeat")
         return min(self._st.heartbeats, key=lambda h: h.seconds)

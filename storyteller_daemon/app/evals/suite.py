@@ -17,7 +17,7 @@ from pathlib import Path
 from storyteller_daemon.app.evals.observe import Transcript
 from storyteller_daemon.app.evals.report import EvalReport, FailedRun, ScenarioReport
 from storyteller_daemon.app.evals.runner import EvalModel, run_scenario
-from storyteller_daemon.app.evals.worlds import SIM, SnapshotLoader
+from storyteller_daemon.app.evals.worlds import SIM, SnapshotLoader, read_snapshot
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.domain.names import name_key
@@ -81,7 +81,7 @@ async def evaluate(
     repeat: int = 1,
     threshold: float = 0.8,
     progress: Progress | None = None,
-    load_snapshot: SnapshotLoader | None = None,
+    load_snapshot: SnapshotLoader = read_snapshot,
     settle_seconds: float = 300.0,
 ) -> EvalReport:
     """Run every scenario `repeat` times against `model` and report the pass rates.
@@ -93,14 +93,15 @@ async def evaluate(
         raise ValueError(f"--repeat must be at least 1, not {repeat}")
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"the pass-rate threshold must be between 0 and 1, not {threshold}")
-    if load_snapshot is None:
-        for item in scenarios:
-            if item.scenario.world != SIM:
-                raise ConfigError(
-                    display_path(item.source),
-                    'world snapshots cannot be run here yet; use world = "sim"',
-                    "world",
-                )
+    checked: set[str] = set()
+    for item in scenarios:  # a snapshot that holds no world is refused before anything runs
+        spec = item.scenario.world
+        if spec != SIM and spec not in checked:
+            try:
+                load_snapshot(spec, real.now, "eval-check")
+            except (OSError, ValueError) as exc:
+                raise ConfigError(display_path(item.source), str(exc), "world") from None
+            checked.add(spec)
     reports = []
     with tempfile.TemporaryDirectory(prefix="storyteller-eval-") as tmp:
         workdir = Path(tmp)

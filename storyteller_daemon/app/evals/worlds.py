@@ -2,9 +2,10 @@
 
 `open_world` is the seam between a scenario's ``world`` and the world the daemon under test
 watches: ``sim`` is the embedded harbour town; a snapshot file (taken from a live game with
-``storyteller world snapshot``) is loaded by `load_snapshot` where that command's loader is
-available. `perform` makes one scenario event happen in the world and returns the world events
-it caused, so the runner can look up what the storyteller made of each.
+``storyteller world snapshot``) is loaded by `load_snapshot` (the sim world built from it,
+unless a test gives another loader). `perform` makes one scenario event happen in the world
+and returns the world events it caused, so the runner can look up what the storyteller made
+of each.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from storyteller_daemon.domain.scenarios import ScenarioEvent
-from storyteller_daemon.errors import ConfigError
 from world_adapter.errors import WorldCommandError
 from world_adapter.events import CharacterState, WorldEvent
 from world_adapter.sim import SimWorld
+from world_adapter.sim.snapshot import load_snapshot as read_snapshot
 
 SIM = "sim"
 
@@ -29,7 +30,7 @@ def open_world(
     now: Callable[[], datetime],
     epoch: str,
     *,
-    load_snapshot: SnapshotLoader | None = None,
+    load_snapshot: SnapshotLoader = read_snapshot,
 ) -> SimWorld:
     """A fresh world for one run of a scenario, on the run's clock.
 
@@ -37,15 +38,13 @@ def open_world(
         spec: the scenario's ``world``: ``sim``, or the path of a snapshot file.
         now: the run's virtual time (the events' timestamps).
         epoch: the world's event epoch (one per run, so no two runs' cursors meet).
-        load_snapshot: reads a snapshot file into a world; None: snapshots cannot be run.
+        load_snapshot: reads a snapshot file into a world.
 
     Raises:
-        ConfigError: a snapshot was asked for and no loader was given.
+        ValueError: the snapshot file does not hold a world (its loader's one-line reason).
     """
     if spec == SIM:
         return SimWorld.harbour_town(clock=now, epoch=epoch)
-    if load_snapshot is None:
-        raise ConfigError(spec, 'world snapshots cannot be run here yet; use world = "sim"')
     return load_snapshot(spec, now, epoch)
 
 
