@@ -218,11 +218,17 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
             kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
             for kind, u in sorted(oracle.log.usage.items())
         },
+        "tool-loop input tokens by part (share)": oracle.turn_tokens.shares(),
+        "tool-loop input cached (share)": _cached_share(oracle.log.usage.get("turn_round")),
         "world requests per 1,000 events": round(f.world_requests * 1000 / len(items), 1),
         "input tokens": usage_total.input_tokens,
         "cached input tokens": usage_total.cached_tokens,
         "output tokens": usage_total.output_tokens,
         f"USD per hour at {options.price_model} prices": round(usd, 4) if usd is not None else None,
+        "USD per hour at the storyteller's models": round(
+            oracle.turn_tokens.usd(cfg.model.prices) / hours, 4
+        ),
+        "the storyteller's models": sorted(oracle.turn_tokens.by_model),
         "event → verdict p50 / p95 (s)": [
             round(stats.verdict_latency.percentile(0.5), 2),
             round(stats.verdict_latency.percentile(0.95), 2),
@@ -242,3 +248,10 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
         "speed-up": options.speedup,
         "at": f.at.isoformat(timespec="seconds"),
     }
+
+
+def _cached_share(usage: Usage | None) -> float | None:
+    """Cached input tokens as a share of input tokens (None without requests)."""
+    if usage is None or not usage.input_tokens:
+        return None
+    return round(usage.cached_tokens / usage.input_tokens, 3)
