@@ -14,6 +14,11 @@ The rules follow FutureMUD's storyteller loop, with its known bugs fixed:
   ``malformed_json_retries`` batches in a row (a clean batch resets the count);
 * a batch of only Noop calls ends the turn; so does ``max_rounds``; so does the wall-clock
   budget ``turn_seconds``, checked before each round and bounding each request;
+* beyond FutureMUD, a batch that ends with Noop after acts (progs, writing built-ins) that all
+  succeeded ends the turn too (`_signed_off`): the model said in the same response that it had
+  nothing more to do, so the round FutureMUD would ask only to hear Noop again is not asked.
+  A batch with a look-up, or with a failed, refused or malformed call, goes on, so the model
+  reads what it asked for or what went wrong;
 * the model's free text is recorded, never acted on.
 
 Beyond FutureMUD, a call identical to one already dispatched in this turn (same tool, same
@@ -73,7 +78,9 @@ from storyteller_daemon.agent.tools.registry import (
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import Clock, DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.mcp import PREFIX as MCP_PREFIX
 from storyteller_daemon.domain.storytellers import Storyteller
+from storyteller_daemon.domain.tool_names import READ_ONLY_TOOLS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 
 log = logging.getLogger(__name__)
@@ -81,6 +88,8 @@ log = logging.getLogger(__name__)
 MISSING_CALL_FEEDBACK = (
     "You must respond with at least one tool call. If no world change is needed, call Noop."
 )
+_LOOKUPS = frozenset(name.lower() for name in READ_ONLY_TOOLS)
+"""The built-ins that only read, lower-cased (names match case-insensitively)."""
 MALFORMED_FEEDBACK = (
     "One or more tool calls used malformed JSON. Retry with valid JSON arguments that exactly "
     "match the declared tool schemas."
@@ -232,6 +241,8 @@ class ToolLoop:
             )
             if all(c.skipped for c in calls):
                 return TurnOutcome.COMPLETED
+            if _signed_off(calls):
+                return TurnOutcome.COMPLETED
 
     def _request(self, turn: TurnState) -> ModelRequest:
         scope = turn.trigger.scope
@@ -305,6 +316,27 @@ class ToolLoop:
                 }
             )
         return records
+
+
+def _signed_off(calls: Sequence[CallRecord]) -> bool:
+    """Whether a batch ends with Noop after acts that all succeeded (see the module notes).
+
+    An act is a call that changes something: a custom tool (a prog) or a built-in that writes.
+    A look-up (a read-only built-in, an MCP server's tool) is made to be read, so a batch
+    holding one goes on to the next round whatever comes after it.
+    """
+    *acts, last = calls
+    return (
+        bool(acts)
+        and is_noop(last.name)
+        and all(
+            c.envelope.get("ok") is True
+            and not c.malformed
+            and c.name.strip().lower() not in _LOOKUPS
+            and not c.name.strip().lower().startswith(MCP_PREFIX)
+            for c in acts
+        )
+    )
 
 
 async def _kept(ctx: ToolContext, turn_key: str) -> dict[str, str]:
