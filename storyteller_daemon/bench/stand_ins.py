@@ -3,7 +3,8 @@
 `ScaledClock` is the daemon's clock running faster than real time. `Oracle` is the model: it
 answers attention requests from the stream's labels (breaking the verdict contract on a share of
 them, `bench.contract_faults`) and turn rounds with ``Noop`` (or one narration through
-``EchoToRoom``), with latency and with token counts estimated from request and reply sizes,
+``EchoToRoom`` and a note, closed by ``Noop`` in the same response), with latency and with
+token counts estimated from request and reply sizes,
 logging them in a `RequestLog`. `ProgLog` counts what the world ran; `LIST_PRICES` are the
 prices the bench's configuration holds.
 """
@@ -241,6 +242,9 @@ class Oracle:
                         "RoomId": act["Room"],
                     }
                     acts.append(("CreateSituation", note))
+                if any(t.get("name") == "Noop" for t in body.get("tools") or []):
+                    # Done after acting, as the Noop tool's description invites.
+                    acts.append(("Noop", {}))
                 return Reply.calls(*acts), json.dumps(acts)
         tool = next(
             (t for t in body.get("tools") or [] if t.get("name") == "Noop"),

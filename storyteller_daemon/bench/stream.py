@@ -8,8 +8,9 @@ shipped Responses-compatible test server, which stands in for the model:
   labelled stream says it is relevant), after ``--attention-latency`` seconds;
 * every tool-loop round answers ``Noop`` after ``--round-latency`` seconds; with
   ``--acting-turns`` a turn's first round narrates once in its room through the ``EchoToRoom``
-  prog instead, so the report can count prog runs, runs replayed by idempotency key and runs
-  repeated (the same turn's action run twice);
+  prog instead (with a situation, then ``Noop`` in the same response), so the report can count
+  prog runs, runs replayed by idempotency key and runs repeated (the same turn's action run
+  twice);
 * ``--reasoning-tokens`` bills that many hidden output tokens on every answered request, as a
   reasoning model does (0 by default: only the visible reply is counted);
 * token counts are estimated from the request and reply sizes (four characters a token), and

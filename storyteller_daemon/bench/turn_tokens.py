@@ -32,6 +32,7 @@ def turn_parts(body: Mapping[str, Any]) -> dict[str, str]:
     if body.get("tools"):
         parts["tools"] = json.dumps(body["tools"], ensure_ascii=False, separators=(",", ":"))
     prompt_seen = False
+    later: list[str] = []
     for item in body.get("input") or []:
         if not isinstance(item, dict):
             continue
@@ -43,7 +44,8 @@ def turn_parts(body: Mapping[str, Any]) -> dict[str, str]:
             parts["notes"] += text[:cut]
             parts["events"] += text[cut:]
         else:
-            parts["calls and results"] += text
+            later.append(text)
+    parts["calls and results"] = "\n".join(later)
     return parts
 
 
