@@ -38,6 +38,7 @@ first attempt stopped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import uuid
@@ -255,11 +256,7 @@ class ToolLoop:
             parallel_tool_calls=True,
             reasoning_effort=turn.storyteller.effort_for(scope).value,
             max_output_tokens=self._limits.max_output_tokens,
-            # Instructions and tools come first and repeat across a storyteller's turns of one
-            # profile, so the provider can serve them from its prompt cache.
-            prompt_cache_key=(
-                f"storyteller-{turn.storyteller.id}-{scope.value}-{turn.trigger.profile.value}"
-            ),
+            prompt_cache_key=cache_key(turn.storyteller, scope.value, request_prefix(turn)),
         )
 
     async def _send(
@@ -316,6 +313,25 @@ class ToolLoop:
                 }
             )
         return records
+
+
+def request_prefix(turn: TurnState) -> str:
+    """What every request of the turn starts with: its instructions and tool schemas."""
+    tools = [spec.to_api() for spec in turn.tools.specs()]
+    return turn.instructions + "\n" + json.dumps(tools, ensure_ascii=False, sort_keys=True)
+
+
+def cache_key(storyteller: Storyteller, scope: str, prefix: str) -> str:
+    """The ``prompt_cache_key`` of a turn's requests: one per storyteller and stable prefix.
+
+    Instructions and tools come first and repeat across a storyteller's turns of one class
+    (a room echo or speech, a crime, a state change, a heartbeat...), so the provider can serve
+    them from its prompt cache. Turn classes differ in their tools (echo-only tools, the tools
+    a player's words withhold, the full profile's look-ups), so each stable prefix gets a key
+    of its own: requests routed together then share the longest prefix there is.
+    """
+    digest = hashlib.sha256(prefix.encode()).hexdigest()[:12]
+    return f"storyteller-{storyteller.id}-{scope}-{digest}"
 
 
 def _signed_off(calls: Sequence[CallRecord]) -> bool:
