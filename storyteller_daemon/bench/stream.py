@@ -21,7 +21,8 @@ Time runs ``--speedup`` times faster than real time for the daemon's clock, the 
 model latency alike, so an hour of stream takes a minute at 60×. All times in the report are
 stream seconds. ``--one-call-per-event`` runs the reference design (no window, no batching, no
 repeats, one turn per event; its classifier sees an echo's raw text and the whole prompt of
-speech and crimes) on the same stream for comparison.
+speech and crimes) on the same stream for comparison; it is given the time to judge every event
+(none expires), as that design judges them all.
 
 ``--contract-faults SHARE`` has the stand-in break the verdict contract on that share of
 attention replies (`bench.contract_faults`); the report counts the faults, the events that
@@ -111,6 +112,15 @@ async def run_stream_bench(
         if item.relevant and (text := _event_text(item.event)) is not None
         if (key := repeat_key("t", text)) is not None
     }
+    drain = options.drain_seconds
+    if drain is None:
+        drain = 900.0
+        if options.one_call_per_event:
+            drain += len(items) * (options.attention_latency + 0.5)
+    max_age = options.max_age_seconds
+    if max_age is None and options.one_call_per_event:
+        # The reference design judges every event, however long its queue: none expires.
+        max_age = span + drain
     real = SystemClock()  # paces the playback, times the stops, stamps the store's rows
     clock = ScaledClock(real, options.speedup, start)
     oracle = Oracle(
@@ -188,7 +198,7 @@ async def run_stream_bench(
                     **_given(
                         quiet_seconds=options.quiet_seconds,
                         max_wait_seconds=options.max_wait_seconds,
-                        max_age_seconds=options.max_age_seconds,
+                        max_age_seconds=max_age,
                         cache_floor_tokens=options.cache_floor,
                         verdict_memory_hours=options.verdict_memory_hours,
                     ),
@@ -272,11 +282,6 @@ async def run_stream_bench(
                 stamped = world.replay(item.event)
                 played.append((stamped.cell_id, stamped.cursor))
                 labels[f"bridge:{stamped.cursor}"] = item.relevant
-            drain = options.drain_seconds
-            if drain is None:
-                drain = 900.0
-                if options.one_call_per_event:
-                    drain += len(items) * (options.attention_latency + 0.5)
             settle = drain / options.speedup
 
             async def caught_up() -> None:
