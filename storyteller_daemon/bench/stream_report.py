@@ -45,8 +45,9 @@ class StreamBenchOptions:
     max_wait_seconds: float | None = None
     """Override of ``[attention] max_wait_seconds`` (None: the default)."""
     max_age_seconds: float | None = None
-    """Override of ``[attention] max_age_seconds`` (None: the default), for runs that measure
-    something other than what a machine too slow for the speed-up expires."""
+    """Override of ``[attention] max_age_seconds`` (None: the default; for the one-call design,
+    long enough that nothing expires), for runs that measure something other than what a
+    machine too slow for the speed-up expires."""
     stop_every: float = 0.0
     """Stop the daemon as SIGTERM does (drain, then exit) and start a new one every this many
     stream seconds (0: never); the report gives the longest stop in wall-clock seconds."""
