@@ -119,6 +119,10 @@ class WorldEvent:
     origin: str = "world"
     """``world`` for things players and NPCs did; ``prog`` for effects of a storyteller's prog
     (the daemon does not react to its own actions)."""
+    ambience: bool = False
+    """Whether the game marks the event as ambience (weather, wildlife, a room's recurring
+    background): the daemon settles an ambient room echo ``ignore`` without asking a model.
+    Other kinds are always judged, whatever the flag says."""
 
     kind: EventKind = EventKind.ROOM_ECHO
 

@@ -14,6 +14,11 @@ The rules follow FutureMUD's storyteller loop, with its known bugs fixed:
   ``malformed_json_retries`` batches in a row (a clean batch resets the count);
 * a batch of only Noop calls ends the turn; so does ``max_rounds``; so does the wall-clock
   budget ``turn_seconds``, checked before each round and bounding each request;
+* beyond FutureMUD, a batch that ends with Noop after acts (progs, writing built-ins) that all
+  succeeded ends the turn too (`_signed_off`): the model said in the same response that it had
+  nothing more to do, so the round FutureMUD would ask only to hear Noop again is not asked.
+  A batch with a look-up, or with a failed, refused or malformed call, goes on, so the model
+  reads what it asked for or what went wrong;
 * the model's free text is recorded, never acted on.
 
 Beyond FutureMUD, a call identical to one already dispatched in this turn (same tool, same
@@ -33,6 +38,7 @@ first attempt stopped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import uuid
@@ -73,7 +79,9 @@ from storyteller_daemon.agent.tools.registry import (
 from storyteller_daemon.agent.trigger import Trigger
 from storyteller_daemon.clock import Clock, DeadlinePassed, within
 from storyteller_daemon.config import LimitsConfig
+from storyteller_daemon.domain.mcp import PREFIX as MCP_PREFIX
 from storyteller_daemon.domain.storytellers import Storyteller
+from storyteller_daemon.domain.tool_names import READ_ONLY_TOOLS
 from storyteller_daemon.errors import BudgetExceeded, ModelFatalError, ModelTransientError
 
 log = logging.getLogger(__name__)
@@ -81,6 +89,8 @@ log = logging.getLogger(__name__)
 MISSING_CALL_FEEDBACK = (
     "You must respond with at least one tool call. If no world change is needed, call Noop."
 )
+_LOOKUPS = frozenset(name.lower() for name in READ_ONLY_TOOLS)
+"""The built-ins that only read, lower-cased (names match case-insensitively)."""
 MALFORMED_FEEDBACK = (
     "One or more tool calls used malformed JSON. Retry with valid JSON arguments that exactly "
     "match the declared tool schemas."
@@ -232,6 +242,8 @@ class ToolLoop:
             )
             if all(c.skipped for c in calls):
                 return TurnOutcome.COMPLETED
+            if _signed_off(calls):
+                return TurnOutcome.COMPLETED
 
     def _request(self, turn: TurnState) -> ModelRequest:
         scope = turn.trigger.scope
@@ -244,11 +256,7 @@ class ToolLoop:
             parallel_tool_calls=True,
             reasoning_effort=turn.storyteller.effort_for(scope).value,
             max_output_tokens=self._limits.max_output_tokens,
-            # Instructions and tools come first and repeat across a storyteller's turns of one
-            # profile, so the provider can serve them from its prompt cache.
-            prompt_cache_key=(
-                f"storyteller-{turn.storyteller.id}-{scope.value}-{turn.trigger.profile.value}"
-            ),
+            prompt_cache_key=cache_key(turn.storyteller, scope.value, request_prefix(turn)),
         )
 
     async def _send(
@@ -305,6 +313,46 @@ class ToolLoop:
                 }
             )
         return records
+
+
+def request_prefix(turn: TurnState) -> str:
+    """What every request of the turn starts with: its instructions and tool schemas."""
+    tools = [spec.to_api() for spec in turn.tools.specs()]
+    return turn.instructions + "\n" + json.dumps(tools, ensure_ascii=False, sort_keys=True)
+
+
+def cache_key(storyteller: Storyteller, scope: str, prefix: str) -> str:
+    """The ``prompt_cache_key`` of a turn's requests: one per storyteller and stable prefix.
+
+    Instructions and tools come first and repeat across a storyteller's turns of one class
+    (a room echo or speech, a crime, a state change, a heartbeat...), so the provider can serve
+    them from its prompt cache. Turn classes differ in their tools (echo-only tools, the tools
+    a player's words withhold, the full profile's look-ups), so each stable prefix gets a key
+    of its own: requests routed together then share the longest prefix there is.
+    """
+    digest = hashlib.sha256(prefix.encode()).hexdigest()[:12]
+    return f"storyteller-{storyteller.id}-{scope}-{digest}"
+
+
+def _signed_off(calls: Sequence[CallRecord]) -> bool:
+    """Whether a batch ends with Noop after acts that all succeeded (see the module notes).
+
+    An act is a call that changes something: a custom tool (a prog) or a built-in that writes.
+    A look-up (a read-only built-in, an MCP server's tool) is made to be read, so a batch
+    holding one goes on to the next round whatever comes after it.
+    """
+    *acts, last = calls
+    return (
+        bool(acts)
+        and is_noop(last.name)
+        and all(
+            c.envelope.get("ok") is True
+            and not c.malformed
+            and c.name.strip().lower() not in _LOOKUPS
+            and not c.name.strip().lower().startswith(MCP_PREFIX)
+            for c in acts
+        )
+    )
 
 
 async def _kept(ctx: ToolContext, turn_key: str) -> dict[str, str]:

@@ -56,6 +56,9 @@ from world_adapter.protocol import WorldClient
 
 TRUNCATION_MARKER = "\n\n[Prompt truncated due to context budget.]"
 MEMORY_CANDIDATES = 40
+SCOPED_CANDIDATES = 4
+"""An attention batch reads this many times ``max_situation_titles`` open situations, newest
+last, and keeps the newest of those that concern its events."""
 """Memories the store offers from each of its candidate lists (`MemoryStore.candidates`)."""
 
 TOOL_BOUNDARY = """Tool boundary:
@@ -331,19 +334,29 @@ class PromptBuilder(TriggerRenderer):
         return blocks
 
     async def attention_context(self, storyteller: Storyteller, triggers: Sequence[Trigger]) -> str:
-        """What an attention batch is judged against: open situations and the rooms the batch's
-        events happened in (each line then names its room by id). The rule on world text is in
-        the attention instructions, which stay the same from batch to batch."""
+        """What an attention batch is judged against: the open situations it concerns and the
+        rooms its events happened in (each line then names its room by id). The rule on world
+        text is in the attention instructions, which stay the same from batch to batch.
+
+        A situation concerns the batch when it is storyteller-wide or scoped to one of the
+        batch's rooms or characters (FutureMUD's scope rule, over the whole batch); the others
+        say nothing about these events, and are left out.
+        """
         if storyteller.id is None:
             raise ValueError(f"storyteller '{storyteller.name}' has no id; save it first")
-        situations = await self._situations.open_for_trigger(
-            storyteller.id, room_id=None, character_ids=(), limit=self._limits.max_situation_titles
+        limit = self._limits.max_situation_titles
+        rooms = sorted({t.room_id for t in triggers if t.room_id is not None})
+        characters = frozenset(c for t in triggers for c in t.character_ids)
+        candidates = await self._situations.open_for_trigger(
+            storyteller.id, room_id=None, character_ids=(), limit=limit * SCOPED_CANDIDATES
         )
+        situations = [
+            s for s in candidates if s.matches_trigger(None, characters) or s.room_id in rooms
+        ][-limit:]
         parts = [NO_SITUATIONS]
         if situations:
             titles = "\n".join(f"- #{s.id}: {quoted(s.title)}" for s in situations)
             parts = [f"{SITUATIONS_HEADER}\n{titles}"]
-        rooms = sorted({t.room_id for t in triggers if t.room_id is not None})
         if rooms:
             named = [f"#{room} {await self._room_name(room)}" for room in rooms]
             parts.append("Rooms: " + ", ".join(named))

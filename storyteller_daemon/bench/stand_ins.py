@@ -3,7 +3,8 @@
 `ScaledClock` is the daemon's clock running faster than real time. `Oracle` is the model: it
 answers attention requests from the stream's labels (breaking the verdict contract on a share of
 them, `bench.contract_faults`) and turn rounds with ``Noop`` (or one narration through
-``EchoToRoom``), with latency and with token counts estimated from request and reply sizes,
+``EchoToRoom`` and a note, closed by ``Noop`` in the same response), with latency and with
+token counts estimated from request and reply sizes,
 logging them in a `RequestLog`. `ProgLog` counts what the world ran; `LIST_PRICES` are the
 prices the bench's configuration holds.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 from storyteller_daemon.agent.models.interface import Usage
 from storyteller_daemon.bench.contract_faults import ContractFaults
+from storyteller_daemon.bench.turn_tokens import TurnTokens
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.testing.responses_answers import Fault, Reply
@@ -132,6 +134,7 @@ class Oracle:
         self._round_delay = round_latency / speedup
         self._prefixes: dict[str, str] = {}
         self.log = RequestLog()
+        self.turn_tokens = TurnTokens(CHARS_PER_TOKEN)
 
     def __call__(self, body: dict[str, Any]) -> Reply | Fault:
         if self._fail_share and self._rng.random() < self._fail_share:
@@ -159,12 +162,14 @@ class Oracle:
         else:
             reply, output = self._noop(body)
             kind, delay = "turn_round", self._round_delay
+            self.turn_tokens.add_round(body)
         usage = Usage(
             input_tokens=_tokens(len(prompt)),
             cached_tokens=self._cached(str(body.get("prompt_cache_key") or kind), prompt),
             output_tokens=_tokens(len(output)) + self._reasoning,
         )
         self.log.add(kind, usage)
+        self.turn_tokens.bill(str(body.get("model") or ""), usage)
         return replace(reply, usage=usage, delay_seconds=delay)
 
     def _cached(self, key: str, prompt: str) -> int:
@@ -237,6 +242,9 @@ class Oracle:
                         "RoomId": act["Room"],
                     }
                     acts.append(("CreateSituation", note))
+                if any(t.get("name") == "Noop" for t in body.get("tools") or []):
+                    # Done after acting, as the Noop tool's description invites.
+                    acts.append(("Noop", {}))
                 return Reply.calls(*acts), json.dumps(acts)
         tool = next(
             (t for t in body.get("tools") or [] if t.get("name") == "Noop"),

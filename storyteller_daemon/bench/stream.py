@@ -8,8 +8,9 @@ shipped Responses-compatible test server, which stands in for the model:
   labelled stream says it is relevant), after ``--attention-latency`` seconds;
 * every tool-loop round answers ``Noop`` after ``--round-latency`` seconds; with
   ``--acting-turns`` a turn's first round narrates once in its room through the ``EchoToRoom``
-  prog instead, so the report can count prog runs, runs replayed by idempotency key and runs
-  repeated (the same turn's action run twice);
+  prog instead (with a situation, then ``Noop`` in the same response), so the report can count
+  prog runs, runs replayed by idempotency key and runs repeated (the same turn's action run
+  twice);
 * ``--reasoning-tokens`` bills that many hidden output tokens on every answered request, as a
   reasoning model does (0 by default: only the visible reply is counted);
 * token counts are estimated from the request and reply sizes (four characters a token), and
@@ -20,7 +21,8 @@ Time runs ``--speedup`` times faster than real time for the daemon's clock, the 
 model latency alike, so an hour of stream takes a minute at 60×. All times in the report are
 stream seconds. ``--one-call-per-event`` runs the reference design (no window, no batching, no
 repeats, one turn per event; its classifier sees an echo's raw text and the whole prompt of
-speech and crimes) on the same stream for comparison.
+speech and crimes) on the same stream for comparison; it is given the time to judge every event
+(none expires), as that design judges them all.
 
 ``--contract-faults SHARE`` has the stand-in break the verdict contract on that share of
 attention replies (`bench.contract_faults`); the report counts the faults, the events that
@@ -110,6 +112,15 @@ async def run_stream_bench(
         if item.relevant and (text := _event_text(item.event)) is not None
         if (key := repeat_key("t", text)) is not None
     }
+    drain = options.drain_seconds
+    if drain is None:
+        drain = 900.0
+        if options.one_call_per_event:
+            drain += len(items) * (options.attention_latency + 0.5)
+    max_age = options.max_age_seconds
+    if max_age is None and options.one_call_per_event:
+        # The reference design judges every event, however long its queue: none expires.
+        max_age = span + drain
     real = SystemClock()  # paces the playback, times the stops, stamps the store's rows
     clock = ScaledClock(real, options.speedup, start)
     oracle = Oracle(
@@ -187,7 +198,7 @@ async def run_stream_bench(
                     **_given(
                         quiet_seconds=options.quiet_seconds,
                         max_wait_seconds=options.max_wait_seconds,
-                        max_age_seconds=options.max_age_seconds,
+                        max_age_seconds=max_age,
                         cache_floor_tokens=options.cache_floor,
                         verdict_memory_hours=options.verdict_memory_hours,
                     ),
@@ -271,11 +282,6 @@ async def run_stream_bench(
                 stamped = world.replay(item.event)
                 played.append((stamped.cell_id, stamped.cursor))
                 labels[f"bridge:{stamped.cursor}"] = item.relevant
-            drain = options.drain_seconds
-            if drain is None:
-                drain = 900.0
-                if options.one_call_per_event:
-                    drain += len(items) * (options.attention_latency + 0.5)
             settle = drain / options.speedup
 
             async def caught_up() -> None:

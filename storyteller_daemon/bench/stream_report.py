@@ -45,8 +45,9 @@ class StreamBenchOptions:
     max_wait_seconds: float | None = None
     """Override of ``[attention] max_wait_seconds`` (None: the default)."""
     max_age_seconds: float | None = None
-    """Override of ``[attention] max_age_seconds`` (None: the default), for runs that measure
-    something other than what a machine too slow for the speed-up expires."""
+    """Override of ``[attention] max_age_seconds`` (None: the default; for the one-call design,
+    long enough that nothing expires), for runs that measure something other than what a
+    machine too slow for the speed-up expires."""
     stop_every: float = 0.0
     """Stop the daemon as SIGTERM does (drain, then exit) and start a new one every this many
     stream seconds (0: never); the report gives the longest stop in wall-clock seconds."""
@@ -218,11 +219,17 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
             kind: [u.input_tokens, u.cached_tokens, u.output_tokens]
             for kind, u in sorted(oracle.log.usage.items())
         },
+        "tool-loop input tokens by part (share)": oracle.turn_tokens.shares(),
+        "tool-loop input cached (share)": _cached_share(oracle.log.usage.get("turn_round")),
         "world requests per 1,000 events": round(f.world_requests * 1000 / len(items), 1),
         "input tokens": usage_total.input_tokens,
         "cached input tokens": usage_total.cached_tokens,
         "output tokens": usage_total.output_tokens,
         f"USD per hour at {options.price_model} prices": round(usd, 4) if usd is not None else None,
+        "USD per hour at the storyteller's models": round(
+            oracle.turn_tokens.usd(cfg.model.prices) / hours, 4
+        ),
+        "the storyteller's models": sorted(oracle.turn_tokens.by_model),
         "event → verdict p50 / p95 (s)": [
             round(stats.verdict_latency.percentile(0.5), 2),
             round(stats.verdict_latency.percentile(0.95), 2),
@@ -242,3 +249,10 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
         "speed-up": options.speedup,
         "at": f.at.isoformat(timespec="seconds"),
     }
+
+
+def _cached_share(usage: Usage | None) -> float | None:
+    """Cached input tokens as a share of input tokens (None without requests)."""
+    if usage is None or not usage.input_tokens:
+        return None
+    return round(usage.cached_tokens / usage.input_tokens, 3)

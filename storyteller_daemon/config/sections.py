@@ -102,6 +102,14 @@ class AttentionConfig(_Section):
     """A storyteller's batch is judged once no new event has come for this long..."""
     max_wait_seconds: NonNegativeFloat = 12.0
     """...or once its oldest event has waited this long, whichever is first."""
+    routine_kinds: Annotated[tuple[Literal["room_echo", "speech"], ...], Field(strict=False)] = (
+        "room_echo",
+    )
+    """Event kinds that are a world's routine: while a batch holds only these, the quiet gap
+    is `routine_quiet_seconds` instead (never past `max_wait_seconds`)."""
+    routine_quiet_seconds: NonNegativeFloat = 30.0
+    """The quiet gap of a batch of routine kinds only: a trickle of echoes is judged together
+    rather than one request each."""
     urgent_kinds: Annotated[
         tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
     ] = ("crime",)

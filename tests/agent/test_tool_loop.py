@@ -100,6 +100,33 @@ async def test_a_batch_with_more_than_noop_continues(
     assert record.requests[1].response["output_text"] == "All done."
 
 
+async def test_noop_after_acts_that_succeeded_ends_the_turn_without_another_round(
+    storyteller: Storyteller, ctx: ToolContext, sqlite_store: Store
+) -> None:
+    model = ScriptedModel(calls(situation("Feud"), ("noop", {})), calls(("Noop", {})))
+    record = await run(model, storyteller, ctx)
+    assert record.outcome is TurnOutcome.COMPLETED
+    assert record.rounds == 1 and model.remaining == 1
+    assert [s.title for s in await sqlite_store.situations.list(ctx.storyteller_id)] == ["Feud"]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        ("OnlinePlayers", {}),  # a look-up is made to be read
+        ("ShowSituation", {"Id": 999}),  # a look-up that fails
+        ("ResolveSituation", {"Id": 999, "Title": "t", "Description": "d"}),  # an act that fails
+    ],
+)
+async def test_noop_after_a_look_up_or_a_failed_call_goes_on_to_the_next_round(
+    first: tuple[str, dict[str, Any]], storyteller: Storyteller, ctx: ToolContext
+) -> None:
+    model = ScriptedModel(calls(first, ("Noop", {})), calls(("Noop", {})))
+    record = await run(model, storyteller, ctx)
+    assert record.rounds == 2 and model.remaining == 0
+    assert [envelope(o)["ok"] for o in outputs(model.requests[1])][-1] is True
+
+
 async def test_missing_calls_are_retried_exactly_twice_then_the_turn_stops(
     storyteller: Storyteller, ctx: ToolContext
 ) -> None:

@@ -45,6 +45,16 @@ async def test_batched_and_one_call_designs_on_the_same_stream(tmp_path: Path) -
     assert batched["events per attention request"] > 2  # type: ignore[operator]
     usd = "USD per hour at gpt-5 prices"
     assert batched[usd] < reference[usd]  # type: ignore[operator]
+    # Priced at the pack's own models (attention gpt-5-nano, turns gpt-5-mini) too.
+    own = "USD per hour at the storyteller's models"
+    assert batched["the storyteller's models"] == ["gpt-5-mini", "gpt-5-nano"]
+    assert 0 < batched[own] < reference[own] < reference[usd]  # type: ignore[operator]
+    parts = batched["tool-loop input tokens by part (share)"]
+    assert isinstance(parts, dict) and parts["tools"] > parts["events"] > 0
+    assert abs(sum(parts.values()) - 1) < 0.01
+    # The world marks its background as ambience: the batched design ignores it by rule.
+    assert batched["settled by rule"]["ambience"] > 0  # type: ignore[index]
+    assert "ambience" not in reference["settled by rule"]  # type: ignore[operator]
 
 
 def test_the_command_reports_json_and_refuses_a_bad_stream(tmp_path: Path) -> None:

@@ -271,7 +271,13 @@ async def test_a_changed_prompt_shows_in_the_replay(sqlite_store: Store) -> None
     )
     assert not report.identical
     where = [d.where for d in report.differences]
-    assert where == ["request 1 instructions", "request 2 instructions"]
+    # The cache key names the instructions and tools, so it changes with them.
+    assert where == [
+        "request 1 instructions",
+        "request 1 prompt_cache_key",
+        "request 2 instructions",
+        "request 2 prompt_cache_key",
+    ]
     assert report.differences[0].replayed.startswith("You are a gull.")
     assert report.replayed["calls"] == report.recorded["calls"]  # same recorded answers
 

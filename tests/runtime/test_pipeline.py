@@ -408,7 +408,9 @@ async def test_a_burst_is_judged_in_one_request_and_handled_in_one_turn(rig: Rig
 
 
 async def test_the_window_waits_for_a_quiet_gap(harness: Harness) -> None:
-    rig = await harness.start(AttentionConfig(quiet_seconds=3, max_wait_seconds=10))
+    rig = await harness.start(
+        AttentionConfig(quiet_seconds=3, max_wait_seconds=10, routine_kinds=())
+    )
     for seq in (1, 2, 3):
         await rig.pipeline.ingest(echo(seq=seq))
         await rig.clock.advance(1)

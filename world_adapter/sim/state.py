@@ -220,8 +220,10 @@ class TownState:
         origin: Origin = "world",
         source_character_id: int | None = None,
         exclude: frozenset[int] = frozenset(),
+        ambience: bool = False,
     ) -> RoomEcho:
-        """Show `text` to everyone in a room (but `exclude`) and record it as a RoomEcho.
+        """Show `text` to everyone in a room (but `exclude`) and record it as a RoomEcho,
+        marked as ambience when it is the room's background (`WorldEvent.ambience`).
 
         Raises:
             WorldCommandError: If the room does not exist or the text is blank.
@@ -238,6 +240,7 @@ class TownState:
             zone_id=stamp.zone_id,
             occurred_at=stamp.occurred_at,
             origin=origin,
+            ambience=ambience,
             text=text,
             source_character_id=source_character_id,
         )

@@ -16,6 +16,9 @@ each event labelled relevant or not to a harbour watch's remit (crime, smuggling
 * **smuggling** — talk of contraband, dead drops and bribing the watch; relevant;
 * **state** — a drunk passing out in the tavern; irrelevant.
 
+The town marks the echoes of ambience and broadcasts as ambience (`AMBIENT_TAGS`), as a game
+marks its background messages on the bridge.
+
 The rate varies over the stream in ten-minute stretches (quiet, normal, busy). Everything
 follows from the seed. The rooms, people and lines the stream is made of are in `stream_texts`;
 `stream_files` keeps a stream as JSON lines.
@@ -56,6 +59,10 @@ from world_adapter.sim.stream_texts import (
     SMUGGLING,
     WAYS,
 )
+
+AMBIENT_TAGS = frozenset({"ambience", "broadcast"})
+"""The scenarios whose echoes the town marks as ambience (`WorldEvent.ambience`): a room's
+background and what every room hears (bell, foghorn, thunder)."""
 
 
 @dataclass(frozen=True)
@@ -311,6 +318,7 @@ def _build(draft: _Draft, cursor: Cursor, start: datetime) -> WorldEvent:
             occurred_at=at,
             text=str(f["text"]),
             source_character_id=_int(f.get("source")),
+            ambience=draft.tag in AMBIENT_TAGS,
         )
     if kind == "speech":
         return Speech(

@@ -54,7 +54,8 @@ async def noop(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 NOOP_TOOL = Tool.define(
     NOOP,
-    "Call this when nothing needs to change: it does nothing, and calling it alone ends the turn.",
+    "Call this when nothing (more) needs doing. It does nothing and ends the turn, whether "
+    "called alone or as the last call of a response, after your actions.",
     noop,
 )
 

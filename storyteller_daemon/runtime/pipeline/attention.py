@@ -1,7 +1,8 @@
 """The attention lane: each storyteller's pending events judged in bursts.
 
 A storyteller's attention task waits for a burst window (no new event for ``quiet_seconds``,
-or the oldest waiting ``max_wait_seconds``; urgent kinds and a full batch go at once), then
+or ``routine_quiet_seconds`` while the window holds only ``routine_kinds``; or the oldest waiting
+``max_wait_seconds``; urgent kinds and a full batch go at once), then
 claims the oldest pending events, up to ``max_batch_events``, and judges them in a pass of
 their own (up to ``parallel_requests`` passes at once): attention rules, the waits of the
 storyteller's story plans and repeats are settled from memory, then what the verdict memory
@@ -115,7 +116,8 @@ class Attention:
                 return
             first = lane.first_at if lane.first_at is not None else now
             last = lane.last_at if lane.last_at is not None else now
-            due = min(last + self._cfg.quiet_seconds, first + self._cfg.max_wait_seconds)
+            quiet = self._cfg.routine_quiet_seconds if lane.routine else self._cfg.quiet_seconds
+            due = min(last + quiet, first + self._cfg.max_wait_seconds)
             if now >= due:
                 return
             lane.wake.clear()

@@ -211,7 +211,11 @@ class Intake:
             lane = self._lanes.ensure(st)
             self._lanes.touch(lane)
             if item.state is WorkState.PENDING:
-                lane.arrived(now, urgent=item.kind in self._cfg.urgent_kinds)
+                lane.arrived(
+                    now,
+                    urgent=item.kind in self._cfg.urgent_kinds,
+                    routine=item.kind in self._cfg.routine_kinds,
+                )
             else:
                 lane.wake_turns()
         await self._lanes.changed()

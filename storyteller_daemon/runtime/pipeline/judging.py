@@ -1,7 +1,8 @@
 """One attention pass's judgement of a claimed batch: from rules, plans and memory, else asked.
 
 `BatchJudge.judge` gives every event of a batch a decision: an attention rule, a due plan step
-waiting for it, a repeat of what was judged before (in memory, in the same batch, or kept by the
+waiting for it, a room echo the world marks as ambience (ignored, rule ``ambience``), a repeat
+of what was judged before (in memory, in the same batch, or kept by the
 verdict memory), and the rest one model request. A request that fails raises `RequestFailed`
 (its events stay pending); a budget spent during the batch filters it.
 
@@ -41,6 +42,9 @@ from world_adapter.events import Crime, RoomEcho, Speech
 
 FAIL_OPEN = "fail_open"
 """The rule of an urgent event that gets a turn because the gate could not judge it."""
+AMBIENCE = "ambience"
+"""The rule of a room echo the world marks as ambience (`WorldEvent.ambience`): ignored without
+a model call."""
 ALWAYS_URGENT = frozenset({TriggerKind.CRIME, TriggerKind.STATE, TriggerKind.DIRECT})
 """Kinds that fail open whatever ``urgent_kinds`` lists."""
 
@@ -109,20 +113,24 @@ class BatchJudge:
         remembered: dict[int, Judged] = {}
         ruled: dict[int, AttentionRule] = {}
         planned: dict[int, int] = {}  # index → the plan waiting for the event
+        settled_ambience: set[int] = set()
         for index, (item, key) in enumerate(zip(items, keys, strict=True)):
             by_rule = lane.rules.decide(
                 st.attention_rules, item.kind, item.room_id, _rule_text(triggers[index]), now
             )
             plan = lane.plan_waits.waiting(triggers[index]) if by_rule is None else None
+            ambient = by_rule is None and plan is None and self._ambient(triggers[index])
             match = (
                 lane.repeats.match(key, item.room_id, now)
-                if by_rule is None and plan is None
+                if by_rule is None and plan is None and not ambient
                 else None
             )
             if by_rule is not None:
                 ruled[index] = by_rule
             elif plan is not None:
                 planned[index] = plan
+            elif ambient:
+                settled_ambience.add(index)
             elif match is not None:
                 repeat, judged = match
                 inherited[index] = (repeat.rule, -1)
@@ -186,6 +194,11 @@ class BatchJudge:
                     self._decision(st, item, trigger, verdict, f"plan:{planned[index]}")
                 )
                 continue
+            if index in settled_ambience:
+                self._stats.filtered[AMBIENCE] += 1
+                verdict = _Inherited(False, "the world marks it as ambience")
+                decisions.append(self._decision(st, item, trigger, verdict, AMBIENCE))
+                continue
             if index in found.settled:
                 self._stats.filtered[RULE_PREFIX] += 1
                 rule = settled_rule(found.settled[index].item_id)
@@ -244,6 +257,13 @@ class BatchJudge:
             return Decision(item.id, WorkState.IGNORED, verdict.reason or None, rule)
         self._stats.verdicts["interested"] += 1
         return Decision(item.id, WorkState.INTERESTED, verdict.reason, rule)
+
+    def _ambient(self, trigger: Trigger) -> bool:
+        """Whether the world marked the event as ambience and it may be settled so: room echoes
+        only (never speech, crimes, state changes or direct invocations), and never in the
+        reference design, which judges every event."""
+        event = trigger.event
+        return isinstance(event, RoomEcho) and event.ambience and not self._cfg.one_call_per_event
 
     def _fails_open(self, kind: str) -> bool:
         """Whether an event of `kind` gets a turn when the gate could not judge it."""

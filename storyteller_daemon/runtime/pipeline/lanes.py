@@ -47,6 +47,8 @@ class Lane:
     first_at: float | None = None
     last_at: float | None = None
     urgent: bool = False
+    routine: bool = True
+    """Every event of the window so far is of a routine kind (`[attention] routine_kinds`)."""
     more: bool = False
     """The last pass took a full batch: judge again at once."""
     passes: int = 0
@@ -85,12 +87,13 @@ class Lane:
 
     # ------------------------------------------------------------------ intake and resume
 
-    def arrived(self, now: float, *, urgent: bool) -> None:
+    def arrived(self, now: float, *, urgent: bool, routine: bool = False) -> None:
         """A pending event was stored for the storyteller at `now`."""
         self.pending += 1
         self.first_at = now if self.first_at is None else self.first_at
         self.last_at = now
         self.urgent |= urgent
+        self.routine &= routine
         self.wake.set()
 
     def found_pending(self, count: int) -> None:
@@ -128,6 +131,7 @@ class Lane:
         window."""
         self.first_at = self.last_at = None
         self.urgent = False
+        self.routine = True
         self.pending = 0
         self.more = False
 
