@@ -247,9 +247,7 @@ async def test_a_heartbeat_the_storyteller_does_not_have_fails_the_run_naming_it
     report = await _run(read_pack(pack.path), EvalModel(_scripted(), "scripted"))
     (failure,) = report.scenarios[0].failures
     got = {r.label: r.detail for r in failure.failed}
-    assert got["the run completed"] == (
-        "Harbour Ward Watch has no 1h heartbeat (it has: 10m, 30m)"
-    )
+    assert got["the run completed"] == ("Harbour Ward Watch has no 1h heartbeat (it has: 10m, 30m)")
 
 
 def test_the_model_is_named_by_stand_in_configured_or_endpoint_and_model() -> None:

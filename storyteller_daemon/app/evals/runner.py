@@ -31,7 +31,6 @@ from storyteller_daemon.app.evals.worlds import (
     SnapshotLoader,
     open_world,
     perform,
-    read_snapshot,
 )
 from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.app.wiring import build_runtime
@@ -44,6 +43,7 @@ from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.world_server import WorldServer
 from world_adapter.sim import SimWorld
+from world_adapter.sim.snapshot import load_snapshot as read_snapshot
 
 START = datetime(2026, 6, 1, 19, 0, tzinfo=UTC)
 """Virtual time at a scenario's 0s: a summer evening, the same for every run."""

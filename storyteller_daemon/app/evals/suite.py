@@ -17,7 +17,7 @@ from pathlib import Path
 from storyteller_daemon.app.evals.observe import Transcript
 from storyteller_daemon.app.evals.report import EvalReport, FailedRun, ScenarioReport
 from storyteller_daemon.app.evals.runner import EvalModel, run_scenario
-from storyteller_daemon.app.evals.worlds import SIM, SnapshotLoader, read_snapshot
+from storyteller_daemon.app.evals.worlds import SIM, SnapshotLoader
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config
 from storyteller_daemon.domain.names import name_key
@@ -29,6 +29,7 @@ from storyteller_daemon.interchange.packs.scenarios import PackScenario, read_sc
 from storyteller_daemon.interchange.packs.tables import display_path
 from storyteller_daemon.storage.seeding import load_pack
 from storyteller_daemon.storage.store import Store
+from world_adapter.sim.snapshot import load_snapshot as read_snapshot
 
 Progress = Callable[[str, int, int], None]
 """Told (scenario name, runs done, runs wanted) as each run ends."""
