@@ -86,7 +86,7 @@ async def compare(
     """
     from storyteller_daemon.app import attention_options, choose_model, daemon_secrets
     from storyteller_daemon.clock import SystemClock
-    from storyteller_daemon.runs.compare import Comparer, estimate_usd
+    from storyteller_daemon.runs.compare import Comparer, likely_cost_usd
     from storyteller_daemon.runs.comparison import Change
     from storyteller_daemon.runtime.turns import replay_runner
 
@@ -116,7 +116,7 @@ async def compare(
                     model or "each turn's model",
                     choice.description,
                     yes,
-                    estimate_usd(turns, change, cfg.model.prices),
+                    likely_cost_usd(turns, change, cfg.model.prices),
                 )
             comparer = Comparer(
                 change,

@@ -14,7 +14,7 @@ asked again (`rejudge`). The comparison reports per turn and in total:
   today's price table for the model that answered them; after is what the changed requests used,
   at the price of the model they were sent to (``agent.models.pricing``).
 
-`estimate_usd` prices the recorded token counts at the target model before anything is asked, for
+`likely_cost_usd` prices the recorded token counts at the target model before anything is asked, for
 the confirmation a real endpoint needs.
 """
 
@@ -96,7 +96,7 @@ def _recorded_requests(turn: RecordedTurn) -> list[tuple[str, Usage]]:
     return found + _charges(turn.record)
 
 
-def estimate_usd(
+def likely_cost_usd(
     turns: Sequence[RecordedTurn], change: Change, prices: Mapping[str, ModelPrice]
 ) -> float:
     """What asking again is likely to cost: the recorded token counts of every turn and its
@@ -173,7 +173,7 @@ class Comparer:
 
     async def compare(self, turns: Sequence[RecordedTurn]) -> Comparison:
         """Every turn, oldest first as given, compared."""
-        estimate = estimate_usd(turns, self.change, self.prices)
+        estimate = likely_cost_usd(turns, self.change, self.prices)
         comparison = Comparison(self.change, self.change.asking(self.model), estimate)
         for turn in turns:
             comparison.turns.append(await self.compare_turn(turn))

@@ -148,7 +148,7 @@ class Comparison:
 
     change: Change
     model: str
-    estimate_usd: float
+    likely_cost_usd: float
     turns: list[TurnComparison] = field(default_factory=list)
     unpriced: list[str] = field(default_factory=list)
 
@@ -171,7 +171,7 @@ class Comparison:
         return {
             "change": self.change.to_dict(),
             "model": self.model,
-            "estimate_usd": self.estimate_usd,
+            "likely_cost_usd": self.likely_cost_usd,
             "turns": [t.to_dict() for t in self.turns],
             "total": {
                 "turns": len(self.turns),

@@ -202,12 +202,15 @@ def test_replay_against_the_recording_is_identical_until_the_prompt_changes(cli:
     assert cli.json("runs", "replay", "3")["identical"] is True
     cli.ok("ais", "set", "1", "system-prompt", "You", "are", "a", "gull.")
     out = cli.ok("runs", "replay", "2")
-    assert out.startswith("Replay of run #2 against the recorded answers: 2 difference(s).")
+    # Each request's instructions differ, and so does its cache key (which names them).
+    assert out.startswith("Replay of run #2 against the recorded answers: 4 difference(s).")
     assert "request 1 instructions" in out and "You are a gull." in out
     report = cli.json("runs", "replay", "2")
-    assert [d["where"] for d in report["differences"]] == [
+    assert sorted(d["where"] for d in report["differences"]) == [
         "request 1 instructions",
+        "request 1 prompt_cache_key",
         "request 2 instructions",
+        "request 2 prompt_cache_key",
     ]
     assert len(cli.json("ais", "show", "1")["situations"]) == 1  # replays created nothing
     assert cli.fails("runs", "replay", "1") == "Run #1 is not a turn; only turns can be replayed."

@@ -127,7 +127,7 @@ def test_the_json_report_of_a_cheaper_model_and_a_removed_tool(cli: Cli, tmp_pat
     with server_in_thread(respond) as server:
         path = config(tmp_path, cli, server.base_url)
         report = cli.json("--config", path, "runs", "compare", "--model", "gpt-5-mini", "--yes")
-    assert set(report) == {"change", "model", "estimate_usd", "turns", "total", "unpriced"}
+    assert set(report) == {"change", "model", "likely_cost_usd", "turns", "total", "unpriced"}
     assert report["unpriced"] == []
     assert report["change"] == {"model": "gpt-5-mini", "effort": None, "prompt_file": None}
     assert report["model"].endswith("as gpt-5-mini")

@@ -33,7 +33,7 @@ from storyteller_daemon.runs.compare import (
     Comparer,
     RecordedTurn,
     batches_of,
-    estimate_usd,
+    likely_cost_usd,
 )
 from storyteller_daemon.runs.comparison import Change
 from storyteller_daemon.runtime.spending.metering import metered_model
@@ -185,7 +185,7 @@ async def test_a_cheaper_model_costs_less_for_the_same_tokens(sqlite_store: Stor
     after = sum(cost_usd(PRICES, "gpt-5-mini", u) for u in spent)
     assert compared.after.usd == pytest.approx(after)
     assert compared.after.usd < compared.before.usd
-    assert comparison.estimate_usd == pytest.approx(after)  # same tokens, the target's price
+    assert comparison.likely_cost_usd == pytest.approx(after)  # same tokens, the target's price
     totals = comparison.to_dict()["total"]
     assert totals["usd"]["after"] < totals["usd"]["before"]
     assert totals["tokens"]["before"] == totals["tokens"]["after"]
@@ -305,6 +305,6 @@ def test_the_estimate_prices_the_recorded_tokens_at_the_target_model() -> None:
     attention = {"charges": [{"model": "gpt-5", "usage": {"output_tokens": 1_000_000}}]}
     st = Storyteller(name="Harbour Watch", id=1)
     turn = RecordedTurn(2, record, st, ((1, attention),))
-    assert estimate_usd([turn], Change(), PRICES) == pytest.approx(1.25 + 10.0)
-    assert estimate_usd([turn], Change(model="gpt-5-mini"), PRICES) == pytest.approx(0.25 + 2.0)
-    assert estimate_usd([turn], Change(model="unpriced"), PRICES) == 0.0
+    assert likely_cost_usd([turn], Change(), PRICES) == pytest.approx(1.25 + 10.0)
+    assert likely_cost_usd([turn], Change(model="gpt-5-mini"), PRICES) == pytest.approx(0.25 + 2.0)
+    assert likely_cost_usd([turn], Change(model="unpriced"), PRICES) == 0.0
