@@ -8,10 +8,12 @@ from storyteller_daemon.storage.audit import AuditRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.catalogue import CatalogueRepository
 from storyteller_daemon.storage.character_data import CharacterDataRepository
+from storyteller_daemon.storage.cluster_flags import ClusterFlagRepository
 from storyteller_daemon.storage.dashboard_queries import DashboardQueries
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.inbox import InboxRepository
+from storyteller_daemon.storage.leases import LeaseRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.policy_actions import PolicyActionRepository
@@ -54,6 +56,8 @@ class Store:
         self.approvals = ApprovalRepository(db)
         self.policy_actions = PolicyActionRepository(db)
         self.dashboard = DashboardQueries(db)
+        self.leases = LeaseRepository(db, clock)
+        self.flags = ClusterFlagRepository(db, clock)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock) -> Store:
