@@ -23,6 +23,7 @@ from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.pipeline import Pipeline
@@ -64,6 +65,8 @@ class Runtime:
     """The MCP servers storytellers' tools call (None when none are configured)."""
     summaries: LoggingObserver | None = None
     """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
+    leases: LeaseKeeper | None = None
+    """The storyteller leases of a daemon of a cluster (None: not clustered)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""

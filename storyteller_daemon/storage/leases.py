@@ -10,12 +10,14 @@ LOCKED``, so daemons taking at once never wait on each other, and every take is 
 
 `check_lease` is the fence: inside a writing transaction it reads the lease row ``FOR SHARE``
 with the token the writer holds, so a take of the lease waits for that transaction and a write
-after the take finds no row and is refused with `LeaseLost`.
+after the take finds no row and is refused with `LeaseLost`. A `Fence` is that check for the
+leases one daemon holds now; repositories given one guard their writes with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import Insert, delete, func, or_, select, tuple_, update
@@ -63,6 +65,34 @@ async def check_lease(
             f"daemon {instance!r} no longer holds storyteller #{storyteller_id} "
             f"(fencing token {token} is stale): the write was refused"
         )
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The leases a daemon holds now, checked inside each guarded write.
+
+    Attributes:
+        instance: the daemon's name.
+        token_of: the fencing token the daemon holds for a storyteller (None: not held).
+    """
+
+    instance: str
+    token_of: Callable[[int], int | None]
+
+    async def check(self, session: AsyncSession, storyteller_ids: Iterable[int]) -> None:
+        """Refuse the transaction's write unless the daemon holds every storyteller.
+
+        Raises:
+            LeaseLost: one is not held, or its lease has a new owner.
+        """
+        for sid in sorted(set(storyteller_ids)):
+            token = self.token_of(sid)
+            if token is None:
+                raise LeaseLost(
+                    f"daemon {self.instance!r} does not hold storyteller #{sid}: "
+                    "the write was refused"
+                )
+            await check_lease(session, self.instance, sid, token)
 
 
 class LeaseRepository:
@@ -220,6 +250,16 @@ class LeaseRepository:
                 )
                 released += int(getattr(result, "rowcount", 0) or 0)
         return released
+
+    async def holds(self, instance: str, storyteller_id: int, token: int) -> bool:
+        """Whether `instance` still holds the storyteller with `token` (asked before a prog
+        call is sent)."""
+        try:
+            async with self._db.session() as session:
+                await check_lease(session, instance, storyteller_id, token)
+        except LeaseLost:
+            return False
+        return True
 
     async def holders(self) -> dict[int, tuple[str | None, int]]:
         """Storyteller id → (the daemon holding its unexpired lease or None, token)."""

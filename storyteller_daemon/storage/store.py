@@ -13,7 +13,7 @@ from storyteller_daemon.storage.dashboard_queries import DashboardQueries
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.inbox import InboxRepository
-from storyteller_daemon.storage.leases import LeaseRepository
+from storyteller_daemon.storage.leases import Fence, LeaseRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.policy_actions import PolicyActionRepository
@@ -32,9 +32,12 @@ from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 class Store:
     """The repositories, sharing a `Database` and a clock."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, fence: Fence | None = None) -> None:
         self.db = db
         self.clock = clock
+        self.fence = fence
+        """The leases guarding the backlog's and the turn journal's writes (a daemon of a
+        cluster); None: unguarded."""
         self.storytellers = StorytellerRepository(db, clock)
         self.situations = SituationRepository(db, clock)
         self.memories = MemoryRepository(db, clock)
@@ -48,9 +51,9 @@ class Store:
         self.claims = SceneClaimRepository(db, clock)
         self.queries = ProviderQueryRepository(db, clock=clock)
         self.verdicts = VerdictMemoryRepository(db, clock)
-        self.backlog = BacklogRepository(db, clock)
+        self.backlog = BacklogRepository(db, clock, fence)
         self.inbox = InboxRepository(db, clock)
-        self.journal = TurnJournalRepository(db, clock)
+        self.journal = TurnJournalRepository(db, clock, fence)
         self.runs = RunRepository(db)
         self.ledger = LedgerRepository(db)
         self.approvals = ApprovalRepository(db)
@@ -66,7 +69,12 @@ class Store:
 
     def stamped_by(self, clock: Clock) -> Store:
         """The same repositories over the same database, stamping times from `clock`."""
-        return Store(self.db, clock)
+        return Store(self.db, clock, self.fence)
+
+    def fenced_by(self, fence: Fence) -> Store:
+        """The same repositories, the backlog and the turn journal writing only for the
+        storytellers whose leases `fence` holds."""
+        return Store(self.db, self.clock, fence)
 
     async def close(self) -> None:
         """Release the engine."""

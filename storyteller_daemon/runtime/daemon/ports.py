@@ -6,7 +6,8 @@ durable intake of world events (the inbox repository), through which a world tha
 resumes from its stored cursor; `IdleWork` is reflection while idle
 (`runtime.reflection.ReflectionScheduler`); a `SettingsListener` is told the storytellers on
 every reload (the budget keeper learns their daily caps); `TurnRuns` reads the run record
-of a game's invocation for its outcome.
+of a game's invocation for its outcome; `Leases` holds a cluster daemon's share of the
+storytellers (`runtime.cluster.LeaseKeeper`).
 """
 
 from __future__ import annotations
@@ -74,4 +75,20 @@ class IdleWork(Protocol):
 
     async def run(self) -> None:
         """Run until cancelled."""
+        ...
+
+
+class Leases(Protocol):
+    """A cluster daemon's storyteller leases (`runtime.cluster.LeaseKeeper`)."""
+
+    async def start(self) -> None:
+        """Join the cluster and take a first share."""
+        ...
+
+    async def run(self) -> None:
+        """Renew and even out until cancelled."""
+        ...
+
+    async def stop(self) -> None:
+        """Release every lease and leave."""
         ...

@@ -1,9 +1,11 @@
 """Settings changes while the daemon runs.
 
 `SettingsWatch` polls the storytellers' revisions and the world's zone membership every
-``reload_seconds``; on a difference it reloads the settings, re-routes, forgets storytellers
-that are gone, re-syncs heartbeats, tells the settings listeners (the budget keeper) and lets
-the world pump know when the watched rooms changed (`wait_cells_changed`).
+``reload_seconds`` (or at once when asked, `poll_now`: a cluster's leases changed); on a
+difference it reloads the settings, re-routes, forgets storytellers that are gone, has the
+pipeline pick up the backlog of storytellers that are new to it, re-syncs heartbeats, tells
+the settings listeners (the budget keeper) and lets the world pump know when the watched
+rooms changed (`wait_cells_changed`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
 from storyteller_daemon.runtime.daemon.state import WorldStatus, log
 from storyteller_daemon.runtime.pipeline import Pipeline
@@ -63,6 +65,7 @@ class SettingsWatch:
         self.polls = 0
         """Completed settings polls (tests wait on this instead of sleeping)."""
         self._polled = asyncio.Condition()
+        self._wake = asyncio.Event()
 
     @property
     def cells(self) -> frozenset[int]:
@@ -84,9 +87,12 @@ class SettingsWatch:
         known = {s.id for s in router.storytellers}
         router.update(storytellers, zones)
         self._pipeline.storytellers_reloaded()
-        for gone in known - {s.id for s in storytellers}:
+        loaded = {s.id for s in storytellers if s.id is not None}
+        for gone in known - loaded:
             if gone is not None:
                 self._pipeline.forget(gone)
+        if not force:
+            await self._pipeline.adopt(loaded - known)
         self._heartbeats.sync(storytellers)
         for listener in self._listeners:
             listener(storytellers)
@@ -109,10 +115,15 @@ class SettingsWatch:
         async with self._cells_changed:
             await self._cells_changed.wait_for(lambda: self._cells != cells)
 
+    def poll_now(self) -> None:
+        """Poll at once instead of at the next interval (the storytellers held changed)."""
+        self._wake.set()
+
     async def run(self) -> None:
         """Poll every ``reload_seconds`` until cancelled (or the world refuses the daemon)."""
         while True:
-            await self._clock.sleep(self._reload_seconds)
+            await sleep_or_wake(self._clock, self._wake, self._reload_seconds)
+            self._wake.clear()
             try:
                 await self.reload()
             except FatalStreamError as exc:

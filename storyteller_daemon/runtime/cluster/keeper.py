@@ -1,0 +1,149 @@
+"""`LeaseKeeper`: the storytellers this daemon of a cluster runs, kept by leases.
+
+Every ``renew_seconds`` on the daemon's clock it tells the others it is alive, renews the leases
+it holds (a lease another daemon took meanwhile is gone), and evens out: past its fair share of
+the live daemons it releases the excess so a newcomer can take them, below it takes free or
+expired leases. A renewal that fails (the database is unreachable) gives every lease up at
+once: the daemon stops writing for storytellers it may no longer own, and takes them again
+(with new fencing tokens) once the database answers. On a clean stop it releases everything
+and leaves, so the others take its storytellers at their next renewal instead of waiting for
+the leases to expire. Listeners hear each change of the held set (the settings watch re-routes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+
+from storyteller_daemon.clock import Clock
+from storyteller_daemon.config import ClusterConfig
+from storyteller_daemon.domain.cluster import fair_share
+from storyteller_daemon.runtime.cluster.ports import LeaseStore
+
+log = logging.getLogger(__name__)
+
+
+class LeaseKeeper:
+    """Takes, renews and releases this daemon's storyteller leases.
+
+    Args:
+        leases: the lease repository.
+        cfg: the ``[cluster]`` settings.
+        instance: this daemon's name (``[cluster] instance``, or the host name).
+        clock: the daemon's clock (lease times and the renewal interval).
+    """
+
+    def __init__(self, leases: LeaseStore, cfg: ClusterConfig, instance: str, clock: Clock) -> None:
+        self._leases = leases
+        self._cfg = cfg
+        self.instance = instance
+        self._clock = clock
+        self._held: dict[int, int] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self.renewals = 0
+        """Renewals that reached the database."""
+        self.failures = 0
+        """Renewals that failed (each gave every lease up)."""
+        self.taken = 0
+        """Leases taken since the start."""
+        self._ticked = asyncio.Condition()
+
+    @property
+    def held(self) -> frozenset[int]:
+        """The storytellers this daemon runs now."""
+        return frozenset(self._held)
+
+    def tokens(self) -> Mapping[int, int]:
+        """Storyteller id → the fencing token held (a copy)."""
+        return dict(self._held)
+
+    def token(self, storyteller_id: int) -> int | None:
+        """The fencing token held for the storyteller (None: not held)."""
+        return self._held.get(storyteller_id)
+
+    async def holds_now(self, storyteller_id: int) -> bool:
+        """Whether the database still gives this daemon the storyteller (before a prog call)."""
+        token = self._held.get(storyteller_id)
+        if token is None:
+            return False
+        return await self._leases.holds(self.instance, storyteller_id, token)
+
+    def listen(self, changed: Callable[[], None]) -> None:
+        """Call `changed` whenever the held set changes (quick: it must not wait)."""
+        self._listeners.append(changed)
+
+    async def start(self) -> None:
+        """Join the cluster and take a first share (before the daemon loads its settings)."""
+        await self._leases.join(self.instance, self._cfg.lease_seconds)
+        await self.tick()
+
+    async def run(self) -> None:
+        """Renew and even out every ``renew_seconds`` until cancelled."""
+        while True:
+            await self._clock.sleep(self._cfg.renew_seconds)
+            await self.tick()
+
+    async def tick(self) -> None:
+        """One renewal: alive, renew, then release the excess or take up to the fair share."""
+        before = set(self._held)
+        try:
+            await self._renew_and_even_out()
+        except Exception as exc:  # the database did not answer: give up what may be lost
+            self.failures += 1
+            if self._held:
+                log.warning(
+                    "cluster: renewal failed (%s); giving up %d storytellers until it works",
+                    type(exc).__name__,
+                    len(self._held),
+                )
+            self._held = {}
+        else:
+            self.renewals += 1
+        if set(self._held) != before:
+            for changed in self._listeners:
+                changed()
+        async with self._ticked:
+            self._ticked.notify_all()
+
+    async def _renew_and_even_out(self) -> None:
+        lease = self._cfg.lease_seconds
+        await self._leases.beat(self.instance, lease)
+        if self._held:
+            kept = await self._leases.renew(self.instance, self._held, lease)
+            lost = sorted(self._held.keys() - kept.keys())
+            if lost:
+                log.warning("cluster: storytellers %s were taken over by another daemon", lost)
+            self._held = kept
+        total = await self._leases.sync()
+        share = fair_share(total, len(await self._leases.live_instances()))
+        if len(self._held) > share:
+            excess = {sid: self._held[sid] for sid in sorted(self._held)[share:]}
+            await self._leases.release(self.instance, excess)
+            for sid in excess:
+                del self._held[sid]
+            log.info("cluster: released %d storytellers to even out", len(excess))
+        elif len(self._held) < share:
+            taken = await self._leases.take(self.instance, share - len(self._held), lease)
+            if taken:
+                self._held.update(taken)
+                self.taken += len(taken)
+                log.info("cluster: took %d storytellers (%d held)", len(taken), len(self._held))
+
+    async def stop(self) -> None:
+        """Release every lease and leave the cluster (a clean stop: the others take over at
+        their next renewal)."""
+        held, self._held = self._held, {}
+        try:
+            if held:
+                await self._leases.release(self.instance, held)
+            await self._leases.leave(self.instance)
+        except Exception as exc:  # the leases then expire on their own
+            log.warning("cluster: could not release the leases on stop: %s", type(exc).__name__)
+        else:
+            log.info("cluster: released %d storytellers and left", len(held))
+
+    async def wait_ticks(self, count: int) -> None:
+        """Return once `count` renewals have been tried in all (tests)."""
+        async with self._ticked:
+            await self._ticked.wait_for(lambda: self.renewals + self.failures >= count)

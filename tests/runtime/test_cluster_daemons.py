@@ -1,0 +1,147 @@
+"""Two daemons over one database on a fake clock: they split the storytellers, each routes and
+runs only its own, and on a clean stop of one the other takes its storytellers over and re-runs
+the turn the stop cut off under the same key."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+
+import pytest
+
+from storyteller_daemon.app import build_runtime
+from storyteller_daemon.config import ClusterConfig, parse_config
+from storyteller_daemon.errors import ConfigError, LeaseLost
+from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
+from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.pipeline import wired_pipeline
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
+from world_adapter.sim import SimWorld
+
+CFG = ClusterConfig(enabled=True, lease_seconds=10.0, renew_seconds=2.0)
+
+
+@dataclass
+class Node:
+    name: str
+    store: Store
+    keeper: LeaseKeeper
+    runner: ScriptedTurnRunner
+    daemon: Daemon
+    stop: asyncio.Event
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def routed(self) -> set[int]:
+        return {s.id for s in self.daemon.pipeline.router.storytellers if s.id is not None}
+
+    async def start(self) -> None:
+        self.task = asyncio.create_task(self.daemon.run(self.stop))
+        await asyncio.wait_for(self.daemon.ready.wait(), 5)
+        await settle()
+
+    async def halt(self) -> None:
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, 5)
+
+
+def _node(url: str, clock: FakeClock, name: str) -> Node:
+    store = Store.open(url, clock=clock)
+    keeper = LeaseKeeper(store.leases, CFG, name, clock)
+    fenced = store.fenced_by(Fence(name, keeper.token))
+    runner = ScriptedTurnRunner()
+    pipeline = wired_pipeline(fenced, clock=clock, runner=runner).pipeline
+    daemon = Daemon(
+        settings=LeasedSettings(store.storytellers, keeper),
+        world=SimWorld.harbour_town(),
+        pipeline=pipeline,
+        clock=clock,
+        reload_seconds=60.0,  # only lease changes reload in this test
+        drain_seconds=0.05,
+        leases=keeper,
+    )
+    keeper.listen(daemon.watch.poll_now)
+    return Node(name, fenced, keeper, runner, daemon, asyncio.Event())
+
+
+async def _renewal(clock: FakeClock, *nodes: Node) -> None:
+    """One renewal round of every running node, and the reload a changed share asks for."""
+    before = [(n.keeper.renewals + n.keeper.failures, n.keeper.held, n.daemon.polls) for n in nodes]
+    await clock.advance(CFG.renew_seconds)
+    for node, (ticks, held, polls) in zip(nodes, before, strict=True):
+        await asyncio.wait_for(node.keeper.wait_ticks(ticks + 1), 5)
+        if node.keeper.held != held:
+            await asyncio.wait_for(node.daemon.wait_polls(polls + 1), 5)
+    await settle()
+
+
+@pytest.mark.postgres
+async def test_two_daemons_split_the_storytellers_and_hand_over_on_a_clean_stop(
+    pg_url: str,
+) -> None:
+    clock = FakeClock()
+    a, b = _node(pg_url, clock, "a"), _node(pg_url, clock, "b")
+    try:
+        await a.store.db.upgrade()
+        ids = []
+        for name in ("North", "South"):
+            st = await a.store.storytellers.create(name)
+            ids.append((await a.store.storytellers.save(replace(st, paused=False))).id)
+        await a.start()
+        assert a.routed == set(ids)  # alone, it runs everything
+        await b.start()
+        assert b.routed == set()
+        for _ in range(3):
+            await _renewal(clock, a, b)
+        assert len(a.routed) == len(b.routed) == 1
+        assert a.routed | b.routed == set(ids)
+        assert a.routed == a.keeper.held and b.routed == b.keeper.held
+
+        (mine,) = b.routed
+        b.runner.release.clear()
+        st = await b.store.storytellers.get(mine)
+        assert await b.daemon.pipeline.direct(st, "a bell tolls")
+        await asyncio.wait_for(b.runner.started.wait(), 5)
+        (_, key) = b.runner.begun[0]
+        await b.halt()  # the drain deadline cuts the turn off, then b releases its leases
+        assert b.runner.turns == []
+        stale = b.store.backlog
+        await _renewal(clock, a)
+        assert a.routed == set(ids)
+        await asyncio.wait_for(a.runner.wait_until(lambda: bool(a.runner.turns)), 5)
+        assert [(t.text, k) for t, k in a.runner.turns] == [("a bell tolls", key)]
+        with pytest.raises(LeaseLost):  # b's backlog can no longer move the storyteller's work
+            await stale.expire(mine, received_before=clock.now(), reason="late")
+    finally:
+        b.runner.release.set()
+        await b.halt()
+        await a.halt()
+        await a.store.close()
+        await b.store.close()
+
+
+async def test_the_daemon_refuses_clustering_on_sqlite(sqlite_store: Store) -> None:
+    cfg = parse_config({"cluster": {"enabled": True, "instance": "a"}}, "st.toml")
+    with pytest.raises(ConfigError, match=r"cluster\.enabled: clustering needs PostgreSQL"):
+        await build_runtime(
+            cfg, environ={}, world=SimWorld.harbour_town(), store=sqlite_store, clock=FakeClock()
+        )
+
+
+@pytest.mark.postgres
+async def test_a_clustered_daemon_is_wired_with_its_leases_and_fence(pg_url: str) -> None:
+    cfg = parse_config({"cluster": {"enabled": True, "instance": "node-1"}}, "st.toml")
+    store = Store.open(pg_url, clock=FakeClock())
+    try:
+        await store.db.upgrade()
+        runtime = await build_runtime(
+            cfg, environ={}, world=SimWorld.harbour_town(), store=store, clock=FakeClock()
+        )
+        assert runtime.leases is not None and runtime.leases.instance == "node-1"
+        assert runtime.daemon.leases is runtime.leases
+    finally:
+        await store.close()

@@ -1,0 +1,127 @@
+"""The lease keeper on a fake clock over real databases: the first share, evening out between
+daemons, expiry and takeover, the release on a clean stop, and giving up on a failed renewal."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import text
+
+from storyteller_daemon.config import ClusterConfig
+from storyteller_daemon.runtime.cluster import LeaseKeeper
+from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock, settle
+
+CFG = ClusterConfig(enabled=True, lease_seconds=10.0, renew_seconds=2.0)
+
+
+async def _storytellers(store: Store, count: int) -> list[int]:
+    ids = []
+    for n in range(count):
+        st = await store.storytellers.create(f"Teller {n}")
+        assert st.id is not None
+        ids.append(st.id)
+    return ids
+
+
+def _keeper(store: Store, clock: FakeClock, name: str) -> tuple[LeaseKeeper, list[frozenset[int]]]:
+    keeper = LeaseKeeper(store.stamped_by(clock).leases, CFG, name, clock)
+    changes: list[frozenset[int]] = []
+    keeper.listen(lambda: changes.append(keeper.held))
+    return keeper, changes
+
+
+async def test_daemons_even_out_to_their_fair_shares(store: Store) -> None:
+    clock = FakeClock()
+    ids = await _storytellers(store, 5)
+    a, a_changes = _keeper(store, clock, "a")
+    b, _ = _keeper(store, clock, "b")
+    await a.start()
+    assert a.held == frozenset(ids)  # alone: everything
+    assert a_changes == [frozenset(ids)]
+    await b.start()
+    assert b.held == frozenset()  # nothing is free yet
+    await a.tick()  # two live daemons: a's share is 3 of 5, it releases 2
+    assert len(a.held) == 3
+    await b.tick()
+    assert len(b.held) == 2 and a.held.isdisjoint(b.held)
+    assert {b.token(sid) for sid in b.held} == {2}  # a second owner: token 2
+    c, _ = _keeper(store, clock, "c")
+    await c.start()
+    await a.tick()
+    await b.tick()
+    await c.tick()
+    assert sorted(len(k.held) for k in (a, b, c)) == [1, 2, 2]
+    assert a.held | b.held | c.held == frozenset(ids)
+
+
+async def test_a_daemon_that_stops_renewing_loses_its_storytellers_after_the_lease(
+    store: Store,
+) -> None:
+    clock = FakeClock()
+    ids = await _storytellers(store, 4)
+    a, a_changes = _keeper(store, clock, "a")
+    b, _ = _keeper(store, clock, "b")
+    await a.start()
+    await b.start()
+    await a.tick()
+    await b.tick()
+    assert len(a.held) == len(b.held) == 2
+    a_had = a.held
+    for _ in range(4):  # a is frozen: only b renews, 8 s of a 10 s lease
+        await clock.advance(2)
+        await b.tick()
+    assert len(b.held) == 2
+    await clock.advance(3)  # 11 s since a's last renewal
+    await b.tick()
+    assert b.held == frozenset(ids)
+    assert all(b.token(sid) == 2 for sid in a_had)
+    assert await a.holds_now(min(a_had)) is False  # the database says so before a prog call
+    await a.tick()  # a wakes up: its renewal keeps nothing
+    assert a_changes[-1] == frozenset()
+    await b.tick()  # a is live again: b releases a's share for it to take
+    await a.tick()
+    assert len(a.held) == len(b.held) == 2
+
+
+async def test_a_clean_stop_hands_everything_over_at_the_next_renewal(store: Store) -> None:
+    clock = FakeClock()
+    ids = await _storytellers(store, 4)
+    a, _ = _keeper(store, clock, "a")
+    b, _ = _keeper(store, clock, "b")
+    await a.start()
+    await b.start()
+    await a.tick()
+    await b.tick()
+    await a.stop()
+    assert a.held == frozenset()
+    assert await store.stamped_by(clock).leases.live_instances() == ["b"]
+    await b.tick()  # no waiting for a's leases to expire
+    assert b.held == frozenset(ids)
+
+
+async def test_the_keeper_renews_on_the_clock_and_gives_up_when_renewal_fails(
+    store: Store,
+) -> None:
+    clock = FakeClock()
+    await _storytellers(store, 2)
+    a, changes = _keeper(store, clock, "a")
+    await a.start()
+    task = asyncio.create_task(a.run())
+    try:
+        await settle()
+        await clock.advance(2)
+        await asyncio.wait_for(a.wait_ticks(2), 5)
+        assert a.renewals == 2 and len(a.held) == 2
+        async with store.db.session() as session:  # the database stops answering for leases
+            await session.execute(text("DROP TABLE cluster_instances"))
+        await settle()
+        await clock.advance(2)
+        await asyncio.wait_for(a.wait_ticks(3), 5)
+        await settle()
+        assert a.failures == 1 and a.held == frozenset()
+        assert changes[-1] == frozenset()
+        assert a.token(1) is None
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
