@@ -73,7 +73,7 @@ async def _database_flag(ctx: typer.Context) -> bool | None:
 
     try:
         async with open_store(ctx) as store:
-            return await store.flags.on(KILL_SWITCH_FLAG)
+            return bool(await store.flags.on(KILL_SWITCH_FLAG))
     except StorytellerError:
         return None
 
