@@ -285,6 +285,8 @@ async def build_runtime(
             token=token,
             web_app=dashboard,
             clock=clock,
+            leases=keeper,
+            cluster_status=stamped.leases.status if keeper is not None else None,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, clock, runner)
     runtime.summaries = summaries
