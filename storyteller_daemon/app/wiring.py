@@ -106,8 +106,10 @@ async def build_runtime(
     check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
     keeper = None
+    world_key: str = cfg.world.kind
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
+        world_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
         keeper = LeaseKeeper(stamped.leases, cfg.cluster, instance, clock)
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
     world = world or build_world(cfg, environ)
@@ -247,7 +249,7 @@ async def build_runtime(
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
         inbox=stamped.inbox if cfg.world.kind == "bridge" else None,
-        world_key=cfg.world.kind,
+        world_key=world_key,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
         idle_work=(
@@ -259,6 +261,9 @@ async def build_runtime(
         invocations=_invocation_channel(world),
         turn_runs=store.runs if cfg.runs.record else None,
         leases=keeper,
+        # A daemon that died held its storytellers until their leases expired: the events of
+        # that gap (and a margin) are offered to them again once taken over.
+        catch_up_seconds=2 * cfg.cluster.lease_seconds if keeper is not None else 0.0,
     )
     if keeper is not None:
         keeper.listen(daemon.watch.poll_now)

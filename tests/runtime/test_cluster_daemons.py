@@ -11,6 +11,7 @@ import pytest
 
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.config import ClusterConfig, parse_config
+from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.errors import ConfigError, LeaseLost
 from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
@@ -31,6 +32,7 @@ class Node:
     keeper: LeaseKeeper
     runner: ScriptedTurnRunner
     daemon: Daemon
+    world: SimWorld
     stop: asyncio.Event
     task: asyncio.Task[None] | None = None
 
@@ -49,23 +51,37 @@ class Node:
             await asyncio.wait_for(self.task, 5)
 
 
-def _node(url: str, clock: FakeClock, name: str) -> Node:
+def _node(url: str, clock: FakeClock, name: str, *, inbox: bool = False) -> Node:
     store = Store.open(url, clock=clock)
     keeper = LeaseKeeper(store.leases, CFG, name, clock)
     fenced = store.fenced_by(Fence(name, keeper.token))
     runner = ScriptedTurnRunner()
     pipeline = wired_pipeline(fenced, clock=clock, runner=runner).pipeline
+    world = SimWorld.harbour_town()
     daemon = Daemon(
         settings=LeasedSettings(store.storytellers, keeper),
-        world=SimWorld.harbour_town(),
+        world=world,
         pipeline=pipeline,
         clock=clock,
         reload_seconds=60.0,  # only lease changes reload in this test
         drain_seconds=0.05,
         leases=keeper,
+        inbox=store.inbox if inbox else None,
+        world_key=f"sim@{name}",
+        catch_up_seconds=2 * CFG.lease_seconds if inbox else 0.0,
     )
     keeper.listen(daemon.watch.poll_now)
-    return Node(name, fenced, keeper, runner, daemon, asyncio.Event())
+    return Node(name, fenced, keeper, runner, daemon, world, asyncio.Event())
+
+
+async def _subscribed(world: SimWorld) -> None:
+    """Return once the daemon's stream waits for events (it read its stored cursor first);
+    each yield lets the database answer, none is a timed sleep."""
+    for _ in range(100_000):
+        if world.waiting_subscriptions:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the daemon never subscribed to the world")
 
 
 async def _renewal(clock: FakeClock, *nodes: Node) -> None:
@@ -122,6 +138,47 @@ async def test_two_daemons_split_the_storytellers_and_hand_over_on_a_clean_stop(
         await a.halt()
         await a.store.close()
         await b.store.close()
+
+
+@pytest.mark.postgres
+async def test_events_of_the_gap_reach_a_storyteller_taken_over_from_a_dead_daemon(
+    pg_url: str,
+) -> None:
+    """A daemon killed outright holds its storytellers until their leases expire; events that
+    came meanwhile are offered again to them by the daemon that takes them over."""
+    clock = FakeClock()
+    a = _node(pg_url, clock, "a", inbox=True)
+    try:
+        await a.store.db.upgrade()
+        ids = []
+        for name in ("North", "South"):
+            st = await a.store.storytellers.create(name)
+            watching = replace(
+                st,
+                paused=False,
+                subscriptions=frozenset({EventKind.ROOM}),
+                surveillance=st.surveillance.toggled("include", 101),
+            )
+            ids.append((await a.store.storytellers.save(watching)).id)
+        dead = a.store.stamped_by(clock).leases
+        await dead.sync()
+        await dead.join("dead", CFG.lease_seconds)
+        assert list(await dead.take("dead", 1, CFG.lease_seconds)) == [ids[0]]
+        await a.start()
+        assert a.routed == {ids[1]}  # its fair share; the dead daemon still looks alive
+        await asyncio.wait_for(_subscribed(a.world), 5)
+        a.world.emote(1001, "drops a lantern on the quay.")
+        await asyncio.wait_for(a.runner.wait_until(lambda: len(a.runner.turns) == 1), 5)
+        for _ in range(6):  # 12 s: the dead daemon's lease and presence expire
+            await _renewal(clock, a)
+        assert a.routed == set(ids)
+        await asyncio.wait_for(a.runner.wait_until(lambda: len(a.runner.turns) == 2), 5)
+        items = await a.store.backlog.items(ids[0])
+        assert [(i.kind, i.turn_key) for i in items] == [("room_echo", a.runner.turns[1][1])]
+        assert "drops a lantern" in a.runner.turns[1][0].event.text  # type: ignore[union-attr]
+    finally:
+        await a.halt()
+        await a.store.close()
 
 
 async def test_the_daemon_refuses_clustering_on_sqlite(sqlite_store: Store) -> None:

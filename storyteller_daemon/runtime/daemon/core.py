@@ -65,6 +65,8 @@ class Daemon:
         turn_runs: where an invocation's run record is read for its outcome.
         leases: a cluster daemon's leases (None: alone, every storyteller is run here); they
             are renewed until the drain has ended, then released.
+        catch_up_seconds: the events stored in this many seconds before a storyteller is taken
+            over from another daemon are offered to it again (0: none).
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class Daemon:
         invocations: InvocationChannel | None = None,
         turn_runs: TurnRuns | None = None,
         leases: Leases | None = None,
+        catch_up_seconds: float = 0.0,
     ) -> None:
         self.pipeline = pipeline
         self.leases = leases
@@ -107,7 +110,9 @@ class Daemon:
             clock=clock,
             reload_seconds=reload_seconds,
             status=self.status,
+            adopted=self._taken_over if catch_up_seconds > 0 else None,
         )
+        self._catch_up_seconds = catch_up_seconds
         self.pump = WorldPump(
             world=world,
             pipeline=pipeline,
@@ -130,6 +135,9 @@ class Daemon:
         self.invoke = self.invocations.invoke
         self.find_storyteller = self.invocations.find_storyteller
         self.answer_invocation = self.invocations.answer_invocation
+
+    async def _taken_over(self, storyteller_ids: frozenset[int]) -> None:
+        await self.pump.catch_up(storyteller_ids, self._catch_up_seconds)
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
         await self.pipeline.heartbeat(storyteller_id, heartbeat)

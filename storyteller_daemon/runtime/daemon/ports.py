@@ -13,6 +13,7 @@ storytellers (`runtime.cluster.LeaseKeeper`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from storyteller_daemon.domain.storytellers import Storyteller
@@ -55,6 +56,10 @@ class EventInbox(Protocol):
 
     async def mark_dispatched(self, ids: Sequence[int]) -> None:
         """Mark stored events as dispatched."""
+        ...
+
+    async def received_since(self, world: str, since: datetime) -> Sequence[tuple[int, WorldEvent]]:
+        """Stored events received at or after `since`, dispatched or not, oldest first."""
         ...
 
     async def prune(self, world: str, *, keep: int) -> int:

@@ -11,7 +11,7 @@ rooms changed (`wait_cells_changed`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
@@ -34,6 +34,8 @@ class SettingsWatch:
         clock: for the poll interval.
         reload_seconds: the poll interval.
         status: told when the world refuses the daemon.
+        adopted: awaited with the storytellers new to a running daemon, after the pipeline
+            picked up their backlog (a cluster daemon offers them recent events again).
     """
 
     def __init__(
@@ -47,8 +49,10 @@ class SettingsWatch:
         clock: Clock,
         reload_seconds: float,
         status: WorldStatus,
+        adopted: Callable[[frozenset[int]], Awaitable[object]] | None = None,
     ) -> None:
         self._settings = settings
+        self._adopted = adopted
         self._world = world
         self._pipeline = pipeline
         self._heartbeats = heartbeats
@@ -91,8 +95,10 @@ class SettingsWatch:
         for gone in known - loaded:
             if gone is not None:
                 self._pipeline.forget(gone)
-        if not force:
+        if not force and loaded - known:
             await self._pipeline.adopt(loaded - known)
+            if self._adopted is not None:
+                await self._adopted(frozenset(loaded - known))
         self._heartbeats.sync(storytellers)
         for listener in self._listeners:
             listener(storytellers)
