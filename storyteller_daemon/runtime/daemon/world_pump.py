@@ -227,6 +227,9 @@ class WorldPump:
                 self._status.refused(error)
                 return
             elif isinstance(error, StorageError):
+                # Events stored but not dispatched (the backlog refused them: the database
+                # failed, or a cluster daemon's lease was lost) are read again from the inbox.
+                self._restored = self._inbox is None
                 self._status.set("reconnecting")
                 log.error(
                     "could not store world events (%s); retrying in %ss", error, self._retry_seconds
