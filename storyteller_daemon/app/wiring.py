@@ -110,7 +110,7 @@ async def build_runtime(
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
         world_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
-        keeper = LeaseKeeper(stamped.leases, cfg.cluster, instance, clock)
+        keeper = LeaseKeeper(stamped.leases, cfg.cluster, instance, clock, alerts=alerts)
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)

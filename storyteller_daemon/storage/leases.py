@@ -180,6 +180,34 @@ class LeaseRepository:
             )
             return list(names)
 
+    async def sharing_instances(self, lease_seconds: float) -> list[str]:
+        """The live daemons that share the storytellers out: those that joined in the last
+        `lease_seconds` (still taking their first share) or hold an unexpired lease. A daemon
+        that says it is alive but has held nothing for longer (it cannot keep its leases) is
+        not counted, so the others take what it lost instead of waiting on it."""
+        now = self._clock.now()
+        holding = (
+            select(StorytellerLeaseRow.storyteller_id)
+            .where(
+                StorytellerLeaseRow.owner == ClusterInstanceRow.name,
+                StorytellerLeaseRow.expires_at > now,
+            )
+            .exists()
+        )
+        async with self._db.session() as session:
+            names = await session.scalars(
+                select(ClusterInstanceRow.name)
+                .where(
+                    ClusterInstanceRow.expires_at > now,
+                    or_(
+                        ClusterInstanceRow.started_at > now - timedelta(seconds=lease_seconds),
+                        holding,
+                    ),
+                )
+                .order_by(ClusterInstanceRow.name)
+            )
+            return list(names)
+
     async def take(self, instance: str, limit: int, lease_seconds: float) -> dict[int, int]:
         """Take up to `limit` free or expired leases; return storyteller id → new token."""
         if limit <= 0:
@@ -210,6 +238,23 @@ class LeaseRepository:
                 .returning(StorytellerLeaseRow.storyteller_id, StorytellerLeaseRow.token)
             )
             return {int(sid): int(token) for sid, token in taken}
+
+    async def expired_of_live(self, instance: str) -> dict[int, str]:
+        """Expired leases whose owner (not `instance`) still renews its presence: storyteller
+        id → owner. Taking one over from a daemon that looks alive is worth an alert (it hangs,
+        or it lost the database only for its leases)."""
+        now = self._clock.now()
+        async with self._db.session() as session:
+            rows = await session.execute(
+                select(StorytellerLeaseRow.storyteller_id, StorytellerLeaseRow.owner)
+                .join(ClusterInstanceRow, ClusterInstanceRow.name == StorytellerLeaseRow.owner)
+                .where(
+                    StorytellerLeaseRow.owner != instance,
+                    StorytellerLeaseRow.expires_at < now,
+                    ClusterInstanceRow.expires_at > now,
+                )
+            )
+            return {int(sid): str(owner) for sid, owner in rows}
 
     async def renew(
         self, instance: str, held: Mapping[int, int], lease_seconds: float

@@ -10,6 +10,7 @@ from sqlalchemy import text
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
 
 CFG = ClusterConfig(enabled=True, lease_seconds=10.0, renew_seconds=2.0)
@@ -122,6 +123,43 @@ async def test_the_keeper_renews_on_the_clock_and_gives_up_when_renewal_fails(
         assert a.failures == 1 and a.held == frozenset()
         assert changes[-1] == frozenset()
         assert a.token(1) is None
+        async with store.db.session() as session:  # the database answers again
+            await session.execute(
+                text(
+                    "CREATE TABLE cluster_instances (name VARCHAR(100) PRIMARY KEY, "
+                    "started_at TIMESTAMP WITH TIME ZONE NOT NULL, "
+                    "renewed_at TIMESTAMP WITH TIME ZONE NOT NULL, "
+                    "expires_at TIMESTAMP WITH TIME ZONE NOT NULL)"
+                )
+            )
+        await clock.advance(2)
+        await asyncio.wait_for(a.wait_ticks(4), 5)
+        assert len(a.held) == 2  # it joined again and took its storytellers back
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_taking_over_from_a_daemon_that_still_looks_alive_is_alerted(store: Store) -> None:
+    clock = FakeClock()
+    ids = await _storytellers(store, 2)
+    alerts = RecordedAlerts()
+    a, _ = _keeper(store, clock, "a")
+    b = LeaseKeeper(store.stamped_by(clock).leases, CFG, "b", clock, alerts=alerts)
+    await a.start()
+    await b.start()
+    await a.tick()
+    await b.tick()
+    assert len(a.held) == len(b.held) == 1
+    leases = store.stamped_by(clock).leases
+    for _ in range(6):  # a says it is alive but renews none of its leases (12 s)
+        await clock.advance(2)
+        await leases.beat("a", CFG.lease_seconds)
+        await b.tick()
+    assert b.held == frozenset(ids)
+    assert alerts.kinds == ["lease_takeover"]
+    assert f"took over storytellers {sorted(a.held)} from a" in alerts.alerts[0].detail
+    await a.stop()
+    await clock.advance(11)
+    await b.tick()  # nothing left to take from anyone: no new alert
+    assert alerts.kinds == ["lease_takeover"]

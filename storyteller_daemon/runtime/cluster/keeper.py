@@ -3,11 +3,17 @@
 Every ``renew_seconds`` on the daemon's clock it tells the others it is alive, renews the leases
 it holds (a lease another daemon took meanwhile is gone), and evens out: past its fair share of
 the live daemons it releases the excess so a newcomer can take them, below it takes free or
-expired leases. A renewal that fails (the database is unreachable) gives every lease up at
-once: the daemon stops writing for storytellers it may no longer own, and takes them again
-(with new fencing tokens) once the database answers. On a clean stop it releases everything
-and leaves, so the others take its storytellers at their next renewal instead of waiting for
-the leases to expire. Listeners hear each change of the held set (the settings watch re-routes).
+expired leases. A daemon that says it is alive but has kept no lease for a lease span is not
+counted in the share (`LeaseStore.sharing_instances`), so what it lost is taken.
+
+A renewal that fails (the database is unreachable) gives every lease up at once: the daemon
+stops writing for storytellers it may no longer own, and joins again as a newcomer (taking them
+with new fencing tokens) once the database answers; so does a daemon whose leases were all
+taken over. On a clean stop it releases everything and leaves, so the others take its
+storytellers at their next renewal instead of waiting for the leases to expire. Listeners hear
+each change of the held set (the settings watch re-routes). Taking a lease over from a daemon
+that still renews its presence (it hangs, or its database link fails for leases only) raises a
+``lease_takeover`` alert.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.domain.cluster import fair_share
@@ -32,10 +39,20 @@ class LeaseKeeper:
         cfg: the ``[cluster]`` settings.
         instance: this daemon's name (``[cluster] instance``, or the host name).
         clock: the daemon's clock (lease times and the renewal interval).
+        alerts: where a takeover from a live-looking daemon is alerted (None: only logged).
     """
 
-    def __init__(self, leases: LeaseStore, cfg: ClusterConfig, instance: str, clock: Clock) -> None:
+    def __init__(
+        self,
+        leases: LeaseStore,
+        cfg: ClusterConfig,
+        instance: str,
+        clock: Clock,
+        *,
+        alerts: AlertSink | None = None,
+    ) -> None:
         self._leases = leases
+        self._alerts = alerts
         self._cfg = cfg
         self.instance = instance
         self._clock = clock
@@ -48,6 +65,8 @@ class LeaseKeeper:
         self.taken = 0
         """Leases taken since the start."""
         self._ticked = asyncio.Condition()
+        self._rejoin = False
+        """A renewal failed: the next one joins again as a newcomer (what it held is stale)."""
 
     @property
     def held(self) -> frozenset[int]:
@@ -98,6 +117,7 @@ class LeaseKeeper:
                     len(self._held),
                 )
             self._held = {}
+            self._rejoin = True
         else:
             self.renewals += 1
         if set(self._held) != before:
@@ -108,15 +128,22 @@ class LeaseKeeper:
 
     async def _renew_and_even_out(self) -> None:
         lease = self._cfg.lease_seconds
-        await self._leases.beat(self.instance, lease)
+        if self._rejoin:
+            await self._leases.join(self.instance, lease)
+            self._rejoin = False
+        else:
+            await self._leases.beat(self.instance, lease)
         if self._held:
             kept = await self._leases.renew(self.instance, self._held, lease)
             lost = sorted(self._held.keys() - kept.keys())
             if lost:
                 log.warning("cluster: storytellers %s were taken over by another daemon", lost)
             self._held = kept
+            if not kept:  # all taken over (it was paused, say): join again as a newcomer
+                await self._leases.join(self.instance, lease)
         total = await self._leases.sync()
-        share = fair_share(total, len(await self._leases.live_instances()))
+        sharing = await self._leases.sharing_instances(lease)
+        share = fair_share(total, len(set(sharing) | {self.instance}))
         if len(self._held) > share:
             excess = {sid: self._held[sid] for sid in sorted(self._held)[share:]}
             await self._leases.release(self.instance, excess)
@@ -124,11 +151,33 @@ class LeaseKeeper:
                 del self._held[sid]
             log.info("cluster: released %d storytellers to even out", len(excess))
         elif len(self._held) < share:
+            live_owners = await self._leases.expired_of_live(self.instance)
             taken = await self._leases.take(self.instance, share - len(self._held), lease)
             if taken:
                 self._held.update(taken)
                 self.taken += len(taken)
                 log.info("cluster: took %d storytellers (%d held)", len(taken), len(self._held))
+                self._alert_takeover({sid: live_owners[sid] for sid in taken if sid in live_owners})
+
+    def _alert_takeover(self, from_live: Mapping[int, str]) -> None:
+        """Say which storytellers were taken from daemons that still renew their presence."""
+        if not from_live:
+            return
+        owners = ", ".join(sorted(set(from_live.values())))
+        detail = (
+            f"{self.instance} took over storytellers {sorted(from_live)} from {owners}, which "
+            "still renews its presence but not these leases: it may hang, or reach the "
+            "database too slowly. Its writes for them are refused; look at its log."
+        )
+        log.warning("cluster: %s", detail, extra={"alert": False})
+        if self._alerts is not None:
+            self._alerts.alert(
+                "lease_takeover",
+                "A storyteller was taken over from a daemon that looks alive",
+                detail,
+                severity="warning",
+                key=f"lease_takeover:{owners}",
+            )
 
     async def stop(self) -> None:
         """Release every lease and leave the cluster (a clean stop: the others take over at

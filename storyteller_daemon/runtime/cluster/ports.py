@@ -29,8 +29,16 @@ class LeaseStore(Protocol):
         """The daemons alive now."""
         ...
 
+    async def sharing_instances(self, lease_seconds: float) -> list[str]:
+        """The live daemons the storytellers are shared out among."""
+        ...
+
     async def take(self, instance: str, limit: int, lease_seconds: float) -> dict[int, int]:
         """Take up to `limit` free or expired leases: storyteller id → new token."""
+        ...
+
+    async def expired_of_live(self, instance: str) -> dict[int, str]:
+        """Expired leases of daemons that still look alive: storyteller id → owner."""
         ...
 
     async def renew(
