@@ -264,6 +264,7 @@ async def build_runtime(
         # A daemon that died held its storytellers until their leases expired: the events of
         # that gap (and a margin) are offered to them again once taken over.
         catch_up_seconds=2 * cfg.cluster.lease_seconds if keeper is not None else 0.0,
+        followed=store.storytellers if keeper is not None else None,
     )
     if keeper is not None:
         keeper.listen(daemon.watch.poll_now)

@@ -67,6 +67,8 @@ class Daemon:
             are renewed until the drain has ended, then released.
         catch_up_seconds: the events stored in this many seconds before a storyteller is taken
             over from another daemon are offered to it again (0: none).
+        followed: every storyteller whose rooms the world stream follows beyond those in
+            `settings` (a cluster daemon: all of them, so it has their events to offer again).
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class Daemon:
         turn_runs: TurnRuns | None = None,
         leases: Leases | None = None,
         catch_up_seconds: float = 0.0,
+        followed: SettingsSource | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.leases = leases
@@ -111,6 +114,7 @@ class Daemon:
             reload_seconds=reload_seconds,
             status=self.status,
             adopted=self._taken_over if catch_up_seconds > 0 else None,
+            followed=followed,
         )
         self._catch_up_seconds = catch_up_seconds
         self.pump = WorldPump(

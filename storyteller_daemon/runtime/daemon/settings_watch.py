@@ -17,6 +17,7 @@ from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
 from storyteller_daemon.runtime.daemon.state import WorldStatus, log
 from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError
 from world_adapter.protocol import WorldClient
@@ -36,6 +37,8 @@ class SettingsWatch:
         status: told when the world refuses the daemon.
         adopted: awaited with the storytellers new to a running daemon, after the pipeline
             picked up their backlog (a cluster daemon offers them recent events again).
+        followed: every storyteller whose rooms the world stream follows, beyond those
+            routed (a cluster daemon stores the events of the storytellers it may take over).
     """
 
     def __init__(
@@ -50,8 +53,11 @@ class SettingsWatch:
         reload_seconds: float,
         status: WorldStatus,
         adopted: Callable[[frozenset[int]], Awaitable[object]] | None = None,
+        followed: SettingsSource | None = None,
     ) -> None:
         self._settings = settings
+        self._followed = followed
+        self._followed_revisions: dict[int, int] | None = None
         self._adopted = adopted
         self._world = world
         self._pipeline = pipeline
@@ -83,8 +89,14 @@ class SettingsWatch:
 
     async def _reload(self, *, force: bool) -> bool:
         revisions = await self._settings.revisions()
+        followed = await self._followed.revisions() if self._followed is not None else None
         zones = await self._world.zones()
-        if not force and revisions == self._revisions and zones == self._zones:
+        if (
+            not force
+            and revisions == self._revisions
+            and followed == self._followed_revisions
+            and zones == self._zones
+        ):
             return False
         storytellers = await self._settings.list()
         router = self._pipeline.router
@@ -103,7 +115,12 @@ class SettingsWatch:
         for listener in self._listeners:
             listener(storytellers)
         self._revisions, self._zones = revisions, zones
+        self._followed_revisions = followed
         cells = router.watched_cells()
+        if self._followed is not None:
+            everyone = Router()
+            everyone.update(await self._followed.list(), zones)
+            cells |= everyone.watched_cells()
         if cells != self._cells:
             self._cells = cells
             async with self._cells_changed:
