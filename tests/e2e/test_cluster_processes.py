@@ -1,7 +1,8 @@
 """Two real `storyteller run` processes sharing the suite's PostgreSQL: they split the
 storytellers; after ``kill -9`` of one the other takes its storytellers over once their leases
-expire, and after a SIGTERM at its next renewal. Real processes on real time: the waits are
-bounded polls of the database, and the hand-over times are measured."""
+expire, and after a SIGTERM at its next renewal; one frozen with SIGSTOP past its leases loses
+them, and once resumed holds none of its old tokens and gets a new share. Real processes on
+real time: the waits are bounded polls of the database, and the hand-over times are measured."""
 
 from __future__ import annotations
 
@@ -104,3 +105,32 @@ async def test_kill_9_and_sigterm_hand_the_storytellers_over(tmp_path: Path, pg_
             log = (tmp_path / "st-2.log").read_text(encoding="utf-8")
             assert "cluster: released 3 storytellers and left" in log
             assert again.poll() is None
+
+
+@pytest.mark.postgres
+async def test_a_daemon_frozen_past_its_leases_loses_them_and_rejoins_after_sigcont(
+    tmp_path: Path, pg_url: str
+) -> None:
+    store = Store.open(pg_url, clock=SystemClock())
+    try:
+        await store.db.upgrade()
+        for n in range(STORYTELLERS):
+            await store.storytellers.create(f"Teller {n}")
+        half = STORYTELLERS // 2
+        with _daemon(tmp_path, pg_url, "st-1") as first, _daemon(tmp_path, pg_url, "st-2"):
+            await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)
+            before = await store.leases.holders()
+            first.send_signal(signal.SIGSTOP)  # a partition: it neither renews nor writes
+            try:
+                await _until(pg_url, lambda s: _held(s) == {"st-2": STORYTELLERS}, 30)
+            finally:
+                first.send_signal(signal.SIGCONT)
+            await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 30)
+            after = await store.leases.holders()
+            for sid, (owner, token) in before.items():
+                if owner == "st-1":  # taken over, then given back: two new owners since
+                    assert after[sid][1] >= token + 1
+            log = (tmp_path / "st-1.log").read_text(encoding="utf-8")
+            assert "were taken over by another daemon" in log
+    finally:
+        await store.close()
