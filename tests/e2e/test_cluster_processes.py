@@ -134,3 +134,30 @@ async def test_a_daemon_frozen_past_its_leases_loses_them_and_rejoins_after_sigc
             assert "were taken over by another daemon" in log
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_three_daemons_share_evenly_and_two_take_over_the_third(
+    tmp_path: Path, pg_url: str
+) -> None:
+    store = Store.open(pg_url, clock=SystemClock())
+    try:
+        await store.db.upgrade()
+        for n in range(STORYTELLERS):
+            await store.storytellers.create(f"Teller {n}")
+    finally:
+        await store.close()
+    third = STORYTELLERS // 3
+    with (
+        _daemon(tmp_path, pg_url, "st-1"),
+        _daemon(tmp_path, pg_url, "st-2"),
+        _daemon(tmp_path, pg_url, "st-3") as last,
+    ):
+        even = {"st-1": third, "st-2": third, "st-3": third}
+        await _until(pg_url, lambda s: _held(s) == even, 90)
+        last.kill()
+        status, took = await _until(
+            pg_url, lambda s: _held(s) == {"st-1": STORYTELLERS // 2, "st-2": STORYTELLERS // 2}, 30
+        )
+        assert status.unowned == 0
+        assert took <= LEASE + 4 * RENEW + 2, f"kill -9 hand-over took {took:.1f} s"
