@@ -220,6 +220,7 @@ async def build_runtime(
             lookups,
             skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats,
             kill_switch=lambda: kill_switch_on(cfg.policy, policy.kill_file),
+            kill_flag=lambda: store.flags.on(KILL_SWITCH_FLAG),
         ),
         alerts=alerts,
         source=cfg.world.kind,

@@ -285,11 +285,13 @@ async def test_the_kill_switch_file_flag_is_flipped_from_the_api(
     async with client.post(url, headers=BEARER, json={"on": True}) as response:
         assert await response.json() == {"on": True, "by_setting": False, "switchable": True}
     assert kill_file.exists()
+    assert await rig.runtime.store.flags.on("kill_switch")  # every daemon of the database
     assert rig.runtime.runner is not None
     async with client.get(f"{rig.base}/api/overview", headers=BEARER) as response:
         assert (await response.json())["kill_switch"]["on"] is True
     async with client.post(url, headers=BEARER, json={"on": False}) as response:
         assert (await response.json())["on"] is False
     assert not kill_file.exists()
+    assert not await rig.runtime.store.flags.on("kill_switch")
     async with client.post(url, headers=BEARER, json={"on": "yes"}) as response:
         assert response.status == 400
