@@ -148,6 +148,10 @@ class PolicyRules:
         """Whether the kill switch (setting or file flag) stops prog calls now."""
         return kill_switch_on(self.cfg, self.kill_file)
 
+    async def killed_anywhere(self) -> bool:
+        """Whether the kill switch (setting, file flag or its database twin) is on now."""
+        return self.killed or (self._kill_flag is not None and await self._kill_flag())
+
     def _secret(self, arguments: Mapping[str, Any]) -> Decision | None:
         """A refusal when any string of the arguments carries a secret of the daemon."""
         for text in strings_in(dict(arguments)):
@@ -176,7 +180,7 @@ class PolicyRules:
         calls_this_turn: int,
     ) -> Decision | None:
         cfg = self.cfg
-        if self.killed or (self._kill_flag is not None and await self._kill_flag()):
+        if await self.killed_anywhere():
             return refuse(KILL_SWITCH, "the kill switch stops every prog call")
         if self._holds is not None and not await self._holds(storyteller.id or 0):
             return refuse(

@@ -302,7 +302,12 @@ async def build_runtime(
     in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))
     if runner is not None and in_use:
         runtime.approvals = ApprovalRunner(
-            approvals, store.storytellers.get, runner.run_approved, policy, clock
+            approvals,
+            store.storytellers.get,
+            runner.run_approved,
+            policy,
+            clock,
+            held=(lambda: keeper.held) if keeper is not None else None,
         )
     runtime.alerts, runtime.health, runtime.mcp = alerts, health, mcp
     runtime.budget, runtime.recorder = budget, recorder
