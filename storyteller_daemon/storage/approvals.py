@@ -133,9 +133,7 @@ class ApprovalRepository:
                 row.state, row.decided_at = ApprovalState.EXPIRED.value, now
             return [approval_to_domain(r) for r in rows]
 
-    async def claim(
-        self, storytellers: Collection[int] | None = None
-    ) -> builtins.list[Approval]:
+    async def claim(self, storytellers: Collection[int] | None = None) -> builtins.list[Approval]:
         """Approved calls, moved to ``running``, plus calls a stopped daemon left running (of
         these `storytellers` only, when given: those a daemon of a cluster holds).
 
