@@ -104,8 +104,9 @@ class Runtime:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
 
     async def _run_daemon(self, stop: asyncio.Event) -> None:
-        """Run the daemon and its side work (the sim world's activity, pruning, approvals, the
-        prog catalogue, the minute summaries) in one TaskGroup until `stop` is set."""
+        """Run the daemon and its side work (the sim world's activity, pruning, approvals, in a
+        cluster the others' spend, the prog catalogue, the minute summaries) in one TaskGroup
+        until `stop` is set."""
         failure: Exception | None = None
         try:
             async with asyncio.TaskGroup() as group:
@@ -145,6 +146,11 @@ class Runtime:
             )
         if self.approvals is not None:
             yield "approvals", self.approvals.run()
+        if self.leases is not None and self.budget is not None:  # the other daemons' spend
+            yield (
+                "shared-spend",
+                self.budget.follow(self.store.ledger, self.cfg.cluster.renew_seconds),
+            )
         yield "prog-catalogue", self.keep_catalogue()
         if self.summaries is not None:
             yield "minute-summaries", self.summaries.run()

@@ -1,14 +1,19 @@
 """The lease keeper on a fake clock over real databases: the first share, evening out between
-daemons, expiry and takeover, the release on a clean stop, and giving up on a failed renewal."""
+daemons, expiry and takeover, the release on a clean stop, and giving up on a failed renewal;
+and the budget keeper of a cluster daemon following the others' spend."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import text
 
-from storyteller_daemon.config import ClusterConfig
+from storyteller_daemon.config import BudgetsConfig, ClusterConfig
 from storyteller_daemon.runtime.cluster import LeaseKeeper
+from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
+from storyteller_daemon.storage.ledger import LedgerEntry
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
 from storyteller_daemon.testing.clock import FakeClock, settle
@@ -163,3 +168,26 @@ async def test_taking_over_from_a_daemon_that_still_looks_alive_is_alerted(store
     await clock.advance(11)
     await b.tick()  # nothing left to take from anyone: no new alert
     assert alerts.kinds == ["lease_takeover"]
+
+
+async def test_a_cluster_daemon_counts_what_the_others_spent(store: Store) -> None:
+    clock = FakeClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
+    (sid,) = await _storytellers(store, 1)
+    budget = BudgetKeeper(BudgetsConfig(daily_usd=1.0), {}, clock)
+    await budget.load(store.ledger)
+    following = asyncio.create_task(budget.follow(store.ledger, CFG.renew_seconds))
+    try:
+        await settle()
+        # another daemon's requests, as its recorder writes them
+        await store.ledger.add(
+            [LedgerEntry(clock.now(), "turn", "gpt-5", storyteller_id=sid, cost_usd=0.6)] * 2
+        )
+        await clock.advance(CFG.renew_seconds)
+        for _ in range(1000):  # the re-read runs on the database's threads
+            if budget.spent(sid) > 0:
+                break
+            await asyncio.sleep(0)
+        assert budget.spent(sid) == pytest.approx(1.2)
+    finally:
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
