@@ -128,6 +128,27 @@ class DashboardData:
 
     # ------------------------------------------------------------------ overview
 
+    async def cluster(self) -> dict[str, Any] | None:
+        """The daemons sharing the database (``storyteller cluster status``); None when no
+        daemon ever joined a cluster here."""
+        status = await self.store.leases.status()
+        if not status.instances:
+            return None
+        return {
+            "instances": [
+                {
+                    "name": i.name,
+                    "live": i.live,
+                    "leases": i.leases,
+                    "open_work": i.open_work,
+                    "renewed_at": i.renewed_at.isoformat(),
+                }
+                for i in status.instances
+            ],
+            "unowned": status.unowned,
+            "unowned_work": status.unowned_work,
+        }
+
     async def kill_switch(self) -> dict[str, Any]:
         """Whether the kill switch stops prog calls, and whether the page may flip it."""
         flagged = await self.store.flags.on(KILL_SWITCH_FLAG)
@@ -196,6 +217,7 @@ class DashboardData:
             "generated_at": now.isoformat(),
             "daemon": daemon,
             "kill_switch": await self.kill_switch(),
+            "cluster": await self.cluster(),
             "spend": _gauge(spend.total, self._budgets.daily_usd),
             "storytellers": rows,
         }
