@@ -12,6 +12,7 @@ the backlog, the turn journal and prog calls are fenced by its leases.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -67,6 +68,7 @@ from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.leases import Fence
 from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.client import BridgeWorldClient
@@ -110,7 +112,14 @@ async def build_runtime(
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
         world_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
-        keeper = LeaseKeeper(stamped.leases, cfg.cluster, instance, clock, alerts=alerts)
+        keeper = LeaseKeeper(
+            stamped.leases,
+            cfg.cluster,
+            instance,
+            clock,
+            alerts=alerts,
+            signals=functools.partial(lease_signals, store.db),
+        )
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)

@@ -30,6 +30,7 @@ from storyteller_daemon.domain.cluster import ClusterStatus, InstanceStatus
 from storyteller_daemon.domain.work import OPEN_STATES
 from storyteller_daemon.errors import LeaseLost
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.lease_signals import LEASE_CHANNEL
 from storyteller_daemon.storage.models.cluster import ClusterInstanceRow, StorytellerLeaseRow
 from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.models.work import WorkRow
@@ -122,6 +123,7 @@ class LeaseRepository:
                 .where(StorytellerLeaseRow.owner == instance)
                 .values(owner=None, expires_at=None)
             )
+            await self._notify(session, instance)
 
     async def beat(self, instance: str, lease_seconds: float) -> None:
         """Tell the others `instance` is alive for `lease_seconds` more (joins again if its row
@@ -140,11 +142,18 @@ class LeaseRepository:
                 row.renewed_at, row.expires_at = now, expires
 
     async def leave(self, instance: str) -> None:
-        """Leave the cluster: the others stop counting `instance` at once."""
+        """Leave the cluster: the others stop counting `instance` at once (and on PostgreSQL
+        are woken to even out now)."""
         async with self._db.session() as session:
             await session.execute(
                 delete(ClusterInstanceRow).where(ClusterInstanceRow.name == instance)
             )
+            await self._notify(session, instance)
+
+    async def _notify(self, session: AsyncSession, instance: str) -> None:
+        """Wake the other daemons when this transaction commits (PostgreSQL's NOTIFY)."""
+        if self._db.dialect == "postgresql":
+            await session.execute(select(func.pg_notify(LEASE_CHANNEL, instance)))
 
     async def sync(self) -> int:
         """Give every storyteller a lease row and drop those of storytellers that are gone;
@@ -294,6 +303,8 @@ class LeaseRepository:
                     .values(owner=None, expires_at=None)
                 )
                 released += int(getattr(result, "rowcount", 0) or 0)
+            if released:
+                await self._notify(session, instance)
         return released
 
     async def holds(self, instance: str, storyteller_id: int, token: int) -> bool:

@@ -5,6 +5,7 @@ and the budget keeper of a cluster daemon following the others' spend."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy import text
 from storyteller_daemon.config import BudgetsConfig, ClusterConfig
 from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
+from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.ledger import LedgerEntry
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
@@ -191,3 +193,52 @@ async def test_a_cluster_daemon_counts_what_the_others_spent(store: Store) -> No
     finally:
         following.cancel()
         await asyncio.gather(following, return_exceptions=True)
+
+
+@pytest.mark.postgres
+async def test_on_postgresql_a_newcomer_gets_its_share_without_waiting_for_a_renewal(
+    pg_url: str,
+) -> None:
+    """LISTEN/NOTIFY: b's join wakes a, a's release wakes b; the fake clock never moves."""
+    clock = FakeClock()
+    store = Store.open(pg_url, clock=clock)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        await store.db.upgrade()
+        await _storytellers(store, 4)
+        signals = functools.partial(lease_signals, store.db)
+        a = LeaseKeeper(store.leases, CFG, "a", clock, signals=signals)
+        b = LeaseKeeper(store.leases, CFG, "b", clock, signals=signals)
+        await a.start()
+        tasks.append(asyncio.create_task(a.run()))
+        tasks.append(asyncio.create_task(b.run()))
+        await asyncio.wait_for(_listening(store, 2), 10)
+        assert len(a.held) == 4
+        await b.start()
+        await asyncio.wait_for(_until_held(b, 2), 10)
+        assert len(a.held) == 2 and a.held.isdisjoint(b.held)
+        assert clock.monotonic() == 0.0
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.close()
+
+
+async def _listening(store: Store, count: int) -> None:
+    """Return once `count` sessions LISTEN on the lease channel (each yield lets them start)."""
+    query = text("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'")
+    for _ in range(10_000):
+        async with store.db.session() as session:
+            if (await session.scalar(query)) == count:
+                return
+        await asyncio.sleep(0)
+    raise AssertionError("the keepers never listened")
+
+
+async def _until_held(keeper: LeaseKeeper, count: int) -> None:
+    for _ in range(100_000):  # each yield lets the notifications and the database answer
+        if len(keeper.held) == count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{keeper.instance} holds {len(keeper.held)}, not {count}")

@@ -19,14 +19,15 @@ that still renews its presence (it hangs, or its database link fails for leases 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
 from storyteller_daemon.alerts.sink import AlertSink
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.domain.cluster import fair_share
-from storyteller_daemon.runtime.cluster.ports import LeaseStore
+from storyteller_daemon.runtime.cluster.ports import LeaseSignals, LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class LeaseKeeper:
         instance: this daemon's name (``[cluster] instance``, or the host name).
         clock: the daemon's clock (lease times and the renewal interval).
         alerts: where a takeover from a live-looking daemon is alerted (None: only logged).
+        signals: word of other daemons joining, releasing or leaving, which starts a renewal
+            at once (None: only every ``renew_seconds``).
     """
 
     def __init__(
@@ -50,8 +53,11 @@ class LeaseKeeper:
         clock: Clock,
         *,
         alerts: AlertSink | None = None,
+        signals: LeaseSignals | None = None,
     ) -> None:
         self._leases = leases
+        self._signals = signals
+        self._woken = asyncio.Event()
         self._alerts = alerts
         self._cfg = cfg
         self.instance = instance
@@ -97,11 +103,22 @@ class LeaseKeeper:
         await self._leases.join(self.instance, self._cfg.lease_seconds)
         await self.tick()
 
+    def wake(self, by: str) -> None:
+        """Renew now: daemon `by` joined, released leases or left (not this one itself)."""
+        if by != self.instance:
+            self._woken.set()
+
     async def run(self) -> None:
-        """Renew and even out every ``renew_seconds`` until cancelled."""
-        while True:
-            await self._clock.sleep(self._cfg.renew_seconds)
-            await self.tick()
+        """Renew and even out every ``renew_seconds``, and at once when another daemon's
+        leases changed, until cancelled."""
+        listening = (
+            self._signals(self.wake) if self._signals is not None else contextlib.nullcontext()
+        )
+        async with listening:
+            while True:
+                await sleep_or_wake(self._clock, self._woken, self._cfg.renew_seconds)
+                self._woken.clear()
+                await self.tick()
 
     async def tick(self) -> None:
         """One renewal: alive, renew, then release the excess or take up to the fair share."""

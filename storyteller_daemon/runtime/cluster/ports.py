@@ -1,9 +1,15 @@
-"""What the lease keeper needs from storage: the lease repository (`storage.leases`)."""
+"""What the lease keeper needs from storage: the lease repository (`storage.leases`), and
+word of other daemons' lease changes (`LeaseSignals`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
+
+LeaseSignals = Callable[[Callable[[str], None]], AbstractAsyncContextManager[None]]
+"""Listens, while inside, for daemons that join, release or leave, calling back with the name
+of each (`storage.lease_signals.lease_signals` over the database)."""
 
 
 class LeaseStore(Protocol):
