@@ -1,6 +1,7 @@
 """Two daemons over one database on a fake clock: they split the storytellers, each routes and
 runs only its own, and on a clean stop of one the other takes its storytellers over and re-runs
-the turn the stop cut off under the same key."""
+the turn the stop cut off under the same key; a turn whose storyteller was taken over while it
+ran ends without writing."""
 
 from __future__ import annotations
 
@@ -205,3 +206,41 @@ async def test_a_clustered_daemon_is_wired_with_its_leases_and_fence(pg_url: str
         assert runtime.daemon.leases is runtime.leases
     finally:
         await store.close()
+
+
+async def test_a_turn_whose_storyteller_was_taken_over_meanwhile_ends_without_a_write(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    plain = store.stamped_by(clock)
+    st = await plain.storytellers.save(
+        replace(await plain.storytellers.create("Harbour Watch"), paused=False)
+    )
+    assert st.id is not None
+    await plain.leases.sync()
+    tokens = await plain.leases.take("a", 1, CFG.lease_seconds)
+    runner = ScriptedTurnRunner()
+    runner.release.clear()
+    wired = wired_pipeline(
+        plain.fenced_by(Fence("a", tokens.get)), clock=clock, runner=runner, storytellers=[st]
+    )
+    task = asyncio.create_task(wired.pipeline.run())
+    try:
+        assert await wired.pipeline.direct(st, "a bell tolls")
+        await asyncio.wait_for(runner.started.wait(), 5)
+        await clock.advance(CFG.lease_seconds + 1)  # a froze in its turn; b takes over
+        assert await plain.leases.take("b", 1, CFG.lease_seconds) == {st.id: 2}
+        runner.release.set()
+        await asyncio.wait_for(runner.wait_until(lambda: bool(runner.turns)), 5)
+        for _ in range(10_000):  # the refused end of the turn is logged
+            if "turn stage of storyteller" in caplog.text:
+                break
+            await asyncio.sleep(0)
+        assert f"daemon 'a' no longer holds storyteller #{st.id}" in caplog.text
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]
+        (item,) = await plain.backlog.items(st.id)
+        assert item.state.value == "running"  # b resumes it under the same key
+        assert wired.stats.turns["crashed"] == 0
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
