@@ -4,7 +4,8 @@
 StorytellerError
 ├── ConfigError            operator: fix the config file
 ├── StorageError           operator: the database is unreachable or not migrated
-│   └── NotMigratedError
+│   ├── NotMigratedError
+│   └── LeaseLost          a daemon of a cluster wrote for a storyteller it no longer holds
 ├── ServiceUnavailable     operator: something the command needs (the game) cannot be reached
 ├── NotFoundError          operator/model: an id or name names nothing
 ├── ConflictError          operator: a unique name is taken
@@ -68,6 +69,11 @@ class NotMigratedError(StorageError):
     """The database schema is older than this code; run `storyteller db upgrade`."""
 
     exit_code = EX_CONFIG
+
+
+class LeaseLost(StorageError):
+    """The database refused a write of a daemon whose lease on the storyteller is gone (another
+    daemon took it, or it was never held): the write did not happen."""
 
 
 class ServiceUnavailable(StorytellerError):

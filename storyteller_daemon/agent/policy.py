@@ -96,6 +96,10 @@ class Policy(PolicyRules):
         journal: stores each prog call that ran (none: the caps start over on restart).
         approvals: where calls matched by ``approve`` are parked (none: they are refused).
         claims: the scene claims (none: claims are not enforced).
+        kill_flag: the kill switch's database twin, shared by every daemon of the database
+            (none: only the setting and the file flag).
+        holds: whether this daemon of a cluster still holds a storyteller's lease, asked of
+            the database before each prog call (none: not clustered).
     """
 
     def __init__(
@@ -109,9 +113,19 @@ class Policy(PolicyRules):
         journal: Journal | None = None,
         approvals: ApprovalQueue | None = None,
         claims: SceneClaimStore | None = None,
+        kill_flag: Callable[[], Awaitable[bool]] | None = None,
+        holds: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         self.pacing = PacingState(clock)
-        super().__init__(cfg, clock, secrets=secrets, cells_of=cells_of, kill_file=kill_file)
+        super().__init__(
+            cfg,
+            clock,
+            secrets=secrets,
+            cells_of=cells_of,
+            kill_file=kill_file,
+            kill_flag=kill_flag,
+            holds=holds,
+        )
         self._now = clock.now
         self._journal = journal
         self._approvals = approvals

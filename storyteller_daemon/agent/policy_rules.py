@@ -3,16 +3,17 @@
 Each rule has a name (`KILL_SWITCH`, `SCOPE`, `TURN_CAP`...) that a refusal carries to the model,
 the run record and the metrics. `PolicyRules` checks a call against them: the secret rule for
 every tool, the scope rule for built-ins on turns a player starts, and for prog calls the kill
-switch, the text rules, scope, the turn cap, the cooldowns and the hourly and daily caps, which
-count the prog calls that ran. A check answers with a `Decision` naming the
-first rule that refuses, or None when every rule passes.
+switch (setting, file flag or its database twin), the lease (a daemon of a cluster sends no
+call for a storyteller another daemon took over), the text rules, scope, the turn cap, the
+cooldowns and the hourly and daily caps, which count the prog calls that ran. A check answers
+with a `Decision` naming the first rule that refuses, or None when every rule passes.
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ HOUR_SECONDS = 3600.0
 DAY_SECONDS = 86_400.0
 
 KILL_SWITCH = "kill_switch"
+LEASE_LOST = "lease_lost"
+"""A daemon of a cluster no longer holds the storyteller's lease: its prog calls are not sent."""
 SCOPE = "scope"
 TURN_CAP = "turn_cap"
 COOLDOWN = "cooldown"
@@ -125,9 +128,13 @@ class PolicyRules:
         secrets: Iterable[str] = (),
         cells_of: Callable[[int], frozenset[int]] | None = None,
         kill_file: Path | None = None,
+        kill_flag: Callable[[], Awaitable[bool]] | None = None,
+        holds: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         self.cfg = cfg
         self.kill_file = kill_file
+        self._kill_flag = kill_flag
+        self._holds = holds
         self._clock = clock
         self._secrets = tuple(s for s in {s.strip() for s in secrets} if len(s) >= MIN_SECRET_CHARS)
         self._cells_of = cells_of
@@ -140,6 +147,10 @@ class PolicyRules:
     def killed(self) -> bool:
         """Whether the kill switch (setting or file flag) stops prog calls now."""
         return kill_switch_on(self.cfg, self.kill_file)
+
+    async def killed_anywhere(self) -> bool:
+        """Whether the kill switch (setting, file flag or its database twin) is on now."""
+        return self.killed or (self._kill_flag is not None and await self._kill_flag())
 
     def _secret(self, arguments: Mapping[str, Any]) -> Decision | None:
         """A refusal when any string of the arguments carries a secret of the daemon."""
@@ -169,8 +180,12 @@ class PolicyRules:
         calls_this_turn: int,
     ) -> Decision | None:
         cfg = self.cfg
-        if self.killed:
+        if await self.killed_anywhere():
             return refuse(KILL_SWITCH, "the kill switch stops every prog call")
+        if self._holds is not None and not await self._holds(storyteller.id or 0):
+            return refuse(
+                LEASE_LOST, "another daemon runs this storyteller now; the call was not sent"
+            )
         for text in effect.texts:
             if len(text) > cfg.max_text_chars:
                 return refuse(TEXT_CAP, f"a text is over {cfg.max_text_chars} characters")

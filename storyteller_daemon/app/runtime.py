@@ -23,6 +23,7 @@ from storyteller_daemon.config import Config
 from storyteller_daemon.errors import ConfigError, StorageError
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.pipeline import Pipeline
@@ -64,6 +65,8 @@ class Runtime:
     """The MCP servers storytellers' tools call (None when none are configured)."""
     summaries: LoggingObserver | None = None
     """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
+    leases: LeaseKeeper | None = None
+    """The storyteller leases of a daemon of a cluster (None: not clustered)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
@@ -101,8 +104,9 @@ class Runtime:
             log.info("the world's prog catalogue was not stored (%s); admin commands ask it", exc)
 
     async def _run_daemon(self, stop: asyncio.Event) -> None:
-        """Run the daemon and its side work (the sim world's activity, pruning, approvals, the
-        prog catalogue, the minute summaries) in one TaskGroup until `stop` is set."""
+        """Run the daemon and its side work (the sim world's activity, pruning, approvals, in a
+        cluster the others' spend, the prog catalogue, the minute summaries) in one TaskGroup
+        until `stop` is set."""
         failure: Exception | None = None
         try:
             async with asyncio.TaskGroup() as group:
@@ -142,6 +146,11 @@ class Runtime:
             )
         if self.approvals is not None:
             yield "approvals", self.approvals.run()
+        if self.leases is not None and self.budget is not None:  # the other daemons' spend
+            yield (
+                "shared-spend",
+                self.budget.follow(self.store.ledger, self.cfg.cluster.renew_seconds),
+            )
         yield "prog-catalogue", self.keep_catalogue()
         if self.summaries is not None:
             yield "minute-summaries", self.summaries.run()

@@ -5,13 +5,17 @@ the database schema is current, and puts the parts together: the budget keeper a
 the world look-up cache, the policy with the prog calls of the last day restored, the MCP hub
 (with MCP servers configured), the metered model behind its circuit breaker and the turn runner
 (only with a model), the pipeline, reflection while idle, the daemon, the alert counters, the
-HTTP listener and the approval runner.
+HTTP listener and the approval runner. With ``[cluster] enabled`` (PostgreSQL only) a lease
+keeper holds the daemon's share of the storytellers: the daemon sees and runs only those, and
+the backlog, the turn journal and prog calls are fenced by its leases.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
@@ -38,11 +42,13 @@ from storyteller_daemon.app.adapters import (
 )
 from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.clock import Clock
-from storyteller_daemon.config import Config, database_url
+from storyteller_daemon.config import Config, check_cluster_database, database_url
 from storyteller_daemon.domain.approvals import OPEN_APPROVAL_STATES
+from storyteller_daemon.domain.cluster import KILL_SWITCH_FLAG
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
+from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
 from storyteller_daemon.runtime.game_admin import GameAdmin
@@ -62,6 +68,8 @@ from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.lease_signals import lease_signals
+from storyteller_daemon.storage.leases import Fence
 from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
@@ -109,7 +117,22 @@ async def build_runtime(
     alerts = alerts or build_alerts(cfg, clock, environ)
     store = store or open_store(cfg, clock, environ)
     await store.db.require_current()
+    check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
+    keeper = None
+    world_key: str = cfg.world.kind
+    if cfg.cluster.enabled:
+        instance = cfg.cluster.instance or socket.gethostname()
+        world_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
+        keeper = LeaseKeeper(
+            stamped.leases,
+            cfg.cluster,
+            instance,
+            clock,
+            alerts=alerts,
+            signals=functools.partial(lease_signals, store.db),
+        )
+        stamped = stamped.fenced_by(Fence(instance, keeper.token))
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
     stats = RuntimeStats()
@@ -142,6 +165,8 @@ async def build_runtime(
         journal=actions.add,
         approvals=approvals,
         claims=store.claims,
+        kill_flag=lambda: store.flags.on(KILL_SWITCH_FLAG),
+        holds=keeper.holds_now if keeper is not None else None,
     )
     # The caps and cooldowns count the prog calls of the last day, across restarts.
     policy.restore(await actions.since(clock.now() - timedelta(days=1)), clock.now())
@@ -209,6 +234,7 @@ async def build_runtime(
             lookups,
             skip_idle_heartbeats=cfg.budgets.skip_idle_heartbeats,
             kill_switch=lambda: kill_switch_on(cfg.policy, policy.kill_file),
+            kill_flag=lambda: store.flags.on(KILL_SWITCH_FLAG),
         ),
         alerts=alerts,
         source=cfg.world.kind,
@@ -228,7 +254,7 @@ async def build_runtime(
         )
         reflection = Reflection(refresher, store.memories, cfg.reflection, stats)
     daemon = Daemon(
-        settings=store.storytellers,
+        settings=LeasedSettings(store.storytellers, keeper) if keeper else store.storytellers,
         world=lookups,
         pipeline=pipeline,
         clock=clock,
@@ -238,7 +264,7 @@ async def build_runtime(
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
         inbox=stamped.inbox if cfg.world.kind == "bridge" else None,
-        world_key=cfg.world.kind,
+        world_key=world_key,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
         idle_work=(
@@ -249,7 +275,14 @@ async def build_runtime(
         settings_listeners=[budget.learn],
         invocations=_invocation_channel(world),
         turn_runs=store.runs if cfg.runs.record else None,
+        leases=keeper,
+        # A daemon that died held its storytellers until their leases expired: the events of
+        # that gap (and a margin) are offered to them again once taken over.
+        catch_up_seconds=2 * cfg.cluster.lease_seconds if keeper is not None else 0.0,
+        followed=store.storytellers if keeper is not None else None,
     )
+    if keeper is not None:
+        keeper.listen(daemon.watch.poll_now)
     if admin_cli is not None and isinstance(world, BridgeWorldClient):
         world.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
@@ -273,6 +306,8 @@ async def build_runtime(
             token=token,
             web_app=dashboard,
             clock=clock,
+            leases=keeper,
+            cluster_status=stamped.leases.status if keeper is not None else None,
         )
     runtime = Runtime(cfg, store, world, choice, stats, pipeline, daemon, clock, runner)
     runtime.summaries = summaries
@@ -281,11 +316,17 @@ async def build_runtime(
     in_use = bool(cfg.policy.approve) or bool(await approvals.list(OPEN_APPROVAL_STATES, limit=1))
     if runner is not None and in_use:
         runtime.approvals = ApprovalRunner(
-            approvals, store.storytellers.get, runner.run_approved, policy, clock
+            approvals,
+            store.storytellers.get,
+            runner.run_approved,
+            policy,
+            clock,
+            held=(lambda: keeper.held) if keeper is not None else None,
         )
     runtime.alerts, runtime.health, runtime.mcp = alerts, health, mcp
     runtime.budget, runtime.recorder = budget, recorder
     runtime.reflection = reflection
+    runtime.leases = keeper
     return runtime
 
 

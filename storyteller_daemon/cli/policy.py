@@ -1,9 +1,10 @@
 """``storyteller policy``: the limits every prog call passes, and the kill switch.
 
-``policy kill`` creates the kill switch's file flag: from the daemon's next prog call on, every
-storyteller's prog calls are refused (attention, situations, memories and read-only tools go
-on), and the flag survives restarts. ``policy resume`` removes it. ``policy show`` prints the
-limits in force (docs/security.md).
+``policy kill`` sets the kill switch's flag in the database, which every daemon of the database
+honours (a cluster's too), and its file flag where there is one: from each daemon's next prog
+call on, every storyteller's prog calls are refused (attention, situations, memories and
+read-only tools go on), and the flags survive restarts. ``policy resume`` clears both.
+``policy show`` prints the limits in force (docs/security.md).
 
 ``policy approvals`` lists prog calls parked for approval (tools matched by ``[policy]
 approve``); ``policy approve ID`` lets the daemon run one (once, within seconds), ``policy
@@ -34,7 +35,7 @@ from storyteller_daemon.cli.support import (
     state,
     table,
 )
-from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.errors import StorytellerError
 
 if TYPE_CHECKING:
     from storyteller_daemon.config import Config
@@ -54,47 +55,78 @@ def _kill_file(cfg: Config) -> Path | None:
     return kill_file_path(cfg.policy, database_url(cfg))
 
 
-def _required_kill_file(cfg: Config) -> Path:
-    path = _kill_file(cfg)
+async def _set_database_flag(ctx: typer.Context, on: bool) -> str | None:
+    """Set the kill switch's database twin; None when done, else why it could not be."""
+    from storyteller_daemon.domain.cluster import KILL_SWITCH_FLAG
+
+    try:
+        async with open_store(ctx) as store:
+            await store.flags.set(KILL_SWITCH_FLAG, on, by=acting_user(ctx))
+    except StorytellerError as exc:
+        return str(exc)
+    return None
+
+
+async def _database_flag(ctx: typer.Context) -> bool | None:
+    """Whether the database twin is on (None: the database cannot say)."""
+    from storyteller_daemon.domain.cluster import KILL_SWITCH_FLAG
+
+    try:
+        async with open_store(ctx) as store:
+            return bool(await store.flags.on(KILL_SWITCH_FLAG))
+    except StorytellerError:
+        return None
+
+
+def _flip_file(path: Path | None, on: bool) -> None:
     if path is None:
-        raise ConfigError(
-            "config",
-            "no kill file: set [policy] kill_file to a path the daemon can read "
-            "(a PostgreSQL database has no file to put it beside)",
-            key="policy.kill_file",
-        )
-    return path
+        return
+    try:
+        if on:
+            path.touch()
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        verb = "create" if on else "remove"
+        raise fail(f"cannot {verb} {path}: {exc.strerror}", 73) from None
 
 
 @app.command("kill")
 @run_async
 async def kill(ctx: typer.Context) -> None:
     """Stop every storyteller's prog calls now (survives restarts) until `policy resume`."""
-    path = _required_kill_file(state(ctx).config())
-    try:
-        path.touch()
-    except OSError as exc:
-        raise fail(f"cannot create {path}: {exc.strerror}", 73) from None
+    path = _kill_file(state(ctx).config())
+    _flip_file(path, True)
+    problem = await _set_database_flag(ctx, True)
+    if problem is not None and path is None:
+        raise fail(f"the kill switch could not be set in the database: {problem}", 69)
+    where = " and ".join(
+        w for w in (str(path) if path else "", "" if problem else "the database") if w
+    )
     console.print(
-        f"kill switch on ({path}): the daemon refuses every prog call from its next one; "
+        f"kill switch on ({where}): every daemon refuses every prog call from its next one; "
         "`storyteller policy resume` lifts it"
     )
+    if problem is not None:
+        console.print(f"the database flag was not set ({problem}); the file flag stops this host")
 
 
 @app.command("resume")
 @run_async
 async def resume(ctx: typer.Context) -> None:
-    """Lift the kill switch's file flag (a `kill_switch = true` setting stays in force)."""
+    """Lift the kill switch's flags (a `kill_switch = true` setting stays in force)."""
     cfg = state(ctx).config()
-    path = _required_kill_file(cfg)
-    try:
-        path.unlink(missing_ok=True)
-    except OSError as exc:
-        raise fail(f"cannot remove {path}: {exc.strerror}", 73) from None
-    if cfg.policy.kill_switch:
-        console.print("file flag removed, but [policy] kill_switch = true still stops prog calls")
+    path = _kill_file(cfg)
+    _flip_file(path, False)
+    problem = await _set_database_flag(ctx, False)
+    if problem is not None and path is None:
+        raise fail(f"the kill switch could not be lifted in the database: {problem}", 69)
+    if problem is not None:
+        console.print(f"file flag removed, but the database flag could not be ({problem})")
+    elif cfg.policy.kill_switch:
+        console.print("flags removed, but [policy] kill_switch = true still stops prog calls")
     else:
-        console.print("kill switch off: prog calls run again from the daemon's next one")
+        console.print("kill switch off: prog calls run again from each daemon's next one")
 
 
 @app.command("show")
@@ -105,9 +137,11 @@ async def show(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     cfg = state(ctx).config()
     path = _kill_file(cfg)
+    flag = await _database_flag(ctx)
     data: dict[str, Any] = {
-        "kill_switch": kill_switch_on(cfg.policy, path),
+        "kill_switch": kill_switch_on(cfg.policy, path) or bool(flag),
         "kill_file": str(path) if path is not None else None,
+        "kill_flag_in_database": flag,
         **cfg.policy.model_dump(exclude={"kill_switch", "kill_file"}),
     }
     if as_json:

@@ -69,6 +69,11 @@ COMMANDS: dict[str, Entry] = {
         "Probe your game over the bridge and write a configuration and a starter pack for it.",
     ),
     "db": Entry("db", "app", "Database schema: upgrade, downgrade, show the current revision."),
+    "cluster": Entry(
+        "cluster",
+        "app",
+        "Several daemons sharing one PostgreSQL database: which daemon runs which storyteller.",
+    ),
     "ais": Entry(
         "ais", "app", "Storytellers: list, create, show, configure, pause, delete, clone."
     ),

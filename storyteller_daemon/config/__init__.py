@@ -26,13 +26,20 @@ from storyteller_daemon.config.fields import (
     PositiveInt,
     normalise_database_url,
 )
-from storyteller_daemon.config.loading import Config, database_url, load_config, parse_config
+from storyteller_daemon.config.loading import (
+    Config,
+    check_cluster_database,
+    database_url,
+    load_config,
+    parse_config,
+)
 from storyteller_daemon.config.mcp import McpConfig, McpServeConfig, McpServerConfig
 from storyteller_daemon.config.policy import PolicyConfig
 from storyteller_daemon.config.sections import (
     AlertsConfig,
     AttentionConfig,
     BudgetsConfig,
+    ClusterConfig,
     DaemonConfig,
     DatabaseConfig,
     HttpConfig,
@@ -51,6 +58,7 @@ __all__ = [
     "AlertsConfig",
     "AttentionConfig",
     "BudgetsConfig",
+    "ClusterConfig",
     "Config",
     "DaemonConfig",
     "DatabaseConfig",
@@ -73,6 +81,7 @@ __all__ = [
     "ReflectionConfig",
     "RunsConfig",
     "WorldConfig",
+    "check_cluster_database",
     "database_url",
     "endpoint_of",
     "load_config",

@@ -29,6 +29,7 @@ from storyteller_daemon.config.sections import (
     AlertsConfig,
     AttentionConfig,
     BudgetsConfig,
+    ClusterConfig,
     DaemonConfig,
     DatabaseConfig,
     HttpConfig,
@@ -52,6 +53,7 @@ class Config(_Section):
     world: WorldConfig = Field(default_factory=WorldConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)
@@ -140,3 +142,18 @@ def database_url(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
         except ValueError as exc:
             raise ConfigError("config", str(exc), key="database.url_env") from None
     return cfg.database.url
+
+
+def check_cluster_database(cfg: Config, url: str) -> None:
+    """Refuse ``[cluster] enabled`` on a database other than PostgreSQL.
+
+    Raises:
+        ConfigError: clustering on SQLite, naming the setting.
+    """
+    if cfg.cluster.enabled and not url.startswith("postgresql"):
+        raise ConfigError(
+            "config",
+            "clustering needs PostgreSQL: a SQLite database has one writer, so several "
+            "daemons cannot share it (set cluster.enabled = false or use postgresql://)",
+            key="cluster.enabled",
+        )

@@ -2,8 +2,8 @@
 
 Each section is one frozen model of `fields._Section` whose attributes are its keys with their
 defaults: ``[database]``, ``[model]`` (with its price table), ``[limits]``, ``[attention]``,
-``[world]``, ``[alerts]``, ``[daemon]``, ``[http]``, ``[logging]``, ``[runs]``, ``[budgets]``
-and ``[reflection]``.
+``[world]``, ``[alerts]``, ``[daemon]``, ``[cluster]``, ``[http]``, ``[logging]``, ``[runs]``,
+``[budgets]`` and ``[reflection]``.
 """
 
 from __future__ import annotations
@@ -194,6 +194,31 @@ class DaemonConfig(_Section):
     intake_stall_seconds: PositiveFloat = 120.0
     """A bridged game that keeps sending while no event is stored for this long has stalled
     the intake: health goes red and an alert says so."""
+
+
+class ClusterConfig(_Section):
+    """Several daemons sharing one PostgreSQL database (docs/operations.md)."""
+
+    enabled: bool = False
+    """Share the storytellers with the other daemons of the database through leases (refused
+    on SQLite, which one process only may write)."""
+    instance: str = Field(default="", max_length=100, pattern=r"^[A-Za-z0-9_.@:-]*$")
+    """This daemon's name among the others, unique and kept across restarts (a systemd
+    template unit's ``%i``); empty: the host name."""
+    lease_seconds: Annotated[float, Field(ge=2.0)] = 10.0
+    """A storyteller's lease lasts this long unless renewed: a daemon that dies loses its
+    storytellers to the others this long after its last renewal."""
+    renew_seconds: PositiveFloat = 2.0
+    """How often the leases are renewed and free ones taken (under half of `lease_seconds`)."""
+
+    @model_validator(mode="after")
+    def _renewed_in_time(self) -> ClusterConfig:
+        if self.renew_seconds * 2 > self.lease_seconds:
+            raise ValueError(
+                f"renew_seconds ({self.renew_seconds:g}) must be at most half of lease_seconds "
+                f"({self.lease_seconds:g}), so one missed renewal does not lose the leases"
+            )
+        return self
 
 
 class HttpConfig(_Section):

@@ -133,25 +133,21 @@ class ApprovalRepository:
                 row.state, row.decided_at = ApprovalState.EXPIRED.value, now
             return [approval_to_domain(r) for r in rows]
 
-    async def claim(self) -> builtins.list[Approval]:
-        """Approved calls, moved to ``running``, plus calls a stopped daemon left running.
+    async def claim(self, storytellers: Collection[int] | None = None) -> builtins.list[Approval]:
+        """Approved calls, moved to ``running``, plus calls a stopped daemon left running (of
+        these `storytellers` only, when given: those a daemon of a cluster holds).
 
         A call left ``running`` was claimed before a crash or stop and may have reached the
         game; it is run again under the same idempotency key, which the game answers with the
         stored outcome if it ran.
         """
+        query = select(ApprovalRow).where(
+            ApprovalRow.state.in_([ApprovalState.APPROVED.value, ApprovalState.RUNNING.value])
+        )
+        if storytellers is not None:
+            query = query.where(ApprovalRow.storyteller_id.in_(sorted(storytellers)))
         async with self._db.session() as session:
-            rows = list(
-                await session.scalars(
-                    select(ApprovalRow)
-                    .where(
-                        ApprovalRow.state.in_(
-                            [ApprovalState.APPROVED.value, ApprovalState.RUNNING.value]
-                        )
-                    )
-                    .order_by(ApprovalRow.id)
-                )
-            )
+            rows = list(await session.scalars(query.order_by(ApprovalRow.id)))
             for row in rows:
                 row.state = ApprovalState.RUNNING.value
             return [approval_to_domain(r) for r in rows]

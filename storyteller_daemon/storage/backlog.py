@@ -3,7 +3,9 @@
 The attention stage reads `pending` items a batch at a time and records a `Decision` for each;
 the turn stage `claim_turn`s interested items and `finish_turn`s them. Every move is one short
 transaction, guarded by the state the item must be in, so a crash between any two moves leaves
-each item in exactly one recorded state, and a restart picks up from there.
+each item in exactly one recorded state, and a restart picks up from there. Given a `Fence` (a
+daemon of a cluster), every move is also guarded by the storytellers' leases: a daemon that
+lost one cannot move its work (`LeaseLost`, nothing written).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.work import (
@@ -27,6 +30,7 @@ from storyteller_daemon.domain.work import (
     WorkState,
 )
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.leases import Fence
 from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
 from storyteller_daemon.storage.storytellers import as_utc
 from storyteller_daemon.storage.turn_claims import claim_next_turn, work_item
@@ -40,11 +44,35 @@ def _chunks(values: Sequence[_T]) -> list[list[_T]]:
 
 
 class BacklogRepository:
-    """Adds, lists and moves work items of every storyteller."""
+    """Adds, lists and moves work items of every storyteller (of those whose leases `fence`
+    holds, when given one)."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, fence: Fence | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._fence = fence
+
+    async def _guard(self, session: AsyncSession, storyteller_ids: Collection[int]) -> None:
+        """Refuse the write unless the fence holds every storyteller (no fence: no check)."""
+        if self._fence is not None:
+            await self._fence.check(session, storyteller_ids)
+
+    async def _guard_items(self, session: AsyncSession, ids: Sequence[int]) -> None:
+        if self._fence is not None:
+            owners: set[int] = set()
+            for chunk in _chunks(ids):
+                found = await session.scalars(
+                    select(WorkRow.storyteller_id).where(WorkRow.id.in_(chunk)).distinct()
+                )
+                owners.update(found)
+            await self._fence.check(session, owners)
+
+    async def _guard_turn(self, session: AsyncSession, turn_key: str) -> None:
+        if self._fence is not None:
+            owners = await session.scalars(
+                select(WorkRow.storyteller_id).where(WorkRow.turn_key == turn_key).distinct()
+            )
+            await self._fence.check(session, set(owners))
 
     async def add(self, items: Sequence[NewWork]) -> list[WorkItem]:
         """Store the items whose (storyteller, source) is new; return those, in order.
@@ -56,6 +84,7 @@ class BacklogRepository:
             return []
         async with self._db.session() as session:
             storytellers = sorted({item.storyteller_id for item in items})
+            await self._guard(session, storytellers)
             sources = list(dict.fromkeys(item.source for item in items))
             known: set[tuple[int, str]] = set()
             for chunk in _chunks(sources):
@@ -145,6 +174,7 @@ class BacklogRepository:
             for d in decisions
         ]
         async with self._db.session() as session:
+            await self._guard_items(session, ids)
             pending_before = await session.scalar(
                 select(func.count())
                 .select_from(WorkRow)
@@ -157,6 +187,7 @@ class BacklogRepository:
     async def count_attempt(self, ids: Sequence[int]) -> None:
         """Count a failed attention request against pending items (they stay pending)."""
         async with self._db.session() as session:
+            await self._guard_items(session, ids)
             for chunk in _chunks(ids):
                 await session.execute(
                     update(WorkRow)
@@ -182,6 +213,7 @@ class BacklogRepository:
         ``make_key(items)``.
         """
         async with self._db.session() as session:
+            await self._guard(session, (storyteller_id,))
             return await claim_next_turn(
                 session, storyteller_id, make_key, limit, retries=retries, clock=self._clock
             )
@@ -197,6 +229,7 @@ class BacklogRepository:
         if rule is not None:
             values["rule"] = rule
         async with self._db.session() as session:
+            await self._guard_turn(session, turn_key)
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
@@ -208,6 +241,7 @@ class BacklogRepository:
         """Mark a running turn as cut off by a clean stop (its next run is not counted as a
         retry); return items marked."""
         async with self._db.session() as session:
+            await self._guard_turn(session, turn_key)
             result = await session.execute(
                 update(WorkRow)
                 .where(WorkRow.turn_key == turn_key, WorkRow.state == WorkState.RUNNING.value)
@@ -243,6 +277,7 @@ class BacklogRepository:
     ) -> list[WorkItem]:
         """Expire pending items received before a time (the maximum-age policy)."""
         async with self._db.session() as session:
+            await self._guard(session, (storyteller_id,))
             rows = list(
                 await session.scalars(
                     select(WorkRow).where(

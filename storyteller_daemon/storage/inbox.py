@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import delete, func, select, update
@@ -104,6 +105,19 @@ class InboxRepository:
             .where(InboxRow.world == world, InboxRow.dispatched.is_(False))
             .order_by(InboxRow.id)
             .limit(limit)
+        )
+        async with self._db.session() as session:
+            rows = list(await session.scalars(query))
+        return [StoredEvent(row.id, _event(row)) for row in rows]
+
+    async def received_since(self, world: str, since: datetime) -> list[StoredEvent]:
+        """Stored events of `world` received at or after `since`, dispatched or not, oldest
+        first (a daemon of a cluster routes them again to storytellers it has just taken over).
+        """
+        query = (
+            select(InboxRow)
+            .where(InboxRow.world == world, InboxRow.received_on >= since)
+            .order_by(InboxRow.id)
         )
         async with self._db.session() as session:
             rows = list(await session.scalars(query))

@@ -8,11 +8,13 @@ from storyteller_daemon.storage.audit import AuditRepository
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.catalogue import CatalogueRepository
 from storyteller_daemon.storage.character_data import CharacterDataRepository
+from storyteller_daemon.storage.cluster_flags import ClusterFlagRepository
 from storyteller_daemon.storage.dashboard_queries import DashboardQueries
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.eval_results import EvalResultRepository
 from storyteller_daemon.storage.inbox import InboxRepository
+from storyteller_daemon.storage.leases import Fence, LeaseRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.policy_actions import PolicyActionRepository
@@ -31,9 +33,12 @@ from storyteller_daemon.storage.verdict_memory import VerdictMemoryRepository
 class Store:
     """The repositories, sharing a `Database` and a clock."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, fence: Fence | None = None) -> None:
         self.db = db
         self.clock = clock
+        self.fence = fence
+        """The leases guarding the backlog's and the turn journal's writes (a daemon of a
+        cluster); None: unguarded."""
         self.storytellers = StorytellerRepository(db, clock)
         self.situations = SituationRepository(db, clock)
         self.memories = MemoryRepository(db, clock)
@@ -47,15 +52,17 @@ class Store:
         self.claims = SceneClaimRepository(db, clock)
         self.queries = ProviderQueryRepository(db, clock=clock)
         self.verdicts = VerdictMemoryRepository(db, clock)
-        self.backlog = BacklogRepository(db, clock)
+        self.backlog = BacklogRepository(db, clock, fence)
         self.inbox = InboxRepository(db, clock)
-        self.journal = TurnJournalRepository(db, clock)
+        self.journal = TurnJournalRepository(db, clock, fence)
         self.runs = RunRepository(db)
         self.ledger = LedgerRepository(db)
         self.approvals = ApprovalRepository(db)
         self.policy_actions = PolicyActionRepository(db)
         self.dashboard = DashboardQueries(db)
         self.eval_results = EvalResultRepository(db)
+        self.leases = LeaseRepository(db, clock)
+        self.flags = ClusterFlagRepository(db, clock)
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock) -> Store:
@@ -64,7 +71,12 @@ class Store:
 
     def stamped_by(self, clock: Clock) -> Store:
         """The same repositories over the same database, stamping times from `clock`."""
-        return Store(self.db, clock)
+        return Store(self.db, clock, self.fence)
+
+    def fenced_by(self, fence: Fence) -> Store:
+        """The same repositories, the backlog and the turn journal writing only for the
+        storytellers whose leases `fence` holds."""
+        return Store(self.db, self.clock, fence)
 
     async def close(self) -> None:
         """Release the engine."""

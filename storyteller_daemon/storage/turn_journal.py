@@ -5,7 +5,10 @@ storyteller's notes in the same transaction as the writes (`Database.unit`), so 
 by a crash and run again under its key replays its answers and results from here: no model
 request is made twice, no situation or memory is written twice. The turn's entries are deleted
 by `forget` in the transaction that completes it; `prune` removes those of turns that never
-completed (given up) once they are older than the backlog keeps finished work.
+completed (given up) once they are older than the backlog keeps finished work. Given a `Fence`
+(a daemon of a cluster), an entry is kept only while the daemon holds the turn's storyteller:
+a daemon that lost the lease cannot record what its turn did (`LeaseLost`, nothing written,
+the writes of a call kept with it rolled back).
 """
 
 from __future__ import annotations
@@ -18,15 +21,25 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.models.work import TurnJournalRow
+from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
 
 
 class TurnJournalRepository:
     """Keeps and reads turns' journal entries."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, fence: Fence | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._fence = fence
+
+    async def _guard(self, session: AsyncSession, turn_key: str) -> None:
+        """Refuse the write unless the fence holds the turn's storyteller (no fence: none)."""
+        if self._fence is not None:
+            owners = await session.scalars(
+                select(WorkRow.storyteller_id).where(WorkRow.turn_key == turn_key).distinct()
+            )
+            await self._fence.check(session, set(owners))
 
     async def entries(self, turn_key: str) -> dict[str, str]:
         """Every entry of the turn, by name."""
@@ -68,6 +81,7 @@ class TurnJournalRepository:
             )
 
     async def _keep(self, session: AsyncSession, turn_key: str, entry: str, body: str) -> None:
+        await self._guard(session, turn_key)
         found = await session.scalar(
             select(TurnJournalRow.id).where(
                 TurnJournalRow.turn_key == turn_key, TurnJournalRow.entry == entry
@@ -84,6 +98,7 @@ class TurnJournalRepository:
     async def forget(self, turn_key: str) -> int:
         """Delete the turn's entries (it completed); return how many."""
         async with self._db.session() as session:
+            await self._guard(session, turn_key)
             result = await session.execute(
                 delete(TurnJournalRow).where(TurnJournalRow.turn_key == turn_key)
             )

@@ -41,14 +41,41 @@ def test_kill_and_resume_flip_the_flag_the_daemon_reads(tmp_path: Path) -> None:
     assert limits["kill_switch"] is False and limits["max_prog_calls_per_turn"] == 3
 
 
-def test_without_a_file_to_flag_the_command_says_what_to_set() -> None:
+def test_without_a_file_or_a_database_to_flag_the_command_fails_saying_so() -> None:
     result = CliRunner().invoke(app, ["--db", "postgresql://st@db/st", "policy", "kill"])
-    assert result.exit_code == 78
-    assert "set [policy] kill_file" in result.output and result.exception is not None
+    assert result.exit_code == 69
+    assert "could not be set in the database" in result.output and result.exception is not None
     assert isinstance(result.exception, SystemExit)
     shown = CliRunner().invoke(app, ["--db", "postgresql://st@db/st", "policy", "show", "--json"])
     assert shown.exit_code == 0 and "error" not in shown.output  # no file is no error here
     assert json.loads(shown.stdout)["kill_file"] is None
+    assert json.loads(shown.stdout)["kill_flag_in_database"] is None
+
+
+def test_kill_and_resume_set_the_database_twin_every_daemon_reads(tmp_path: Path) -> None:
+    db = tmp_path / "storyteller.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "db", "upgrade"]).exit_code == 0
+    (tmp_path / "elsewhere").mkdir()
+    config = tmp_path / "st.toml"  # a file flag this daemon's host does not share
+    config.write_text(
+        f'[database]\nurl = "{db}"\n[policy]\nkill_file = "{tmp_path / "elsewhere" / "k"}"\n'
+    )
+    store = Store.open(f"sqlite+aiosqlite:///{db}", clock=SystemClock())
+
+    async def killed() -> bool:
+        return await store.flags.on("kill_switch")
+
+    result = runner.invoke(app, ["--config", str(config), "policy", "kill"])
+    assert result.exit_code == 0, result.output
+    assert "the database" in result.output and asyncio.run(killed())
+    (tmp_path / "elsewhere" / "k").unlink()  # another host: only the database says so
+    shown = runner.invoke(app, ["--config", str(config), "policy", "show", "--json"])
+    assert json.loads(shown.stdout)["kill_flag_in_database"] is True
+    assert json.loads(shown.stdout)["kill_switch"] is True
+    assert runner.invoke(app, ["--config", str(config), "policy", "resume"]).exit_code == 0
+    assert not asyncio.run(killed())
+    asyncio.run(store.close())
 
 
 def test_parked_calls_are_listed_approved_and_rejected_from_the_command_line(

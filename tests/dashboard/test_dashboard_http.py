@@ -296,11 +296,32 @@ async def test_the_kill_switch_file_flag_is_flipped_from_the_api(
     async with client.post(url, headers=BEARER, json={"on": True}) as response:
         assert await response.json() == {"on": True, "by_setting": False, "switchable": True}
     assert kill_file.exists()
+    assert await rig.runtime.store.flags.on("kill_switch")  # every daemon of the database
     assert rig.runtime.runner is not None
     async with client.get(f"{rig.base}/api/overview", headers=BEARER) as response:
         assert (await response.json())["kill_switch"]["on"] is True
     async with client.post(url, headers=BEARER, json={"on": False}) as response:
         assert (await response.json())["on"] is False
     assert not kill_file.exists()
+    assert not await rig.runtime.store.flags.on("kill_switch")
     async with client.post(url, headers=BEARER, json={"on": "yes"}) as response:
         assert response.status == 400
+
+
+async def test_the_overview_shows_the_daemons_sharing_the_database(
+    rig: Rig, client: aiohttp.ClientSession
+) -> None:
+    async with client.get(f"{rig.base}/api/overview", headers=BEARER) as response:
+        assert (await response.json())["cluster"] is None  # no daemon ever joined a cluster
+    leases = rig.runtime.store.leases
+    await leases.sync()
+    await leases.join("st-1", 60)
+    await leases.take("st-1", 1, 60)
+    async with client.get(f"{rig.base}/api/overview", headers=BEARER) as response:
+        cluster = (await response.json())["cluster"]
+    assert [(d["name"], d["live"], d["leases"]) for d in cluster["instances"]] == [
+        ("st-1", True, 1)
+    ]
+    async with client.get(f"{rig.base}/", headers=BEARER) as response:
+        page = await response.text()
+    assert "Daemons sharing this database" in page and "st-1" in page

@@ -1,8 +1,10 @@
 """`Daemon`: the settings watch, the world pump and the invocations, with the lifecycle.
 
-`Daemon.run` loads the settings, starts the pipeline, the world pump, the settings watch, the
+`Daemon.run` (in a cluster, once it has taken its first leases) loads the settings, starts the
+pipeline, the world pump, the settings watch, the
 heartbeats, the intake watchdog and reflection while idle in one task group, and on stop closes
-intake, gives work in flight the drain deadline and cancels the rest, so no task outlives it.
+intake, gives work in flight the drain deadline, cancels the rest, so no task outlives it, and
+releases its leases for the other daemons to take at once.
 `stop_on_signals` turns SIGINT and SIGTERM into that stop."""
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from storyteller_daemon.runtime.daemon.invocations import Invocations
 from storyteller_daemon.runtime.daemon.ports import (
     EventInbox,
     IdleWork,
+    Leases,
     SettingsListener,
     SettingsSource,
     TurnRuns,
@@ -60,6 +63,12 @@ class Daemon:
         settings_listeners: told every storyteller on each settings (re)load.
         invocations: the world's channel for the game's invocations (None: none).
         turn_runs: where an invocation's run record is read for its outcome.
+        leases: a cluster daemon's leases (None: alone, every storyteller is run here); they
+            are renewed until the drain has ended, then released.
+        catch_up_seconds: the events stored in this many seconds before a storyteller is taken
+            over from another daemon are offered to it again (0: none).
+        followed: every storyteller whose rooms the world stream follows beyond those in
+            `settings` (a cluster daemon: all of them, so it has their events to offer again).
     """
 
     def __init__(
@@ -82,8 +91,12 @@ class Daemon:
         settings_listeners: Sequence[SettingsListener] = (),
         invocations: InvocationChannel | None = None,
         turn_runs: TurnRuns | None = None,
+        leases: Leases | None = None,
+        catch_up_seconds: float = 0.0,
+        followed: SettingsSource | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.leases = leases
         self._inbox = inbox
         self._drain_seconds = drain_seconds
         self.idle_work = idle_work
@@ -100,7 +113,10 @@ class Daemon:
             clock=clock,
             reload_seconds=reload_seconds,
             status=self.status,
+            adopted=self._taken_over if catch_up_seconds > 0 else None,
+            followed=followed,
         )
+        self._catch_up_seconds = catch_up_seconds
         self.pump = WorldPump(
             world=world,
             pipeline=pipeline,
@@ -123,6 +139,9 @@ class Daemon:
         self.invoke = self.invocations.invoke
         self.find_storyteller = self.invocations.find_storyteller
         self.answer_invocation = self.invocations.answer_invocation
+
+    async def _taken_over(self, storyteller_ids: frozenset[int]) -> None:
+        await self.pump.catch_up(storyteller_ids, self._catch_up_seconds)
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
         await self.pipeline.heartbeat(storyteller_id, heartbeat)
@@ -164,6 +183,15 @@ class Daemon:
             # Work from a previous run of a world that cannot replay (the embedded sim world
             # starts over at the same cursors) cannot be matched to this run's events.
             await self.pipeline.discard_unreplayable()
+        if self.leases is not None:
+            await self.leases.start()
+        try:
+            await self._run(stop, invoked=invoked)
+        finally:
+            if self.leases is not None:
+                await self.leases.stop()
+
+    async def _run(self, stop: asyncio.Event, *, invoked: bool) -> None:
         try:
             await self.reload(force=True)
         except FatalStreamError as exc:
@@ -174,6 +202,11 @@ class Daemon:
         try:
             async with asyncio.TaskGroup() as group:
                 pipeline = group.create_task(self.pipeline.run(), name="pipeline")
+                keeper = (
+                    group.create_task(self.leases.run(), name="leases")
+                    if self.leases is not None
+                    else None
+                )
                 background = [
                     group.create_task(self.pump.run(), name="world-pump"),
                     group.create_task(self.watch.run(), name="settings-watch"),
@@ -207,6 +240,8 @@ class Daemon:
                         "drain deadline of %ss passed; cancelling what is left", self._drain_seconds
                     )
                 pipeline.cancel()
+                if keeper is not None:
+                    keeper.cancel()
             if self.failure is not None:
                 raise self.failure
         finally:

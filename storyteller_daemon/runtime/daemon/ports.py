@@ -6,12 +6,14 @@ durable intake of world events (the inbox repository), through which a world tha
 resumes from its stored cursor; `IdleWork` is reflection while idle
 (`runtime.reflection.ReflectionScheduler`); a `SettingsListener` is told the storytellers on
 every reload (the budget keeper learns their daily caps); `TurnRuns` reads the run record
-of a game's invocation for its outcome.
+of a game's invocation for its outcome; `Leases` holds a cluster daemon's share of the
+storytellers (`runtime.cluster.LeaseKeeper`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from storyteller_daemon.domain.storytellers import Storyteller
@@ -56,6 +58,10 @@ class EventInbox(Protocol):
         """Mark stored events as dispatched."""
         ...
 
+    async def received_since(self, world: str, since: datetime) -> Sequence[tuple[int, WorldEvent]]:
+        """Stored events received at or after `since`, dispatched or not, oldest first."""
+        ...
+
     async def prune(self, world: str, *, keep: int) -> int:
         """Delete dispatched events except the newest `keep`."""
         ...
@@ -74,4 +80,20 @@ class IdleWork(Protocol):
 
     async def run(self) -> None:
         """Run until cancelled."""
+        ...
+
+
+class Leases(Protocol):
+    """A cluster daemon's storyteller leases (`runtime.cluster.LeaseKeeper`)."""
+
+    async def start(self) -> None:
+        """Join the cluster and take a first share."""
+        ...
+
+    async def run(self) -> None:
+        """Renew and even out until cancelled."""
+        ...
+
+    async def stop(self) -> None:
+        """Release every lease and leave."""
         ...

@@ -1,20 +1,23 @@
 """Settings changes while the daemon runs.
 
 `SettingsWatch` polls the storytellers' revisions and the world's zone membership every
-``reload_seconds``; on a difference it reloads the settings, re-routes, forgets storytellers
-that are gone, re-syncs heartbeats, tells the settings listeners (the budget keeper) and lets
-the world pump know when the watched rooms changed (`wait_cells_changed`).
+``reload_seconds`` (or at once when asked, `poll_now`: a cluster's leases changed); on a
+difference it reloads the settings, re-routes, forgets storytellers that are gone, has the
+pipeline pick up the backlog of storytellers that are new to it, re-syncs heartbeats, tells
+the settings listeners (the budget keeper) and lets the world pump know when the watched
+rooms changed (`wait_cells_changed`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from storyteller_daemon.clock import Clock
+from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
 from storyteller_daemon.runtime.daemon.state import WorldStatus, log
 from storyteller_daemon.runtime.pipeline import Pipeline
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError
 from world_adapter.protocol import WorldClient
@@ -32,6 +35,10 @@ class SettingsWatch:
         clock: for the poll interval.
         reload_seconds: the poll interval.
         status: told when the world refuses the daemon.
+        adopted: awaited with the storytellers new to a running daemon, after the pipeline
+            picked up their backlog (a cluster daemon offers them recent events again).
+        followed: every storyteller whose rooms the world stream follows, beyond those
+            routed (a cluster daemon stores the events of the storytellers it may take over).
     """
 
     def __init__(
@@ -45,8 +52,13 @@ class SettingsWatch:
         clock: Clock,
         reload_seconds: float,
         status: WorldStatus,
+        adopted: Callable[[frozenset[int]], Awaitable[object]] | None = None,
+        followed: SettingsSource | None = None,
     ) -> None:
         self._settings = settings
+        self._followed = followed
+        self._followed_revisions: dict[int, int] | None = None
+        self._adopted = adopted
         self._world = world
         self._pipeline = pipeline
         self._heartbeats = heartbeats
@@ -63,6 +75,7 @@ class SettingsWatch:
         self.polls = 0
         """Completed settings polls (tests wait on this instead of sleeping)."""
         self._polled = asyncio.Condition()
+        self._wake = asyncio.Event()
 
     @property
     def cells(self) -> frozenset[int]:
@@ -76,22 +89,38 @@ class SettingsWatch:
 
     async def _reload(self, *, force: bool) -> bool:
         revisions = await self._settings.revisions()
+        followed = await self._followed.revisions() if self._followed is not None else None
         zones = await self._world.zones()
-        if not force and revisions == self._revisions and zones == self._zones:
+        if (
+            not force
+            and revisions == self._revisions
+            and followed == self._followed_revisions
+            and zones == self._zones
+        ):
             return False
         storytellers = await self._settings.list()
         router = self._pipeline.router
         known = {s.id for s in router.storytellers}
         router.update(storytellers, zones)
         self._pipeline.storytellers_reloaded()
-        for gone in known - {s.id for s in storytellers}:
+        loaded = {s.id for s in storytellers if s.id is not None}
+        for gone in known - loaded:
             if gone is not None:
                 self._pipeline.forget(gone)
+        if not force and loaded - known:
+            await self._pipeline.adopt(loaded - known)
+            if self._adopted is not None:
+                await self._adopted(frozenset(loaded - known))
         self._heartbeats.sync(storytellers)
         for listener in self._listeners:
             listener(storytellers)
         self._revisions, self._zones = revisions, zones
+        self._followed_revisions = followed
         cells = router.watched_cells()
+        if self._followed is not None:
+            everyone = Router()
+            everyone.update(await self._followed.list(), zones)
+            cells |= everyone.watched_cells()
         if cells != self._cells:
             self._cells = cells
             async with self._cells_changed:
@@ -109,10 +138,15 @@ class SettingsWatch:
         async with self._cells_changed:
             await self._cells_changed.wait_for(lambda: self._cells != cells)
 
+    def poll_now(self) -> None:
+        """Poll at once instead of at the next interval (the storytellers held changed)."""
+        self._wake.set()
+
     async def run(self) -> None:
         """Poll every ``reload_seconds`` until cancelled (or the world refuses the daemon)."""
         while True:
-            await self._clock.sleep(self._reload_seconds)
+            await sleep_or_wake(self._clock, self._wake, self._reload_seconds)
+            self._wake.clear()
             try:
                 await self.reload()
             except FatalStreamError as exc:

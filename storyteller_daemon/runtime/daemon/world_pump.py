@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, uncancelled
@@ -184,6 +185,19 @@ class WorldPump:
             self._stored_since_prune = 0
             await self._inbox.prune(self._world_key, keep=self._inbox_keep)
 
+    async def catch_up(self, storyteller_ids: frozenset[int], seconds: float) -> int:
+        """Offer the events stored in the last `seconds` again to storytellers just taken over
+        from another daemon of a cluster, which may have died before routing them; what that
+        daemon stored already is not stored twice. Return work items stored."""
+        if self._inbox is None or not storyteller_ids or seconds <= 0:
+            return 0
+        since = self._clock.now() - timedelta(seconds=seconds)
+        stored = await self._inbox.received_since(self._world_key, since)
+        added = await self._pipeline.accept([event for _, event in stored], only=storyteller_ids)
+        if added:
+            log.info("caught up %d work items for storytellers taken over", added)
+        return added
+
     async def run(self) -> None:
         """Follow the world's events, resubscribing when the watched rooms change."""
         while True:
@@ -213,6 +227,9 @@ class WorldPump:
                 self._status.refused(error)
                 return
             elif isinstance(error, StorageError):
+                # Events stored but not dispatched (the backlog refused them: the database
+                # failed, or a cluster daemon's lease was lost) are read again from the inbox.
+                self._restored = self._inbox is None
                 self._status.set("reconnecting")
                 log.error(
                     "could not store world events (%s); retrying in %ss", error, self._retry_seconds

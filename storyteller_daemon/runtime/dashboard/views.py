@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from storyteller_daemon.agent.policy_rules import kill_switch_on
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import BudgetsConfig, PolicyConfig
+from storyteller_daemon.domain.cluster import KILL_SWITCH_FLAG
 from storyteller_daemon.domain.verdict_memory import RULE_PREFIX as SETTLED_RULE
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.errors import ValidationError
@@ -60,8 +61,9 @@ class LiveDaemon(Protocol):
 
 @dataclass(frozen=True)
 class Controls:
-    """What the dashboard may change: pause state always; the kill switch's file flag when
-    the daemon has one (``[policy] kill_file``, or next to a SQLite database)."""
+    """What the dashboard may change: pause state always; the kill switch's database flag
+    (which every daemon of the database honours) unless the configuration sets the switch, and
+    its file flag too when there is one (``[policy] kill_file``, or next to a SQLite database)."""
 
     policy: PolicyConfig
     kill_file: Path | None
@@ -126,13 +128,34 @@ class DashboardData:
 
     # ------------------------------------------------------------------ overview
 
-    def kill_switch(self) -> dict[str, Any]:
-        """Whether the kill switch stops prog calls, and whether the page may flip it."""
-        file = self.controls.kill_file
+    async def cluster(self) -> dict[str, Any] | None:
+        """The daemons sharing the database (``storyteller cluster status``); None when no
+        daemon ever joined a cluster here."""
+        status = await self.store.leases.status()
+        if not status.instances:
+            return None
         return {
-            "on": kill_switch_on(self.controls.policy, file),
+            "instances": [
+                {
+                    "name": i.name,
+                    "live": i.live,
+                    "leases": i.leases,
+                    "open_work": i.open_work,
+                    "renewed_at": i.renewed_at.isoformat(),
+                }
+                for i in status.instances
+            ],
+            "unowned": status.unowned,
+            "unowned_work": status.unowned_work,
+        }
+
+    async def kill_switch(self) -> dict[str, Any]:
+        """Whether the kill switch stops prog calls, and whether the page may flip it."""
+        flagged = await self.store.flags.on(KILL_SWITCH_FLAG)
+        return {
+            "on": kill_switch_on(self.controls.policy, self.controls.kill_file) or flagged,
             "by_setting": self.controls.policy.kill_switch,
-            "switchable": file is not None and not self.controls.policy.kill_switch,
+            "switchable": not self.controls.policy.kill_switch,
         }
 
     def _daemon_state(self) -> dict[str, Any]:
@@ -193,7 +216,8 @@ class DashboardData:
         return {
             "generated_at": now.isoformat(),
             "daemon": daemon,
-            "kill_switch": self.kill_switch(),
+            "kill_switch": await self.kill_switch(),
+            "cluster": await self.cluster(),
             "spend": _gauge(spend.total, self._budgets.daily_usd),
             "storytellers": rows,
         }
@@ -340,21 +364,23 @@ class DashboardData:
         return {"id": st.id, "name": st.name, "paused": st.paused}
 
     async def set_kill_switch(self, on: bool) -> dict[str, Any]:
-        """Turn the kill switch's file flag on or off (refused when the page may not)."""
-        state = self.kill_switch()
-        file = self.controls.kill_file
-        if not state["switchable"] or file is None:
+        """Turn the kill switch's database flag (and its file flag, when there is one) on or
+        off; refused when the configuration sets the switch."""
+        if self.controls.policy.kill_switch:
             raise ValidationError(
-                "The kill switch is set in the configuration ([policy] kill_switch) or has no "
-                "file flag; change it there."
+                "The kill switch is set in the configuration ([policy] kill_switch); change it "
+                "there."
             )
-        if on:
-            file.touch()
-        else:
-            file.unlink(missing_ok=True)
+        await self.store.flags.set(KILL_SWITCH_FLAG, on, by="dashboard")
+        file = self.controls.kill_file
+        if file is not None:
+            if on:
+                file.touch()
+            else:
+                file.unlink(missing_ok=True)
         action = "kill_switch_on" if on else "kill_switch_off"
         await self.store.audit.add("dashboard", action, "policy", {})
-        return self.kill_switch()
+        return await self.kill_switch()
 
 
 def _gauge(spent: float, cap: float) -> dict[str, Any]:

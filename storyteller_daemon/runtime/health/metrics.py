@@ -4,7 +4,8 @@
 and histograms drawn from the daemon's `Histogram`-shaped counts) and writes them through a
 custom collector, with the library's process metrics beside them. `daemon_metrics` fills it from
 a running daemon: readiness, the world stream, the pipeline's counts and latencies, model usage
-and spending, queue and backlog depths, missed heartbeats, model latency and alerts.
+and spending, queue and backlog depths, missed heartbeats, model latency and alerts, and for a
+daemon of a cluster its lease renewals and what ``storyteller cluster status`` shows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from prometheus_client.registry import Collector
 
 from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.alerts import Alerts
+from storyteller_daemon.domain.cluster import ClusterStatus
+from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -138,6 +141,9 @@ def daemon_metrics(
     latency: Mapping[str, LatencyHistogram],
     alerts: Alerts | None,
     backlog: Mapping[tuple[int, str], int] | None = None,
+    *,
+    leases: LeaseKeeper | None = None,
+    cluster: ClusterStatus | None = None,
 ) -> str:
     """Everything the daemon counts, in the Prometheus text format.
 
@@ -146,6 +152,8 @@ def daemon_metrics(
         latency: model name → request latency histogram (from `MeteredModel.latency`).
         alerts: the alert service, for alert counters; None leaves them out.
         backlog: (storyteller id, state) → open work items, when known.
+        leases: this daemon's lease keeper, in a cluster.
+        cluster: the daemons of the database and their leases, when known.
     """
     pipeline = daemon.pipeline
     stats = pipeline.stats
@@ -294,4 +302,55 @@ def daemon_metrics(
                 "Discord alert posts, by result.",
                 _labelled("result", deliveries),
             )
+    if leases is not None:
+        _lease_metrics(out, leases)
+    if cluster is not None:
+        _cluster_metrics(out, cluster)
     return out.text()
+
+
+def _lease_metrics(out: Exposition, leases: LeaseKeeper) -> None:
+    out.family(
+        "cluster_leases_held",
+        "gauge",
+        "Storytellers this daemon holds the lease of (and runs).",
+        _bare(len(leases.held)),
+    )
+    out.family(
+        "cluster_lease_renewals_total",
+        "counter",
+        "Lease renewals, by result (a failed one gives every lease up).",
+        _labelled("result", {"ok": leases.renewals, "failed": leases.failures}),
+    )
+    out.family(
+        "cluster_leases_taken_total", "counter", "Leases this daemon took.", _bare(leases.taken)
+    )
+
+
+def _cluster_metrics(out: Exposition, cluster: ClusterStatus) -> None:
+    daemons = cluster.instances
+    out.family(
+        "cluster_instance_live",
+        "gauge",
+        "1 while a daemon of the database renews in time, by instance.",
+        _labelled("instance", {i.name: int(i.live) for i in daemons}),
+    )
+    unowned = {"": cluster.unowned}
+    out.family(
+        "cluster_instance_leases",
+        "gauge",
+        'Storytellers held, by instance (instance="": held by no live daemon).',
+        _labelled("instance", {**{i.name: i.leases for i in daemons}, **unowned}),
+    )
+    out.family(
+        "cluster_instance_open_work",
+        "gauge",
+        'Open work items of the storytellers each daemon holds (instance="": of the rest).',
+        _labelled("instance", {**{i.name: i.open_work for i in daemons}, "": cluster.unowned_work}),
+    )
+    out.family(
+        "cluster_instance_last_renewal_timestamp_seconds",
+        "gauge",
+        "When each daemon last renewed (Unix time).",
+        [({"instance": i.name}, i.renewed_at.timestamp()) for i in daemons],
+    )

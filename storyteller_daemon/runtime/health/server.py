@@ -21,7 +21,9 @@ from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import HttpConfig
+from storyteller_daemon.domain.cluster import ClusterStatus
 from storyteller_daemon.errors import ConfigError
+from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.health.access import Gate, is_loopback
 from storyteller_daemon.runtime.health.metrics import CONTENT_TYPE, daemon_metrics
@@ -85,6 +87,9 @@ class HealthServer:
         token: bearer token every request must present; empty for none.
         web_app: more routes to serve (the dashboard); None serves only health and metrics.
         clock: the clock login sessions expire on.
+        leases: this daemon's lease keeper, in a cluster (its figures and the cluster's status
+            from `cluster_status` go to ``/metrics``).
+        cluster_status: reads the cluster's status from the database.
     """
 
     def __init__(
@@ -99,8 +104,12 @@ class HealthServer:
         token: str = "",
         web_app: WebApp | None = None,
         clock: Clock,
+        leases: LeaseKeeper | None = None,
+        cluster_status: Callable[[], Awaitable[ClusterStatus]] | None = None,
     ) -> None:
         self._daemon = daemon
+        self._leases = leases
+        self._cluster_status = cluster_status
         self._db_check = db_check
         self._latency = latency
         self._alerts = alerts
@@ -184,19 +193,38 @@ class HealthServer:
 
     # ------------------------------------------------------------------ metrics
 
-    def metrics_text(self, backlog: Mapping[tuple[int, str], int] | None = None) -> str:
+    def metrics_text(
+        self,
+        backlog: Mapping[tuple[int, str], int] | None = None,
+        cluster: ClusterStatus | None = None,
+    ) -> str:
         """`daemon_metrics` of this server's daemon, model latency and alerts.
 
         Args:
             backlog: (storyteller id, state) → open work items, when known.
+            cluster: the cluster's daemons and leases, when known.
         """
-        return daemon_metrics(self._daemon, self._latency, self._alerts, backlog)
+        return daemon_metrics(
+            self._daemon,
+            self._latency,
+            self._alerts,
+            backlog,
+            leases=self._leases,
+            cluster=cluster,
+        )
 
     async def _metrics(self, request: web.Request) -> web.Response:
         try:
             backlog = await self._daemon.pipeline.backlog_depth()
         except Exception:  # the database being down must not hide every other metric
             backlog = None
+        cluster = None
+        if self._cluster_status is not None:
+            try:
+                cluster = await self._cluster_status()
+            except Exception:  # as above
+                cluster = None
         return web.Response(
-            body=self.metrics_text(backlog).encode(), headers={"Content-Type": CONTENT_TYPE}
+            body=self.metrics_text(backlog, cluster).encode(),
+            headers={"Content-Type": CONTENT_TYPE},
         )

@@ -10,7 +10,7 @@ each lane stands.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
 
 from storyteller_daemon.agent.turn_runner import TurnRunner
@@ -190,13 +190,19 @@ class Pipeline:
             self._started_at = None
             self._lanes.close()
 
-    async def _resume(self) -> None:
-        """Pick up what the backlog holds from before this start."""
+    async def adopt(self, storyteller_ids: Collection[int]) -> None:
+        """Pick up the backlog of storytellers new to this pipeline while it runs (created,
+        or their lease taken from another daemon of a cluster); before, the start does."""
+        if storyteller_ids and self._restored:
+            await self._resume(frozenset(storyteller_ids))
+
+    async def _resume(self, only: frozenset[int] | None = None) -> None:
+        """Pick up what the backlog holds from before this start (of `only` these)."""
         depth = await self._lanes.backlog.depth()
         resumed = 0
         for (sid, state), count in depth.items():
             st = self.router.storyteller(sid)
-            if st is None:
+            if st is None or (only is not None and sid not in only):
                 continue
             lane = self._lanes.ensure(st)
             resumed += count
@@ -205,7 +211,11 @@ class Pipeline:
             else:
                 lane.wake_turns()
         if resumed:
-            log.info("resuming %d work items left from before the start", resumed)
+            log.info(
+                "resuming %d work items left from %s",
+                resumed,
+                "before the start" if only is None else "another daemon or an earlier run",
+            )
         self._restored = True
         await self._lanes.changed()
 

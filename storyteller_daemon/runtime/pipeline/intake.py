@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
@@ -81,16 +81,23 @@ class Intake:
         """Whether intake is storing work the lanes do not know of yet."""
         return self._busy > 0
 
-    async def accept(self, events: Sequence[WorldEvent]) -> int:
-        """Offer world events to every storyteller that hears them; return work items stored."""
+    async def accept(
+        self, events: Sequence[WorldEvent], only: Collection[int] | None = None
+    ) -> int:
+        """Offer world events to every storyteller that hears them (of `only` these, when
+        given: events offered again to storytellers taken over, counted and kept once already);
+        return work items stored (an item stored before, by this daemon or another, is not)."""
         new: list[NewWork] = []
         for event in events:
-            self._stats.events_in += 1
-            if self._observe is not None:
-                self._observe(event)
-            if isinstance(event, Speech):
-                self._speech.remember(event)
+            if only is None:
+                self._stats.events_in += 1
+                if self._observe is not None:
+                    self._observe(event)
+                if isinstance(event, Speech):
+                    self._speech.remember(event)
             for st in self._routing.router.audience(event):
+                if only is not None and st.id not in only:
+                    continue
                 trigger = Trigger.from_event(event)
                 if self._routing.refused(st, trigger) is None:
                     self._stats.heard[st.name] += 1

@@ -27,6 +27,7 @@ from storyteller_daemon.clock import Clock, uncancelled
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
+from storyteller_daemon.errors import LeaseLost
 from storyteller_daemon.runs import decode_trigger
 from storyteller_daemon.runtime.pipeline.lanes import Lane, Lanes, log
 from storyteller_daemon.runtime.pipeline.ports import Observer
@@ -88,6 +89,9 @@ class Turns:
             try:
                 while await self._next_turn(storyteller_id, lane):
                     pass
+            except LeaseLost as exc:  # another daemon of a cluster runs it now: its work too
+                log.warning("turn stage of storyteller %s stopped: %s", storyteller_id, exc)
+                await self._clock.sleep(self._cfg.retry_seconds)
             except Exception:  # a failing claim or a bug: the work stays in the backlog
                 log.exception("turn stage failed for storyteller %s", storyteller_id)
                 lane.wake_turns()
@@ -151,6 +155,8 @@ class Turns:
                 cut_off = True
                 if self._lanes.stopping():  # a clean stop: the next start runs it again uncounted
                     await uncancelled(self._lanes.backlog.stopped(claim.turn_key))
+                raise
+            except LeaseLost:  # the new owner runs the turn again under its key
                 raise
             except Exception:
                 self._stats.turns["crashed"] += 1

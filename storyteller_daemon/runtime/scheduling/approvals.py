@@ -43,6 +43,8 @@ class ApprovalRunner:
         policy: its kill switch holds approved calls back.
         clock: wall time for expiry; sleeps between passes.
         poll_seconds: time between passes.
+        held: the storytellers this daemon of a cluster holds; only their calls are run here
+            (None: every storyteller's).
     """
 
     def __init__(
@@ -54,8 +56,10 @@ class ApprovalRunner:
         clock: Clock,
         *,
         poll_seconds: float = 5.0,
+        held: Callable[[], frozenset[int]] | None = None,
     ) -> None:
         self._store = store
+        self._held = held
         self._storytellers = storytellers
         self._run = run
         self._policy = policy
@@ -80,9 +84,9 @@ class ApprovalRunner:
                 approval.tool,
                 approval.storyteller_id,
             )
-        if self._policy.killed:
+        if await self._policy.killed_anywhere():
             return []
-        claimed = await self._store.claim()
+        claimed = await self._store.claim(self._held() if self._held is not None else None)
         for approval in claimed:
             await self._run_one(approval)
         return claimed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.domain.storytellers import Storyteller
@@ -26,6 +26,7 @@ class Admission:
         kill_switch: whether the policy's kill switch is on; a game's direct invocation is
             then refused at the ``kill_switch`` stage (the turn would exist to act, and the
             switch stops acting).
+        kill_flag: the kill switch's database twin, asked the same way.
     """
 
     def __init__(
@@ -35,19 +36,25 @@ class Admission:
         *,
         skip_idle_heartbeats: bool = True,
         kill_switch: Callable[[], bool] | None = None,
+        kill_flag: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self._budget = budget
         self._world = world
         self._skip_idle = skip_idle_heartbeats
         self._kill_switch = kill_switch
+        self._kill_flag = kill_flag
+
+    async def _killed(self) -> bool:
+        if self._kill_switch is not None and self._kill_switch():
+            return True
+        return self._kill_flag is not None and await self._kill_flag()
 
     async def admit(
         self, storyteller: Storyteller, trigger: Trigger, watched: frozenset[int]
     ) -> tuple[str, str] | None:
         """None to go on, or the stage and reason to drop the trigger with."""
-        if self._kill_switch is not None and trigger.kind is TriggerKind.DIRECT:
-            if self._kill_switch():
-                return "kill_switch", "the kill switch is on"
+        if trigger.kind is TriggerKind.DIRECT and await self._killed():
+            return "kill_switch", "the kill switch is on"
         if self._budget is not None and storyteller.id is not None:
             reason = self._budget.blocked(storyteller.id, storyteller.name)
             if reason is not None:

@@ -154,8 +154,19 @@ class BudgetKeeper:
 
     # ------------------------------------------------------------------ state
 
+    async def follow(self, source: SpendSource, every: float) -> None:
+        """Take today's spend from the ledger every `every` seconds until cancelled: a daemon
+        of a cluster then counts what the others spent (every request is a ledger row), so a
+        cap is passed by at most what the daemons spend in one interval."""
+        while True:
+            await self._clock.sleep(every)
+            try:
+                await self.load(source)
+            except Exception as exc:  # the next interval tries again
+                log.warning("today's spend could not be re-read: %s", type(exc).__name__)
+
     async def load(self, source: SpendSource) -> None:
-        """Take today's spend from the ledger (at start-up)."""
+        """Take today's spend from the ledger (at start-up, and in a cluster, all along)."""
         self._roll()
         spend = await source.spend_on(self._day)
         self._total = spend.total

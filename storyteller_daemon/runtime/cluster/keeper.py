@@ -1,0 +1,215 @@
+"""`LeaseKeeper`: the storytellers this daemon of a cluster runs, kept by leases.
+
+Every ``renew_seconds`` on the daemon's clock it tells the others it is alive, renews the leases
+it holds (a lease another daemon took meanwhile is gone), and evens out: past its fair share of
+the live daemons it releases the excess so a newcomer can take them, below it takes free or
+expired leases. A daemon that says it is alive but has kept no lease for a lease span is not
+counted in the share (`LeaseStore.sharing_instances`), so what it lost is taken.
+
+A renewal that fails (the database is unreachable) gives every lease up at once: the daemon
+stops writing for storytellers it may no longer own, and joins again as a newcomer (taking them
+with new fencing tokens) once the database answers; so does a daemon whose leases were all
+taken over. On a clean stop it releases everything and leaves, so the others take its
+storytellers at their next renewal instead of waiting for the leases to expire. Listeners hear
+each change of the held set (the settings watch re-routes). Taking a lease over from a daemon
+that still renews its presence (it hangs, or its database link fails for leases only) raises a
+``lease_takeover`` alert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+
+from storyteller_daemon.alerts.sink import AlertSink
+from storyteller_daemon.clock import Clock, sleep_or_wake
+from storyteller_daemon.config import ClusterConfig
+from storyteller_daemon.domain.cluster import fair_share
+from storyteller_daemon.runtime.cluster.ports import LeaseSignals, LeaseStore
+
+log = logging.getLogger(__name__)
+
+
+class LeaseKeeper:
+    """Takes, renews and releases this daemon's storyteller leases.
+
+    Args:
+        leases: the lease repository.
+        cfg: the ``[cluster]`` settings.
+        instance: this daemon's name (``[cluster] instance``, or the host name).
+        clock: the daemon's clock (lease times and the renewal interval).
+        alerts: where a takeover from a live-looking daemon is alerted (None: only logged).
+        signals: word of other daemons joining, releasing or leaving, which starts a renewal
+            at once (None: only every ``renew_seconds``).
+    """
+
+    def __init__(
+        self,
+        leases: LeaseStore,
+        cfg: ClusterConfig,
+        instance: str,
+        clock: Clock,
+        *,
+        alerts: AlertSink | None = None,
+        signals: LeaseSignals | None = None,
+    ) -> None:
+        self._leases = leases
+        self._signals = signals
+        self._woken = asyncio.Event()
+        self._alerts = alerts
+        self._cfg = cfg
+        self.instance = instance
+        self._clock = clock
+        self._held: dict[int, int] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self.renewals = 0
+        """Renewals that reached the database."""
+        self.failures = 0
+        """Renewals that failed (each gave every lease up)."""
+        self.taken = 0
+        """Leases taken since the start."""
+        self._ticked = asyncio.Condition()
+        self._rejoin = False
+        """A renewal failed: the next one joins again as a newcomer (what it held is stale)."""
+
+    @property
+    def held(self) -> frozenset[int]:
+        """The storytellers this daemon runs now."""
+        return frozenset(self._held)
+
+    def tokens(self) -> Mapping[int, int]:
+        """Storyteller id → the fencing token held (a copy)."""
+        return dict(self._held)
+
+    def token(self, storyteller_id: int) -> int | None:
+        """The fencing token held for the storyteller (None: not held)."""
+        return self._held.get(storyteller_id)
+
+    async def holds_now(self, storyteller_id: int) -> bool:
+        """Whether the database still gives this daemon the storyteller (before a prog call)."""
+        token = self._held.get(storyteller_id)
+        if token is None:
+            return False
+        return await self._leases.holds(self.instance, storyteller_id, token)
+
+    def listen(self, changed: Callable[[], None]) -> None:
+        """Call `changed` whenever the held set changes (quick: it must not wait)."""
+        self._listeners.append(changed)
+
+    async def start(self) -> None:
+        """Join the cluster and take a first share (before the daemon loads its settings)."""
+        await self._leases.join(self.instance, self._cfg.lease_seconds)
+        await self.tick()
+
+    def wake(self, by: str) -> None:
+        """Renew now: daemon `by` joined, released leases or left (not this one itself)."""
+        if by != self.instance:
+            self._woken.set()
+
+    async def run(self) -> None:
+        """Renew and even out every ``renew_seconds``, and at once when another daemon's
+        leases changed, until cancelled."""
+        listening = (
+            self._signals(self.wake) if self._signals is not None else contextlib.nullcontext()
+        )
+        async with listening:
+            while True:
+                await sleep_or_wake(self._clock, self._woken, self._cfg.renew_seconds)
+                self._woken.clear()
+                await self.tick()
+
+    async def tick(self) -> None:
+        """One renewal: alive, renew, then release the excess or take up to the fair share."""
+        before = set(self._held)
+        try:
+            await self._renew_and_even_out()
+        except Exception as exc:  # the database did not answer: give up what may be lost
+            self.failures += 1
+            if self._held:
+                log.warning(
+                    "cluster: renewal failed (%s); giving up %d storytellers until it works",
+                    type(exc).__name__,
+                    len(self._held),
+                )
+            self._held = {}
+            self._rejoin = True
+        else:
+            self.renewals += 1
+        if set(self._held) != before:
+            for changed in self._listeners:
+                changed()
+        async with self._ticked:
+            self._ticked.notify_all()
+
+    async def _renew_and_even_out(self) -> None:
+        lease = self._cfg.lease_seconds
+        if self._rejoin:
+            await self._leases.join(self.instance, lease)
+            self._rejoin = False
+        else:
+            await self._leases.beat(self.instance, lease)
+        if self._held:
+            kept = await self._leases.renew(self.instance, self._held, lease)
+            lost = sorted(self._held.keys() - kept.keys())
+            if lost:
+                log.warning("cluster: storytellers %s were taken over by another daemon", lost)
+            self._held = kept
+            if not kept:  # all taken over (it was paused, say): join again as a newcomer
+                await self._leases.join(self.instance, lease)
+        total = await self._leases.sync()
+        sharing = await self._leases.sharing_instances(lease)
+        share = fair_share(total, len(set(sharing) | {self.instance}))
+        if len(self._held) > share:
+            excess = {sid: self._held[sid] for sid in sorted(self._held)[share:]}
+            await self._leases.release(self.instance, excess)
+            for sid in excess:
+                del self._held[sid]
+            log.info("cluster: released %d storytellers to even out", len(excess))
+        elif len(self._held) < share:
+            live_owners = await self._leases.expired_of_live(self.instance)
+            taken = await self._leases.take(self.instance, share - len(self._held), lease)
+            if taken:
+                self._held.update(taken)
+                self.taken += len(taken)
+                log.info("cluster: took %d storytellers (%d held)", len(taken), len(self._held))
+                self._alert_takeover({sid: live_owners[sid] for sid in taken if sid in live_owners})
+
+    def _alert_takeover(self, from_live: Mapping[int, str]) -> None:
+        """Say which storytellers were taken from daemons that still renew their presence."""
+        if not from_live:
+            return
+        owners = ", ".join(sorted(set(from_live.values())))
+        detail = (
+            f"{self.instance} took over storytellers {sorted(from_live)} from {owners}, which "
+            "still renews its presence but not these leases: it may hang, or reach the "
+            "database too slowly. Its writes for them are refused; look at its log."
+        )
+        log.warning("cluster: %s", detail, extra={"alert": False})
+        if self._alerts is not None:
+            self._alerts.alert(
+                "lease_takeover",
+                "A storyteller was taken over from a daemon that looks alive",
+                detail,
+                severity="warning",
+                key=f"lease_takeover:{owners}",
+            )
+
+    async def stop(self) -> None:
+        """Release every lease and leave the cluster (a clean stop: the others take over at
+        their next renewal)."""
+        held, self._held = self._held, {}
+        try:
+            if held:
+                await self._leases.release(self.instance, held)
+            await self._leases.leave(self.instance)
+        except Exception as exc:  # the leases then expire on their own
+            log.warning("cluster: could not release the leases on stop: %s", type(exc).__name__)
+        else:
+            log.info("cluster: released %d storytellers and left", len(held))
+
+    async def wait_ticks(self, count: int) -> None:
+        """Return once `count` renewals have been tried in all (tests)."""
+        async with self._ticked:
+            await self._ticked.wait_for(lambda: self.renewals + self.failures >= count)

@@ -1,0 +1,62 @@
+"""What the lease keeper needs from storage: the lease repository (`storage.leases`), and
+word of other daemons' lease changes (`LeaseSignals`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+LeaseSignals = Callable[[Callable[[str], None]], AbstractAsyncContextManager[None]]
+"""Listens, while inside, for daemons that join, release or leave, calling back with the name
+of each (`storage.lease_signals.lease_signals` over the database)."""
+
+
+class LeaseStore(Protocol):
+    """The daemons of the cluster and the storytellers' leases (the lease repository)."""
+
+    async def join(self, instance: str, lease_seconds: float) -> None:
+        """Enter the cluster, freeing what a previous run under the name held."""
+        ...
+
+    async def beat(self, instance: str, lease_seconds: float) -> None:
+        """Say the daemon is alive for `lease_seconds` more."""
+        ...
+
+    async def leave(self, instance: str) -> None:
+        """Leave the cluster."""
+        ...
+
+    async def sync(self) -> int:
+        """Give every storyteller a lease row; return how many storytellers there are."""
+        ...
+
+    async def live_instances(self) -> list[str]:
+        """The daemons alive now."""
+        ...
+
+    async def sharing_instances(self, lease_seconds: float) -> list[str]:
+        """The live daemons the storytellers are shared out among."""
+        ...
+
+    async def take(self, instance: str, limit: int, lease_seconds: float) -> dict[int, int]:
+        """Take up to `limit` free or expired leases: storyteller id → new token."""
+        ...
+
+    async def expired_of_live(self, instance: str) -> dict[int, str]:
+        """Expired leases of daemons that still look alive: storyteller id → owner."""
+        ...
+
+    async def renew(
+        self, instance: str, held: Mapping[int, int], lease_seconds: float
+    ) -> dict[int, int]:
+        """Renew the leases held with these tokens; return those still held."""
+        ...
+
+    async def release(self, instance: str, held: Mapping[int, int]) -> int:
+        """Free the leases held with these tokens."""
+        ...
+
+    async def holds(self, instance: str, storyteller_id: int, token: int) -> bool:
+        """Whether the daemon still holds the storyteller with `token`."""
+        ...

@@ -1,0 +1,163 @@
+"""Two real `storyteller run` processes sharing the suite's PostgreSQL: they split the
+storytellers; after ``kill -9`` of one the other takes its storytellers over once their leases
+expire, and after a SIGTERM at its next renewal; one frozen with SIGSTOP past its leases loses
+them, and once resumed holds none of its old tokens and gets a new share. Real processes on
+real time: the waits are bounded polls of the database, and the hand-over times are measured."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from storyteller_daemon.clock import SystemClock
+from storyteller_daemon.domain.cluster import ClusterStatus
+from storyteller_daemon.storage.store import Store
+
+LEASE, RENEW = 3.0, 0.5
+STORYTELLERS = 6
+
+
+def _config(tmp_path: Path, url: str, name: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        f'[database]\nurl = "{url}"\n'
+        '[model]\napi_key_env = "STORYTELLER_TEST_NO_KEY"\n'
+        f'[cluster]\nenabled = true\ninstance = "{name}"\n'
+        f"lease_seconds = {LEASE}\nrenew_seconds = {RENEW}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@contextmanager
+def _daemon(tmp_path: Path, url: str, name: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`storyteller run` as instance `name`, its log in a file; killed if still running."""
+    env = {k: v for k, v in os.environ.items() if k != "STORYTELLER_TEST_NO_KEY"}
+    log = (tmp_path / f"{name}.log").open("wb")
+    command = [sys.executable, "-m", "storyteller_daemon", "--config"]
+    proc = subprocess.Popen(
+        [*command, str(_config(tmp_path, url, name)), "run"], env=env, stderr=log, stdout=log
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        log.close()
+
+
+async def _until(
+    url: str, done: Callable[[ClusterStatus], bool], within: float
+) -> tuple[ClusterStatus, float]:
+    """Poll the cluster's status until `done`; the status and the seconds it took."""
+    store = Store.open(url, clock=SystemClock())
+    began = time.monotonic()
+    try:
+        while True:
+            status = await store.leases.status()
+            if done(status):
+                return status, time.monotonic() - began
+            if time.monotonic() - began > within:
+                raise AssertionError(f"not reached in {within} s: {status}")
+            await asyncio.sleep(0.05)
+    finally:
+        await store.close()
+
+
+def _held(status: ClusterStatus) -> dict[str, int]:
+    return {i.name: i.leases for i in status.instances if i.live}
+
+
+@pytest.mark.postgres
+async def test_kill_9_and_sigterm_hand_the_storytellers_over(tmp_path: Path, pg_url: str) -> None:
+    store = Store.open(pg_url, clock=SystemClock())
+    try:
+        await store.db.upgrade()
+        for n in range(STORYTELLERS):
+            await store.storytellers.create(f"Teller {n}")
+    finally:
+        await store.close()
+    half = STORYTELLERS // 2
+    with _daemon(tmp_path, pg_url, "st-1") as first, _daemon(tmp_path, pg_url, "st-2") as second:
+        await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)
+
+        first.kill()  # kill -9: no release, the leases must expire
+        status, took = await _until(pg_url, lambda s: _held(s) == {"st-2": STORYTELLERS}, 30)
+        assert status.unowned == 0
+        assert took <= LEASE + 4 * RENEW + 2, f"kill -9 hand-over took {took:.1f} s"
+
+        with _daemon(tmp_path, pg_url, "st-1") as again:
+            await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)
+            second.send_signal(signal.SIGTERM)
+            status, took = await _until(pg_url, lambda s: _held(s) == {"st-1": STORYTELLERS}, 30)
+            assert took <= 2 + 2 * RENEW, f"SIGTERM hand-over took {took:.1f} s"
+            assert second.wait(timeout=30) == 0
+            log = (tmp_path / "st-2.log").read_text(encoding="utf-8")
+            assert "cluster: released 3 storytellers and left" in log
+            assert again.poll() is None
+
+
+@pytest.mark.postgres
+async def test_a_daemon_frozen_past_its_leases_loses_them_and_rejoins_after_sigcont(
+    tmp_path: Path, pg_url: str
+) -> None:
+    store = Store.open(pg_url, clock=SystemClock())
+    try:
+        await store.db.upgrade()
+        for n in range(STORYTELLERS):
+            await store.storytellers.create(f"Teller {n}")
+        half = STORYTELLERS // 2
+        with _daemon(tmp_path, pg_url, "st-1") as first, _daemon(tmp_path, pg_url, "st-2"):
+            await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)
+            before = await store.leases.holders()
+            first.send_signal(signal.SIGSTOP)  # a partition: it neither renews nor writes
+            try:
+                await _until(pg_url, lambda s: _held(s) == {"st-2": STORYTELLERS}, 30)
+            finally:
+                first.send_signal(signal.SIGCONT)
+            await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 30)
+            after = await store.leases.holders()
+            for sid, (owner, token) in before.items():
+                if owner == "st-1":  # taken over, then given back: two new owners since
+                    assert after[sid][1] >= token + 1
+            log = (tmp_path / "st-1.log").read_text(encoding="utf-8")
+            assert "were taken over by another daemon" in log
+    finally:
+        await store.close()
+
+
+@pytest.mark.postgres
+async def test_three_daemons_share_evenly_and_two_take_over_the_third(
+    tmp_path: Path, pg_url: str
+) -> None:
+    store = Store.open(pg_url, clock=SystemClock())
+    try:
+        await store.db.upgrade()
+        for n in range(STORYTELLERS):
+            await store.storytellers.create(f"Teller {n}")
+    finally:
+        await store.close()
+    third = STORYTELLERS // 3
+    with (
+        _daemon(tmp_path, pg_url, "st-1"),
+        _daemon(tmp_path, pg_url, "st-2"),
+        _daemon(tmp_path, pg_url, "st-3") as last,
+    ):
+        even = {"st-1": third, "st-2": third, "st-3": third}
+        await _until(pg_url, lambda s: _held(s) == even, 90)
+        last.kill()
+        status, took = await _until(
+            pg_url, lambda s: _held(s) == {"st-1": STORYTELLERS // 2, "st-2": STORYTELLERS // 2}, 30
+        )
+        assert status.unowned == 0
+        assert took <= LEASE + 4 * RENEW + 2, f"kill -9 hand-over took {took:.1f} s"
