@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -172,23 +173,35 @@ async def test_taking_over_from_a_daemon_that_still_looks_alive_is_alerted(store
     assert alerts.kinds == ["lease_takeover"]
 
 
+class _Reads:
+    """The ledger, telling when a re-read of today's spend has been answered."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+        self.answered = asyncio.Event()
+
+    async def spend_on(self, day: Any) -> Any:
+        spend = await self.ledger.spend_on(day)
+        self.answered.set()  # the keeper takes it before the waiter runs (no await between)
+        return spend
+
+
 async def test_a_cluster_daemon_counts_what_the_others_spent(store: Store) -> None:
     clock = FakeClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
     (sid,) = await _storytellers(store, 1)
     budget = BudgetKeeper(BudgetsConfig(daily_usd=1.0), {}, clock)
     await budget.load(store.ledger)
-    following = asyncio.create_task(budget.follow(store.ledger, CFG.renew_seconds))
+    reads = _Reads(store.ledger)
+    following = asyncio.create_task(budget.follow(reads, CFG.renew_seconds))
     try:
         await settle()
         # another daemon's requests, as its recorder writes them
         await store.ledger.add(
             [LedgerEntry(clock.now(), "turn", "gpt-5", storyteller_id=sid, cost_usd=0.6)] * 2
         )
+        assert budget.spent(sid) == 0.0  # not before the renewal interval
         await clock.advance(CFG.renew_seconds)
-        for _ in range(1000):  # the re-read runs on the database's threads
-            if budget.spent(sid) > 0:
-                break
-            await asyncio.sleep(0)
+        await asyncio.wait_for(reads.answered.wait(), 60)  # the database answers in real time
         assert budget.spent(sid) == pytest.approx(1.2)
     finally:
         following.cancel()
