@@ -4,7 +4,7 @@ Production code never imports this package (an import-linter contract keeps it s
 """
 
 from storyteller_daemon.testing.alerts import RecordedAlerts
-from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 from storyteller_daemon.testing.model import (
     ScriptedModel,
     Step,
@@ -59,6 +59,7 @@ __all__ = [
     "reply_from_response",
     "request_from_body",
     "respond_with",
+    "eventually",
     "settle",
     "text",
     "verdict_json",

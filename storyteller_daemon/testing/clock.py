@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 
@@ -71,4 +72,17 @@ class FakeClock:
 async def settle(rounds: int = 20) -> None:
     """Let ready tasks run until the loop is quiet (no real time passes)."""
     for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+async def eventually(done: Callable[[], bool], what: str, *, seconds: float = 60.0) -> None:
+    """Yield to the loop until `done()`, for work answered outside it (a database's threads,
+    another process's notifications): bounded by the loop's own time, not by a number of
+    yields that a loaded machine can outrun. Raises AssertionError naming `what` after
+    `seconds`. The fake clock does not move meanwhile."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not done():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not happen within {seconds:g} s")
         await asyncio.sleep(0)

@@ -18,7 +18,7 @@ from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.storage.leases import Fence
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.sim import SimWorld
@@ -79,11 +79,7 @@ def _node(url: str, clock: FakeClock, name: str, *, inbox: bool = False) -> Node
 async def _subscribed(world: SimWorld) -> None:
     """Return once the daemon's stream waits for events (it read its stored cursor first);
     each yield lets the database answer, none is a timed sleep."""
-    for _ in range(100_000):
-        if world.waiting_subscriptions:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the daemon never subscribed to the world")
+    await eventually(lambda: bool(world.waiting_subscriptions), "the daemon's subscription")
 
 
 async def _renewal(clock: FakeClock, *nodes: Node) -> None:
@@ -232,10 +228,8 @@ async def test_a_turn_whose_storyteller_was_taken_over_meanwhile_ends_without_a_
         assert await plain.leases.take("b", 1, CFG.lease_seconds) == {st.id: 2}
         runner.release.set()
         await asyncio.wait_for(runner.wait_until(lambda: bool(runner.turns)), 5)
-        for _ in range(10_000):  # the refused end of the turn is logged
-            if "turn stage of storyteller" in caplog.text:
-                break
-            await asyncio.sleep(0)
+        # the refused end of the turn is logged
+        await eventually(lambda: "turn stage of storyteller" in caplog.text, "the refusal's log")
         assert f"daemon 'a' no longer holds storyteller #{st.id}" in caplog.text
         assert not [r for r in caplog.records if r.levelname == "ERROR"]
         (item,) = await plain.backlog.items(st.id)

@@ -19,7 +19,7 @@ from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.ledger import LedgerEntry
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
-from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 
 CFG = ClusterConfig(enabled=True, lease_seconds=10.0, renew_seconds=2.0)
 
@@ -241,7 +241,8 @@ async def test_on_postgresql_a_newcomer_gets_its_share_without_waiting_for_a_ren
 async def _listening(store: Store, count: int) -> None:
     """Return once `count` sessions LISTEN on the lease channel (each yield lets them start)."""
     query = text("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'")
-    for _ in range(10_000):
+    deadline = asyncio.get_running_loop().time() + 60
+    while asyncio.get_running_loop().time() < deadline:
         async with store.db.session() as session:
             if (await session.scalar(query)) == count:
                 return
@@ -250,8 +251,7 @@ async def _listening(store: Store, count: int) -> None:
 
 
 async def _until_held(keeper: LeaseKeeper, count: int) -> None:
-    for _ in range(100_000):  # each yield lets the notifications and the database answer
-        if len(keeper.held) == count:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"{keeper.instance} holds {len(keeper.held)}, not {count}")
+    # each yield lets the notifications and the database answer
+    await eventually(
+        lambda: len(keeper.held) == count, f"{keeper.instance} holding {count} storytellers"
+    )
