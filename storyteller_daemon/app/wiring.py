@@ -66,6 +66,7 @@ from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import metered_model
+from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.lease_signals import lease_signals
@@ -185,6 +186,7 @@ async def build_runtime(
             stats,
             cfg.model.prices,
             budget=budget,
+            shared=SharedLedger.of(cfg.cluster, cfg.model) if keeper is not None else None,
             clock=clock,
         )
         latency = metered.latency

@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models.records import LedgerRow
 from storyteller_daemon.storage.models.story import SituationRow
+from storyteller_daemon.storage.spend_guard import SpendCaps, add_within
 from storyteller_daemon.storage.storytellers import as_utc
 
 Grouping = Literal[
@@ -151,6 +152,18 @@ class LedgerRepository:
             session.add_all(rows)
             await session.flush()
             return [row.id for row in rows]
+
+    async def add_within(self, entry: LedgerEntry, caps: SpendCaps) -> int:
+        """Store a request's worst-case row only if today's ledger has room for it under
+        `caps` (checked and written in one transaction, `spend_guard`); return its id.
+
+        Raises:
+            OverCap: a cap has no room; nothing was stored.
+        """
+        async with self._db.session() as session:
+            row = ledger_row(entry)
+            await add_within(session, self._db.dialect, row, caps)
+            return row.id
 
     async def settle(self, row_id: int, entry: LedgerEntry) -> bool:
         """Replace a provisional row (written before its request) with what the request cost:
