@@ -21,7 +21,7 @@ from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, worst_case
 from storyteller_daemon.runtime.spending.metering import metered_model
-from storyteller_daemon.runtime.spending.shared import SharedLedger
+from storyteller_daemon.runtime.spending.shared import SettledSpend, SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.ledger import LedgerEntry, LedgerRepository
 from storyteller_daemon.storage.spend_guard import OverCap, SpendCaps
@@ -179,3 +179,27 @@ async def test_a_row_is_written_only_when_the_day_has_room_under_each_cap(store:
     with pytest.raises(OverCap) as over:
         await ledger.add_within(worst(0.3, sid=None), later)
     assert over.value.reached and over.value.settled == pytest.approx(0.8)
+
+
+async def test_the_re_read_spend_leaves_out_the_requests_in_flight(store: Store) -> None:
+    """A daemon of a cluster holds its own requests in flight as reservations: the spend it
+    re-reads must not count them a second time (nor the others', which the shared check
+    counts), or a cap would be reached before it is spent."""
+    clock = FakeClock(T0)
+    st = await store.storytellers.create("Teller")
+    budget = BudgetKeeper(BudgetsConfig(daily_usd=1.0, turn_tokens=0), PRICES, clock)
+    settled = SettledSpend(store.ledger, SHARED, clock)
+
+    def row(usd: float, status: str) -> LedgerEntry:
+        return LedgerEntry(
+            clock.now(), "turn", "gpt-5", storyteller_id=st.id, cost_usd=usd, status=status
+        )
+
+    await store.ledger.add([row(0.25, "ok"), row(0.5, "sent")])
+    await budget.load(settled)
+    assert budget.spent() == pytest.approx(0.25) and budget.spent(st.id) == pytest.approx(0.25)
+    await clock.advance(SHARED.settled_after_seconds + 1)  # its sender died: it is spent
+    await budget.load(settled)
+    assert budget.spent() == pytest.approx(0.75)
+    await budget.load(store.ledger)  # at start-up every row counts
+    assert budget.spent() == pytest.approx(0.75)

@@ -16,13 +16,14 @@ then checks again. One that would not fit even once they are answered is refused
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 
 from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.config import ClusterConfig, ModelConfig
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runs import Charge, RunContext
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
+from storyteller_daemon.storage.ledger import DaySpend, LedgerRepository
 from storyteller_daemon.storage.spend_guard import OverCap, SpendCaps
 
 
@@ -48,6 +49,22 @@ class SharedLedger:
             poll_seconds=cluster.renew_seconds,
             settled_after_seconds=model.request_timeout_seconds * tries + cluster.lease_seconds,
         )
+
+
+class SettledSpend:
+    """Today's spend as a daemon of a cluster re-reads it (`BudgetKeeper.follow`): the
+    requests in flight left out, since the keeper holds its own as reservations and the shared
+    check counts the others'."""
+
+    def __init__(self, ledger: LedgerRepository, shared: SharedLedger, clock: Clock) -> None:
+        self._ledger = ledger
+        self._shared = shared
+        self._clock = clock
+
+    async def spend_on(self, day: date) -> DaySpend:
+        """USD settled on a UTC day (rows left ``sent`` by a dead daemon count)."""
+        since = self._clock.now() - timedelta(seconds=self._shared.settled_after_seconds)
+        return await self._ledger.spend_on(day, in_flight_since=since)
 
 
 async def send_within_caps(
