@@ -20,11 +20,11 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from storyteller_daemon.clock import Clock, DeadlinePassed, within
 from storyteller_daemon.domain.storytellers import Storyteller
-from storyteller_daemon.runtime.daemon.ports import SettingsSource
+from storyteller_daemon.errors import NotFoundError
 from world_adapter.invocations import (
     GameInvocation,
     InvocationAnswer,
@@ -40,6 +40,20 @@ MessageListener = Callable[
     [Callable[[str, dict[str, Any]], None]], AbstractAsyncContextManager[None]
 ]
 """While inside, calls back with each message for this daemon and its sender's name."""
+
+
+class Storytellers(Protocol):
+    """Every storyteller of the database (the storyteller repository)."""
+
+    async def get(self, ref: str | int) -> Storyteller:
+        """A storyteller by id or name in any case.
+
+        Raises:
+            NotFoundError: none has that id or name.
+        """
+        ...
+
+
 Holders = Callable[[], Awaitable[Mapping[int, tuple[str | None, int]]]]
 """Storyteller id → the daemon holding its lease (None: none) and the token
 (`LeaseRepository.holders`)."""
@@ -66,7 +80,7 @@ class InvocationForwarder:
         self,
         instance: str,
         *,
-        storytellers: SettingsSource,
+        storytellers: Storytellers,
         holders: Holders,
         send: MessageSender,
         listen: MessageListener,
@@ -94,8 +108,13 @@ class InvocationForwarder:
     async def forward(self, invocation: GameInvocation) -> InvocationAnswer | None:
         """The holder's answer to an invocation for a storyteller this daemon does not run;
         None when no storyteller has that name or id."""
-        storyteller = _find(await self._storytellers.list(), invocation.storyteller)
-        if storyteller is None or storyteller.id is None:
+        if isinstance(invocation.storyteller, bool):  # a bool is an int to Python, never an id
+            return None
+        try:
+            storyteller = await self._storytellers.get(invocation.storyteller)
+        except NotFoundError:
+            return None
+        if storyteller.id is None:
             return None
         owner, _token = (await self._holders()).get(storyteller.id, (None, 0))
         if owner is None or owner == self.instance:
@@ -172,17 +191,6 @@ class InvocationForwarder:
                 sender,
                 type(exc).__name__,
             )
-
-
-def _find(storytellers: list[Storyteller], ref: str | int) -> Storyteller | None:
-    """A storyteller by id, or by name ignoring case (a text of digits is an id)."""
-    if isinstance(ref, bool):
-        return None
-    text = str(ref).strip()
-    if isinstance(ref, int) or text.isdigit():
-        return next((s for s in storytellers if s.id == int(text)), None)
-    wanted = text.casefold()
-    return next((s for s in storytellers if s.name.casefold() == wanted), None)
 
 
 def _not_running(invocation: GameInvocation, storyteller_id: int, message: str) -> InvocationAnswer:
