@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 import pytest
+from sqlalchemy import text
 
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
@@ -24,7 +25,7 @@ from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.bridge.world_server import WorldServer
-from world_adapter.invocations import GameInvocation
+from world_adapter.invocations import GameInvocation, InvocationAnswer
 from world_adapter.sim import SimWorld
 
 CFG = ClusterConfig(enabled=True, lease_seconds=10.0, renew_seconds=2.0)
@@ -224,3 +225,64 @@ async def test_a_message_longer_than_one_notification_arrives_whole_and_only_whe
         "a": [("b", {"kind": "invoke", "text": text})],
         "b": [("a", {"kind": "invoked"})],
     }
+
+
+@pytest.mark.postgres
+async def test_a_holder_that_has_not_loaded_its_new_storyteller_yet_says_not_running(
+    pg_url: str,
+) -> None:
+    clock = FakeClock()
+    store = Store.open(pg_url, clock=clock)
+    try:
+        await store.db.upgrade()
+        await store.storytellers.create("North")
+        await store.leases.sync()
+        await store.leases.join("a", CFG.lease_seconds)
+        await store.leases.take("a", 1, CFG.lease_seconds)
+
+        def forwarder(name: str) -> InvocationForwarder:
+            return InvocationForwarder(
+                name,
+                storytellers=store.storytellers,
+                holders=store.leases.holders,
+                send=functools.partial(send_message, store.db, name),
+                listen=functools.partial(cluster_messages, store.db, name),
+                clock=clock,
+            )
+
+        a, b = forwarder("a"), forwarder("b")
+        answered_by_a: list[str] = []
+
+        async def not_routed_yet(invocation: GameInvocation) -> InvocationAnswer:
+            """What a's daemon answers before its settings watch has routed the storyteller."""
+            answered_by_a.append(invocation.id)
+            return InvocationAnswer(invocation.id, False, "unknown_storyteller", "no such")
+
+        serving = [asyncio.create_task(f.serve(not_routed_yet)) for f in (a, b)]
+        try:
+            for _ in range(1_000):  # until both listen (a message before then would be lost)
+                if await _listeners(store) >= 2:
+                    break
+                await asyncio.sleep(0)
+            answer = await asyncio.wait_for(b.forward(GameInvocation("n-1", "north", "Hi.")), WAIT)
+        finally:
+            for task in serving:
+                task.cancel()
+            await asyncio.gather(*serving, return_exceptions=True)
+        assert answered_by_a == ["n-1"]
+        assert answer is not None and (answer.accepted, answer.reason) == (False, "not_running")
+        assert "daemon a is taking the storyteller over" in answer.message
+    finally:
+        await store.close()
+
+
+async def _listeners(store: Store) -> int:
+    """Connections of the database whose last statement was a LISTEN."""
+    async with store.db.reading() as connection:
+        count = await connection.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+            )
+        )
+        return int(count or 0)

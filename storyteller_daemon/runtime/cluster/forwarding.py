@@ -180,6 +180,13 @@ class InvocationForwarder:
     ) -> None:
         try:
             answer = await answer_here(invocation)
+            if answer.reason == RefusalCode.UNKNOWN_STORYTELLER.value:  # taken, not loaded yet
+                answer = _not_running(
+                    invocation,
+                    answer.storyteller_id,
+                    f"daemon {self.instance} is taking the storyteller over: send the same "
+                    "request again shortly",
+                )
             await self._send(
                 sender, {"kind": "invoked", "ask": ask, "answer": dataclasses.asdict(answer)}
             )
@@ -193,7 +200,9 @@ class InvocationForwarder:
             )
 
 
-def _not_running(invocation: GameInvocation, storyteller_id: int, message: str) -> InvocationAnswer:
+def _not_running(
+    invocation: GameInvocation, storyteller_id: int | None, message: str
+) -> InvocationAnswer:
     return InvocationAnswer(
         invocation.id,
         accepted=False,
