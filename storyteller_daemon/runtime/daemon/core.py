@@ -141,7 +141,7 @@ class Daemon:
             turn_runs=turn_runs,
             forwarder=forwarder,
         )
-        self._forwarding = forwarder is not None
+        self.forwarder = forwarder
         self.reload = self.watch.reload
         self.wait_polls = self.watch.wait_polls
         self.wait_cursor = self.pump.wait_cursor
@@ -229,7 +229,7 @@ class Daemon:
                     background.append(
                         group.create_task(self.invocations.send_outcomes(), name="outcomes")
                     )
-                if invoked and self._forwarding:
+                if invoked and self.forwarder is not None:
                     forwarded = self.invocations.serve_forwarded()
                     background.append(group.create_task(forwarded, name="forwarded"))
                 self.ready.set()
