@@ -31,6 +31,7 @@ from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.reflection import Reflection
 from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
+from storyteller_daemon.runtime.spending.shared import SettledSpend, SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
@@ -149,7 +150,14 @@ class Runtime:
         if self.leases is not None and self.budget is not None:  # the other daemons' spend
             yield (
                 "shared-spend",
-                self.budget.follow(self.store.ledger, self.cfg.cluster.renew_seconds),
+                self.budget.follow(
+                    SettledSpend(
+                        self.store.ledger,
+                        SharedLedger.of(self.cfg.cluster, self.cfg.model),
+                        self.clock,
+                    ),
+                    self.cfg.cluster.renew_seconds,
+                ),
             )
         yield "prog-catalogue", self.keep_catalogue()
         if self.summaries is not None:

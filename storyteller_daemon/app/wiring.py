@@ -48,7 +48,7 @@ from storyteller_daemon.domain.cluster import KILL_SWITCH_FLAG
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
+from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
 from storyteller_daemon.runtime.game_admin import GameAdmin
@@ -66,8 +66,10 @@ from storyteller_daemon.runtime.scheduling.approvals import ApprovalRunner
 from storyteller_daemon.runtime.spending.admission import Admission
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import metered_model
+from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
+from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
 from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.leases import Fence
 from storyteller_daemon.storage.store import Store
@@ -119,7 +121,7 @@ async def build_runtime(
     await store.db.require_current()
     check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
-    keeper = None
+    keeper = forwarder = None
     world_key: str = cfg.world.kind
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
@@ -133,6 +135,14 @@ async def build_runtime(
             signals=functools.partial(lease_signals, store.db),
         )
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
+        forwarder = InvocationForwarder(  # a game's invoke reaches the storyteller's daemon
+            instance,
+            storytellers=store.storytellers,
+            holders=stamped.leases.holders,
+            send=functools.partial(send_message, store.db, instance),
+            listen=functools.partial(cluster_messages, store.db, instance),
+            clock=clock,
+        )
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
     stats = RuntimeStats()
@@ -185,6 +195,7 @@ async def build_runtime(
             stats,
             cfg.model.prices,
             budget=budget,
+            shared=SharedLedger.of(cfg.cluster, cfg.model) if keeper is not None else None,
             clock=clock,
         )
         latency = metered.latency
@@ -280,6 +291,7 @@ async def build_runtime(
         # that gap (and a margin) are offered to them again once taken over.
         catch_up_seconds=2 * cfg.cluster.lease_seconds if keeper is not None else 0.0,
         followed=store.storytellers if keeper is not None else None,
+        forwarder=forwarder,
     )
     if keeper is not None:
         keeper.listen(daemon.watch.poll_now)

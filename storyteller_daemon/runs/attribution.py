@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
+from storyteller_daemon.storage.spend_guard import SpendCaps
 
 REQUEST_OK = "ok"
 """The ledger status of an answered request."""
@@ -67,7 +68,8 @@ class RunContext:
         on_charge: awaited with each charge as soon as its request is answered or has failed
             (the recorder writes its ledger row then, so a crash never loses a paid request);
             returns the ledger row's id, or None when it could not be written.
-        on_request: awaited with a request's worst case before it is sent (a provisional row).
+        on_request: awaited with a request's worst case before it is sent (a provisional row),
+            and the caps today's shared ledger must have room for it under (or None).
         on_no_answer: awaited with a provisional row's id when its request was never sent.
         ledger_ids: ids of the ledger rows written by `on_charge`, in order.
         unrecorded: charges `on_charge` could not write (stored with the run at its end).
@@ -82,20 +84,26 @@ class RunContext:
     exchanges: list[Exchange] = field(default_factory=list)
     tokens_used: int = 0
     on_charge: Callable[[RunContext, Charge, int | None], Awaitable[int | None]] | None = None
-    on_request: Callable[[RunContext, Charge], Awaitable[int | None]] | None = None
+    on_request: Callable[[RunContext, Charge, SpendCaps | None], Awaitable[int | None]] | None = (
+        None
+    )
     on_no_answer: Callable[[int], Awaitable[None]] | None = None
     ledger_ids: list[int] = field(default_factory=list)
     unrecorded: list[Charge] = field(default_factory=list)
 
-    async def sending(self, worst: Charge) -> int | None:
+    async def sending(self, worst: Charge, caps: SpendCaps | None = None) -> int | None:
         """A request is about to go out: record it at its worst-case bill (the row's id).
 
         If the process dies before the answer comes, that row stays, so the spend is counted
-        (at most too high, never too low).
+        (at most too high, never too low). With `caps` the row is written only if today's
+        ledger has room for it under them.
+
+        Raises:
+            OverCap: `caps` leave no room; no row was written.
         """
         if self.on_request is None:
             return None
-        return await self.on_request(self, worst)
+        return await self.on_request(self, worst, caps)
 
     async def not_sent(self, provisional: int | None) -> None:
         """The request was held back after all (a paused model): it is no request, so its

@@ -53,6 +53,7 @@ from storyteller_daemon.runs.records import (
 from storyteller_daemon.runs.tape import Tape, record_services
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.runs import NewRun, RunRepository
+from storyteller_daemon.storage.spend_guard import SpendCaps
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 
 log = logging.getLogger(__name__)
@@ -203,16 +204,21 @@ class RunRecorder:
             on_no_answer=self._discard_provisional if self._ledger is not None else None,
         )
 
-    async def _write_provisional(self, run: RunContext, worst: Charge) -> int | None:
+    async def _write_provisional(
+        self, run: RunContext, worst: Charge, caps: SpendCaps | None
+    ) -> int | None:
         """A row for a request about to be sent, at its worst-case cost (its id, or None).
 
         If the daemon dies while the request is out, the row stays: the spend is counted at most
         too high, never missed. The answer replaces it with the real bill. A row that cannot
         be written raises: the request is then not sent (`metering`), since a daemon killed
-        before its answer would leave it in no ledger.
+        before its answer would leave it in no ledger. With `caps` (a cluster's budgets) it is
+        written only if the shared ledger has room for it (`OverCap` otherwise).
         """
         if self._ledger is None:
             return None
+        if caps is not None:
+            return await self._ledger.add_within(ledger_entry(run, worst), caps)
         [row_id] = await self._ledger.add([ledger_entry(run, worst)])
         return row_id
 

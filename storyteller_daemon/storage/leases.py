@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.cluster import ClusterStatus, InstanceStatus
 from storyteller_daemon.domain.work import OPEN_STATES
-from storyteller_daemon.errors import LeaseLost
+from storyteller_daemon.errors import ConfigError, LeaseLost
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.lease_signals import LEASE_CHANNEL
 from storyteller_daemon.storage.models.cluster import ClusterInstanceRow, StorytellerLeaseRow
@@ -103,13 +103,26 @@ class LeaseRepository:
         self._db = db
         self._clock = clock
 
-    async def join(self, instance: str, lease_seconds: float) -> None:
+    async def join(self, instance: str, lease_seconds: float, *, first: bool = False) -> None:
         """Enter the cluster as `instance`, alive for `lease_seconds`, and free the leases a
-        previous run under the same name left (that process is gone)."""
+        previous run under the same name left (that process is gone).
+
+        Raises:
+            ConfigError: `first` (the daemon is starting) while a daemon under the name is
+                alive: two processes were given one ``cluster.instance``.
+        """
         now = self._clock.now()
         async with self._db.session() as session:
-            row = await session.get(ClusterInstanceRow, instance)
+            row = await session.get(ClusterInstanceRow, instance, with_for_update=True)
             expires = now + timedelta(seconds=lease_seconds)
+            if row is not None and first and as_utc(row.expires_at) > now:
+                left = (as_utc(row.expires_at) - now).total_seconds()
+                raise ConfigError(
+                    "config",
+                    f"a daemon named '{instance}' already runs against this database: give "
+                    f"each daemon its own name (or, if it was just killed, start in {left:.0f} s)",
+                    key="cluster.instance",
+                )
             if row is None:
                 session.add(
                     ClusterInstanceRow(

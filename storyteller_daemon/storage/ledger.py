@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import case, delete, func, select
+from sqlalchemy import case, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models.records import LedgerRow
 from storyteller_daemon.storage.models.story import SituationRow
+from storyteller_daemon.storage.spend_guard import IN_FLIGHT, SpendCaps, add_within
 from storyteller_daemon.storage.storytellers import as_utc
 
 Grouping = Literal[
@@ -152,6 +153,18 @@ class LedgerRepository:
             await session.flush()
             return [row.id for row in rows]
 
+    async def add_within(self, entry: LedgerEntry, caps: SpendCaps) -> int:
+        """Store a request's worst-case row only if today's ledger has room for it under
+        `caps` (checked and written in one transaction, `spend_guard`); return its id.
+
+        Raises:
+            OverCap: a cap has no room; nothing was stored.
+        """
+        async with self._db.session() as session:
+            row = ledger_row(entry)
+            await add_within(session, self._db.dialect, row, caps)
+            return row.id
+
     async def settle(self, row_id: int, entry: LedgerEntry) -> bool:
         """Replace a provisional row (written before its request) with what the request cost:
         its answer's bill, or what it may be billed after failing (and how it failed).
@@ -187,18 +200,26 @@ class LedgerRepository:
             if row is not None:
                 await session.delete(row)
 
-    async def spend_on(self, day: date) -> DaySpend:
-        """What the daemon spent on a UTC day, replays excluded (budgets reload it at start-up)."""
+    async def spend_on(self, day: date, *, in_flight_since: datetime | None = None) -> DaySpend:
+        """What the daemon spent on a UTC day, replays excluded (budgets reload it at start-up).
+
+        With `in_flight_since`, requests still in flight (rows ``sent`` since then) are left
+        out: a budget keeper holds its own as reservations, and a cluster's shared check
+        counts the others' (`spend_guard`).
+        """
+        query = (
+            select(LedgerRow.storyteller_id, func.sum(LedgerRow.cost_usd))
+            .where(LedgerRow.day == day.isoformat())
+            # Replays are an admin's deliberate spend outside the daemon's caps.
+            .where(LedgerRow.purpose != "replay")
+            .group_by(LedgerRow.storyteller_id)
+        )
+        if in_flight_since is not None:
+            query = query.where(
+                or_(LedgerRow.status != IN_FLIGHT, LedgerRow.occurred_at < in_flight_since)
+            )
         async with self._db.session() as session:
-            rows = (
-                await session.execute(
-                    select(LedgerRow.storyteller_id, func.sum(LedgerRow.cost_usd))
-                    .where(LedgerRow.day == day.isoformat())
-                    # Replays are an admin's deliberate spend outside the daemon's caps.
-                    .where(LedgerRow.purpose != "replay")
-                    .group_by(LedgerRow.storyteller_id)
-                )
-            ).all()
+            rows = (await session.execute(query)).all()
         by_storyteller = {int(sid): float(total or 0.0) for sid, total in rows if sid is not None}
         return DaySpend(sum(float(total or 0.0) for _, total in rows), by_storyteller)
 

@@ -161,3 +161,26 @@ async def test_three_daemons_share_evenly_and_two_take_over_the_third(
         )
         assert status.unowned == 0
         assert took <= LEASE + 4 * RENEW + 2, f"kill -9 hand-over took {took:.1f} s"
+
+
+@pytest.mark.postgres
+async def test_a_second_process_under_a_live_name_refuses_to_start(
+    tmp_path: Path, pg_url: str
+) -> None:
+    store = Store.open(pg_url, clock=SystemClock())
+    try:
+        await store.db.upgrade()
+        await store.storytellers.create("Teller")
+    finally:
+        await store.close()
+    with _daemon(tmp_path, pg_url, "st-1") as first:
+        await _until(pg_url, lambda s: _held(s) == {"st-1": 1}, 60)
+        twin = tmp_path / "twin"
+        twin.mkdir()
+        with _daemon(twin, pg_url, "st-1") as second:
+            assert second.wait(timeout=60) == 78
+        lines = (twin / "st-1.log").read_text(encoding="utf-8").strip().splitlines()
+        assert "cluster.instance: a daemon named 'st-1' already runs" in lines[-1]
+        assert first.poll() is None
+        status, _ = await _until(pg_url, lambda s: _held(s) == {"st-1": 1}, 5)
+        assert status.unowned == 0  # the twin freed nothing of the first's

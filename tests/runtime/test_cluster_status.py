@@ -85,6 +85,8 @@ async def test_metrics_show_the_leases_of_every_daemon(pg_url: str) -> None:
             'storyteller_cluster_instance_leases{instance="node-1"} 1.0',
             'storyteller_cluster_instance_leases{instance=""} 0.0',
             'storyteller_cluster_instance_open_work{instance="node-1"} 0.0',
+            'storyteller_cluster_invocations_forwarded_total{direction="sent"} 0.0',
+            'storyteller_cluster_invocations_forwarded_total{direction="answered"} 0.0',
         ]:
             assert expected in lines, expected
         assert any(

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from storyteller_daemon.config import BudgetsConfig, ClusterConfig
+from storyteller_daemon.errors import ConfigError
 from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.storage.lease_signals import lease_signals
@@ -255,3 +256,22 @@ async def _until_held(keeper: LeaseKeeper, count: int) -> None:
     await eventually(
         lambda: len(keeper.held) == count, f"{keeper.instance} holding {count} storytellers"
     )
+
+
+async def test_a_second_daemon_under_a_live_name_is_refused_until_the_name_expires(
+    store: Store,
+) -> None:
+    clock = FakeClock()
+    await _storytellers(store, 2)
+    first, _ = _keeper(store, clock, "a")
+    await first.start()
+    twin, _ = _keeper(store, clock, "a")
+    with pytest.raises(ConfigError, match=r"cluster\.instance: a daemon named 'a' already runs"):
+        await twin.start()
+    assert twin.held == frozenset() and len(first.held) == 2
+    await clock.advance(CFG.renew_seconds)
+    await first.tick()  # the first still holds everything: the twin freed nothing
+    assert len(first.held) == 2 and first.taken == 2
+    await clock.advance(CFG.lease_seconds + 1)  # the first was killed: its name expires
+    await twin.start()
+    assert len(twin.held) == 2

@@ -99,8 +99,12 @@ class LeaseKeeper:
         self._listeners.append(changed)
 
     async def start(self) -> None:
-        """Join the cluster and take a first share (before the daemon loads its settings)."""
-        await self._leases.join(self.instance, self._cfg.lease_seconds)
+        """Join the cluster and take a first share (before the daemon loads its settings).
+
+        Raises:
+            ConfigError: a live daemon already runs under this name (``cluster.instance``).
+        """
+        await self._leases.join(self.instance, self._cfg.lease_seconds, first=True)
         await self.tick()
 
     def wake(self, by: str) -> None:

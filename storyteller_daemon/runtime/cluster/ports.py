@@ -15,8 +15,9 @@ of each (`storage.lease_signals.lease_signals` over the database)."""
 class LeaseStore(Protocol):
     """The daemons of the cluster and the storytellers' leases (the lease repository)."""
 
-    async def join(self, instance: str, lease_seconds: float) -> None:
-        """Enter the cluster, freeing what a previous run under the name held."""
+    async def join(self, instance: str, lease_seconds: float, *, first: bool = False) -> None:
+        """Enter the cluster, freeing what a previous run under the name held (`first`: refuse
+        a name a live daemon holds, with `ConfigError`)."""
         ...
 
     async def beat(self, instance: str, lease_seconds: float) -> None:

@@ -21,6 +21,7 @@ from storyteller_daemon.runtime.daemon.intake_watch import IntakeWatch
 from storyteller_daemon.runtime.daemon.invocations import Invocations
 from storyteller_daemon.runtime.daemon.ports import (
     EventInbox,
+    Forward,
     IdleWork,
     Leases,
     SettingsListener,
@@ -69,6 +70,8 @@ class Daemon:
             over from another daemon are offered to it again (0: none).
         followed: every storyteller whose rooms the world stream follows beyond those in
             `settings` (a cluster daemon: all of them, so it has their events to offer again).
+        forwarder: a cluster daemon's forwarding of the game's invocations to the daemon
+            running their storyteller, and answering of those forwarded here (None: alone).
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class Daemon:
         leases: Leases | None = None,
         catch_up_seconds: float = 0.0,
         followed: SettingsSource | None = None,
+        forwarder: Forward | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.leases = leases
@@ -131,8 +135,13 @@ class Daemon:
             intake=IntakeWatch(intake_activity, stall_seconds) if intake_activity else None,
         )
         self.invocations = Invocations(
-            pipeline=pipeline, ready=self.ready, channel=invocations, turn_runs=turn_runs
+            pipeline=pipeline,
+            ready=self.ready,
+            channel=invocations,
+            turn_runs=turn_runs,
+            forwarder=forwarder,
         )
+        self.forwarder = forwarder
         self.reload = self.watch.reload
         self.wait_polls = self.watch.wait_polls
         self.wait_cursor = self.pump.wait_cursor
@@ -220,6 +229,9 @@ class Daemon:
                     background.append(
                         group.create_task(self.invocations.send_outcomes(), name="outcomes")
                     )
+                if invoked and self.forwarder is not None:
+                    forwarded = self.invocations.serve_forwarded()
+                    background.append(group.create_task(forwarded, name="forwarded"))
                 self.ready.set()
                 log.info(
                     "ready: %d storytellers, %d watched rooms; SIGTERM or SIGINT stops",

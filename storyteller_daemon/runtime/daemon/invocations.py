@@ -9,7 +9,9 @@ storyteller and source makes the request id an idempotency key: an id already ac
 answered from the stored item (``duplicate``) and never queued again. Once an accepted
 invocation's turn has ended, its outcome — how the turn ended, the run record's id and the tool
 calls it made — is sent to the game; an invocation whose outcome the game missed (a broken
-connection, a daemon restart) is reported again when the game sends its id again.
+connection, a daemon restart) is reported again when the game sends its id again. In a
+cluster, an invocation for a storyteller another daemon runs is answered by that daemon
+(`forwarder`), which also sends its outcome.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from storyteller_daemon.agent.records import TurnOutcome
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import WorkItem, WorkState
 from storyteller_daemon.errors import StorageError
-from storyteller_daemon.runtime.daemon.ports import TurnRuns
+from storyteller_daemon.runtime.daemon.ports import Forward, TurnRuns
 from storyteller_daemon.runtime.daemon.state import OpenInvocation, log
 from storyteller_daemon.runtime.pipeline import Pipeline
 from world_adapter.errors import WorldAdapterError
@@ -85,6 +87,8 @@ class Invocations:
         ready: set while the daemon runs (invocations are refused otherwise).
         channel: the world's channel for the game's invocations (None: the world sends none).
         turn_runs: where an invocation's run record is read for its outcome (None: nowhere).
+        forwarder: in a cluster, the answer of the daemon holding a storyteller this one does
+            not run (None when no storyteller has the name or id; `cluster.forwarding`).
     """
 
     def __init__(
@@ -94,8 +98,10 @@ class Invocations:
         ready: asyncio.Event,
         channel: InvocationChannel | None,
         turn_runs: TurnRuns | None,
+        forwarder: Forward | None = None,
     ) -> None:
         self._pipeline = pipeline
+        self._forwarder = forwarder
         self._ready = ready
         self._channel = channel
         self._turn_runs = turn_runs
@@ -154,6 +160,16 @@ class Invocations:
         return InvocationResult(True, "queued", storyteller.id)
 
     async def answer_invocation(self, invocation: GameInvocation) -> InvocationAnswer:
+        """Answer the game's invocation here, or, in a cluster, have the daemon that runs its
+        storyteller answer it."""
+        forwarder = self._forwarder
+        if forwarder is not None and self.find_storyteller(invocation.storyteller) is None:
+            forwarded = await forwarder.forward(invocation)
+            if forwarded is not None:
+                return forwarded
+        return await self.answer_here(invocation)
+
+    async def answer_here(self, invocation: GameInvocation) -> InvocationAnswer:
         """Store the invocation's turn (or find it stored under its request id) and answer."""
         source = GAME_SOURCE + invocation.id
         storyteller = self.find_storyteller(invocation.storyteller)
@@ -275,6 +291,11 @@ class Invocations:
             run_id=run.summary.id if run is not None else None,
             tool_calls=calls,
         )
+
+    async def serve_forwarded(self) -> None:
+        """Answer the invocations other daemons of a cluster forward here, until cancelled."""
+        if self._forwarder is not None:
+            await self._forwarder.serve(self.answer_here)
 
     def serve(self) -> bool:
         """Start taking the game's invocations; False when the world carries none."""

@@ -7,7 +7,8 @@ resumes from its stored cursor; `IdleWork` is reflection while idle
 (`runtime.reflection.ReflectionScheduler`); a `SettingsListener` is told the storytellers on
 every reload (the budget keeper learns their daily caps); `TurnRuns` reads the run record
 of a game's invocation for its outcome; `Leases` holds a cluster daemon's share of the
-storytellers (`runtime.cluster.LeaseKeeper`).
+storytellers (`runtime.cluster.LeaseKeeper`), and `Forward` carries its game's invocations to the
+daemon running their storyteller (`runtime.cluster.InvocationForwarder`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Protocol
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.storage.runs import StoredRun
 from world_adapter.events import Cursor, WorldEvent
+from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationHandler
 
 
 class SettingsSource(Protocol):
@@ -96,4 +98,16 @@ class Leases(Protocol):
 
     async def stop(self) -> None:
         """Release every lease and leave."""
+        ...
+
+
+class Forward(Protocol):
+    """A cluster's forwarding of the game's invocations (`cluster.InvocationForwarder`)."""
+
+    async def forward(self, invocation: GameInvocation) -> InvocationAnswer | None:
+        """The answer of the daemon running the storyteller (None: no such storyteller)."""
+        ...
+
+    async def serve(self, answer_here: InvocationHandler) -> None:
+        """Answer the invocations forwarded to this daemon, until cancelled."""
         ...

@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 from storyteller_daemon.agent.models.metering import LatencyHistogram
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.domain.cluster import ClusterStatus
-from storyteller_daemon.runtime.cluster import LeaseKeeper
+from storyteller_daemon.runtime.cluster import InvocationForwarder, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -304,6 +304,15 @@ def daemon_metrics(
             )
     if leases is not None:
         _lease_metrics(out, leases)
+    if isinstance(daemon.forwarder, InvocationForwarder):
+        forwarded = {"sent": daemon.forwarder.forwarded, "answered": daemon.forwarder.answered}
+        out.family(
+            "cluster_invocations_forwarded_total",
+            "counter",
+            "Game invocations sent to the daemon running their storyteller, and answered here "
+            "for another daemon.",
+            _labelled("direction", forwarded),
+        )
     if cluster is not None:
         _cluster_metrics(out, cluster)
     return out.text()

@@ -20,7 +20,8 @@ could not fit even then is refused with `BudgetExceeded` (the turn ends with out
 every storyteller) calls no model until 00:00 UTC, and the pipeline drops its triggers at the
 ``budget`` stage. Admins are alerted once per day at 50 %, 80 % and 100 % of each daily cap.
 The ledger in the database is the durable truth; `BudgetKeeper.load` re-reads today's spend at
-start-up, so a restart does not reset a cap.
+start-up, so a restart does not reset a cap. In a cluster, where the other daemons spend from
+the same caps, each request is also checked against the shared ledger (`spending.shared`).
 
 Which storyteller, trigger and room a request is for comes from `attribution.current_run`.
 """
@@ -156,8 +157,9 @@ class BudgetKeeper:
 
     async def follow(self, source: SpendSource, every: float) -> None:
         """Take today's spend from the ledger every `every` seconds until cancelled: a daemon
-        of a cluster then counts what the others spent (every request is a ledger row), so a
-        cap is passed by at most what the daemons spend in one interval."""
+        of a cluster then counts what the others spent (every request is a ledger row) in
+        `blocked` and its alerts; what keeps the cap is the check of each request against the
+        shared ledger (`spending.shared`)."""
         while True:
             await self._clock.sleep(every)
             try:
@@ -207,6 +209,15 @@ class BudgetKeeper:
         if storyteller_id in self._settings:
             return self._settings[storyteller_id]
         return storyteller_cap(self._cfg, name)
+
+    def caps(self, storyteller_id: int | None, name: str) -> tuple[float, float]:
+        """The global and the storyteller's daily USD caps a request checks (0: none)."""
+        return self._cfg.daily_usd, self.cap_for(storyteller_id, name)
+
+    @property
+    def freed(self) -> asyncio.Event:
+        """Set when a reservation of this daemon ends next (room may have come free)."""
+        return self._freed
 
     def spent(self, storyteller_id: int | None = None) -> float:
         """USD settled today by one storyteller, or by all with None."""
@@ -296,7 +307,7 @@ class BudgetKeeper:
             return
         label = "the global daily budget" if scope is None else "its daily budget"
         if scope in self._reached or spent + usd > cap:
-            self._reach(scope, cap)
+            self.reach(scope, cap)
             raise BudgetExceeded(
                 f"{label} of ${cap:.2f} is spent (${spent:.4f}, and this request could cost "
                 f"${usd:.4f}); no model calls until 00:00 UTC"
@@ -337,7 +348,7 @@ class BudgetKeeper:
         if not cap:
             return
         if spent >= cap:
-            self._reach(scope, cap)
+            self.reach(scope, cap)
             return
         for percent in ALERT_PERCENTS[:-1]:
             if spent >= cap * percent / 100 and (scope, percent) not in self._alerted:
@@ -348,7 +359,8 @@ class BudgetKeeper:
                     f"${cap:.2f} daily budget ({percent} %)",
                 )
 
-    def _reach(self, scope: int | None, cap: float) -> None:
+    def reach(self, scope: int | None, cap: float) -> None:
+        """Count a daily cap as reached until 00:00 UTC (None: the global cap), alerting once."""
         self._reached.add(scope)
         if (scope, 100) in self._alerted:
             return

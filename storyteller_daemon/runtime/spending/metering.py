@@ -11,7 +11,8 @@ Every request sent is a cost-ledger row: written at its worst case (status ``sen
 goes, then settled with the answer's bill (``ok``) or with its failure (``timeout``,
 ``connection_error``, ``http_503``...): a request whose body reached the provider keeps its
 input-token estimate and that input's price, one refused with a status bills nothing and
-still keeps its row. A request a paused model never sent leaves no row.
+still keeps its row. A request a paused model never sent leaves no row. In a cluster the
+worst-case row is written only once the shared ledger has room for it (`shared`).
 The run the request belongs to (`attribution.current_run`) gets the request, answer and bill.
 """
 
@@ -24,10 +25,11 @@ from storyteller_daemon.agent.models.interface import Model, ModelRequest, Model
 from storyteller_daemon.agent.models.metering import Bill, MeteredModel
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ModelPrice
-from storyteller_daemon.errors import ModelTransientError
+from storyteller_daemon.errors import BudgetExceeded, ModelTransientError
 from storyteller_daemon.runs import Charge, Exchange, RunContext, current_run
 from storyteller_daemon.runs.attribution import REQUEST_OK, REQUEST_SENT
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper, Reservation, worst_case
+from storyteller_daemon.runtime.spending.shared import SharedLedger, send_within_caps
 from storyteller_daemon.runtime.stats import RuntimeStats
 
 
@@ -37,11 +39,13 @@ def metered_model(
     prices: Mapping[str, ModelPrice],
     *,
     budget: BudgetKeeper | None = None,
+    shared: SharedLedger | None = None,
     clock: Clock,
 ) -> MeteredModel:
     """`inner`, with every request made through it (attention or tool loop) counted in `stats`,
-    admitted by `budget` and billed to its run at `prices`."""
-    meter = SpendingMeter(stats, prices, budget=budget, clock=clock)
+    admitted by `budget` (and, in a cluster, the `shared` ledger) and billed to its run at
+    `prices`."""
+    meter = SpendingMeter(stats, prices, budget=budget, shared=shared, clock=clock)
     return MeteredModel(inner, meter, prices, clock=clock)
 
 
@@ -54,11 +58,13 @@ class SpendingMeter:
         prices: Mapping[str, ModelPrice],
         *,
         budget: BudgetKeeper | None = None,
+        shared: SharedLedger | None = None,
         clock: Clock,
     ) -> None:
         self._stats = stats
         self._prices = prices
         self._budget = budget
+        self._shared = shared
         self._clock = clock
 
     async def open(self, request: ModelRequest) -> _Account:
@@ -77,7 +83,10 @@ class SpendingMeter:
                 self._clock.now(), run.purpose, request.model, Usage(), worst_usd, REQUEST_SENT
             )
             try:
-                account.provisional = await run.sending(worst)
+                account.provisional = await self._send(run, worst)
+            except BudgetExceeded:
+                self.release(reservation)
+                raise
             except Exception as exc:  # no row, no request: a kill would leave it unbilled
                 self.release(reservation)
                 raise ModelTransientError(
@@ -87,6 +96,12 @@ class SpendingMeter:
             run.exchanges.append(account.exchange)
         self._stats.requests += 1
         return account
+
+    async def _send(self, run: RunContext, worst: Charge) -> int | None:
+        """Write the request's worst-case row: in a cluster, once the shared ledger has room."""
+        if self._budget is None or self._shared is None:
+            return await run.sending(worst)
+        return await send_within_caps(self._budget, self._shared, self._clock, run, worst)
 
     def release(self, reservation: Reservation | None) -> None:
         """Give back a reservation whose request was not sent, or whose bill is unknown."""
