@@ -167,6 +167,7 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
         "attention requests": oracle.log.requests["attention"],
         "turn rounds": oracle.log.requests["turn_round"],
         "model calls per 1,000 events": round(requests * 1000 / len(items), 1),
+        "events the attention model judged": int(stats.batch_sizes.total),
         "events per attention request": round(stats.batch_sizes.total / stats.batch_sizes.count, 1)
         if stats.batch_sizes.count
         else 0,

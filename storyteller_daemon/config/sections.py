@@ -131,8 +131,9 @@ class AttentionConfig(_Section):
     room_repeat_seconds: NonNegativeFloat = 300.0
     """The same text repeated in one room within this window is judged once (0: off)."""
     verdict_memory_hours: NonNegativeFloat = 6.0
-    """An echo or speech whose text, kind (and speaker) and room class the attention model
-    ignored within this many hours is settled ``ignore`` without a model call (0: off)."""
+    """An echo or speech whose text (names and numbers as placeholders), kind and room class
+    the attention model ignored within this many hours is settled ``ignore`` without a model
+    call (0: off)."""
     max_age_seconds: NonNegativeFloat = 3600.0
     """Events not judged this long after arrival are expired, counted and alerted (0: never)."""
     retry_seconds: PositiveFloat = 2.0

@@ -2,9 +2,16 @@
 
 Busy worlds say the same things for hours ("Gulls wheel and shriek above the masts.", "Lucan
 Ashby grins."). Once the attention model has ignored an event, a later event with the same
-normalised text, the same kind (for speech: the same speaker) and the same room class is
-settled ``ignore`` by rule, without a model call, for ``[attention] verdict_memory_hours``; it
-is recorded with the rule ``repeat_of:<item>``, naming the work item the model ignored.
+normalised text, the same kind and the same room class is settled ``ignore`` by rule, without a
+model call, for ``[attention] verdict_memory_hours``; it is recorded with the rule
+``repeat_of:<item>``, naming the work item the model ignored.
+
+The normalised text is the text without markup, case and extra spaces, with the names of the
+characters the event carries (a speaker's name, the names the daemon has seen for an echo's
+source) put as ``<someone>`` and each number put as its count of digits (``#`` each: "3 coins"
+and "7 coins" are one text, "300 coins" another). Who did it is not part of the key: "Lucan
+Ashby grins." and "Mara Quell grins." are one event to the memory, as are the same words
+said by two townsfolk -- which is safe only because of the exclusion below.
 
 The room class is the event's zone (the room itself when the game gives no zone): the world
 protocol has no room types, and a zone is the set of rooms a storyteller watches together.
@@ -12,8 +19,9 @@ protocol has no room types, and a zone is the set of rooms a storyteller watches
 Never settled this way, whatever the memory holds:
 
 * crimes, state changes, direct invocations and heartbeats (only room echoes and speech are);
-* speech by or to a character the storyteller keeps notes on (an open situation or a memory
-  about them): what such a character says may matter now although it did not before.
+* an event by or to a character the storyteller keeps notes on (an open situation or a memory
+  about them: a speaker, a speech's addressee, an echo's source): what such a character does
+  may matter now although it did not before, or although a stranger's doing it did not.
 
 A memory holds only for the prompts it was made under: the digest of the storyteller's system
 prompt (its remit) and attention prompt is kept with each entry, and entries made under other
@@ -24,6 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,6 +43,24 @@ RULE_PREFIX = "repeat_of"
 """The rule of a settled event is ``repeat_of:<work item id>``; the metric counts the prefix."""
 SETTLED_KINDS = frozenset({"room_echo", "speech"})
 """Kinds the memory may settle; every other kind is always judged (or skips the gate)."""
+
+
+SOMEONE = "<someone>"
+"""What a character's name becomes in the normalised text."""
+_NUMBER = re.compile(r"\d+")
+
+
+def placeholder_text(text: str, names: Collection[str] = ()) -> str:
+    """`text` as the memory compares it: normalised (`repeat_key`), each of `names` (whole
+    words, any case) as `SOMEONE`, each number as ``#`` per digit."""
+    key = repeat_key("t", text)
+    if key is None:
+        return ""
+    normal = key.removeprefix("t:")
+    for name in sorted({" ".join(n.casefold().split()) for n in names}, key=len, reverse=True):
+        if name:
+            normal = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", SOMEONE, normal)
+    return _NUMBER.sub(lambda m: "#" * len(m.group()), normal)
 
 
 def settled_rule(item_id: int) -> str:
@@ -59,10 +87,11 @@ class Recallable:
 
     Attributes:
         kind: ``room_echo`` or ``speech``.
-        speaker_id: the speaker, for speech.
+        speaker_id: the speaker, for speech (shown in listings; not part of the key).
         room_class: see `room_class`.
-        text: the normalised text (without markup, case and extra spaces).
-        characters: the characters the event concerns (speaker and addressee).
+        text: the normalised text (`placeholder_text`).
+        characters: the characters the event concerns (speaker and addressee, an echo's
+            source).
     """
 
     kind: str
@@ -73,15 +102,14 @@ class Recallable:
 
     @property
     def key(self) -> str:
-        """One string for kind, speaker, room class and text, hashed for storage."""
-        who = f":{self.speaker_id}" if self.speaker_id is not None else ""
-        raw = f"{self.kind}{who}\n{self.room_class}\n{self.text}"
+        """One string for kind, room class and text, hashed for storage."""
+        raw = f"{self.kind}\n{self.room_class}\n{self.text}"
         return hashlib.sha256(raw.encode()).hexdigest()
 
     def settles(self, relevant: frozenset[int]) -> bool:
         """Whether the memory may settle this event, given the characters the storyteller keeps
-        notes on: never speech by or to one of them."""
-        return not (self.kind == "speech" and self.characters & relevant)
+        notes on: never one by or to one of them."""
+        return not self.characters & relevant
 
 
 def recallable(
@@ -92,18 +120,20 @@ def recallable(
     zone_id: int | None,
     speaker_id: int | None = None,
     characters: frozenset[int] = frozenset(),
+    names: Collection[str] = (),
 ) -> Recallable | None:
-    """The event as the memory knows it, or None when it is never settled from memory."""
+    """The event as the memory knows it, or None when it is never settled from memory;
+    `names` are the names of the characters it carries (see `placeholder_text`)."""
     if kind not in SETTLED_KINDS:
         return None
-    key = repeat_key("t", text)
-    if key is None:
+    normal = placeholder_text(text, names)
+    if not normal:
         return None
     return Recallable(
         kind=kind,
         speaker_id=speaker_id if kind == "speech" else None,
         room_class=room_class(room_id, zone_id),
-        text=key.removeprefix("t:"),
+        text=normal,
         characters=characters,
     )
 

@@ -43,6 +43,8 @@ async def test_batched_and_one_call_designs_on_the_same_stream(tmp_path: Path) -
     calls = "model calls per 1,000 events"
     assert batched[calls] * 4 < reference[calls]  # type: ignore[operator]
     assert batched["events per attention request"] > 2  # type: ignore[operator]
+    judged = batched["events the attention model judged"]
+    assert batched["attention requests"] * 2 < judged < batched["events"]  # type: ignore[operator]
     usd = "USD per hour at gpt-5 prices"
     assert batched[usd] < reference[usd]  # type: ignore[operator]
     # Priced at the pack's own models (attention gpt-5-nano, turns gpt-5-mini) too.

@@ -11,6 +11,7 @@ the events are judged (or the verdicts not kept), with a warning.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,18 +31,25 @@ from world_adapter.events import RoomEcho, Speech
 log = logging.getLogger(__package__)
 
 
-def as_recallable(trigger: Trigger) -> Recallable | None:
-    """The event of `trigger` as the verdict memory knows it (None: never settled from it)."""
+def as_recallable(trigger: Trigger, names: Mapping[int, str] | None = None) -> Recallable | None:
+    """The event of `trigger` as the memory knows it (None: never settled from it); `names`
+    are the names seen for characters (an echo carries only its source's id)."""
     event = trigger.event
     if isinstance(event, RoomEcho):
+        source = event.source_character_id
+        known = (names or {}).get(source) if source is not None else None
         return recallable(
             "room_echo",
             event.text,
             room_id=event.cell_id,
             zone_id=event.zone_id,
             characters=event.involved_character_ids,
+            names=(known,) if known else (),
         )
     if isinstance(event, Speech):
+        carried = [event.speaker_name]
+        if event.target_id is not None and event.target_description:
+            carried.append(event.target_description)
         return recallable(
             "speech",
             event.text,
@@ -49,15 +57,33 @@ def as_recallable(trigger: Trigger) -> Recallable | None:
             zone_id=event.zone_id,
             speaker_id=event.speaker_id,
             characters=event.involved_character_ids,
+            names=carried,
         )
     return None
 
 
+NAMES_KEPT = 1024
+"""Character names a lane remembers at most (the least recently seen are forgotten first)."""
+
+
 @dataclass
 class MemoryLane:
-    """A lane's view of the memory: the prompts it last saw its storyteller with."""
+    """A lane's view of the memory: the prompts it last saw its storyteller with, and the
+    names its speech events gave their speakers (an echo's text names its source, but the
+    event carries only the id)."""
 
     prompts: str | None = None
+    names: OrderedDict[int, str] = field(default_factory=OrderedDict)
+
+    def saw(self, triggers: Sequence[Trigger]) -> None:
+        """Learn the speakers' names of the speech among `triggers`."""
+        for trigger in triggers:
+            event = trigger.event
+            if isinstance(event, Speech) and event.speaker_name.strip():
+                self.names[event.speaker_id] = event.speaker_name
+                self.names.move_to_end(event.speaker_id)
+        while len(self.names) > NAMES_KEPT:
+            self.names.popitem(last=False)
 
 
 @dataclass
@@ -100,10 +126,11 @@ class SettledVerdicts:
         if self._memory is None or st.id is None:
             return found
         found.prompts = prompts_digest(st.system_prompt, st.attention_prompt)
+        lane.saw(triggers)
         found.candidates = {
             index: event
             for index in asking
-            if (event := as_recallable(triggers[index])) is not None
+            if (event := as_recallable(triggers[index], lane.names)) is not None
         }
         if not found.candidates:
             return found
@@ -126,7 +153,7 @@ class SettledVerdicts:
             if not kept:
                 return found
             relevant = frozenset[int]()
-            if any(e.kind == "speech" and e.key in kept for e in found.candidates.values()):
+            if any(e.characters and e.key in kept for e in found.candidates.values()):
                 relevant = await self._memory.relevant_characters(st.id)
         except Exception as exc:  # the events are judged by the model instead
             log.warning("storyteller %s: the verdict memory could not be read: %s", st.name, exc)
