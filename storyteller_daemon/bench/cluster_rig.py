@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg  # type: ignore[import-untyped]  # the bench's own SQL: PostgreSQL only
 
 from storyteller_daemon.bench.stand_ins import Oracle, _narration
+from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.store import Store
@@ -83,6 +84,19 @@ def spread(counts: dict[str, int]) -> float:
     """The largest departure from the even share, as a share of it (0.2: ±20 %)."""
     mean = statistics.mean(counts.values()) if counts else 0
     return round(max(abs(n - mean) / mean for n in counts.values()), 3) if mean else 0.0
+
+
+def evenly_held(
+    holders: Mapping[int, tuple[str | None, int]], names: list[str], storytellers: int
+) -> bool:
+    """Whether every storyteller is held and each daemon holds its share (the last daemons
+    may hold less when the share does not divide evenly)."""
+    held = Counter(owner for owner, _ in holders.values())
+    total, count = len(holders), len(names)
+    least = max(0, total // count - (-(-total // count) * count - total))
+    return (
+        total == storytellers and None not in held and all(held.get(n, 0) >= least for n in names)
+    )
 
 
 @contextmanager
@@ -284,6 +298,25 @@ class ModelLog:
     oracle: Oracle
     requests: list[Request] = field(default_factory=list)
     narrations: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def answering(cls, items: list[Any], options: ClusterBenchOptions) -> ModelLog:
+        """A log whose oracle answers from the labels of `items`, acting on what matters."""
+        relevant = {
+            key
+            for item in items
+            if item.relevant and isinstance(said := getattr(item.event, "text", None), str)
+            if (key := repeat_key("t", said)) is not None
+        }
+        oracle = Oracle(
+            relevant,
+            attention_latency=options.attention_latency,
+            round_latency=options.round_latency,
+            speedup=1.0,
+            seed=options.seed,
+            acting=True,
+        )
+        return cls(oracle)
 
     def responder(self, daemon: str) -> Callable[[dict[str, Any]], Reply | Fault]:
         """The responder of `daemon`'s endpoint."""
