@@ -40,6 +40,7 @@ from typing import Any
 from storyteller_daemon.bench import cluster_rig as rig
 from storyteller_daemon.bench.cluster_rig import ClusterBenchOptions, p95, spread
 from storyteller_daemon.clock import SystemClock
+from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.store import Store
 
 
@@ -47,6 +48,12 @@ async def run_cluster_bench(
     options: ClusterBenchOptions, progress: Callable[[str], None] | None = None
 ) -> dict[str, object]:
     """Run the benchmark and return its report; `progress` hears each phase as it starts."""
+    given = options.database_url
+    if given is not None and not given.startswith("postgresql+asyncpg://"):
+        raise ValidationError(
+            "bench cluster: --database-url must be a postgresql+asyncpg:// URL (clustering "
+            "needs PostgreSQL)"
+        )
     with ExitStack() as stack:
         url = options.database_url or stack.enter_context(rig.throwaway_postgres())
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="st-cluster-")))

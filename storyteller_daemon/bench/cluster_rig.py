@@ -159,8 +159,6 @@ async def fill(
     from storyteller_daemon.interchange.packs.files import read_pack
     from storyteller_daemon.storage.seeding import load_pack
 
-    if store.db.dialect != "postgresql":
-        raise ValidationError("bench cluster: --database-url must be a PostgreSQL database")
     await store.db.upgrade()
     if await store.storytellers.list():
         raise ValidationError(

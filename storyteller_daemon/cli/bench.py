@@ -346,9 +346,15 @@ async def cluster(
     speedup: Annotated[
         float, typer.Option(help="How much faster than its own times it plays.", min=1)
     ] = 12.0,
-    lease_seconds: Annotated[float, typer.Option(help="[cluster] lease_seconds.", min=1)] = 10.0,
-    renew_seconds: Annotated[float, typer.Option(help="[cluster] renew_seconds.", min=0.1)] = 2.0,
-    drain_seconds: Annotated[float, typer.Option(help="[daemon] drain_seconds.", min=0)] = 8.0,
+    lease_seconds: Annotated[
+        float, typer.Option(help="Each daemon's cluster.lease_seconds.", min=1)
+    ] = 10.0,
+    renew_seconds: Annotated[
+        float, typer.Option(help="Each daemon's cluster.renew_seconds.", min=0.1)
+    ] = 2.0,
+    drain_seconds: Annotated[
+        float, typer.Option(help="Each daemon's daemon.drain_seconds.", min=0)
+    ] = 8.0,
     burst: Annotated[
         int, typer.Option(help="Events of the throughput bursts (half each).", min=2)
     ] = 600,

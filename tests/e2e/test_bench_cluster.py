@@ -4,10 +4,14 @@ checked, not its timings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from typer.testing import CliRunner
 
 from storyteller_daemon.bench.cluster import run_cluster_bench
 from storyteller_daemon.bench.cluster_rig import ClusterBenchOptions
+from storyteller_daemon.cli import app
 
 
 @pytest.mark.postgres
@@ -47,3 +51,18 @@ async def test_a_small_cluster_loses_nothing_repeats_nothing_and_ends_held(pg_ur
     answered, ledger = str(report["model requests answered / in the ledger"]).split(" / ")
     assert int(answered) > 0 and int(ledger) > 0
     assert [p.split()[0] for p in phases[1:4]] == ["kill", "SIGTERM", "SIGSTOP"]
+
+
+def test_bench_cluster_refuses_a_database_that_is_not_postgresql(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"
+    result = CliRunner().invoke(app, ["bench", "cluster", "--database-url", url])
+    assert result.exit_code != 0
+    assert "--database-url must be a postgresql+asyncpg:// URL" in result.output
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_bench_cluster_refuses_a_lease_no_longer_than_its_renewal() -> None:
+    args = ["bench", "cluster", "--lease-seconds", "2", "--renew-seconds", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "--lease-seconds must be longer than --renew-seconds" in result.output
