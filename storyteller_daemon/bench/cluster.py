@@ -9,10 +9,9 @@ turns), so every request and prog call is known by sender. The labelled busy str
 into the world ``--speedup`` times faster than its own times (the daemons run on real time), and
 while it plays the bench, in turn:
 
-1. waits for the even spread and counts storytellers held and turn rounds per daemon;
-2. kills one daemon with ``kill -9``: the seconds until each of its storytellers is held by
-   another daemon, and until that one first asks the model for it and starts a turn for it; it
-   then starts again;
+1. waits for the even spread and counts storytellers held and model requests per daemon;
+2. kills one with ``kill -9`` and plays something that matters into its rooms: the seconds until
+   each of its storytellers is held by another daemon and its first turn starts; it restarts;
 3. stops one with SIGTERM: the seconds until its storytellers are all held by others;
 4. freezes one with SIGSTOP until its storytellers are taken over, then resumes it.
 
@@ -27,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import shutil
 import signal
 import tempfile
 import time
@@ -97,13 +97,14 @@ class _Run:
         self.daemons: dict[str, rig.Daemon] = {}
         self.report: dict[str, object] = {}
         self.pg: Any = None
+        self.servers: list[Any] = []
 
     async def run(self) -> dict[str, object]:
         from storyteller_daemon.testing.responses_server import ScriptedResponsesServer
         from world_adapter.bridge.world_server import WorldServer
 
         o = self.o
-        servers: list[ScriptedResponsesServer] = []
+        servers: list[ScriptedResponsesServer] = self.servers
         bridges: list[WorldServer] = []
         audited = False
         try:
@@ -125,7 +126,7 @@ class _Run:
                 model = ScriptedResponsesServer(responder=self.models.responder(name))
                 await model.start()
                 servers.append(model)
-                side = rig.GameSide(self.world, name, self.calls, self.models, self.store)
+                side = rig.GameSide(self.world, name, self.calls, self.models, self.pg)
                 size = len(self.items) + 2 * o.burst + 10
                 bridge = WorldServer(
                     side, self.token, cells=frozenset(self.rooms), buffer_size=size
@@ -154,6 +155,9 @@ class _Run:
         finally:
             for daemon in self.daemons.values():
                 daemon.stop()
+                if o.logs is not None:
+                    o.logs.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(daemon.log, o.logs / daemon.log.name)
             for bridge in bridges:
                 await bridge.stop()
             for model in servers:
@@ -177,11 +181,13 @@ class _Run:
         player = asyncio.create_task(self._play(self.items))
         steady = time.monotonic()
         await asyncio.sleep(min(20.0, o.hours * 3600 / o.speedup / 4))
-        rounds = Counter(
-            q.daemon for q in self.models.requests if q.kind == "turn_round" and q.at >= steady
-        )
-        r["turn rounds per daemon (steady)"] = {n: rounds.get(n, 0) for n in self.names}
-        r["turn rounds spread vs even"] = spread({n: rounds.get(n, 0) for n in self.names})
+        for kind in ("attention", "turn_round"):
+            asked = Counter(
+                q.daemon for q in self.models.requests if q.kind == kind and q.at >= steady
+            )
+            per = {n: asked.get(n, 0) for n in self.names}
+            r[f"{kind} requests per daemon (steady)"] = per
+            r[f"{kind} requests spread vs even"] = spread(per)
         await self._kill_9(self.names[-1])
         if o.daemons > 1:
             await self._sigterm(self.names[0])
@@ -192,8 +198,6 @@ class _Run:
         await self._invariants(audited)
         await self._throughput()
 
-    # ------------------------------------------------------------------ the faults
-
     async def _kill_9(self, name: str) -> None:
         self.say(f"kill -9 {name}")
         mine = await self._held_by(name)
@@ -201,10 +205,8 @@ class _Run:
         self.daemons[name].signal(signal.SIGKILL)
         self.daemons[name].wait()
         # Something that matters, in each of its rooms, while nobody runs them.
-        now = SystemClock().now()
         for room in sorted({self.room_of[sid] for sid in mine}):
-            stamped = self.world.replay(replace(self.crime, cell_id=room, occurred_at=now))
-            self.played.append((stamped.cell_id, f"bridge:{stamped.cursor}"))
+            self.played.append(self._replay(self.crime, cell_id=room))
         taken = await self._taken_over(mine, name, killed)
         first_ask: dict[int, float] = {}
         first_turn: dict[int, float] = {}
@@ -232,6 +234,7 @@ class _Run:
     async def _sigterm(self, name: str) -> None:
         self.say(f"SIGTERM {name}")
         mine = await self._held_by(name)
+        self.report["SIGTERM: storytellers it held"] = len(mine)
         stopped = time.monotonic()
         self.daemons[name].signal(signal.SIGTERM)
         taken = await self._taken_over(mine, name, stopped)
@@ -258,19 +261,15 @@ class _Run:
         )
         r["SIGSTOP: its writes the fence refused (log)"] = self.daemons[name].refusals()
 
-    # ------------------------------------------------------------------ the stream
-
     async def _play(self, items: list[Any]) -> None:
         start = items[0].event.occurred_at
         began = time.monotonic()
-        clock = SystemClock()
         for item in items:
             offset = (item.event.occurred_at - start).total_seconds() / self.o.speedup
             wait = offset - (time.monotonic() - began)
             if wait > 0:
                 await asyncio.sleep(wait)
-            stamped = self.world.replay(replace(item.event, occurred_at=clock.now()))
-            self.played.append((stamped.cell_id, f"bridge:{stamped.cursor}"))
+            self.played.append(self._replay(item.event))
 
     async def _settle(self, played: list[tuple[int, str]], what: str) -> float:
         """Wait until every work item of `played` exists and is settled; the seconds it took."""
@@ -324,7 +323,10 @@ class _Run:
         ledger = sum(
             x.requests for x in await LedgerRepository(self.store.db).totals("storyteller")
         )
-        r["model requests answered / in the ledger"] = f"{answered} / {ledger}"
+        received = sum(len(m.requests) for m in self.servers)
+        r["model requests received / answered / ledger rows"] = (
+            f"{received} / {answered} / {ledger}"
+        )
         holders = await self.store.leases.holders()
         live = set(await self.store.leases.live_instances())
         r["storytellers not held by one live daemon"] = sum(
@@ -349,14 +351,13 @@ class _Run:
             r["throughput, one daemon (events/s)"] = round(len(self.burst_items[half:]) / took, 1)
 
     async def _burst(self, items: list[Any]) -> float:
-        clock = SystemClock()
-        played = []
-        for item in items:
-            stamped = self.world.replay(replace(item.event, occurred_at=clock.now()))
-            played.append((stamped.cell_id, f"bridge:{stamped.cursor}"))
+        played = [self._replay(item.event) for item in items]
         return await self._settle(played, f"a burst of {len(items)} events")
 
-    # ------------------------------------------------------------------ the leases
+    def _replay(self, event: Any, **changes: Any) -> tuple[int, str]:
+        """Play `event` into the world now; its room and work-item source."""
+        stamped = self.world.replay(replace(event, occurred_at=SystemClock().now(), **changes))
+        return stamped.cell_id, f"bridge:{stamped.cursor}"
 
     async def _held_by(self, name: str) -> set[int]:
         return {

@@ -70,6 +70,8 @@ class ClusterBenchOptions:
     round_latency: float = 0.5
     burst: int = 600
     settle_seconds: float = 300.0
+    logs: Path | None = None
+    """Where to copy the daemons' logs at the end (None: they go with the run)."""
 
 
 def p95(values: list[float]) -> float | None:
@@ -354,13 +356,13 @@ class GameSide:
     """The world one daemon's bridge serves: `world`, with prog calls checked and counted."""
 
     def __init__(
-        self, world: Any, daemon: str, calls: ProgCalls, models: ModelLog, store: Store
+        self, world: Any, daemon: str, calls: ProgCalls, models: ModelLog, pg: Any
     ) -> None:
         self._world = world
         self._daemon = daemon
         self._calls = calls
         self._models = models
-        self._store = store
+        self._pg = pg
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._world, name)
@@ -374,8 +376,10 @@ class GameSide:
         """Check the sender's lease, run the prog on the shared world, count it."""
         said = str(arguments.get("Text", "")) if isinstance(arguments, dict) else ""
         sid = self._models.narrations.get(said)
-        if sid is not None:
-            owner, _token = (await self._store.leases.holders()).get(sid, (None, 0))
+        if sid is not None:  # the lease row as the fence reads it (owner, not expiry)
+            owner = await self._pg.fetchval(
+                "SELECT owner FROM storyteller_leases WHERE storyteller_id = $1", sid
+            )
             if owner != self._daemon:
                 self._calls.unleased[self._daemon] += 1
         outcome = await self._world.execute_prog(prog, arguments, idempotency_key)

@@ -358,6 +358,9 @@ async def cluster(
     burst: Annotated[
         int, typer.Option(help="Events of the throughput bursts (half each).", min=2)
     ] = 600,
+    logs: Annotated[
+        Path | None, typer.Option(help="Copy the daemons' logs into this directory.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run several daemons on one PostgreSQL under the busy stream; kill -9, SIGTERM and
@@ -379,6 +382,7 @@ async def cluster(
         renew_seconds=renew_seconds,
         drain_seconds=drain_seconds,
         burst=burst,
+        logs=logs,
     )
 
     def say(phase: str) -> None:
