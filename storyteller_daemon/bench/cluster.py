@@ -48,8 +48,7 @@ async def run_cluster_bench(
     options: ClusterBenchOptions, progress: Callable[[str], None] | None = None
 ) -> dict[str, object]:
     """Run the benchmark and return its report; `progress` hears each phase as it starts."""
-    given = options.database_url
-    if given is not None and not given.startswith("postgresql+asyncpg://"):
+    if not (options.database_url or "postgresql+asyncpg://").startswith("postgresql+asyncpg://"):
         raise ValidationError(
             "bench cluster: --database-url must be a postgresql+asyncpg:// URL (clustering "
             "needs PostgreSQL)"
@@ -148,9 +147,7 @@ class _Run:
             await self._until(self._even, 180, "the even spread")
             await self._phases(audited)
         except RuntimeError as exc:  # what the daemons said is the clue
-            tails = {
-                n: d.log.read_text("utf-8", "replace")[-1500:] for n, d in self.daemons.items()
-            }
+            tails = [d.tail() for d in self.daemons.values()]
             raise RuntimeError(f"{exc}; the daemons' logs end: {tails}") from None
         finally:
             for daemon in self.daemons.values():
@@ -365,15 +362,18 @@ class _Run:
         }
 
     async def _taken_over(self, mine: set[int], name: str, since: float) -> dict[int, float]:
-        """Poll until every one of `mine` is held by another daemon: storyteller → seconds."""
+        """Poll until every one of `mine` is held by another daemon, for at most 120 s:
+        storyteller → seconds (those taken; the report says how many were not)."""
         taken: dict[int, float] = {}
-        while len(taken) < len(mine):
-            if time.monotonic() - since > 120:
-                raise RuntimeError(f"storytellers of {name} not taken over within 120 s")
+        while len(taken) < len(mine) and time.monotonic() - since < 120:
             for sid, (owner, _) in (await self.store.leases.holders()).items():
                 if sid in mine and sid not in taken and owner not in (None, name):
                     taken[sid] = time.monotonic() - since
             await asyncio.sleep(0.05)
+        if len(taken) < len(mine):
+            self.report[f"{name}: storytellers not taken over within 120 s"] = len(mine) - len(
+                taken
+            )
         return taken
 
     def _even(self, holders: dict[int, tuple[str | None, int]]) -> bool:

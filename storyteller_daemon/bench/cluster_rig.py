@@ -246,6 +246,10 @@ class Daemon:
             self.process.kill()
             self.process.wait(timeout=30)
 
+    def tail(self) -> str:
+        """The end of its log."""
+        return self.log.read_text("utf-8", "replace")[-1500:]
+
     def refusals(self) -> int:
         """Writes or prog calls its log says the fence refused."""
         return sum(
