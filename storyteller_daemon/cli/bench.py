@@ -327,3 +327,67 @@ async def stream(
         report,
         as_json,
     )
+
+
+@app.command("cluster")
+@run_async
+async def cluster(
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="An empty PostgreSQL database to run on; default: a throw-away embedded server."
+        ),
+    ] = None,
+    daemons: Annotated[int, typer.Option(help="`storyteller run` processes.", min=1)] = 3,
+    storytellers: Annotated[
+        int, typer.Option(help="Storytellers, each watching one room.", min=1)
+    ] = 150,
+    hours: Annotated[float, typer.Option(help="Length of the busy stream.", min=0.01)] = 0.5,
+    speedup: Annotated[
+        float, typer.Option(help="How much faster than its own times it plays.", min=1)
+    ] = 12.0,
+    lease_seconds: Annotated[
+        float, typer.Option(help="Each daemon's cluster.lease_seconds.", min=1)
+    ] = 10.0,
+    renew_seconds: Annotated[
+        float, typer.Option(help="Each daemon's cluster.renew_seconds.", min=0.1)
+    ] = 2.0,
+    drain_seconds: Annotated[
+        float, typer.Option(help="Each daemon's daemon.drain_seconds.", min=0)
+    ] = 8.0,
+    burst: Annotated[
+        int, typer.Option(help="Events of the throughput bursts (half each).", min=2)
+    ] = 600,
+    logs: Annotated[
+        Path | None, typer.Option(help="Copy the daemons' logs into this directory.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run several daemons on one PostgreSQL under the busy stream; kill -9, SIGTERM and
+    SIGSTOP them; report the spread, hand-over times, losses, repeats and throughput."""
+    from storyteller_daemon.bench.cluster import run_cluster_bench
+    from storyteller_daemon.bench.cluster_rig import ClusterBenchOptions
+    from storyteller_daemon.cli.support import err_console
+
+    if lease_seconds <= renew_seconds:
+        console.print("[red]--lease-seconds must be longer than --renew-seconds.[/]")
+        raise typer.Exit(2)
+    options = ClusterBenchOptions(
+        database_url=database_url,
+        daemons=daemons,
+        storytellers=storytellers,
+        hours=hours,
+        speedup=speedup,
+        lease_seconds=lease_seconds,
+        renew_seconds=renew_seconds,
+        drain_seconds=drain_seconds,
+        burst=burst,
+        logs=logs,
+    )
+
+    def say(phase: str) -> None:
+        if not as_json:
+            err_console.print(f"[dim]{phase}…[/]")
+
+    report = await run_cluster_bench(options, say)
+    _report("cluster benchmark (real daemons on one PostgreSQL, busy stream)", report, as_json)
