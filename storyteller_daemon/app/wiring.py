@@ -70,8 +70,8 @@ from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
-from storyteller_daemon.storage.leases import Fence
 from storyteller_daemon.storage.store import Store
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel

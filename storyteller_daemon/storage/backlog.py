@@ -30,7 +30,7 @@ from storyteller_daemon.domain.work import (
     WorkState,
 )
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
 from storyteller_daemon.storage.storytellers import as_utc
 from storyteller_daemon.storage.turn_claims import claim_next_turn, work_item

@@ -8,16 +8,12 @@ renews or releases nothing of it. On PostgreSQL the free leases are picked ``FOR
 LOCKED``, so daemons taking at once never wait on each other, and every take is a guarded
 ``UPDATE … RETURNING``: of two daemons racing for one lease, one gets it.
 
-`check_lease` is the fence: inside a writing transaction it reads the lease row ``FOR SHARE``
-with the token the writer holds, so a take of the lease waits for that transaction and a write
-after the take finds no row and is refused with `LeaseLost`. A `Fence` is that check for the
-leases one daemon holds now; repositories given one guard their writes with it.
+The fence that guards writes with these leases is in `storage.fence`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import timedelta
 
 from sqlalchemy import Insert, delete, func, or_, select, tuple_, update
@@ -30,6 +26,7 @@ from storyteller_daemon.domain.cluster import ClusterStatus, InstanceStatus
 from storyteller_daemon.domain.work import OPEN_STATES
 from storyteller_daemon.errors import ConfigError, LeaseLost
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.fence import check_lease
 from storyteller_daemon.storage.lease_signals import LEASE_CHANNEL
 from storyteller_daemon.storage.models.cluster import ClusterInstanceRow, StorytellerLeaseRow
 from storyteller_daemon.storage.models.storytellers import StorytellerRow
@@ -42,58 +39,6 @@ _CHUNK = 500  # (id, token) pairs per IN (...) list
 def _chunks(held: Mapping[int, int]) -> list[list[tuple[int, int]]]:
     pairs = sorted(held.items())
     return [pairs[i : i + _CHUNK] for i in range(0, len(pairs), _CHUNK)]
-
-
-async def check_lease(
-    session: AsyncSession, instance: str, storyteller_id: int, token: int
-) -> None:
-    """Refuse the transaction's write unless `instance` holds the storyteller with `token`.
-
-    Raises:
-        LeaseLost: another daemon took the lease since (or it was never held).
-    """
-    found = await session.scalar(
-        select(StorytellerLeaseRow.storyteller_id)
-        .where(
-            StorytellerLeaseRow.storyteller_id == storyteller_id,
-            StorytellerLeaseRow.owner == instance,
-            StorytellerLeaseRow.token == token,
-        )
-        .with_for_update(read=True)
-    )
-    if found is None:
-        raise LeaseLost(
-            f"daemon {instance!r} no longer holds storyteller #{storyteller_id} "
-            f"(fencing token {token} is stale): the write was refused"
-        )
-
-
-@dataclass(frozen=True)
-class Fence:
-    """The leases a daemon holds now, checked inside each guarded write.
-
-    Attributes:
-        instance: the daemon's name.
-        token_of: the fencing token the daemon holds for a storyteller (None: not held).
-    """
-
-    instance: str
-    token_of: Callable[[int], int | None]
-
-    async def check(self, session: AsyncSession, storyteller_ids: Iterable[int]) -> None:
-        """Refuse the transaction's write unless the daemon holds every storyteller.
-
-        Raises:
-            LeaseLost: one is not held, or its lease has a new owner.
-        """
-        for sid in sorted(set(storyteller_ids)):
-            token = self.token_of(sid)
-            if token is None:
-                raise LeaseLost(
-                    f"daemon {self.instance!r} does not hold storyteller #{sid}: "
-                    "the write was refused"
-                )
-            await check_lease(session, self.instance, sid, token)
 
 
 class LeaseRepository:
@@ -281,23 +226,36 @@ class LeaseRepository:
     async def renew(
         self, instance: str, held: Mapping[int, int], lease_seconds: float
     ) -> dict[int, int]:
-        """Renew the leases `instance` holds with these tokens; return those still held."""
+        """Renew the leases `instance` holds with these tokens; return those still held.
+
+        The renewal never waits for one lease row while it holds another, so it cannot
+        deadlock with this daemon's guarded writes (which share-lock their rows): rows free
+        now are renewed together (locked without waiting), each row a write holds is renewed
+        in a transaction of its own once that write is done.
+        """
         expires = self._clock.now() + timedelta(seconds=lease_seconds)
+        lease = StorytellerLeaseRow
         kept: dict[int, int] = {}
-        async with self._db.session() as session:
-            for chunk in _chunks(held):
+        for chunk in _chunks(held):
+            mine = (lease.owner == instance, tuple_(lease.storyteller_id, lease.token).in_(chunk))
+            async with self._db.session() as session:
+                free = select(lease.storyteller_id).where(*mine).order_by(lease.storyteller_id)
+                ids = list(await session.scalars(free.with_for_update(skip_locked=True)))
                 renewed = await session.execute(
-                    update(StorytellerLeaseRow)
-                    .where(
-                        StorytellerLeaseRow.owner == instance,
-                        tuple_(StorytellerLeaseRow.storyteller_id, StorytellerLeaseRow.token).in_(
-                            chunk
-                        ),
-                    )
+                    update(lease)
+                    .where(*mine, lease.storyteller_id.in_(ids))
                     .values(expires_at=expires)
-                    .returning(StorytellerLeaseRow.storyteller_id, StorytellerLeaseRow.token)
+                    .returning(lease.storyteller_id, lease.token)
                 )
                 kept.update({int(sid): int(token) for sid, token in renewed})
+        for sid, token in sorted(held.items()):
+            if sid not in kept:
+                async with self._db.session() as session:
+                    one = update(lease).where(
+                        lease.storyteller_id == sid, lease.owner == instance, lease.token == token
+                    )
+                    if (await session.execute(one.values(expires_at=expires))).rowcount:  # type: ignore[attr-defined]
+                        kept[sid] = token
         return kept
 
     async def release(self, instance: str, held: Mapping[int, int]) -> int:

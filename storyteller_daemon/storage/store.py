@@ -13,8 +13,9 @@ from storyteller_daemon.storage.dashboard_queries import DashboardQueries
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.digests import DigestRepository
 from storyteller_daemon.storage.eval_results import EvalResultRepository
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.inbox import InboxRepository
-from storyteller_daemon.storage.leases import Fence, LeaseRepository
+from storyteller_daemon.storage.leases import LeaseRepository
 from storyteller_daemon.storage.ledger import LedgerRepository
 from storyteller_daemon.storage.memories import MemoryRepository
 from storyteller_daemon.storage.policy_actions import PolicyActionRepository

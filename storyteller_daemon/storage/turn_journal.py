@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.storage.database import Database
-from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
 
 

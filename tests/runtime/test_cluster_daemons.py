@@ -16,7 +16,7 @@ from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.errors import ConfigError, LeaseLost
 from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline

@@ -18,7 +18,7 @@ from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
-from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline

@@ -11,7 +11,7 @@ import pytest
 
 from storyteller_daemon.domain.work import Decision, NewWork, WorkState
 from storyteller_daemon.errors import LeaseLost
-from storyteller_daemon.storage.leases import Fence
+from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sqlalchemy import text
 
 from storyteller_daemon.errors import LeaseLost
-from storyteller_daemon.storage.leases import check_lease
+from storyteller_daemon.storage.fence import check_lease
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
 
@@ -166,3 +167,56 @@ async def test_a_take_waits_for_a_fenced_write_in_flight_then_the_write_is_settl
     finally:
         await writer.close()
         await taker.close()
+
+
+@pytest.mark.postgres
+async def test_a_renewal_never_holds_one_lease_row_while_it_waits_for_another(
+    pg_url: str,
+) -> None:
+    """A write in flight share-locks its lease row: the renewal renews the other rows at once
+    and commits them, then renews that row alone once the write is done, so it can never be
+    one half of a deadlock with the daemon's guarded writes."""
+    clock = FakeClock()
+    writer, keeper, prober = (Store.open(pg_url, clock=clock) for _ in range(3))
+    try:
+        await writer.db.upgrade()
+        first, busy, last = await _storytellers(writer, 3)
+        await writer.leases.sync()
+        held = await keeper.leases.take("a", 3, 10)
+        inside, finish = asyncio.Event(), asyncio.Event()
+
+        async def write() -> None:
+            async with writer.db.session() as session:
+                await check_lease(session, "a", busy, held[busy])
+                inside.set()
+                await finish.wait()
+
+        writing = asyncio.create_task(write())
+        await inside.wait()
+        await clock.advance(5)
+        renewing = asyncio.create_task(keeper.leases.renew("a", held, 10))
+        holders = {}
+        for _ in range(200):  # until the free rows' renewal is committed (the busy one waits)
+            await asyncio.sleep(0.05)
+            async with prober.db.reading() as connection:
+                rows = await connection.exec_driver_sql(
+                    "SELECT storyteller_id, expires_at FROM storyteller_leases"
+                )
+                holders = dict(rows.all())
+            if holders[first] != holders[busy]:
+                break
+        assert holders[first] == holders[last] > holders[busy]
+        assert not renewing.done()  # it waits for the write, holding no other row
+        async with prober.db.session() as session:  # the free rows are not locked
+            await session.execute(
+                text(
+                    "SELECT 1 FROM storyteller_leases WHERE storyteller_id IN "
+                    f"({first}, {last}) FOR UPDATE NOWAIT"
+                )
+            )
+        finish.set()
+        await writing
+        assert await asyncio.wait_for(renewing, 10) == held
+    finally:
+        for store in (writer, keeper, prober):
+            await store.close()

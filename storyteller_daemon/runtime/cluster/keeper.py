@@ -67,7 +67,9 @@ class LeaseKeeper:
         self.renewals = 0
         """Renewals that reached the database."""
         self.failures = 0
-        """Renewals that failed (each gave every lease up)."""
+        """Renewals that failed."""
+        self._valid_until = 0.0
+        """When (the clock's monotonic seconds) the leases last renewed run out."""
         self.taken = 0
         """Leases taken since the start."""
         self._ticked = asyncio.Condition()
@@ -129,16 +131,26 @@ class LeaseKeeper:
         before = set(self._held)
         try:
             await self._renew_and_even_out()
-        except Exception as exc:  # the database did not answer: give up what may be lost
+        except Exception as exc:  # the database did not answer (or chose this one to undo)
             self.failures += 1
-            if self._held:
+            left = self._valid_until - self._clock.monotonic()
+            if self._held and left > self._cfg.renew_seconds:  # the next renewal may work
                 log.warning(
-                    "cluster: renewal failed (%s); giving up %d storytellers until it works",
+                    "cluster: renewal failed (%s); keeping %d storytellers, whose leases run "
+                    "out in %.0f s, and trying again",
                     type(exc).__name__,
                     len(self._held),
+                    left,
                 )
-            self._held = {}
-            self._rejoin = True
+            else:  # they may run out before the next try: give up what may be lost
+                if self._held:
+                    log.warning(
+                        "cluster: renewal failed (%s); giving up %d storytellers until it works",
+                        type(exc).__name__,
+                        len(self._held),
+                    )
+                self._held = {}
+                self._rejoin = True
         else:
             self.renewals += 1
         if set(self._held) != before:
@@ -149,6 +161,7 @@ class LeaseKeeper:
 
     async def _renew_and_even_out(self) -> None:
         lease = self._cfg.lease_seconds
+        started = self._clock.monotonic()  # every lease held after this tick runs out later
         if self._rejoin:
             await self._leases.join(self.instance, lease)
             self._rejoin = False
@@ -179,6 +192,7 @@ class LeaseKeeper:
                 self.taken += len(taken)
                 log.info("cluster: took %d storytellers (%d held)", len(taken), len(self._held))
                 self._alert_takeover({sid: live_owners[sid] for sid in taken if sid in live_owners})
+        self._valid_until = started + lease
 
     def _alert_takeover(self, from_live: Mapping[int, str]) -> None:
         """Say which storytellers were taken from daemons that still renew their presence."""
