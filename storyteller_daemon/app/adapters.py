@@ -54,9 +54,17 @@ def daemon_secrets(cfg: Config, environ: Mapping[str, str] = os.environ) -> list
 
 
 def open_store(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.environ) -> Store:
-    """A store over the configured database, stamping rows with `clock`'s time."""
+    """A store over the configured database, stamping rows with `clock`'s time.
+
+    A daemon of a cluster has the server end a session left idle inside a transaction after
+    a lease span (at least 5 s): one frozen mid-transaction then keeps no lease row locked
+    past the time the others may take its leases over."""
+    idle = max(cfg.cluster.lease_seconds, 5.0) if cfg.cluster.enabled else None
     return Store.open(
-        database_url(cfg, environ), busy_timeout_ms=cfg.database.busy_timeout_ms, clock=clock
+        database_url(cfg, environ),
+        busy_timeout_ms=cfg.database.busy_timeout_ms,
+        clock=clock,
+        idle_in_transaction_seconds=idle,
     )
 
 

@@ -29,7 +29,6 @@ import secrets
 import shutil
 import signal
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -42,6 +41,9 @@ from storyteller_daemon.bench.cluster_rig import ClusterBenchOptions, p95, sprea
 from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.store import Store
+
+REAL = SystemClock()
+"""The benchmark's own timing (the daemons it measures run on their own clocks)."""
 
 
 async def run_cluster_bench(
@@ -176,7 +178,7 @@ class _Run:
         r["storytellers held per daemon"] = dict(sorted(held.items()))
         r["held spread vs even"] = spread(dict(held))
         player = asyncio.create_task(self._play(self.items))
-        steady = time.monotonic()
+        steady = REAL.monotonic()
         await asyncio.sleep(min(20.0, o.hours * 3600 / o.speedup / 4))
         for kind in ("attention", "turn_round"):
             asked = Counter(
@@ -198,7 +200,7 @@ class _Run:
     async def _kill_9(self, name: str) -> None:
         self.say(f"kill -9 {name}")
         mine = await self._held_by(name)
-        killed = time.monotonic()
+        killed = REAL.monotonic()
         self.daemons[name].signal(signal.SIGKILL)
         self.daemons[name].wait()
         # Something that matters, in each of its rooms, while nobody runs them.
@@ -207,7 +209,7 @@ class _Run:
         taken = await self._taken_over(mine, name, killed)
         first_ask: dict[int, float] = {}
         first_turn: dict[int, float] = {}
-        while time.monotonic() - killed < 3 * self.o.lease_seconds + 30:
+        while REAL.monotonic() - killed < 3 * self.o.lease_seconds + 30:
             for q in self.models.requests:
                 if q.at < killed or q.daemon == name or q.storyteller not in mine:
                     continue
@@ -232,7 +234,7 @@ class _Run:
         self.say(f"SIGTERM {name}")
         mine = await self._held_by(name)
         self.report["SIGTERM: storytellers it held"] = len(mine)
-        stopped = time.monotonic()
+        stopped = REAL.monotonic()
         self.daemons[name].signal(signal.SIGTERM)
         taken = await self._taken_over(mine, name, stopped)
         self.report["SIGTERM: leases handed over in (s)"] = round(max(taken.values(), default=0), 2)
@@ -244,7 +246,7 @@ class _Run:
         self.say(f"SIGSTOP {name} past its leases, then SIGCONT")
         mine = await self._held_by(name)
         calls_before = self.calls.unleased[name]
-        frozen = time.monotonic()
+        frozen = REAL.monotonic()
         self.daemons[name].signal(signal.SIGSTOP)
         try:
             taken = await self._taken_over(mine, name, frozen)
@@ -260,10 +262,10 @@ class _Run:
 
     async def _play(self, items: list[Any]) -> None:
         start = items[0].event.occurred_at
-        began = time.monotonic()
+        began = REAL.monotonic()
         for item in items:
             offset = (item.event.occurred_at - start).total_seconds() / self.o.speedup
-            wait = offset - (time.monotonic() - began)
+            wait = offset - (REAL.monotonic() - began)
             if wait > 0:
                 await asyncio.sleep(wait)
             self.played.append(self._replay(item.event))
@@ -274,8 +276,8 @@ class _Run:
         watchers = Counter(self.room_of.values())
         expected = sum(watchers[cell] for cell, _ in played)
         sources = [source for _, source in played]
-        began = time.monotonic()
-        while time.monotonic() - began < self.o.settle_seconds:
+        began = REAL.monotonic()
+        while REAL.monotonic() - began < self.o.settle_seconds:
             row = await self.pg.fetchrow(
                 "SELECT count(*) AS total, count(*) FILTER (WHERE state IN "
                 "('pending', 'interested', 'running')) AS open FROM work_items "
@@ -284,7 +286,7 @@ class _Run:
             )
             total, open_ = int(row["total"]), int(row["open"])
             if total >= expected and open_ == 0:
-                return time.monotonic() - began
+                return REAL.monotonic() - began
             await asyncio.sleep(0.25)
         return float("nan")
 
@@ -315,11 +317,8 @@ class _Run:
         else:
             r["work writes from a daemon without the lease"] = "not measured (no CREATE ROLE)"
         answered = len(self.models.requests)
-        from storyteller_daemon.storage.ledger import LedgerRepository
 
-        ledger = sum(
-            x.requests for x in await LedgerRepository(self.store.db).totals("storyteller")
-        )
+        ledger = sum(x.requests for x in await self.store.ledger.totals("storyteller"))
         received = sum(len(m.requests) for m in self.servers)
         r["model requests received / answered / ledger rows"] = (
             f"{received} / {answered} / {ledger}"
@@ -365,10 +364,10 @@ class _Run:
         """Poll until every one of `mine` is held by another daemon, for at most 120 s:
         storyteller → seconds (those taken; the report says how many were not)."""
         taken: dict[int, float] = {}
-        while len(taken) < len(mine) and time.monotonic() - since < 120:
+        while len(taken) < len(mine) and REAL.monotonic() - since < 120:
             for sid, (owner, _) in (await self.store.leases.holders()).items():
                 if sid in mine and sid not in taken and owner not in (None, name):
-                    taken[sid] = time.monotonic() - since
+                    taken[sid] = REAL.monotonic() - since
             await asyncio.sleep(0.05)
         if len(taken) < len(mine):
             self.report[f"{name}: storytellers not taken over within 120 s"] = len(mine) - len(
@@ -382,19 +381,19 @@ class _Run:
     async def _rebalanced(self, fault: str) -> None:
         """Wait for the even spread after a fault's daemon is back; report how long it took
         (or that it was not reached: the bench goes on)."""
-        began = time.monotonic()
+        began = REAL.monotonic()
         try:
             await self._until(self._even, 60, "the even spread")
         except RuntimeError:
             self.report[f"{fault}: even again after (s)"] = "not within 60"
         else:
-            self.report[f"{fault}: even again after (s)"] = round(time.monotonic() - began, 1)
+            self.report[f"{fault}: even again after (s)"] = round(REAL.monotonic() - began, 1)
 
     async def _until(
         self, done: Callable[[dict[int, tuple[str | None, int]]], bool], within: float, what: str
     ) -> None:
-        began = time.monotonic()
+        began = REAL.monotonic()
         while not done(await self.store.leases.holders()):
-            if time.monotonic() - began > within:
+            if REAL.monotonic() - began > within:
                 raise RuntimeError(f"bench cluster: {what} not reached within {within:g} s")
             await asyncio.sleep(0.1)

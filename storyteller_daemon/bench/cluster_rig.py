@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -33,11 +32,15 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg  # type: ignore[import-untyped]  # the bench's own SQL: PostgreSQL only
 
 from storyteller_daemon.bench.stand_ins import Oracle, _narration
+from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.repeats import repeat_key
 from storyteller_daemon.domain.surveillance import Surveillance
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.responses_answers import Fault, Reply
+
+REAL = SystemClock()
+"""The benchmark's own timing (the daemons it measures run on their own clocks)."""
 
 _AUDIT = (
     "CREATE TABLE bench_writes (storyteller_id BIGINT, at TIMESTAMPTZ, who TEXT, owner TEXT)",
@@ -331,7 +334,7 @@ class ModelLog:
             reply = self.oracle(body)
             json_answer = (body.get("text") or {}).get("format", {}).get("type")
             kind = "attention" if json_answer in ("json_schema", "json_object") else "turn_round"
-            self.requests.append(Request(time.monotonic(), daemon, sid, kind))
+            self.requests.append(Request(REAL.monotonic(), daemon, sid, kind))
             act = _narration(body) if kind == "turn_round" else None
             if act is not None and sid is not None:
                 self.narrations[str(act["Text"])] = sid

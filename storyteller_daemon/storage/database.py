@@ -90,7 +90,11 @@ def normalise_url(url: str) -> str:
 
 
 def create_engine(
-    url: str, *, busy_timeout_ms: int = 15_000, opened: set[Any] | None = None
+    url: str,
+    *,
+    busy_timeout_ms: int = 15_000,
+    opened: set[Any] | None = None,
+    idle_in_transaction_seconds: float | None = None,
 ) -> AsyncEngine:
     """Create an async engine with the right per-dialect settings.
 
@@ -115,7 +119,13 @@ def create_engine(
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
         event.listen(engine.sync_engine, "begin", _begin)
         return engine
-    return create_async_engine(url, pool_pre_ping=True)
+    if idle_in_transaction_seconds is None:
+        return create_async_engine(url, pool_pre_ping=True)
+    # A process frozen (or cut off) inside a transaction keeps its row locks until the server
+    # ends its session: after this long, so the others can take its leases over.
+    idle = str(max(1, round(idle_in_transaction_seconds * 1000)))
+    settings = {"idle_in_transaction_session_timeout": idle}
+    return create_async_engine(url, pool_pre_ping=True, connect_args={"server_settings": settings})
 
 
 def _remember(opened: set[Any], connection: Any) -> None:
@@ -148,12 +158,23 @@ _UNIT: ContextVar[_Unit | None] = ContextVar("storyteller_unit_of_work", default
 class Database:
     """Owns the engine and hands out one session per unit of work."""
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 15_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_ms: int = 15_000,
+        idle_in_transaction_seconds: float | None = None,
+    ) -> None:
         self.url = normalise_url(url)
         # Strong references: a connection a cancelled task dropped is otherwise collected while
         # its worker thread keeps the file's write lock, and could then never be ended here.
         self._opened: set[Any] = set()
-        self.engine = create_engine(self.url, busy_timeout_ms=busy_timeout_ms, opened=self._opened)
+        self.engine = create_engine(
+            self.url,
+            busy_timeout_ms=busy_timeout_ms,
+            opened=self._opened,
+            idle_in_transaction_seconds=idle_in_transaction_seconds,
+        )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._readers = self.engine.execution_options(**{READING: True})
         # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this

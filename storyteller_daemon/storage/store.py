@@ -66,9 +66,22 @@ class Store:
         self.flags = ClusterFlagRepository(db, clock)
 
     @classmethod
-    def open(cls, url: str, *, busy_timeout_ms: int = 15_000, clock: Clock) -> Store:
-        """A store over a new engine for `url`."""
-        return cls(Database(url, busy_timeout_ms=busy_timeout_ms), clock)
+    def open(
+        cls,
+        url: str,
+        *,
+        busy_timeout_ms: int = 15_000,
+        clock: Clock,
+        idle_in_transaction_seconds: float | None = None,
+    ) -> Store:
+        """A store over a new engine for `url` (on PostgreSQL, sessions idle in a transaction
+        for `idle_in_transaction_seconds` are ended by the server)."""
+        database = Database(
+            url,
+            busy_timeout_ms=busy_timeout_ms,
+            idle_in_transaction_seconds=idle_in_transaction_seconds,
+        )
+        return cls(database, clock)
 
     def stamped_by(self, clock: Clock) -> Store:
         """The same repositories over the same database, stamping times from `clock`."""
