@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, or_, select, update
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import StorageError
@@ -112,11 +112,17 @@ class InboxRepository:
 
     async def received_since(self, world: str, since: datetime) -> list[StoredEvent]:
         """Stored events of `world` received at or after `since`, dispatched or not, oldest
-        first (a daemon of a cluster routes them again to storytellers it has just taken over).
+        first, as every daemon of a cluster following that world stored them (under
+        ``WORLD@INSTANCE``): a daemon routes them again to storytellers it has just taken
+        over, which the daemon that stored them may not have held when it routed them.
         """
+        base = world.split("@", 1)[0]
         query = (
             select(InboxRow)
-            .where(InboxRow.world == world, InboxRow.received_on >= since)
+            .where(
+                or_(InboxRow.world == base, InboxRow.world.startswith(f"{base}@")),
+                InboxRow.received_on >= since,
+            )
             .order_by(InboxRow.id)
         )
         async with self._db.session() as session:

@@ -146,3 +146,14 @@ async def test_a_payload_that_cannot_be_read_back_is_a_storage_error(sqlite_stor
         await session.execute(update(InboxRow).values(payload='{"kind": "dance"}'))
     with pytest.raises(StorageError, match="cannot be read back"):
         await inbox.pending("game")
+
+
+async def test_recent_events_are_read_from_every_daemons_copy_of_the_world(store: Store) -> None:
+    inbox = inbox_of(store)
+    await inbox.store_events("bridge@st-1", [echo(1), echo(2)])
+    await inbox.store_events("bridge@st-2", [echo(2), echo(3)])
+    await inbox.store_events("bridge-other@st-1", [echo(9)])  # another world
+    await inbox.store_events("sim", [echo(8)])
+    seen = await inbox.received_since("bridge@st-2", AT)
+    assert [s.event.cursor.seq for s in seen] == [1, 2, 2, 3]  # both copies of 2
+    assert [s.event.cursor.seq for s in await inbox.received_since("bridge", AT)] == [1, 2, 2, 3]

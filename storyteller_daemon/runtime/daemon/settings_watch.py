@@ -35,8 +35,9 @@ class SettingsWatch:
         clock: for the poll interval.
         reload_seconds: the poll interval.
         status: told when the world refuses the daemon.
-        adopted: awaited with the storytellers new to a running daemon, after the pipeline
-            picked up their backlog (a cluster daemon offers them recent events again).
+        adopted: awaited with the storytellers new to the daemon, at its first load too, after
+            the pipeline picked up their backlog (a cluster daemon offers them recent events
+            again: another daemon may have stored events it routed to nobody meanwhile).
         followed: every storyteller whose rooms the world stream follows, beyond those
             routed (a cluster daemon stores the events of the storytellers it may take over).
     """
@@ -109,8 +110,8 @@ class SettingsWatch:
                 self._pipeline.forget(gone)
         if not force and loaded - known:
             await self._pipeline.adopt(loaded - known)
-            if self._adopted is not None:
-                await self._adopted(frozenset(loaded - known))
+        if loaded - known and self._adopted is not None:  # at the first load too
+            await self._adopted(frozenset(loaded - known))
         self._heartbeats.sync(storytellers)
         for listener in self._listeners:
             listener(storytellers)

@@ -186,14 +186,16 @@ class WorldPump:
             await self._inbox.prune(self._world_key, keep=self._inbox_keep)
 
     async def catch_up(self, storyteller_ids: frozenset[int], seconds: float) -> int:
-        """Offer the events stored in the last `seconds` again to storytellers just taken over
-        from another daemon of a cluster, which may have died before routing them; what that
-        daemon stored already is not stored twice. Return work items stored."""
+        """Offer the events stored in the last `seconds` (by any daemon following the world)
+        again to storytellers just taken over from another daemon of a cluster, which may have
+        died before routing them or not held them when it did; what was stored for them
+        already is not stored twice. Return work items stored."""
         if self._inbox is None or not storyteller_ids or seconds <= 0:
             return 0
         since = self._clock.now() - timedelta(seconds=seconds)
         stored = await self._inbox.received_since(self._world_key, since)
-        added = await self._pipeline.accept([event for _, event in stored], only=storyteller_ids)
+        events = list({event.cursor: event for _, event in stored}.values())  # each copy once
+        added = await self._pipeline.accept(events, only=storyteller_ids)
         if added:
             log.info("caught up %d work items for storytellers taken over", added)
         return added
