@@ -122,9 +122,11 @@ def create_engine(
     if idle_in_transaction_seconds is None:
         return create_async_engine(url, pool_pre_ping=True)
     # A process frozen (or cut off) inside a transaction keeps its row locks until the server
-    # ends its session: after this long, so the others can take its leases over.
+    # ends its session: after this long, so the others can take its leases over. A statement
+    # of such a process still waiting for a lock gives up after as long, and its transaction
+    # is then idle and ended the same way.
     idle = str(max(1, round(idle_in_transaction_seconds * 1000)))
-    settings = {"idle_in_transaction_session_timeout": idle}
+    settings = {"idle_in_transaction_session_timeout": idle, "lock_timeout": idle}
     return create_async_engine(url, pool_pre_ping=True, connect_args={"server_settings": settings})
 
 

@@ -23,7 +23,8 @@ def test_pipeline_benchmark_reports_every_turn() -> None:
     assert 1 <= data["turns"] <= 10  # interested events judged together share a turn
     assert data["events per turn"] * data["turns"] == 10
     assert data["attention requests"] < 20  # batches, not one request per event
-    assert data["model requests per turn"] == 2.0
+    # One request when the turn's first response acts and ends with Noop, two otherwise.
+    assert 1.0 <= data["model requests per turn"] <= 2.0
     assert data["dropped"]["attention"] == 10
 
 

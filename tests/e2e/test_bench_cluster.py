@@ -13,6 +13,8 @@ from storyteller_daemon.bench.cluster import run_cluster_bench
 from storyteller_daemon.bench.cluster_rig import ClusterBenchOptions
 from storyteller_daemon.cli import app
 
+pytestmark = pytest.mark.cluster_processes
+
 
 @pytest.mark.postgres
 async def test_a_small_cluster_loses_nothing_repeats_nothing_and_ends_held(pg_url: str) -> None:

@@ -22,6 +22,8 @@ from storyteller_daemon.clock import SystemClock
 from storyteller_daemon.domain.cluster import ClusterStatus
 from storyteller_daemon.storage.store import Store
 
+pytestmark = pytest.mark.cluster_processes
+
 LEASE, RENEW = 3.0, 0.5
 STORYTELLERS = 6
 
