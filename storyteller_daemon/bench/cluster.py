@@ -37,13 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from storyteller_daemon.bench import cluster_rig as rig
-from storyteller_daemon.bench.cluster_rig import ClusterBenchOptions, p95, spread
-from storyteller_daemon.clock import SystemClock
+from storyteller_daemon.bench.cluster_rig import REAL, ClusterBenchOptions, p95, spread
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.store import Store
-
-REAL = SystemClock()
-"""The benchmark's own timing (the daemons it measures run on their own clocks)."""
 
 
 async def run_cluster_bench(
@@ -93,7 +89,7 @@ class _Run:
         self.names = [f"bench_{tag}_{n}" for n in range(1, options.daemons + 1)]
         self.models = rig.ModelLog.answering(self.items + self.burst_items, options)
         self.calls = rig.ProgCalls()
-        self.store = Store.open(url, clock=SystemClock())
+        self.store = Store.open(url, clock=REAL)
         self.played: list[tuple[int, str]] = []
         self.daemons: dict[str, rig.Daemon] = {}
         self.report: dict[str, object] = {}
@@ -352,7 +348,7 @@ class _Run:
 
     def _replay(self, event: Any, **changes: Any) -> tuple[int, str]:
         """Play `event` into the world now; its room and work-item source."""
-        stamped = self.world.replay(replace(event, occurred_at=SystemClock().now(), **changes))
+        stamped = self.world.replay(replace(event, occurred_at=REAL.now(), **changes))
         return stamped.cell_id, f"bridge:{stamped.cursor}"
 
     async def _held_by(self, name: str) -> set[int]:

@@ -12,7 +12,15 @@ from typing import Any
 
 import typer
 
-from storyteller_daemon.cli.support import JsonFlag, open_store, print_json, run_async, say, table
+from storyteller_daemon.cli.support import (
+    JsonFlag,
+    open_store,
+    print_json,
+    run_async,
+    say,
+    table,
+    yes_no,
+)
 
 app = typer.Typer(
     help="Several daemons sharing one PostgreSQL database: which daemon runs which storyteller.",
@@ -52,7 +60,7 @@ async def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         [
             (
                 i.name,
-                "yes" if i.live else "no",
+                yes_no(i.live),
                 i.leases,
                 i.open_work,
                 f"{i.renewed_at:%Y-%m-%d %H:%M:%S}",

@@ -85,6 +85,7 @@ async def compare(
     shown and confirmed first (--yes skips the question).
     """
     from storyteller_daemon.app import attention_options, choose_model, daemon_secrets
+    from storyteller_daemon.app.adapters import close_if_closable
     from storyteller_daemon.clock import SystemClock
     from storyteller_daemon.runs.compare import Comparer, likely_cost_usd
     from storyteller_daemon.runs.comparison import Change
@@ -109,6 +110,17 @@ async def compare(
                 "= true for the offline stand-in."
             )
         asked = choice.model
+        comparer = Comparer(
+            change,
+            asked,
+            replay_runner,
+            cfg.limits,
+            attention_options(cfg),
+            cfg.model.prices,
+            SystemClock(),
+            cfg.policy,
+            daemon_secrets(cfg),
+        )
         try:
             if not choice.offline:
                 _confirm(
@@ -118,24 +130,12 @@ async def compare(
                     yes,
                     likely_cost_usd(turns, change, cfg.model.prices),
                 )
-            comparer = Comparer(
-                change,
-                asked,
-                replay_runner,
-                cfg.limits,
-                attention_options(cfg),
-                cfg.model.prices,
-                SystemClock(),
-                cfg.policy,
-                daemon_secrets(cfg),
-            )
             with working(f"comparing {counted(t.kind for t in turns)}"):
                 comparison = await comparer.compare(turns)
         finally:
-            close = getattr(asked, "close", None)
-            if close is not None:
-                await close()
-        await store.ledger.add(comparer.charges)
+            await close_if_closable(asked)
+            # What was asked is paid for, even when a later turn failed or Ctrl-C cut it short.
+            await store.ledger.add(comparer.charges)
     if json_out:
         print_json(comparison.to_dict())
     else:

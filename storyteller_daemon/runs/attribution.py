@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from storyteller_daemon.agent.models.interface import ModelRequest, ModelResponse, Usage
-from storyteller_daemon.storage.spend_guard import SpendCaps
+from storyteller_daemon.storage.spend_guard import IN_FLIGHT, SpendCaps
 
 REQUEST_OK = "ok"
 """The ledger status of an answered request."""
-REQUEST_SENT = "sent"
+REQUEST_SENT = IN_FLIGHT
 """The ledger status of a request sent and not (yet) answered: the daemon stopped or crashed
 while it was out, or it is out now. Its row holds the worst case."""
 

@@ -85,4 +85,4 @@ async def eventually(done: Callable[[], bool], what: str, *, seconds: float = 60
     while not done():
         if loop.time() > deadline:
             raise AssertionError(f"{what} did not happen within {seconds:g} s")
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.001)  # not 0: the threads waited for need the GIL too

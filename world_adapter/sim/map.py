@@ -13,7 +13,7 @@ from functools import cached_property
 HARBOUR_WARD_ID = 1
 OLD_TOWN_ID = 2
 
-_BRIEF_DIRECTIONS = {
+BRIEF_DIRECTIONS = {
     "north": "n",
     "northeast": "ne",
     "east": "e",
@@ -87,12 +87,12 @@ class Exit:
     @property
     def is_cardinal(self) -> bool:
         """Whether the exit is a compass (or up/down) direction."""
-        return self.command in _BRIEF_DIRECTIONS
+        return self.command in BRIEF_DIRECTIONS
 
     @property
     def brief(self) -> str:
         """The movement token a path lists: ``n``, ``ne``, ``u`` or ``enter door``."""
-        return _BRIEF_DIRECTIONS.get(self.command, self.command.lower())
+        return BRIEF_DIRECTIONS.get(self.command, self.command.lower())
 
     def departure_phrase(self) -> str:
         """How someone leaving through this exit is described, e.g. ``to the east``."""

@@ -33,25 +33,14 @@ from world_adapter.facts import (
     EntityInfo,
     EntityKind,
 )
-from world_adapter.sim.map import Door, Exit, Landmark, Room, TownMap, Zone
+from world_adapter.sim.map import BRIEF_DIRECTIONS, Door, Exit, Landmark, Room, TownMap, Zone
 from world_adapter.sim.people import CharacterSheet, PlanSheet
 from world_adapter.sim.progs import ProgBody, SimProg
 from world_adapter.sim.queries import KnowingTown
 from world_adapter.sim.world import SimWorld
 from world_adapter.snapshot import SnapshotError, SnapshotExit, WorldSnapshot, read_snapshot
 
-_COMMANDS = {
-    "n": "north",
-    "ne": "northeast",
-    "e": "east",
-    "se": "southeast",
-    "s": "south",
-    "sw": "southwest",
-    "w": "west",
-    "nw": "northwest",
-    "u": "up",
-    "d": "down",
-}
+_COMMANDS = {brief: direction for direction, brief in BRIEF_DIRECTIONS.items()}
 
 
 @dataclass(frozen=True)
@@ -99,7 +88,8 @@ class SnapshotWorld(SimWorld):
     ) -> dict[int, tuple[DateTimeReading, ...]]:
         """Each room's readings as the snapshot took them (unknown rooms are left out)."""
         known = [r.id for r in self.town_map.rooms]
-        wanted = known if room_ids is None else [r for r in known if r in set(room_ids)]
+        asked = None if room_ids is None else set(room_ids)
+        wanted = known if asked is None else [r for r in known if r in asked]
         return {r: self.snapshot.room_times.get(r, ()) for r in wanted}
 
     async def calendar(self, ref: str, year: int | None = None) -> CalendarInfo | None:

@@ -81,10 +81,6 @@ class LeaseKeeper:
         """The storytellers this daemon runs now."""
         return frozenset(self._held)
 
-    def tokens(self) -> Mapping[int, int]:
-        """Storyteller id → the fencing token held (a copy)."""
-        return dict(self._held)
-
     def token(self, storyteller_id: int) -> int | None:
         """The fencing token held for the storyteller (None: not held)."""
         return self._held.get(storyteller_id)

@@ -32,10 +32,6 @@ class LeaseStore(Protocol):
         """Give every storyteller a lease row; return how many storytellers there are."""
         ...
 
-    async def live_instances(self) -> list[str]:
-        """The daemons alive now."""
-        ...
-
     async def sharing_instances(self, lease_seconds: float) -> list[str]:
         """The live daemons the storytellers are shared out among."""
         ...

@@ -29,6 +29,7 @@ from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
+from storyteller_daemon.errors import LeaseLost
 from storyteller_daemon.runs import decode_trigger
 from storyteller_daemon.runtime.pipeline.judging import BatchJudge, RequestFailed
 from storyteller_daemon.runtime.pipeline.lanes import Lane, Lanes, log
@@ -90,6 +91,10 @@ class Attention:
             lane.pass_started()
             try:
                 started = await self._start_pass(storyteller_id, lane)
+            except LeaseLost as exc:  # another daemon of a cluster runs it now: its work too
+                log.warning("attention stage of storyteller %s stopped: %s", storyteller_id, exc)
+                started = False
+                self._back_off(lane)
             except Exception:  # a bug in one pass must not stop the lane; its events stay
                 log.exception("attention pass failed for storyteller %s", storyteller_id)
                 started = False
@@ -164,6 +169,9 @@ class Attention:
         """Judge one claimed batch and record the decisions."""
         try:
             await self._judge_pass(st, lane, items)
+        except LeaseLost as exc:  # the new owner judges the batch again
+            log.warning("attention stage of storyteller %s stopped: %s", st.name, exc)
+            self._back_off(lane)
         except Exception:  # a bug in one pass must not stop the lane; its events stay
             log.exception("attention pass failed for storyteller %s", st.name)
             self._back_off(lane)
