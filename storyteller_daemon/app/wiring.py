@@ -73,6 +73,7 @@ from storyteller_daemon.storage.cluster_messages import cluster_messages, send_m
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
 from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
@@ -121,11 +122,10 @@ async def build_runtime(
     await store.db.require_current()
     check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
-    keeper = forwarder = None
-    world_key: str = cfg.world.kind
+    keeper = forwarder = cursor_key = None
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
-        world_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
+        cursor_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
         keeper = LeaseKeeper(
             stamped.leases,
             cfg.cluster,
@@ -252,6 +252,9 @@ async def build_runtime(
         observe=lookups.observe,
         plans=store.plans,
         verdict_memory=stamped.verdicts,
+        # A cluster's daemon routes the events it stores to every storyteller, wherever run.
+        everyone=Router() if keeper is not None else None,
+        elsewhere=functools.partial(send_work_notice, store.db) if keeper is not None else None,
     )
     reflection = None
     if cfg.reflection.enabled:
@@ -275,7 +278,8 @@ async def build_runtime(
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".
         inbox=stamped.inbox if cfg.world.kind == "bridge" else None,
-        world_key=world_key,
+        world_key=cfg.world.kind,
+        cursor_key=cursor_key,
         intake_activity=_stream_activity(world),
         stall_seconds=cfg.daemon.intake_stall_seconds,
         idle_work=(
@@ -287,11 +291,10 @@ async def build_runtime(
         invocations=_invocation_channel(world),
         turn_runs=store.runs if cfg.runs.record else None,
         leases=keeper,
-        # A daemon that died held its storytellers until their leases expired: the events of
-        # that gap (and a margin) are offered to them again once taken over.
-        catch_up_seconds=2 * cfg.cluster.lease_seconds if keeper is not None else 0.0,
         followed=store.storytellers if keeper is not None else None,
         forwarder=forwarder,
+        work_notices=functools.partial(work_notices, store.db) if keeper is not None else None,
+        sweep_seconds=cfg.cluster.lease_seconds,
     )
     if keeper is not None:
         keeper.listen(daemon.watch.poll_now)

@@ -17,7 +17,9 @@ while it plays the bench, in turn:
 
 After the stream it counts accepted events lost (an event of a watched room with no work item
 for a storyteller watching it), narrations run twice, prog calls from a daemon that did not hold
-the lease and work-item writes it made (a PostgreSQL trigger names the writing daemon's role),
+the lease and work-item writes it made (a PostgreSQL trigger names the writing daemon's role;
+a world event's work, which the daemon that stored the event adds for every storyteller, is
+not such a write, every move of it is),
 and model requests against the ledger. Last, throughput: ``--burst`` events at once to all the
 daemons, then to one alone (the others stopped), each timed until every work item is settled.
 """

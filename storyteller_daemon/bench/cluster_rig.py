@@ -48,10 +48,15 @@ _AUDIT = (
     "INSERT INTO bench_writes SELECT NEW.storyteller_id, clock_timestamp(), current_user, "
     "(SELECT owner FROM storyteller_leases WHERE storyteller_id = NEW.storyteller_id); "
     "RETURN NEW; END $$",
-    "CREATE TRIGGER bench_audit AFTER INSERT OR UPDATE ON work_items "
+    "CREATE TRIGGER bench_audit AFTER UPDATE ON work_items "
     "FOR EACH ROW EXECUTE FUNCTION bench_audit()",
+    "CREATE TRIGGER bench_audit_new AFTER INSERT ON work_items FOR EACH ROW "
+    "WHEN (NEW.source LIKE 'heartbeat:%' OR NEW.source LIKE 'direct:%') "
+    "EXECUTE FUNCTION bench_audit()",
 )
-"""Records every work-item write: the storyteller, when, the writing role, the lease owner."""
+"""Records every work-item write a lease guards: the storyteller, when, the writing role, the
+lease owner. A world event's work is stored by whichever daemon stored the event, for every
+storyteller wherever it runs, so its insert is not one of them; every move of it is."""
 _KEY = re.compile(r"^storyteller-(\d+)-")
 
 

@@ -116,6 +116,17 @@ class NewWork:
 
 
 @dataclass(frozen=True)
+class WorkArrival:
+    """`count` work items of `kind` stored for a storyteller in `state` (``pending`` or
+    ``interested``) by a daemon of a cluster that does not run it: word for its holder."""
+
+    storyteller_id: int
+    state: str
+    kind: str
+    count: int
+
+
+@dataclass(frozen=True)
 class Decision:
     """A final (or interested) state for one pending item, with why."""
 

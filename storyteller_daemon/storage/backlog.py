@@ -16,7 +16,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
@@ -74,17 +74,21 @@ class BacklogRepository:
             )
             await self._fence.check(session, set(owners))
 
-    async def add(self, items: Sequence[NewWork]) -> list[WorkItem]:
+    async def add(self, items: Sequence[NewWork], *, routed: bool = False) -> list[WorkItem]:
         """Store the items whose (storyteller, source) is new; return those, in order.
 
         One look-up finds what is already held (a replayed stream offers it again) and one
-        multi-row insert stores the rest, however many storytellers an event reaches.
+        multi-row insert stores the rest, however many storytellers an event reaches; an item
+        another daemon stored meanwhile is skipped. `routed`: a world event's work, which the
+        daemon that stored the event adds for every storyteller that hears it, wherever that
+        storyteller runs (not fenced: it moves nothing, and the storyteller's holder judges it).
         """
         if not items:
             return []
         async with self._db.session() as session:
             storytellers = sorted({item.storyteller_id for item in items})
-            await self._guard(session, storytellers)
+            if not routed:
+                await self._guard(session, storytellers)
             sources = list(dict.fromkeys(item.source for item in items))
             known: set[tuple[int, str]] = set()
             for chunk in _chunks(sources):
@@ -112,14 +116,20 @@ class BacklogRepository:
                 }
                 for item in fresh
             ]
-            ids = (
-                await session.scalars(
-                    insert(WorkRow).returning(WorkRow.id, sort_by_parameter_order=True),
-                    values,
+            ids: dict[tuple[int, str], int] = {}
+            for rows in _chunks(values):
+                inserted = await session.execute(
+                    self._db.insert_new(WorkRow)
+                    .values(rows)
+                    .returning(WorkRow.id, WorkRow.storyteller_id, WorkRow.source)
                 )
-            ).all()
+                ids.update(((sid, source), row_id) for row_id, sid, source in inserted)
             received = as_utc(now)
-            return [item.stored(row_id, received) for row_id, item in zip(ids, fresh, strict=True)]
+            return [
+                item.stored(ids[key], received)
+                for item in fresh
+                if (key := (item.storyteller_id, item.source)) in ids
+            ]
 
     async def pending(
         self, storyteller_id: int, limit: int, exclude: Collection[int] = ()

@@ -15,13 +15,12 @@ import json
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from sqlalchemy import func, select
-
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.notifications import listen, notify
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ async def send_message(db: Database, sender: str, to: str, message: dict[str, An
                 "data": part,
             }
             payload = json.dumps(envelope, ensure_ascii=False)
-            await session.execute(select(func.pg_notify(MESSAGE_CHANNEL, payload)))
+            await notify(session, MESSAGE_CHANNEL, payload)
 
 
 class _Assembler:
@@ -82,24 +81,9 @@ class _Assembler:
         self._heard(str(envelope["from"]), message)
 
 
-@asynccontextmanager
-async def cluster_messages(db: Database, instance: str, heard: Heard) -> AsyncIterator[None]:
-    """While inside, call `heard` with every message sent to `instance` (LISTEN on one
-    connection of its own; on SQLite, which has one daemon, nothing)."""
-    if db.dialect != "postgresql":
-        yield
-        return
-    assembler = _Assembler(instance, heard)
-    async with db.engine.connect() as connection:
-        raw = await connection.get_raw_connection()
-        listener = raw.driver_connection
-        assert listener is not None  # an open asyncpg connection
-
-        def notified(_connection: object, _pid: int, _channel: str, payload: str) -> None:
-            assembler.part(payload)
-
-        await listener.add_listener(MESSAGE_CHANNEL, notified)
-        try:
-            yield
-        finally:
-            await listener.remove_listener(MESSAGE_CHANNEL, notified)
+def cluster_messages(
+    db: Database, instance: str, heard: Heard
+) -> AbstractAsyncContextManager[None]:
+    """While inside, call `heard` with every message sent to `instance` (on SQLite, which has
+    one daemon, nothing)."""
+    return listen(db, MESSAGE_CHANNEL, _Assembler(instance, heard).part)

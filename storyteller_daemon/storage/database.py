@@ -20,7 +20,9 @@ from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from sqlalchemy import event
+from sqlalchemy import Insert, event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -191,6 +193,13 @@ class Database:
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return self.engine.dialect.name
+
+    def insert_new(self, table: Any) -> Insert:
+        """An insert into `table` that skips rows a unique key already holds (``ON CONFLICT
+        DO NOTHING``: another daemon, or this one earlier, stored them)."""
+        if self.dialect == "postgresql":
+            return pg_insert(table).on_conflict_do_nothing()
+        return sqlite_insert(table).on_conflict_do_nothing()
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:

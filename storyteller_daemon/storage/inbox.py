@@ -7,6 +7,10 @@ skipped, which makes a replayed stream harmless (at-least-once delivery, effecti
 intake). Stored events are dispatched afterwards and marked; on a restart, `pending` returns
 the ones stored but never dispatched. `prune` keeps the table small.
 
+The daemons of a cluster all follow the world and store its events under the one world name,
+each with a cursor of its own: an event is stored once, by whichever daemon has it first, and
+only that daemon routes it.
+
 Payloads are the events' JSON form from the bridge protocol (`world_adapter.codec`).
 """
 
@@ -43,88 +47,88 @@ class InboxRepository:
         self._db = db
         self._clock = clock
 
-    async def store_events(self, world: str, events: Sequence[WorldEvent]) -> list[StoredEvent]:
+    async def store_events(
+        self, world: str, events: Sequence[WorldEvent], *, cursor_key: str | None = None
+    ) -> list[StoredEvent]:
         """Store the events not stored yet and advance the cursor; return the newly stored.
 
-        `events` must be in stream order. The cursor becomes the last event's cursor, unless
-        the stored cursor is already at or past it in the same epoch.
+        `events` must be in stream order. The cursor (kept under `cursor_key`, default
+        `world`: each daemon of a cluster has its own) becomes the last event's cursor, unless
+        it is already at or past it in the same epoch. An event another daemon following the
+        world stored first, even a moment ago, is not stored again nor returned: the daemon
+        that stored it routes it.
         """
         if not events:
             return []
+        key = cursor_key or world
         async with self._db.session() as session:
-            state = await session.get(StreamStateRow, world)
+            state = await session.get(StreamStateRow, key)
             fresh = _after_cursor(events, state)
-            known: set[Cursor] = set()
-            for epoch, chunk in _by_epoch(fresh):
-                seqs = [e.cursor.seq for e in chunk]
-                stored = await session.scalars(
-                    select(InboxRow.seq).where(
-                        InboxRow.world == world, InboxRow.epoch == epoch, InboxRow.seq.in_(seqs)
-                    )
-                )
-                known.update(Cursor(epoch, seq) for seq in stored)
-            fresh = [e for e in fresh if e.cursor not in known]
             now = self._clock.now()
-            rows = [
-                InboxRow(
-                    world=world,
-                    epoch=e.cursor.epoch,
-                    seq=e.cursor.seq,
-                    kind=e.kind.value,
-                    payload=json.dumps(encode_event(e), ensure_ascii=False),
-                    received_on=now,
-                    dispatched=False,
+            stored: dict[Cursor, int] = {}
+            for start in range(0, len(fresh), _CHUNK):
+                rows = [
+                    {
+                        "world": world,
+                        "epoch": e.cursor.epoch,
+                        "seq": e.cursor.seq,
+                        "kind": e.kind.value,
+                        "payload": json.dumps(encode_event(e), ensure_ascii=False),
+                        "received_on": now,
+                        "dispatched": False,
+                    }
+                    for e in fresh[start : start + _CHUNK]
+                ]
+                inserted = await session.execute(
+                    self._db.insert_new(InboxRow)
+                    .values(rows)
+                    .returning(InboxRow.id, InboxRow.epoch, InboxRow.seq)
                 )
-                for e in fresh
-            ]
-            session.add_all(rows)
+                stored.update((Cursor(epoch, seq), row_id) for row_id, epoch, seq in inserted)
             last = events[-1].cursor
             if state is None:
                 session.add(
-                    StreamStateRow(world=world, epoch=last.epoch, seq=last.seq, updated_on=now)
+                    StreamStateRow(world=key, epoch=last.epoch, seq=last.seq, updated_on=now)
                 )
             elif state.epoch != last.epoch or state.seq < last.seq:
                 state.epoch, state.seq, state.updated_on = last.epoch, last.seq, now
             await session.flush()
-            return [StoredEvent(row.id, event) for row, event in zip(rows, fresh, strict=True)]
+            return [StoredEvent(stored[e.cursor], e) for e in fresh if e.cursor in stored]
 
     async def cursor(self, world: str) -> Cursor | None:
-        """The cursor of the newest stored event of `world`, or None before the first."""
+        """The cursor of the newest stored event of `world` (or of the cursor key), or None
+        before the first."""
         async with self._db.session() as session:
             state = await session.get(StreamStateRow, world)
             return None if state is None else Cursor(state.epoch, state.seq)
 
-    async def pending(self, world: str, limit: int | None = None) -> list[StoredEvent]:
-        """Stored events of `world` not yet dispatched, oldest first.
+    async def latest_cursor(self, world: str) -> Cursor | None:
+        """The cursor any daemon following `world` (under ``WORLD@INSTANCE``) moved last, or
+        None: where a daemon new to a cluster starts following the world."""
+        query = (
+            select(StreamStateRow)
+            .where(or_(StreamStateRow.world == world, StreamStateRow.world.startswith(f"{world}@")))
+            .order_by(StreamStateRow.updated_on.desc())
+            .limit(1)
+        )
+        async with self._db.session() as session:
+            state = await session.scalar(query)
+        return None if state is None else Cursor(state.epoch, state.seq)
+
+    async def pending(
+        self, world: str, limit: int | None = None, *, received_before: datetime | None = None
+    ) -> list[StoredEvent]:
+        """Stored events of `world` not yet dispatched, oldest first (of those received before
+        `received_before`, when given: in a cluster, those the daemon that stored them did not
+        route in time, having died).
 
         Raises:
             StorageError: If a stored payload cannot be read back.
         """
-        query = (
-            select(InboxRow)
-            .where(InboxRow.world == world, InboxRow.dispatched.is_(False))
-            .order_by(InboxRow.id)
-            .limit(limit)
-        )
-        async with self._db.session() as session:
-            rows = list(await session.scalars(query))
-        return [StoredEvent(row.id, _event(row)) for row in rows]
-
-    async def received_since(self, world: str, since: datetime) -> list[StoredEvent]:
-        """Stored events of `world` received at or after `since`, dispatched or not, oldest
-        first, as every daemon of a cluster following that world stored them (under
-        ``WORLD@INSTANCE``): a daemon routes them again to storytellers it has just taken
-        over, which the daemon that stored them may not have held when it routed them.
-        """
-        base = world.split("@", 1)[0]
-        query = (
-            select(InboxRow)
-            .where(
-                or_(InboxRow.world == base, InboxRow.world.startswith(f"{base}@")),
-                InboxRow.received_on >= since,
-            )
-            .order_by(InboxRow.id)
-        )
+        query = select(InboxRow).where(InboxRow.world == world, InboxRow.dispatched.is_(False))
+        if received_before is not None:
+            query = query.where(InboxRow.received_on < received_before)
+        query = query.order_by(InboxRow.id).limit(limit)
         async with self._db.session() as session:
             rows = list(await session.scalars(query))
         return [StoredEvent(row.id, _event(row)) for row in rows]

@@ -7,33 +7,17 @@ connection of its own (`lease_signals`) and evens out at once instead of at its 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
 from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.notifications import listen
 
 LEASE_CHANNEL = "storyteller_leases"
 """The NOTIFY channel of lease changes (the payload is the daemon that made one)."""
 
 
-@asynccontextmanager
-async def lease_signals(db: Database, wake: Callable[[str], None]) -> AsyncIterator[None]:
+def lease_signals(db: Database, wake: Callable[[str], None]) -> AbstractAsyncContextManager[None]:
     """While inside, call `wake` with the daemon's name whenever a daemon joins, releases
-    leases or leaves (LISTEN on one connection of its own; on SQLite, which has one daemon,
-    nothing)."""
-    if db.dialect != "postgresql":
-        yield
-        return
-    async with db.engine.connect() as connection:
-        raw = await connection.get_raw_connection()
-        listener = raw.driver_connection
-        assert listener is not None  # an open asyncpg connection
-
-        def heard(_connection: object, _pid: int, _channel: str, payload: str) -> None:
-            wake(payload)
-
-        await listener.add_listener(LEASE_CHANNEL, heard)
-        try:
-            yield
-        finally:
-            await listener.remove_listener(LEASE_CHANNEL, heard)
+    leases or leaves (on SQLite, which has one daemon, never)."""
+    return listen(db, LEASE_CHANNEL, wake)

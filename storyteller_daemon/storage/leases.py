@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-from sqlalchemy import Insert, delete, func, or_, select, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import delete, func, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
@@ -31,6 +29,7 @@ from storyteller_daemon.storage.lease_signals import LEASE_CHANNEL
 from storyteller_daemon.storage.models.cluster import ClusterInstanceRow, StorytellerLeaseRow
 from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.models.work import WorkRow
+from storyteller_daemon.storage.notifications import notify
 from storyteller_daemon.storage.storytellers import as_utc
 
 _CHUNK = 500  # (id, token) pairs per IN (...) list
@@ -110,8 +109,7 @@ class LeaseRepository:
 
     async def _notify(self, session: AsyncSession, instance: str) -> None:
         """Wake the other daemons when this transaction commits (PostgreSQL's NOTIFY)."""
-        if self._db.dialect == "postgresql":
-            await session.execute(select(func.pg_notify(LEASE_CHANNEL, instance)))
+        await notify(session, LEASE_CHANNEL, instance)
 
     async def sync(self) -> int:
         """Give every storyteller a lease row and drop those of storytellers that are gone;
@@ -130,7 +128,7 @@ class LeaseRepository:
             )
             if missing:
                 await session.execute(
-                    _insert_new(self._db.dialect),
+                    self._db.insert_new(StorytellerLeaseRow),
                     [{"storyteller_id": sid, "token": 0} for sid in missing],
                 )
             return int(
@@ -345,10 +343,3 @@ class LeaseRepository:
             unowned=leases.get(None, 0),
             unowned_work=per_owner.get(None, 0),
         )
-
-
-def _insert_new(dialect: str) -> Insert:
-    """An insert of lease rows that skips a storyteller another daemon gave one meanwhile."""
-    if dialect == "postgresql":
-        return pg_insert(StorytellerLeaseRow).on_conflict_do_nothing()
-    return sqlite_insert(StorytellerLeaseRow).on_conflict_do_nothing()

@@ -24,7 +24,7 @@ from storyteller_daemon.runtime.pipeline import (
     SpeechRecorder,
 )
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
-from storyteller_daemon.runtime.pipeline.ports import PlanReader, VerdictMemory
+from storyteller_daemon.runtime.pipeline.ports import PlanReader, VerdictMemory, WorkElsewhere
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
@@ -73,6 +73,8 @@ def wired_pipeline(
     plans: PlanReader | None = None,
     verdict_memory: VerdictMemory | None = None,
     wrap_backlog: Callable[[BacklogRepository], Backlog] | None = None,
+    everyone: Router | None = None,
+    elsewhere: WorkElsewhere | None = None,
 ) -> WiredPipeline:
     """A pipeline over `store`'s backlog, not yet running (`pipeline.run()` runs it).
 
@@ -87,7 +89,7 @@ def wired_pipeline(
         observer: told of every step (default: a `LoggingObserver` on the clock).
         stats: the counters (default: new ones).
         queue_size, model_available, speech, speech_buffer, admission, alerts, source,
-            observe, plans, verdict_memory: as `Pipeline` takes them.
+            observe, plans, verdict_memory, everyone, elsewhere: as `Pipeline` takes them.
         wrap_backlog: what the pipeline uses of the backlog repository (a test that holds or
             counts its calls); `WiredPipeline.backlog` stays the repository itself.
     """
@@ -117,5 +119,7 @@ def wired_pipeline(
         observe=observe,
         plans=plans,
         verdict_memory=verdict_memory,
+        everyone=everyone,
+        elsewhere=elsewhere,
     )
     return WiredPipeline(pipeline, chosen, clock, backlog, stats, observer, router)

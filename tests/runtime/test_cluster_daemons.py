@@ -6,6 +6,7 @@ ran ends without writing."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, replace
 
 import pytest
@@ -16,11 +17,14 @@ from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.errors import ConfigError, LeaseLost
 from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
 from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
+from world_adapter.events import Cursor, RoomEcho
 from world_adapter.sim import SimWorld
 
 CFG = ClusterConfig(enabled=True, lease_seconds=10.0, renew_seconds=2.0)
@@ -52,13 +56,22 @@ class Node:
             await asyncio.wait_for(self.task, 5)
 
 
-def _node(url: str, clock: FakeClock, name: str, *, inbox: bool = False) -> Node:
+def _node(
+    url: str, clock: FakeClock, name: str, *, inbox: bool = False, world: SimWorld | None = None
+) -> Node:
     store = Store.open(url, clock=clock)
     keeper = LeaseKeeper(store.leases, CFG, name, clock)
     fenced = store.fenced_by(Fence(name, keeper.token))
     runner = ScriptedTurnRunner()
-    pipeline = wired_pipeline(fenced, clock=clock, runner=runner).pipeline
-    world = SimWorld.harbour_town()
+    pipeline = wired_pipeline(
+        fenced,
+        clock=clock,
+        runner=runner,
+        everyone=Router(),
+        elsewhere=functools.partial(send_work_notice, store.db),
+        source="sim",
+    ).pipeline
+    world = world or SimWorld.harbour_town()
     daemon = Daemon(
         settings=LeasedSettings(store.storytellers, keeper),
         world=world,
@@ -68,9 +81,11 @@ def _node(url: str, clock: FakeClock, name: str, *, inbox: bool = False) -> Node
         drain_seconds=0.05,
         leases=keeper,
         inbox=store.inbox if inbox else None,
-        world_key=f"sim@{name}",
-        catch_up_seconds=2 * CFG.lease_seconds if inbox else 0.0,
+        world_key="sim",
+        cursor_key=f"sim@{name}",
         followed=store.storytellers,
+        work_notices=functools.partial(work_notices, store.db),
+        sweep_seconds=CFG.lease_seconds,
     )
     keeper.listen(daemon.watch.poll_now)
     return Node(name, fenced, keeper, runner, daemon, world, asyncio.Event())
@@ -138,26 +153,31 @@ async def test_two_daemons_split_the_storytellers_and_hand_over_on_a_clean_stop(
         await b.store.close()
 
 
+async def _watching(store: Store, name: str, room: int) -> int:
+    st = await store.storytellers.create(name)
+    watching = replace(
+        st,
+        paused=False,
+        subscriptions=frozenset({EventKind.ROOM}),
+        surveillance=st.surveillance.toggled("include", room),
+    )
+    sid = (await store.storytellers.save(watching)).id
+    assert sid is not None
+    return sid
+
+
 @pytest.mark.postgres
-async def test_events_of_the_gap_reach_a_storyteller_taken_over_from_a_dead_daemon(
+async def test_an_event_routed_while_its_storyteller_had_no_live_daemon_reaches_its_next_one(
     pg_url: str,
 ) -> None:
-    """A daemon killed outright holds its storytellers until their leases expire; events that
-    came meanwhile are offered again to them by the daemon that takes them over."""
+    """A daemon killed outright holds its storytellers until their leases expire; the daemon
+    that stores an event meanwhile routes it to them all the same, and the one that takes them
+    over finds it in the backlog."""
     clock = FakeClock()
     a = _node(pg_url, clock, "a", inbox=True)
     try:
         await a.store.db.upgrade()
-        ids = []
-        for name, room in (("North", 102), ("South", 101)):
-            st = await a.store.storytellers.create(name)
-            watching = replace(
-                st,
-                paused=False,
-                subscriptions=frozenset({EventKind.ROOM}),
-                surveillance=st.surveillance.toggled("include", room),
-            )
-            ids.append((await a.store.storytellers.save(watching)).id)
+        ids = [await _watching(a.store, "North", 102), await _watching(a.store, "South", 101)]
         dead = a.store.stamped_by(clock).leases
         await dead.sync()
         await dead.join("dead", CFG.lease_seconds)
@@ -168,7 +188,8 @@ async def test_events_of_the_gap_reach_a_storyteller_taken_over_from_a_dead_daem
         # in North's room, which a follows though it does not run North (yet)
         event = a.world.emote(2002, "drops a lantern in the market.")
         await asyncio.wait_for(a.daemon.wait_cursor(event.cursor), 5)
-        assert a.runner.turns == [] and await a.store.backlog.items(ids[0]) == []
+        (waiting,) = await a.store.backlog.items(ids[0])  # routed to North, held by nobody live
+        assert a.runner.turns == [] and waiting.state.value == "pending"
         for _ in range(6):  # 12 s: the dead daemon's lease and presence expire
             await _renewal(clock, a)
         assert a.routed == set(ids)
@@ -179,6 +200,58 @@ async def test_events_of_the_gap_reach_a_storyteller_taken_over_from_a_dead_daem
     finally:
         await a.halt()
         await a.store.close()
+
+
+@pytest.mark.postgres
+async def test_each_event_is_stored_once_and_routed_once_whichever_daemon_runs_its_storyteller(
+    pg_url: str,
+) -> None:
+    """Two daemons follow one game: each event is stored by the daemon that has it first and
+    routed by it to every storyteller that hears it; the other daemon, told of the work for
+    the storyteller it runs, judges it and runs the turn."""
+    clock = FakeClock()
+    world = SimWorld.harbour_town()
+    a = _node(pg_url, clock, "a", inbox=True, world=world)
+    b = _node(pg_url, clock, "b", inbox=True, world=world)
+    try:
+        await a.store.db.upgrade()
+        north, south = (
+            await _watching(a.store, "North", 102),
+            await _watching(a.store, "South", 101),
+        )
+        await a.start()
+        await b.start()
+        for _ in range(3):
+            await _renewal(clock, a, b)
+        assert {frozenset(a.routed), frozenset(b.routed)} == {
+            frozenset({north}),
+            frozenset({south}),
+        }
+        await asyncio.wait_for(
+            eventually(lambda: world.waiting_subscriptions == 2, "both subscriptions"), 5
+        )
+        events = [
+            world.emote(2002, "drops a lantern in the market."),  # room 102: North
+            world.emote(2003, "shouts at the harbourmaster."),  # room 101: South
+        ]
+        for node in (a, b):
+            await asyncio.wait_for(node.daemon.wait_cursor(events[-1].cursor), 5)
+        for node in (a, b):
+            await asyncio.wait_for(
+                node.runner.wait_until(lambda n=node: len(n.runner.turns) == 1), 5
+            )
+        assert await a.store.inbox.count("sim") == 2  # stored once
+        for sid in (north, south):
+            (item,) = await a.store.backlog.items(sid)  # routed once
+            holder = a if sid in a.routed else b
+            assert item.turn_key == holder.runner.turns[0][1]
+        stored = a.daemon.pipeline.stats.events_in + b.daemon.pipeline.stats.events_in
+        assert stored == 2
+    finally:
+        await b.halt()
+        await a.halt()
+        await a.store.close()
+        await b.store.close()
 
 
 async def test_the_daemon_refuses_clustering_on_sqlite(sqlite_store: Store) -> None:
@@ -238,3 +311,73 @@ async def test_a_turn_whose_storyteller_was_taken_over_meanwhile_ends_without_a_
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.postgres
+async def test_the_daemon_running_a_storyteller_is_told_at_once_of_work_another_stored(
+    pg_url: str,
+) -> None:
+    """Only a hears the game here (b's world is silent): b learns of the work a stored for the
+    storyteller b runs from a's notice, with no sweep (the clock does not move)."""
+    clock = FakeClock()
+    a = _node(pg_url, clock, "a", inbox=True)
+    b = _node(pg_url, clock, "b", inbox=True)
+    try:
+        await a.store.db.upgrade()
+        ids = {await _watching(a.store, "North", 102), await _watching(a.store, "South", 101)}
+        await a.start()
+        await b.start()
+        for _ in range(3):
+            await _renewal(clock, a, b)
+        (theirs,) = b.routed
+        room, actor = (102, 2002) if theirs == min(ids) else (101, 2003)
+        await asyncio.wait_for(_subscribed(a.world), 5)
+        sweeps = b.daemon.shared_work.sweeps if b.daemon.shared_work else -1
+        event = a.world.emote(actor, "drops a lantern in the market.")
+        assert event.cell_id == room
+        await asyncio.wait_for(b.runner.wait_until(lambda: len(b.runner.turns) == 1), 5)
+        assert a.runner.turns == []
+        assert b.daemon.shared_work is not None and b.daemon.shared_work.sweeps == sweeps
+        assert (a.daemon.pipeline.stats.events_in, b.daemon.pipeline.stats.events_in) == (1, 0)
+    finally:
+        await b.halt()
+        await a.halt()
+        await a.store.close()
+        await b.store.close()
+
+
+@pytest.mark.postgres
+async def test_events_a_daemon_stored_and_died_before_routing_are_routed_by_a_sweep(
+    pg_url: str,
+) -> None:
+    clock = FakeClock()
+    a = _node(pg_url, clock, "a", inbox=True)
+    try:
+        await a.store.db.upgrade()
+        north = await _watching(a.store, "North", 102)
+        await a.start()
+        await asyncio.wait_for(_subscribed(a.world), 5)
+        left = RoomEcho(
+            cursor=Cursor("sim-1", 7_000),
+            cell_id=102,
+            zone_id=1,
+            occurred_at=clock.now(),
+            text="Agna drops a lantern in the market.",
+        )
+        # a daemon that died between storing the event and routing it
+        await a.store.inbox.store_events("sim", [left], cursor_key="sim@dead")
+        work = a.daemon.shared_work
+        assert work is not None
+        sweeps = work.sweeps
+        for _ in range(20):  # until a sweep span after the event was stored has passed
+            await _renewal(clock, a)
+            if work.sweeps > sweeps + 1:
+                break
+        assert work.sweeps > sweeps + 1
+        await asyncio.wait_for(a.runner.wait_until(lambda: len(a.runner.turns) == 1), 5)
+        (item,) = await a.store.backlog.items(north)
+        assert item.source == "sim:sim-1:7000"
+        assert await a.store.inbox.pending("sim") == []
+    finally:
+        await a.halt()
+        await a.store.close()

@@ -17,6 +17,7 @@ from sqlalchemy import text
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.store import Store
@@ -74,12 +75,13 @@ def _node(url: str, clock: FakeClock, name: str, game: WorldServer) -> Node:
     daemon = Daemon(
         settings=LeasedSettings(store.storytellers, keeper),
         world=client,
-        pipeline=wired_pipeline(fenced, clock=clock, runner=runner).pipeline,
+        pipeline=wired_pipeline(fenced, clock=clock, runner=runner, everyone=Router()).pipeline,
         clock=clock,
         reload_seconds=60.0,  # only lease changes reload in this test
         drain_seconds=0.05,
         leases=keeper,
-        world_key=f"bridge@{name}",
+        world_key="bridge",
+        cursor_key=f"bridge@{name}",
         followed=store.storytellers,
         invocations=client,
         forwarder=forwarder,

@@ -108,3 +108,14 @@ async def test_a_journalled_call_whose_lease_is_gone_keeps_neither_entry_nor_wri
         await scene.old.journal.once(scene.turn_key, "call:1:1", write)
     assert await scene.plain.situations.list(scene.sid) == []
     assert "call:1:1" not in await scene.plain.journal.entries(scene.turn_key)
+
+
+async def test_a_world_events_work_routed_by_any_daemon_is_stored_for_the_holder(
+    scene: Scene,
+) -> None:
+    """The daemon that stored a world event adds its work for every storyteller that hears
+    it, held or not: it moves nothing, and the holder judges it."""
+    stranger = scene.plain.fenced_by(Fence("c", {}.get))
+    added = await stranger.backlog.add([_work(scene.sid, "bridge:boot-1:9")], routed=True)
+    assert [item.source for item in added] == ["bridge:boot-1:9"]
+    assert await scene.old.backlog.add([_work(scene.sid, "bridge:boot-1:9")], routed=True) == []

@@ -148,12 +148,40 @@ async def test_a_payload_that_cannot_be_read_back_is_a_storage_error(sqlite_stor
         await inbox.pending("game")
 
 
-async def test_recent_events_are_read_from_every_daemons_copy_of_the_world(store: Store) -> None:
+async def test_the_daemons_of_a_cluster_store_each_event_once_each_with_its_own_cursor(
+    store: Store,
+) -> None:
     inbox = inbox_of(store)
-    await inbox.store_events("bridge@st-1", [echo(1), echo(2)])
-    await inbox.store_events("bridge@st-2", [echo(2), echo(3)])
-    await inbox.store_events("bridge-other@st-1", [echo(9)])  # another world
-    await inbox.store_events("sim", [echo(8)])
-    seen = await inbox.received_since("bridge@st-2", AT)
-    assert [s.event.cursor.seq for s in seen] == [1, 2, 2, 3]  # both copies of 2
-    assert [s.event.cursor.seq for s in await inbox.received_since("bridge", AT)] == [1, 2, 2, 3]
+    first = await inbox.store_events("bridge", [echo(1), echo(2)], cursor_key="bridge@st-1")
+    second = await inbox.store_events("bridge", [echo(2), echo(3)], cursor_key="bridge@st-2")
+    assert [s.event.cursor.seq for s in first] == [1, 2]
+    assert [s.event.cursor.seq for s in second] == [3]  # 2 was stored by st-1: it routes it
+    assert await inbox.count("bridge") == 3
+    assert await inbox.cursor("bridge@st-1") == Cursor("boot-1", 2)
+    assert await inbox.cursor("bridge@st-2") == Cursor("boot-1", 3)
+    assert await inbox.cursor("bridge") is None
+
+
+async def test_a_daemon_new_to_the_cluster_starts_where_a_daemon_moved_last(store: Store) -> None:
+    clock = FakeClock(AT)
+    inbox = InboxRepository(store.db, clock)
+    assert await inbox.latest_cursor("bridge") is None
+    await inbox.store_events("bridge", [echo(5)], cursor_key="bridge@st-1")
+    await clock.advance(1)
+    await inbox.store_events("bridge", [echo(7)], cursor_key="bridge@st-2")
+    await inbox.store_events("bridge-other", [echo(9)], cursor_key="bridge-other@st-1")
+    assert await inbox.latest_cursor("bridge") == Cursor("boot-1", 7)
+
+
+async def test_pending_events_received_before_a_time_are_those_a_dead_daemon_left(
+    store: Store,
+) -> None:
+    clock = FakeClock(AT)
+    inbox = InboxRepository(store.db, clock)
+    old = await inbox.store_events("bridge", [echo(1), echo(2)], cursor_key="bridge@st-1")
+    await clock.advance(30)
+    await inbox.store_events("bridge", [echo(3)], cursor_key="bridge@st-2")
+    await inbox.mark_dispatched([old[0].id])
+    stale = await inbox.pending("bridge", received_before=clock.now())
+    assert [s.event.cursor.seq for s in stale] == [2]
+    assert [s.event.cursor.seq for s in await inbox.pending("bridge")] == [2, 3]

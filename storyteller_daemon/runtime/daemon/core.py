@@ -27,8 +27,10 @@ from storyteller_daemon.runtime.daemon.ports import (
     SettingsListener,
     SettingsSource,
     TurnRuns,
+    WorkNotices,
 )
 from storyteller_daemon.runtime.daemon.settings_watch import SettingsWatch
+from storyteller_daemon.runtime.daemon.shared_work import SharedWork
 from storyteller_daemon.runtime.daemon.state import WorldStatus, log
 from storyteller_daemon.runtime.daemon.world_pump import WorldPump
 from storyteller_daemon.runtime.pipeline import Pipeline
@@ -66,10 +68,14 @@ class Daemon:
         turn_runs: where an invocation's run record is read for its outcome.
         leases: a cluster daemon's leases (None: alone, every storyteller is run here); they
             are renewed until the drain has ended, then released.
-        catch_up_seconds: the events stored in this many seconds before a storyteller is taken
-            over from another daemon are offered to it again (0: none).
-        followed: every storyteller whose rooms the world stream follows beyond those in
-            `settings` (a cluster daemon: all of them, so it has their events to offer again).
+        followed: every storyteller of the game beyond those in `settings` (a cluster
+            daemon follows all their rooms and routes the events it stores to each of them).
+        cursor_key: the name the daemon's stream cursor is kept under (default `world_key`;
+            each daemon of a cluster has its own).
+        work_notices: word of work other daemons of a cluster stored for storytellers held
+            here (None: alone).
+        sweep_seconds: a cluster daemon looks this often for events stored and left by a
+            daemon that died, and for work whose notice it missed.
         forwarder: a cluster daemon's forwarding of the game's invocations to the daemon
             running their storyteller, and answering of those forwarded here (None: alone).
     """
@@ -95,9 +101,11 @@ class Daemon:
         invocations: InvocationChannel | None = None,
         turn_runs: TurnRuns | None = None,
         leases: Leases | None = None,
-        catch_up_seconds: float = 0.0,
         followed: SettingsSource | None = None,
         forwarder: Forward | None = None,
+        cursor_key: str | None = None,
+        work_notices: WorkNotices | None = None,
+        sweep_seconds: float = 10.0,
     ) -> None:
         self.pipeline = pipeline
         self.leases = leases
@@ -117,10 +125,8 @@ class Daemon:
             clock=clock,
             reload_seconds=reload_seconds,
             status=self.status,
-            adopted=self._taken_over if catch_up_seconds > 0 else None,
             followed=followed,
         )
-        self._catch_up_seconds = catch_up_seconds
         self.pump = WorldPump(
             world=world,
             pipeline=pipeline,
@@ -133,6 +139,12 @@ class Daemon:
             world_key=world_key,
             inbox_keep=inbox_keep,
             intake=IntakeWatch(intake_activity, stall_seconds) if intake_activity else None,
+            cursor_key=cursor_key,
+        )
+        self.shared_work = (
+            SharedWork(work_notices, self.pump, pipeline, clock, sweep_seconds)
+            if work_notices is not None
+            else None
         )
         self.invocations = Invocations(
             pipeline=pipeline,
@@ -148,9 +160,6 @@ class Daemon:
         self.invoke = self.invocations.invoke
         self.find_storyteller = self.invocations.find_storyteller
         self.answer_invocation = self.invocations.answer_invocation
-
-    async def _taken_over(self, storyteller_ids: frozenset[int]) -> None:
-        await self.pump.catch_up(storyteller_ids, self._catch_up_seconds)
 
     async def _fire_heartbeat(self, storyteller_id: int, heartbeat: Heartbeat) -> None:
         await self.pipeline.heartbeat(storyteller_id, heartbeat)
@@ -225,6 +234,8 @@ class Daemon:
                     background.append(group.create_task(self.pump.watch_intake(), name="intake"))
                 if self.idle_work is not None:
                     background.append(group.create_task(self.idle_work.run(), name="reflection"))
+                if self.shared_work is not None:
+                    background.append(group.create_task(self.shared_work.run(), name="work"))
                 if invoked:
                     background.append(
                         group.create_task(self.invocations.send_outcomes(), name="outcomes")

@@ -7,17 +7,20 @@ resumes from its stored cursor; `IdleWork` is reflection while idle
 (`runtime.reflection.ReflectionScheduler`); a `SettingsListener` is told the storytellers on
 every reload (the budget keeper learns their daily caps); `TurnRuns` reads the run record
 of a game's invocation for its outcome; `Leases` holds a cluster daemon's share of the
-storytellers (`runtime.cluster.LeaseKeeper`), and `Forward` carries its game's invocations to the
-daemon running their storyteller (`runtime.cluster.InvocationForwarder`).
+storytellers (`runtime.cluster.LeaseKeeper`), `Forward` carries its game's invocations to the
+daemon running their storyteller (`runtime.cluster.InvocationForwarder`), and `WorkNotices`
+brings word of work the other daemons stored for the storytellers it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol
 
 from storyteller_daemon.domain.storytellers import Storyteller
+from storyteller_daemon.domain.work import WorkArrival
 from storyteller_daemon.storage.runs import StoredRun
 from world_adapter.events import Cursor, WorldEvent
 from world_adapter.invocations import GameInvocation, InvocationAnswer, InvocationHandler
@@ -38,30 +41,37 @@ class SettingsSource(Protocol):
 SettingsListener = Callable[[Sequence[Storyteller]], None]
 """Told every storyteller whenever the daemon (re)loads the settings."""
 
+WorkNotices = Callable[[Callable[[list[WorkArrival]], None]], AbstractAsyncContextManager[None]]
+"""Listens, while inside, for the work the other daemons of a cluster store for storytellers
+(`storage.work_notices.work_notices` over the database)."""
+
 
 class EventInbox(Protocol):
     """Durable intake of world events (the inbox repository)."""
 
     async def store_events(
-        self, world: str, events: Sequence[WorldEvent]
+        self, world: str, events: Sequence[WorldEvent], *, cursor_key: str | None = None
     ) -> Sequence[tuple[int, WorldEvent]]:
-        """Store new events and advance the cursor in one transaction; return the new ones."""
+        """Store new events and advance the cursor (under `cursor_key`, default `world`) in
+        one transaction; return the ones this call stored (not those stored before)."""
         ...
 
     async def cursor(self, world: str) -> Cursor | None:
-        """The stored cursor."""
+        """The stored cursor (of a world, or under a cursor key)."""
         ...
 
-    async def pending(self, world: str) -> Sequence[tuple[int, WorldEvent]]:
-        """Stored events not yet dispatched, oldest first."""
+    async def latest_cursor(self, world: str) -> Cursor | None:
+        """The cursor any daemon following `world` moved last."""
+        ...
+
+    async def pending(
+        self, world: str, limit: int | None = None, *, received_before: datetime | None = None
+    ) -> Sequence[tuple[int, WorldEvent]]:
+        """Stored events not yet dispatched (received before `received_before`), oldest first."""
         ...
 
     async def mark_dispatched(self, ids: Sequence[int]) -> None:
         """Mark stored events as dispatched."""
-        ...
-
-    async def received_since(self, world: str, since: datetime) -> Sequence[tuple[int, WorldEvent]]:
-        """Stored events received at or after `since`, dispatched or not, oldest first."""
         ...
 
     async def prune(self, world: str, *, keep: int) -> int:

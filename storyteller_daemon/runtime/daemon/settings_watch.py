@@ -11,7 +11,7 @@ rooms changed (`wait_cells_changed`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
@@ -35,11 +35,9 @@ class SettingsWatch:
         clock: for the poll interval.
         reload_seconds: the poll interval.
         status: told when the world refuses the daemon.
-        adopted: awaited with the storytellers new to the daemon, at its first load too, after
-            the pipeline picked up their backlog (a cluster daemon offers them recent events
-            again: another daemon may have stored events it routed to nobody meanwhile).
-        followed: every storyteller whose rooms the world stream follows, beyond those
-            routed (a cluster daemon stores the events of the storytellers it may take over).
+        followed: every storyteller of the game, beyond those run here (a cluster daemon
+            follows all their rooms and routes the events it stores to all of them: the
+            pipeline's `everyone`).
     """
 
     def __init__(
@@ -53,13 +51,11 @@ class SettingsWatch:
         clock: Clock,
         reload_seconds: float,
         status: WorldStatus,
-        adopted: Callable[[frozenset[int]], Awaitable[object]] | None = None,
         followed: SettingsSource | None = None,
     ) -> None:
         self._settings = settings
         self._followed = followed
         self._followed_revisions: dict[int, int] | None = None
-        self._adopted = adopted
         self._world = world
         self._pipeline = pipeline
         self._heartbeats = heartbeats
@@ -110,8 +106,6 @@ class SettingsWatch:
                 self._pipeline.forget(gone)
         if not force and loaded - known:
             await self._pipeline.adopt(loaded - known)
-        if loaded - known and self._adopted is not None:  # at the first load too
-            await self._adopted(frozenset(loaded - known))
         self._heartbeats.sync(storytellers)
         for listener in self._listeners:
             listener(storytellers)
@@ -119,7 +113,10 @@ class SettingsWatch:
         self._followed_revisions = followed
         cells = router.watched_cells()
         if self._followed is not None:
-            everyone = Router()
+            # the pipeline routes to every storyteller when it is given a router for them all
+            everyone = (
+                self._pipeline.everyone if self._pipeline.everyone is not router else Router()
+            )
             everyone.update(await self._followed.list(), zones)
             cells |= everyone.watched_cells()
         if cells != self._cells:

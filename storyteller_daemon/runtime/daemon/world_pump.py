@@ -45,6 +45,8 @@ class WorldPump:
         alerts: where gaps and stalls are alerted (None: only logged).
         inbox: the durable event inbox of a world that can replay (None: none).
         world_key: the world's name in the inbox.
+        cursor_key: the name this daemon's cursor is kept under (default `world_key`; each
+            daemon of a cluster has its own, and stores the events it has first).
         inbox_keep: dispatched events the inbox keeps.
         intake: the intake watchdog (None for a world without stream counters).
     """
@@ -63,6 +65,7 @@ class WorldPump:
         world_key: str,
         inbox_keep: int,
         intake: IntakeWatch | None,
+        cursor_key: str | None = None,
     ) -> None:
         self._world = world
         self._pipeline = pipeline
@@ -73,6 +76,8 @@ class WorldPump:
         self._alerts = alerts
         self._inbox = inbox
         self._world_key = world_key
+        self._cursor_key = cursor_key or world_key
+        self._clustered = self._cursor_key != world_key
         self._inbox_keep = inbox_keep
         self.intake = intake
         """The intake watchdog (None for a world without stream counters, like the sim)."""
@@ -99,13 +104,18 @@ class WorldPump:
                 await uncancelled(self._store_and_dispatch(batch))
 
     async def _restore(self) -> None:
-        """Resume from the stored cursor; dispatch what was stored but never dispatched."""
+        """Resume from the stored cursor (a daemon new to a cluster: from where the others
+        are); dispatch what was stored but never dispatched (in a cluster the others may be
+        dispatching theirs right now: `dispatch_stale` takes what they left)."""
         assert self._inbox is not None
-        self.cursor = await self._inbox.cursor(self._world_key)
-        pending = await self._inbox.pending(self._world_key)
-        if pending:
-            log.info("dispatching %d stored world events from before the restart", len(pending))
-        await self._dispatch(pending)
+        self.cursor = await self._inbox.cursor(self._cursor_key)
+        if self.cursor is None and self._clustered:
+            self.cursor = await self._inbox.latest_cursor(self._world_key)
+        if not self._clustered:
+            pending = await self._inbox.pending(self._world_key)
+            if pending:
+                log.info("dispatching %d stored world events from before the restart", len(pending))
+            await self._dispatch(pending)
         self._restored = True
 
     async def _store_and_dispatch(self, events: Sequence[WorldEvent]) -> None:
@@ -114,12 +124,29 @@ class WorldPump:
             if self._intake_open:
                 await self._pipeline.accept(events)
         else:
-            stored = await self._inbox.store_events(self._world_key, events)
+            stored = await self._inbox.store_events(
+                self._world_key, events, cursor_key=self._cursor_key
+            )
             self.cursor = events[-1].cursor
+            if self._clustered and len(stored) < len(events):
+                mine = {event.cursor for _, event in stored}
+                self._pipeline.seen([e for e in events if e.cursor not in mine])
             await self._dispatch(stored)
         self._progressed()
         async with self._took:
             self._took.notify_all()
+
+    async def dispatch_stale(self, seconds: float) -> int:
+        """Dispatch the events stored more than `seconds` ago and never dispatched (in a
+        cluster: by a daemon that died in between); return how many."""
+        if self._inbox is None or not self._intake_open:
+            return 0
+        before = self._clock.now() - timedelta(seconds=seconds)
+        stale = await self._inbox.pending(self._world_key, received_before=before)
+        if stale:
+            log.info("dispatching %d world events another daemon stored and left", len(stale))
+            await self._dispatch(stale)
+        return len(stale)
 
     def _progressed(self) -> None:
         """Tell the watchdog where intake stands; a stall it had seen is over once events move."""
@@ -184,21 +211,6 @@ class WorldPump:
         if self._stored_since_prune >= self._inbox_keep // 10:
             self._stored_since_prune = 0
             await self._inbox.prune(self._world_key, keep=self._inbox_keep)
-
-    async def catch_up(self, storyteller_ids: frozenset[int], seconds: float) -> int:
-        """Offer the events stored in the last `seconds` (by any daemon following the world)
-        again to storytellers just taken over from another daemon of a cluster, which may have
-        died before routing them or not held them when it did; what was stored for them
-        already is not stored twice. Return work items stored."""
-        if self._inbox is None or not storyteller_ids or seconds <= 0:
-            return 0
-        since = self._clock.now() - timedelta(seconds=seconds)
-        stored = await self._inbox.received_since(self._world_key, since)
-        events = list({event.cursor: event for _, event in stored}.values())  # each copy once
-        added = await self._pipeline.accept(events, only=storyteller_ids)
-        if added:
-            log.info("caught up %d work items for storytellers taken over", added)
-        return added
 
     async def run(self) -> None:
         """Follow the world's events, resubscribing when the watched rooms change."""

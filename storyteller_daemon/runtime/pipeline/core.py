@@ -29,6 +29,7 @@ from storyteller_daemon.runtime.pipeline.ports import (
     PlanReader,
     SpeechRecorder,
     VerdictMemory,
+    WorkElsewhere,
 )
 from storyteller_daemon.runtime.pipeline.routing import Router, Routing
 from storyteller_daemon.runtime.pipeline.settled import SettledVerdicts
@@ -64,6 +65,9 @@ class Pipeline:
         observe: told of every event taken in.
         plans: where the waits of planning storytellers' plans are read.
         verdict_memory: where ignore verdicts are kept to settle repeats.
+        everyone: who hears what of every storyteller of the game, run here or not (a daemon
+            of a cluster routes the world events it stores to all of them; default: `router`).
+        elsewhere: told of work stored for storytellers run elsewhere (a cluster's daemons).
     """
 
     def __init__(
@@ -86,6 +90,8 @@ class Pipeline:
         observe: Callable[[WorldEvent], None] | None = None,
         plans: PlanReader | None = None,
         verdict_memory: VerdictMemory | None = None,
+        everyone: Router | None = None,
+        elsewhere: WorkElsewhere | None = None,
     ) -> None:
         cfg = attention or AttentionConfig()
         self.router = router
@@ -95,8 +101,15 @@ class Pipeline:
         self._source = source
         self._lanes = Lanes(backlog, clock, cfg)
         self._routing = Routing(
-            router, self._lanes, stats, observer, admission, model_available=model_available
+            router,
+            self._lanes,
+            stats,
+            observer,
+            admission,
+            model_available=model_available,
+            everyone=everyone,
         )
+        self.everyone = self._routing.everyone
         self._speech = SpeechHistory(speech, stats, speech_buffer)
         hours = 0.0 if cfg.one_call_per_event else cfg.verdict_memory_hours
         # Ignore verdicts kept to settle repeats without a model call (never in the reference
@@ -112,6 +125,7 @@ class Pipeline:
             queue_size=queue_size,
             source=source,
             observe=observe,
+            elsewhere=elsewhere,
         )
         judge = BatchJudge(
             routing=self._routing,
@@ -148,6 +162,8 @@ class Pipeline:
         self.heartbeat = self._intake.heartbeat
         self.direct = self._intake.direct
         self.submit_direct = self._intake.submit_direct
+        self.seen = self._intake.seen
+        self.arrived = self._intake.arrived
         self._restored = False
         self._started_at: float | None = None
         """When `run` began (monotonic); None while it does not run."""
@@ -218,6 +234,27 @@ class Pipeline:
             )
         self._restored = True
         await self._lanes.changed()
+
+    async def look_at_backlog(self) -> int:
+        """Show each lane the work the backlog holds that it has not seen (a cluster's daemon,
+        every lease span: work another daemon stored whose notice did not arrive); return the
+        storytellers woken."""
+        depth = await self._lanes.backlog.depth()
+        woken: set[int] = set()
+        for (sid, state), count in depth.items():
+            lane = self._lanes.get(sid)
+            if lane is None or self.router.storyteller(sid) is None:
+                continue
+            if state == WorkState.PENDING.value:
+                if lane.pending == 0 and not lane.busy_judging:
+                    lane.found_pending(count)
+                    woken.add(sid)
+            elif state == WorkState.INTERESTED.value and not lane.turn_active:
+                lane.wake_turns()
+                woken.add(sid)
+        if woken:
+            await self._lanes.changed()
+        return len(woken)
 
     async def discard_unreplayable(self) -> int:
         """Expire open work of this world from an earlier run (for a world that cannot replay)."""

@@ -4,22 +4,28 @@ World events, heartbeats and direct invocations pass the synchronous stages (shu
 API key, prefilter: own-prog echoes, subscriptions, watched rooms). Each accepted trigger is
 stored as one work item, pending when it needs the attention gate and interested when it goes
 straight to a turn, and the storyteller's lane is woken.
+
+A daemon of a cluster routes the world events it stored to every storyteller that hears them,
+wherever it runs: work for a storyteller another daemon holds goes to the shared backlog, and
+that daemon is told (`elsewhere`) and wakes the lane (`arrived`).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from storyteller_daemon.agent.trigger import Trigger, TriggerKind
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
-from storyteller_daemon.domain.work import NewWork, WorkState
+from storyteller_daemon.domain.work import NewWork, WorkArrival, WorkState
 from storyteller_daemon.runs import encode_trigger
-from storyteller_daemon.runtime.pipeline.lanes import Lanes
+from storyteller_daemon.runtime.pipeline.lanes import Lanes, log
+from storyteller_daemon.runtime.pipeline.ports import WorkElsewhere
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.pipeline.speech import SpeechHistory
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -49,6 +55,8 @@ class Intake:
             invocation is refused.
         source: the world's name, the prefix of its events' work item sources.
         observe: told of every event taken in (the look-up cache invalidates from it).
+        elsewhere: told of the work stored for storytellers not run here (a cluster's
+            daemons wake their holders with it; None: every storyteller runs here).
     """
 
     def __init__(
@@ -63,6 +71,7 @@ class Intake:
         queue_size: int,
         source: str,
         observe: Callable[[WorldEvent], None] | None,
+        elsewhere: WorkElsewhere | None = None,
     ) -> None:
         self._lanes = lanes
         self._routing = routing
@@ -73,6 +82,7 @@ class Intake:
         self._queue_size = queue_size
         self._source = source
         self._observe = observe
+        self._elsewhere = elsewhere
         self._busy = 0
         """Calls under way whose work may not be in the backlog yet."""
 
@@ -81,28 +91,29 @@ class Intake:
         """Whether intake is storing work the lanes do not know of yet."""
         return self._busy > 0
 
-    async def accept(
-        self, events: Sequence[WorldEvent], only: Collection[int] | None = None
-    ) -> int:
-        """Offer world events to every storyteller that hears them (of `only` these, when
-        given: events offered again to storytellers taken over, counted and kept once already);
-        return work items stored (an item stored before, by this daemon or another, is not)."""
+    async def accept(self, events: Sequence[WorldEvent]) -> int:
+        """Offer world events to every storyteller that hears them, run here or not; return
+        work items stored (an item stored before, by this daemon or another, is not)."""
         new: list[NewWork] = []
         for event in events:
-            if only is None:
-                self._stats.events_in += 1
-                if self._observe is not None:
-                    self._observe(event)
-                if isinstance(event, Speech):
-                    self._speech.remember(event)
-            for st in self._routing.router.audience(event):
-                if only is not None and st.id not in only:
-                    continue
+            self._stats.events_in += 1
+            if self._observe is not None:
+                self._observe(event)
+            if isinstance(event, Speech):
+                self._speech.remember(event)
+            for st in self._routing.everyone.audience(event):
                 trigger = Trigger.from_event(event)
                 if self._routing.refused(st, trigger) is None:
                     self._stats.heard[st.name] += 1
                     new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
-        return await self._store(new)
+        return await self._store(new, routed=True)
+
+    def seen(self, events: Sequence[WorldEvent]) -> None:
+        """Events another daemon of the cluster stored first, and routes: only the look-up
+        cache hears of them here."""
+        if self._observe is not None:
+            for event in events:
+                self._observe(event)
 
     async def ingest(self, event: WorldEvent) -> int:
         """`accept` for one event."""
@@ -202,28 +213,44 @@ class Intake:
             return "echo"
         return trigger.kind.value
 
-    async def _store(self, new: Sequence[NewWork]) -> int:
+    async def _store(self, new: Sequence[NewWork], *, routed: bool = False) -> int:
         if not new:
             return 0
         self._busy += 1
         try:
-            stored = await self._lanes.backlog.add(new)
+            stored = await self._lanes.backlog.add(new, routed=routed)
         finally:
             self._busy -= 1
+        counts = Counter((item.storyteller_id, item.state.value, item.kind) for item in stored)
+        arrivals = [WorkArrival(sid, state, kind, n) for (sid, state, kind), n in counts.items()]
+        elsewhere = [
+            a for a in arrivals if self._routing.router.storyteller(a.storyteller_id) is None
+        ]
+        await self.arrived(arrivals)
+        if elsewhere and self._elsewhere is not None:
+            try:
+                await self._elsewhere(elsewhere)
+            except Exception as exc:  # stored: the holder finds it at its next look
+                log.warning("could not tell the other daemons of work stored: %s", exc)
+        return len(stored)
+
+    async def arrived(self, arrivals: Sequence[WorkArrival]) -> None:
+        """Work was stored for storytellers (here, or by another daemon of the cluster): wake
+        the lanes of those run here."""
         now = self._clock.monotonic()
-        for item in stored:
-            st = self._routing.router.storyteller(item.storyteller_id)
+        for arrival in arrivals:
+            st = self._routing.router.storyteller(arrival.storyteller_id)
             if st is None:
                 continue
             lane = self._lanes.ensure(st)
             self._lanes.touch(lane)
-            if item.state is WorkState.PENDING:
-                lane.arrived(
-                    now,
-                    urgent=item.kind in self._cfg.urgent_kinds,
-                    routine=item.kind in self._cfg.routine_kinds,
-                )
+            if arrival.state == WorkState.PENDING.value:
+                for _ in range(arrival.count):
+                    lane.arrived(
+                        now,
+                        urgent=arrival.kind in self._cfg.urgent_kinds,
+                        routine=arrival.kind in self._cfg.routine_kinds,
+                    )
             else:
                 lane.wake_turns()
         await self._lanes.changed()
-        return len(stored)

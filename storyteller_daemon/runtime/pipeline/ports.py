@@ -4,12 +4,13 @@ The pipeline sees the attention gate and the tool loop as a `TurnRunner` (`agent
 whose `Verdict` and `TurnOutcome` are the parts of the runner's answers it reads), the durable
 work items as a `Backlog`, the rooms' speech history as a `SpeechRecorder`, the story plans as
 a `PlanReader`, the kept ignore verdicts as a `VerdictMemory`, the last checks before a model
-call as an `Admission`, and whoever follows its steps as an `Observer`.
+call as an `Admission`, whoever follows its steps as an `Observer`, and a cluster's other
+daemons as `WorkElsewhere`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -18,15 +19,26 @@ from storyteller_daemon.agent.turn_runner import TurnOutcome, Verdict
 from storyteller_daemon.domain.story_plans import StoryPlan
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
-from storyteller_daemon.domain.work import Decision, NewWork, TurnClaim, WorkItem, WorkState
+from storyteller_daemon.domain.work import (
+    Decision,
+    NewWork,
+    TurnClaim,
+    WorkArrival,
+    WorkItem,
+    WorkState,
+)
 from world_adapter.events import Speech
+
+WorkElsewhere = Callable[[Sequence[WorkArrival]], Awaitable[None]]
+"""Tells the daemons of a cluster of work stored for storytellers this one does not run."""
 
 
 class Backlog(Protocol):
     """The durable backlog (the backlog repository)."""
 
-    async def add(self, items: Sequence[NewWork]) -> list[WorkItem]:
-        """Store the new items; return those stored (known sources are skipped)."""
+    async def add(self, items: Sequence[NewWork], *, routed: bool = False) -> list[WorkItem]:
+        """Store the new items; return those stored (known sources are skipped). `routed`: a
+        world event's work, stored for a storyteller wherever it runs (not fenced)."""
         ...
 
     async def pending(

@@ -78,12 +78,14 @@ class Routing:
     the way is counted and told to the observer (`drop`).
 
     Args:
-        router: who hears what.
+        router: who hears what, of the storytellers run here.
         lanes: for the stop flag (intake closes when the pipeline stops).
         stats: the daemon's counters.
         observer: told of every drop.
         admission: the last checks before a model call (budgets, idle heartbeats).
         model_available: False when no model is configured (every trigger is dropped).
+        everyone: who hears what, of every storyteller of the game, run here or not (a daemon
+            of a cluster routes the world events it stores to all of them); default `router`.
     """
 
     def __init__(
@@ -95,8 +97,10 @@ class Routing:
         admission: Admission | None,
         *,
         model_available: bool,
+        everyone: Router | None = None,
     ) -> None:
         self.router = router
+        self.everyone = everyone if everyone is not None else router
         self._lanes = lanes
         self._stats = stats
         self._observer = observer
@@ -159,6 +163,6 @@ class Routing:
             return "caused by a storyteller's own prog"
         if SUBSCRIPTION_FOR[event.kind] not in storyteller.subscriptions:
             return f"not subscribed to {event.kind.value} events"
-        if storyteller.id is None or event.cell_id not in self.router.cells_of(storyteller.id):
+        if storyteller.id is None or event.cell_id not in self.everyone.cells_of(storyteller.id):
             return f"room #{event.cell_id} is not watched"
         return None
