@@ -2,7 +2,8 @@
 
 The same parts the daemon uses, without the daemon: the configured model behind the metering
 and the budget door (today's spend read from the ledger first, so the caps hold across the
-daemon and the shell), the run recorder, and `Reflection` over the given store.
+daemon and the shell; beside a cluster, each request checked against the shared ledger as the
+daemons check theirs), the run recorder, and `Reflection` over the given store.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.reflection import DigestRefresher, Reflection
 from storyteller_daemon.runtime.spending.budgets import BudgetKeeper
 from storyteller_daemon.runtime.spending.metering import metered_model
+from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.store import Store
 
@@ -52,6 +54,8 @@ async def one_shot_reflection(
             stats,
             cfg.model.prices,
             budget=budget,
+            # beside a cluster's daemons, the caps are checked against the shared ledger
+            shared=SharedLedger.of(cfg.cluster, cfg.model) if cfg.cluster.enabled else None,
             clock=clock,
         )
     runs = store.runs
