@@ -72,6 +72,7 @@ from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
+from storyteller_daemon.storage.presence import Presence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
 from world_adapter.bridge.client import BridgeWorldClient
@@ -133,6 +134,7 @@ async def build_runtime(
             clock,
             alerts=alerts,
             signals=functools.partial(lease_signals, store.db),
+            presence=Presence(store.db, instance),
         )
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
         forwarder = InvocationForwarder(  # a game's invoke reaches the storyteller's daemon

@@ -30,6 +30,7 @@ from storyteller_daemon.storage.models.cluster import ClusterInstanceRow, Storyt
 from storyteller_daemon.storage.models.storytellers import StorytellerRow
 from storyteller_daemon.storage.models.work import WorkRow
 from storyteller_daemon.storage.notifications import notify
+from storyteller_daemon.storage.presence import departed
 from storyteller_daemon.storage.storytellers import as_utc
 
 _CHUNK = 500  # (id, token) pairs per IN (...) list
@@ -134,6 +135,25 @@ class LeaseRepository:
             return int(
                 await session.scalar(select(func.count()).select_from(StorytellerLeaseRow)) or 0
             )
+
+    async def free_departed(self, instance: str) -> list[str]:
+        """Free the leases of the daemons other than `instance` that died (their presence
+        lock is free: `storage.presence`) and forget them; return their names."""
+        async with self._db.session() as session:
+            others = await session.scalars(
+                select(ClusterInstanceRow.name).where(ClusterInstanceRow.name != instance)
+            )
+            gone = await departed(session, list(others))
+            if gone:
+                await session.execute(
+                    update(StorytellerLeaseRow)
+                    .where(StorytellerLeaseRow.owner.in_(gone))
+                    .values(owner=None, expires_at=None)
+                )
+                await session.execute(
+                    delete(ClusterInstanceRow).where(ClusterInstanceRow.name.in_(gone))
+                )
+            return gone
 
     async def live_instances(self) -> list[str]:
         """The daemons whose last renewal has not expired, by name."""

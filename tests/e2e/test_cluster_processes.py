@@ -1,6 +1,6 @@
 """Two real `storyteller run` processes sharing the suite's PostgreSQL: they split the
-storytellers; after ``kill -9`` of one the other takes its storytellers over once their leases
-expire, and after a SIGTERM at its next renewal; one frozen with SIGSTOP past its leases loses
+storytellers; after ``kill -9`` of one the other takes its storytellers over at its next renewal
+(the dead daemon's presence lock is gone with its session), and after a SIGTERM at once; one frozen with SIGSTOP past its leases loses
 them, and once resumed holds none of its old tokens and gets a new share. Real processes on
 real time: the waits are bounded polls of the database, and the hand-over times are measured."""
 
@@ -93,10 +93,12 @@ async def test_kill_9_and_sigterm_hand_the_storytellers_over(tmp_path: Path, pg_
     with _daemon(tmp_path, pg_url, "st-1") as first, _daemon(tmp_path, pg_url, "st-2") as second:
         await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)
 
-        first.kill()  # kill -9: no release, the leases must expire
-        # How fast is `bench cluster`'s to measure; here, that it happens at all.
+        first.kill()  # kill -9: no release; its session, and with it its presence, ends
+        # How fast is `bench cluster`'s to measure; here, that it happens at all, and how.
         status, _ = await _until(pg_url, lambda s: _held(s) == {"st-2": STORYTELLERS}, 60)
         assert status.unowned == 0
+        log = (tmp_path / "st-2.log").read_text(encoding="utf-8")
+        assert "cluster: daemons ['st-1'] died; their storytellers are free" in log
 
         with _daemon(tmp_path, pg_url, "st-1") as again:
             await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)

@@ -6,13 +6,16 @@ the live daemons it releases the excess so a newcomer can take them, below it ta
 expired leases. A daemon that says it is alive but has kept no lease for a lease span is not
 counted in the share (`LeaseStore.sharing_instances`), so what it lost is taken.
 
-A renewal that fails (the database is unreachable) gives every lease up at once: the daemon
-stops writing for storytellers it may no longer own, and joins again as a newcomer (taking them
-with new fencing tokens) once the database answers; so does a daemon whose leases were all
-taken over. On a clean stop it releases everything and leaves, so the others take its
-storytellers at their next renewal instead of waiting for the leases to expire. Listeners hear
-each change of the held set (the settings watch re-routes). Taking a lease over from a daemon
-that still renews its presence (it hangs, or its database link fails for leases only) raises a
+A renewal that fails (the database is unreachable) keeps the leases while they have time for
+another try; once they may run out first it gives every lease up: the daemon stops writing for
+storytellers it may no longer own, and joins again as a newcomer (taking them with new fencing
+tokens) once the database answers; so does a daemon whose leases were all taken over. On a
+clean stop it releases everything and leaves, so the others take its storytellers at once
+instead of waiting for the leases to expire. A daemon that dies outright is seen gone at the
+others' next renewal: its presence lock, held by the database for as long as its process
+lives, is free (`storage.presence`), and its leases are freed. Listeners hear each change of
+the held set (the settings watch re-routes). Taking a lease over from a daemon that still
+renews its presence (it hangs, or its database link fails for leases only) raises a
 ``lease_takeover`` alert.
 """
 
@@ -27,7 +30,7 @@ from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.domain.cluster import fair_share
-from storyteller_daemon.runtime.cluster.ports import LeaseSignals, LeaseStore
+from storyteller_daemon.runtime.cluster.ports import LeaseSignals, LeaseStore, PresenceLock
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,9 @@ class LeaseKeeper:
         alerts: where a takeover from a live-looking daemon is alerted (None: only logged).
         signals: word of other daemons joining, releasing or leaving, which starts a renewal
             at once (None: only every ``renew_seconds``).
+        presence: this daemon's presence lock, held from the start to the stop; each renewal
+            frees at once the leases of daemons whose presence is gone (None: a dead daemon's
+            leases are free when they expire).
     """
 
     def __init__(
@@ -54,8 +60,10 @@ class LeaseKeeper:
         *,
         alerts: AlertSink | None = None,
         signals: LeaseSignals | None = None,
+        presence: PresenceLock | None = None,
     ) -> None:
         self._leases = leases
+        self._presence = presence
         self._signals = signals
         self._woken = asyncio.Event()
         self._alerts = alerts
@@ -102,7 +110,11 @@ class LeaseKeeper:
         Raises:
             ConfigError: a live daemon already runs under this name (``cluster.instance``).
         """
-        await self._leases.join(self.instance, self._cfg.lease_seconds, first=True)
+        if self._presence is not None:
+            await self._presence.hold()  # refuses a name a live daemon holds
+        # Without a presence lock, a name whose daemon renewed recently may be a live one's.
+        first = self._presence is None
+        await self._leases.join(self.instance, self._cfg.lease_seconds, first=first)
         await self.tick()
 
     def wake(self, by: str) -> None:
@@ -158,6 +170,8 @@ class LeaseKeeper:
     async def _renew_and_even_out(self) -> None:
         lease = self._cfg.lease_seconds
         started = self._clock.monotonic()  # every lease held after this tick runs out later
+        if self._presence is not None:
+            await self._presence.hold()  # again, if its connection broke
         if self._rejoin:
             await self._leases.join(self.instance, lease)
             self._rejoin = False
@@ -172,6 +186,10 @@ class LeaseKeeper:
             if not kept:  # all taken over (it was paused, say): join again as a newcomer
                 await self._leases.join(self.instance, lease)
         total = await self._leases.sync()
+        if self._presence is not None:
+            gone = await self._leases.free_departed(self.instance)
+            if gone:
+                log.warning("cluster: daemons %s died; their storytellers are free", gone)
         sharing = await self._leases.sharing_instances(lease)
         share = fair_share(total, len(set(sharing) | {self.instance}))
         if len(self._held) > share:
@@ -222,6 +240,9 @@ class LeaseKeeper:
             log.warning("cluster: could not release the leases on stop: %s", type(exc).__name__)
         else:
             log.info("cluster: released %d storytellers and left", len(held))
+        if self._presence is not None:
+            with contextlib.suppress(Exception):  # its session ends with the process anyway
+                await self._presence.release()
 
     async def wait_ticks(self, count: int) -> None:
         """Return once `count` renewals have been tried in all (tests)."""

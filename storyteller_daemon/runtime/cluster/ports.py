@@ -1,5 +1,6 @@
-"""What the lease keeper needs from storage: the lease repository (`storage.leases`), and
-word of other daemons' lease changes (`LeaseSignals`)."""
+"""What the lease keeper needs from storage: the lease repository (`storage.leases`), the
+daemon's presence lock (`PresenceLock`), and word of other daemons' lease changes
+(`LeaseSignals`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,20 @@ from typing import Protocol
 LeaseSignals = Callable[[Callable[[str], None]], AbstractAsyncContextManager[None]]
 """Listens, while inside, for daemons that join, release or leave, calling back with the name
 of each (`storage.lease_signals.lease_signals` over the database)."""
+
+
+class PresenceLock(Protocol):
+    """This daemon's presence, held by the database for as long as the process lives
+    (`storage.presence.Presence`)."""
+
+    async def hold(self) -> None:
+        """Hold it (again, after its connection broke); `ConfigError` if another process
+        holds the name."""
+        ...
+
+    async def release(self) -> None:
+        """Give it up (a clean stop)."""
+        ...
 
 
 class LeaseStore(Protocol):
@@ -30,6 +45,11 @@ class LeaseStore(Protocol):
 
     async def sync(self) -> int:
         """Give every storyteller a lease row; return how many storytellers there are."""
+        ...
+
+    async def free_departed(self, instance: str) -> list[str]:
+        """Free the leases of the other daemons that died (their presence is gone) and
+        forget them; return their names."""
         ...
 
     async def sharing_instances(self, lease_seconds: float) -> list[str]:
