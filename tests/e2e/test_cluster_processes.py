@@ -1,8 +1,9 @@
 """Two real `storyteller run` processes sharing the suite's PostgreSQL: they split the
-storytellers; after ``kill -9`` of one the other takes its storytellers over at its next renewal
-(the dead daemon's presence lock is gone with its session), and after a SIGTERM at once; one frozen with SIGSTOP past its leases loses
-them, and once resumed holds none of its old tokens and gets a new share. Real processes on
-real time: the waits are bounded polls of the database, and the hand-over times are measured."""
+storytellers; after ``kill -9`` of one the other takes its storytellers over at its next
+renewal (the dead daemon's presence lock is gone with its session), and after a SIGTERM at
+once; one frozen with SIGSTOP past its leases loses them, and once resumed holds none of its
+old tokens and gets a new share. Real processes on real time: the waits are bounded polls of
+the database, and the hand-over times are measured."""
 
 from __future__ import annotations
 
