@@ -150,12 +150,14 @@ def role_url(url: str, role: str | None) -> str:
 
 
 async def connect(url: str) -> Any:
-    """A plain asyncpg connection to the database of a ``postgresql+asyncpg://`` URL."""
-    return await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    """A small asyncpg pool on the database of a ``postgresql+asyncpg://`` URL: the benchmark
+    and every game side's prog check ask it at once."""
+    plain = url.replace("postgresql+asyncpg://", "postgresql://", 1)
+    return await asyncpg.create_pool(plain, min_size=1, max_size=4)
 
 
 async def fill(
-    store: Store, conn: Any, *, storytellers: int, rooms: list[int], instances: list[str]
+    store: Store, pool: Any, *, storytellers: int, rooms: list[int], instances: list[str]
 ) -> tuple[dict[int, int], bool]:
     """Migrate, add the storytellers (round robin over `rooms`, one each), and, where the
     database allows, a login role per instance and the audit trigger.
@@ -186,11 +188,11 @@ async def fill(
         assert st.id is not None
         room_of[st.id] = room
     try:
-        async with conn.transaction():
+        async with pool.acquire() as one, one.transaction():
             for name in instances:
-                await conn.execute(f'CREATE ROLE "{name}" LOGIN SUPERUSER')
+                await one.execute(f'CREATE ROLE "{name}" LOGIN SUPERUSER')
             for statement in _AUDIT:
-                await conn.execute(statement)
+                await one.execute(statement)
     except asyncpg.PostgresError:  # no right to make roles: the daemons use the URL's user
         return room_of, False
     return room_of, True

@@ -13,7 +13,7 @@ The fence that guards writes with these leases is in `storage.fence`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 
 from sqlalchemy import delete, func, or_, select, tuple_, update
@@ -306,18 +306,22 @@ class LeaseRepository:
             return False
         return True
 
-    async def holders(self) -> dict[int, tuple[str | None, int]]:
-        """Storyteller id → (the daemon holding its unexpired lease or None, token)."""
+    async def holders(
+        self, only: Collection[int] | None = None
+    ) -> dict[int, tuple[str | None, int]]:
+        """Storyteller id → (the daemon holding its unexpired lease or None, token), of every
+        storyteller or of `only` these."""
         now = self._clock.now()
+        query = select(
+            StorytellerLeaseRow.storyteller_id,
+            StorytellerLeaseRow.owner,
+            StorytellerLeaseRow.expires_at,
+            StorytellerLeaseRow.token,
+        )
+        if only is not None:
+            query = query.where(StorytellerLeaseRow.storyteller_id.in_(list(only)))
         async with self._db.session() as session:
-            rows = await session.execute(
-                select(
-                    StorytellerLeaseRow.storyteller_id,
-                    StorytellerLeaseRow.owner,
-                    StorytellerLeaseRow.expires_at,
-                    StorytellerLeaseRow.token,
-                )
-            )
+            rows = await session.execute(query)
             return {
                 int(sid): (
                     owner

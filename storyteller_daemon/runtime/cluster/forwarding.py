@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -54,8 +54,8 @@ class Storytellers(Protocol):
         ...
 
 
-Holders = Callable[[], Awaitable[Mapping[int, tuple[str | None, int]]]]
-"""Storyteller id → the daemon holding its lease (None: none) and the token
+Holders = Callable[[Collection[int]], Awaitable[Mapping[int, tuple[str | None, int]]]]
+"""Of these storytellers: id → the daemon holding its lease (None: none) and the token
 (`LeaseRepository.holders`)."""
 
 WAITING_REQUESTS = 100
@@ -116,7 +116,7 @@ class InvocationForwarder:
             return None
         if storyteller.id is None:
             return None
-        owner, _token = (await self._holders()).get(storyteller.id, (None, 0))
+        owner, _token = (await self._holders((storyteller.id,))).get(storyteller.id, (None, 0))
         if owner is None or owner == self.instance:
             return _not_running(
                 invocation,
