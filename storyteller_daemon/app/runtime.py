@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Coroutine, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from storyteller_daemon.alerts import Alerts
@@ -68,6 +68,8 @@ class Runtime:
     """The log's per-minute summaries (None when the caller observes the pipeline itself)."""
     leases: LeaseKeeper | None = None
     """The storyteller leases of a daemon of a cluster (None: not clustered)."""
+    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Closed after the store (a cluster daemon's lease connections)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the daemon, alert delivery and the HTTP listener (if enabled) until `stop`."""
@@ -168,6 +170,8 @@ class Runtime:
         await close_if_closable(self.choice.model)
         await close_if_closable(self.world)
         await self.store.close()
+        for close in self.closing:
+            await close()
 
 
 async def _logged(name: str, work: Coroutine[Any, Any, None]) -> None:

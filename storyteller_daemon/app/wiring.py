@@ -70,8 +70,10 @@ from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
+from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
+from storyteller_daemon.storage.leases import LeaseRepository
 from storyteller_daemon.storage.presence import Presence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
@@ -81,6 +83,8 @@ from world_adapter.protocol import WorldClient
 
 log = logging.getLogger(__package__)
 
+LEASE_CONNECTIONS = 3
+"""A cluster daemon's connections for its leases: its presence lock's, and two for renewals."""
 DASHBOARD_KEEPALIVE_SECONDS = 15.0
 """A live timeline with nothing new is sent a keep-alive this often (runs wake it at once)."""
 
@@ -123,18 +127,26 @@ async def build_runtime(
     await store.db.require_current()
     check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
-    keeper = forwarder = cursor_key = None
+    keeper = forwarder = cursor_key = lease_db = None
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
         cursor_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
+        # The leases are kept on connections of their own: a renewal never queues for one
+        # behind the storytellers' work, however busy this daemon is.
+        lease_db = Database(
+            store.db.url,
+            idle_in_transaction_seconds=max(cfg.cluster.lease_seconds, 5.0),
+            pool_size=LEASE_CONNECTIONS,
+        )
         keeper = LeaseKeeper(
-            stamped.leases,
+            LeaseRepository(lease_db, clock),
             cfg.cluster,
             instance,
             clock,
             alerts=alerts,
             signals=functools.partial(lease_signals, store.db),
-            presence=Presence(store.db, instance),
+            presence=Presence(lease_db, instance),
+            checks=stamped.leases,
         )
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
         forwarder = InvocationForwarder(  # a game's invoke reaches the storyteller's daemon
@@ -344,6 +356,8 @@ async def build_runtime(
     runtime.budget, runtime.recorder = budget, recorder
     runtime.reflection = reflection
     runtime.leases = keeper
+    if lease_db is not None:
+        runtime.closing.append(lease_db.close)
     return runtime
 
 

@@ -97,11 +97,13 @@ def create_engine(
     busy_timeout_ms: int = 15_000,
     opened: set[Any] | None = None,
     idle_in_transaction_seconds: float | None = None,
+    pool_size: int | None = None,
 ) -> AsyncEngine:
     """Create an async engine with the right per-dialect settings.
 
     `opened` collects the driver connections of a SQLite engine, so `Database.close` can end
-    any that a cancelled task left checked out (holding the file's write lock).
+    any that a cancelled task left checked out (holding the file's write lock). `pool_size`:
+    the PostgreSQL connections kept, and no more (default: SQLAlchemy's pool).
     """
     url = normalise_url(url)
     parsed = make_url(url)
@@ -121,15 +123,18 @@ def create_engine(
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
         event.listen(engine.sync_engine, "begin", _begin)
         return engine
+    pool: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
     if idle_in_transaction_seconds is None:
-        return create_async_engine(url, pool_pre_ping=True)
+        return create_async_engine(url, pool_pre_ping=True, **pool)
     # A process frozen (or cut off) inside a transaction keeps its row locks until the server
     # ends its session: after this long, so the others can take its leases over. A statement
     # of such a process still waiting for a lock gives up after as long, and its transaction
     # is then idle and ended the same way.
     idle = str(max(1, round(idle_in_transaction_seconds * 1000)))
     settings = {"idle_in_transaction_session_timeout": idle, "lock_timeout": idle}
-    return create_async_engine(url, pool_pre_ping=True, connect_args={"server_settings": settings})
+    return create_async_engine(
+        url, pool_pre_ping=True, connect_args={"server_settings": settings}, **pool
+    )
 
 
 def _remember(opened: set[Any], connection: Any) -> None:
@@ -168,6 +173,7 @@ class Database:
         *,
         busy_timeout_ms: int = 15_000,
         idle_in_transaction_seconds: float | None = None,
+        pool_size: int | None = None,
     ) -> None:
         self.url = normalise_url(url)
         # Strong references: a connection a cancelled task dropped is otherwise collected while
@@ -178,6 +184,7 @@ class Database:
             busy_timeout_ms=busy_timeout_ms,
             opened=self._opened,
             idle_in_transaction_seconds=idle_in_transaction_seconds,
+            pool_size=pool_size,
         )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._readers = self.engine.execution_options(**{READING: True})

@@ -286,3 +286,41 @@ async def test_a_second_daemon_under_a_live_name_is_refused_until_the_name_expir
     await clock.advance(CFG.lease_seconds + 1)  # the first was killed: its name expires
     await twin.start()
     assert len(twin.held) == 2
+
+
+class _SlowBeat:
+    """The real lease repository, whose presence beat waits until let go."""
+
+    def __init__(self, leases: Any) -> None:
+        self._leases = leases
+        self.held_up = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._leases, name)
+
+    async def beat(self, instance: str, lease_seconds: float) -> None:
+        self.held_up.set()
+        await self.go.wait()
+        await self._leases.beat(instance, lease_seconds)
+
+
+async def test_a_renewal_slower_than_the_interval_is_logged(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    await _storytellers(store, 2)
+    slow = _SlowBeat(store.stamped_by(clock).leases)
+    keeper = LeaseKeeper(slow, CFG, "a", clock)
+    slow.go.set()
+    await keeper.start()
+    slow.go.clear()
+    slow.held_up.clear()
+    tick = asyncio.create_task(keeper.tick())
+    await asyncio.wait_for(slow.held_up.wait(), 5)
+    await clock.advance(CFG.renew_seconds + 1)  # the database, or the daemon, is slow
+    slow.go.set()
+    await asyncio.wait_for(tick, 5)
+    assert "cluster: a renewal took 3.0 s, longer than renew_seconds (2.0 s)" in caplog.text
+    await keeper.tick()  # on time
+    assert caplog.text.count("a renewal took") == 1

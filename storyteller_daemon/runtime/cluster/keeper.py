@@ -49,6 +49,8 @@ class LeaseKeeper:
         presence: this daemon's presence lock, held from the start to the stop; each renewal
             frees at once the leases of daemons whose presence is gone (None: a dead daemon's
             leases are free when they expire).
+        checks: where `holds_now` asks before each prog call (default: `leases`; a daemon
+            keeps its leases on connections of their own, which these checks must not crowd).
     """
 
     def __init__(
@@ -61,8 +63,10 @@ class LeaseKeeper:
         alerts: AlertSink | None = None,
         signals: LeaseSignals | None = None,
         presence: PresenceLock | None = None,
+        checks: LeaseStore | None = None,
     ) -> None:
         self._leases = leases
+        self._checks = checks or leases
         self._presence = presence
         self._signals = signals
         self._woken = asyncio.Event()
@@ -98,7 +102,7 @@ class LeaseKeeper:
         token = self._held.get(storyteller_id)
         if token is None:
             return False
-        return await self._leases.holds(self.instance, storyteller_id, token)
+        return await self._checks.holds(self.instance, storyteller_id, token)
 
     def listen(self, changed: Callable[[], None]) -> None:
         """Call `changed` whenever the held set changes (quick: it must not wait)."""
@@ -137,6 +141,7 @@ class LeaseKeeper:
     async def tick(self) -> None:
         """One renewal: alive, renew, then release the excess or take up to the fair share."""
         before = set(self._held)
+        began = self._clock.monotonic()
         try:
             await self._renew_and_even_out()
         except Exception as exc:  # the database did not answer (or chose this one to undo)
@@ -161,6 +166,16 @@ class LeaseKeeper:
                 self._rejoin = True
         else:
             self.renewals += 1
+        took = self._clock.monotonic() - began
+        if took > self._cfg.renew_seconds:
+            log.warning(
+                "cluster: a renewal took %.1f s, longer than renew_seconds (%s s): the database "
+                "or this daemon is slow, and leases not renewed within lease_seconds (%s s) "
+                "are taken over",
+                took,
+                self._cfg.renew_seconds,
+                self._cfg.lease_seconds,
+            )
         if set(self._held) != before:
             for changed in self._listeners:
                 changed()
