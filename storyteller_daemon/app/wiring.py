@@ -16,8 +16,10 @@ import functools
 import logging
 import os
 import socket
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.breaker import CircuitBreaker
@@ -50,9 +52,7 @@ from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
 from storyteller_daemon.runtime.game_admin import GameAdmin
-from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
@@ -73,9 +73,11 @@ from storyteller_daemon.storage.cluster_messages import cluster_messages, send_m
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.store import Store
-from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
+
+if TYPE_CHECKING:
+    from world_adapter.bridge.client import BridgeWorldClient
 
 log = logging.getLogger(__package__)
 
@@ -295,12 +297,16 @@ async def build_runtime(
     )
     if keeper is not None:
         keeper.listen(daemon.watch.poll_now)
-    if admin_cli is not None and isinstance(world, BridgeWorldClient):
-        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
+    bridged = _bridge_client(world)
+    if admin_cli is not None and bridged is not None:
+        bridged.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
-    if cfg.http.enabled:
+    if cfg.http.enabled:  # its modules (aiohttp's server, jinja2) are imported only for it
+        from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
+        from storyteller_daemon.runtime.health.server import HealthServer
+
         dashboard = None
         if cfg.http.dashboard:
             feed = RunFeed(poll_seconds=DASHBOARD_KEEPALIVE_SECONDS)
@@ -342,19 +348,25 @@ async def build_runtime(
     return runtime
 
 
+def _bridge_client(world: WorldClient) -> BridgeWorldClient | None:
+    """`world` if it is a bridged game's client. The client's module (and aiohttp) is looked
+    up, not imported: a world of another kind does not load it, and no client exists without
+    it."""
+    client = sys.modules.get("world_adapter.bridge.client")
+    return world if client is not None and isinstance(world, client.BridgeWorldClient) else None
+
+
 def _invocation_channel(world: WorldClient) -> InvocationChannel | None:
     """The bridge client, which carries the game's invocations (None for other worlds)."""
-    from world_adapter.bridge.client import BridgeWorldClient
-
-    return world if isinstance(world, BridgeWorldClient) else None
+    return _bridge_client(world)
 
 
 def _stream_activity(world: WorldClient) -> Callable[[], int] | None:
-    """The bridge's frame and reconnect count, for the intake watchdog (None for other worlds)."""
-    from world_adapter.bridge.connection import BridgeStats
-
+    """The bridge's frame and reconnect count, for the intake watchdog (None for other worlds;
+    the bridge's module is looked up, not imported, as in `_bridge_client`)."""
+    connection = sys.modules.get("world_adapter.bridge.connection")
     stats = getattr(world, "stats", None)
-    if not isinstance(stats, BridgeStats):
+    if connection is None or not isinstance(stats, connection.BridgeStats):
         return None
     return lambda: stats.activity
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -52,6 +53,22 @@ async def run(
     ] = None,
 ) -> None:
     """Run the storyteller daemon against the configured world until SIGINT/SIGTERM."""
+    # Start-up builds ~170,000 objects (modules, classes, the storytellers) that all live on;
+    # the cyclic garbage collector would scan them again and again while they are made (a
+    # third of the CPU time to ready). It runs again once the daemon is ready.
+    gc.disable()
+    try:
+        await _run(ctx, seconds)
+    finally:
+        gc.enable()
+
+
+async def _collect_once_ready(ready: asyncio.Event) -> None:
+    await ready.wait()
+    gc.enable()
+
+
+async def _run(ctx: typer.Context, seconds: float | None) -> None:
     from storyteller_daemon.alerts.crash_loop import check_crash_loop
     from storyteller_daemon.app import build_alerts, build_runtime, start_history
     from storyteller_daemon.app.logs import configure_logging
@@ -78,6 +95,7 @@ async def run(
     notifier = SystemdNotifier.from_environ(os.environ)
     log = logging.getLogger("storyteller")
     stop = asyncio.Event()
+    collecting = asyncio.create_task(_collect_once_ready(runtime.daemon.ready), name="gc-on-ready")
     try:
         with stop_on_signals(stop):
             log.info("model: %s; world: %s", runtime.choice.description, cfg.world.kind)
@@ -95,5 +113,6 @@ async def run(
             if timer is not None:
                 timer.cancel()
     finally:
+        collecting.cancel()
         await runtime.close()
     log.info("stopped cleanly")
