@@ -303,12 +303,18 @@ async def build_runtime(
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
-    if cfg.http.enabled:  # its modules (aiohttp's server, jinja2) are imported only for it
-        from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
+    if cfg.http.enabled:  # the listener's modules (aiohttp's server) only for a listener
         from storyteller_daemon.runtime.health.server import HealthServer
 
         dashboard = None
-        if cfg.http.dashboard:
+        if cfg.http.dashboard:  # and the dashboard's (jinja2) only for the dashboard
+            from storyteller_daemon.runtime.dashboard import (
+                Controls,
+                Dashboard,
+                DashboardData,
+                RunFeed,
+            )
+
             feed = RunFeed(poll_seconds=DASHBOARD_KEEPALIVE_SECONDS)
             recorder.listen(feed.stored)
             controls = Controls(cfg.policy, policy.kill_file)

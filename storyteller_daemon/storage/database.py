@@ -13,14 +13,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -33,6 +28,10 @@ from sqlalchemy.ext.asyncio import (
 
 from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
+from storyteller_daemon.storage.revisions import shipped_head
+
+if TYPE_CHECKING:  # alembic is imported where it works: a current database needs none of it
+    from alembic.config import Config as AlembicConfig
 
 MIGRATIONS_DIR = bundled_dir("migrations")
 
@@ -289,12 +288,16 @@ class Database:
     # ------------------------------------------------------------------ migrations
 
     def _alembic_config(self) -> AlembicConfig:
+        from alembic.config import Config as AlembicConfig
+
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         return cfg
 
     async def _run_alembic(self, fn: Any, *args: Any) -> None:
+        from alembic.util.exc import CommandError
+
         cfg = self._alembic_config()
 
         def run(sync_conn: Connection) -> None:
@@ -311,18 +314,25 @@ class Database:
 
     async def upgrade(self, revision: str = "head") -> None:
         """Apply migrations up to `revision`."""
+        from alembic import command
+
         await self._run_alembic(command.upgrade, revision)
 
     async def downgrade(self, revision: str) -> None:
         """Revert migrations down to `revision` (``base`` removes everything)."""
+        from alembic import command
+
         await self._run_alembic(command.downgrade, revision)
 
     def head_revision(self) -> str | None:
         """The newest migration this code ships."""
+        from alembic.script import ScriptDirectory
+
         return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
 
     async def current_revision(self) -> str | None:
         """The revision the database is at (None for an empty database)."""
+        from alembic.runtime.migration import MigrationContext
 
         def read(sync_conn: Connection) -> str | None:
             return MigrationContext.configure(sync_conn).get_current_revision()
@@ -334,10 +344,27 @@ class Database:
             raise StorageError(f"cannot reach the database: {exc}") from exc
 
     async def require_current(self) -> None:
-        """Raise `NotMigratedError` unless the schema is at the head revision."""
+        """Raise `NotMigratedError` unless the schema is at the head revision.
+
+        The usual answer, current, is read without alembic: the database's one recorded
+        revision is the shipped migrations' head (`revisions.shipped_head`). Any other answer
+        is alembic's."""
+        head = shipped_head(MIGRATIONS_DIR)
+        if head is not None and await self._recorded_revisions() == [head]:
+            return
         current, head = await self.current_revision(), self.head_revision()
         if current != head:
             raise NotMigratedError(
                 f"database is at revision {current or 'none'} but this version needs {head}; "
                 "run `storyteller db upgrade`"
             )
+
+    async def _recorded_revisions(self) -> list[str]:
+        """The revisions alembic recorded in the database; none when it cannot be read (no
+        table yet: alembic's own check then says what is wrong)."""
+        try:
+            async with self.reading() as conn:
+                rows = await conn.execute(text("SELECT version_num FROM alembic_version"))
+                return [str(row[0]) for row in rows]
+        except StorageError:
+            return []

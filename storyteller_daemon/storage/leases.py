@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from sqlalchemy import Insert, delete, func, or_, select, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -349,6 +348,8 @@ class LeaseRepository:
 
 def _insert_new(dialect: str) -> Insert:
     """An insert of lease rows that skips a storyteller another daemon gave one meanwhile."""
-    if dialect == "postgresql":
+    if dialect == "postgresql":  # its dialect's module only there: a SQLite daemon needs none
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
         return pg_insert(StorytellerLeaseRow).on_conflict_do_nothing()
     return sqlite_insert(StorytellerLeaseRow).on_conflict_do_nothing()

@@ -1,0 +1,101 @@
+"""`storyteller run` loads only what its configuration uses: a daemon of the sim world with the
+offline stand-in, no listener and no webhook reaches READY=1 and stops without importing the
+heavy libraries it does not use (together they were most of its CPU time to ready)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storyteller_daemon.bench.ready import fill
+
+NOT_USED = (
+    "openai",  # the offline stand-in needs no SDK
+    "aiohttp",  # no listener, no webhook, no bridged game
+    "prometheus_client",  # no /metrics
+    "jinja2",  # no dashboard
+    "alembic",  # a current database is checked without it
+    "mako",
+    "sqlalchemy.dialects.postgresql",  # SQLite
+    "asyncpg",
+    "lxml",
+    "mcp",
+)
+"""Libraries this daemon has no use for, each costing tens of milliseconds or more to import."""
+
+PROBE = f"""
+import json, sys
+from storyteller_daemon.cli import main
+config = sys.argv[1]
+sys.argv = ["storyteller", "--config", config, "run", "--seconds", "0"]
+code = 0
+try:
+    main()
+except SystemExit as done:
+    code = done.code
+print(json.dumps({{"code": code, "loaded": [m for m in {NOT_USED!r} if m in sys.modules]}}))
+"""
+"""Runs the daemon to READY=1 and at once stops it, then names what it had imported."""
+
+
+def _start_once(tmp_path: Path, sections: str) -> tuple[str, dict[str, object]]:
+    url = asyncio.run(fill(tmp_path / "ready.db", storytellers=4, memories=40))
+    config = tmp_path / "storyteller.toml"
+    config.write_text(
+        f'[database]\nurl = "{url}"\n\n[model]\noffline_when_no_key = true\n\n'
+        f'[world]\nkind = "sim"\n\n[logging]\nlevel = "WARNING"\n\n{sections}',
+        encoding="utf-8",
+    )
+    address = f"@storyteller-start-{uuid.uuid4().hex}"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["NOTIFY_SOCKET"] = address
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as manager:
+        manager.bind("\0" + address[1:])
+        manager.settimeout(60)
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, str(config)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        ready = manager.recv(4096).decode()
+    return ready, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_sim_daemon_without_listener_or_webhook_imports_none_of_them(tmp_path: Path) -> None:
+    ready, seen = _start_once(tmp_path, "")
+    assert ready.startswith("READY=1\nSTATUS=ready: 4 storytellers;")
+    assert seen == {"code": 0, "loaded": []}
+
+
+@pytest.mark.parametrize(
+    ("sections", "loaded"),
+    [
+        pytest.param(
+            "[http]\nenabled = true\nport = 0\n",
+            ["aiohttp", "prometheus_client", "jinja2"],
+            id="listener and dashboard",
+        ),
+        pytest.param(
+            "[http]\nenabled = true\nport = 0\ndashboard = false\n",
+            ["aiohttp", "prometheus_client"],
+            id="listener alone",
+        ),
+    ],
+)
+def test_what_the_configuration_uses_is_imported(
+    tmp_path: Path, sections: str, loaded: list[str]
+) -> None:
+    ready, seen = _start_once(tmp_path, sections)
+    assert ready.startswith("READY=1")
+    assert seen == {"code": 0, "loaded": loaded}
