@@ -46,20 +46,25 @@ print(json.dumps({{"code": code, "loaded": [m for m in {NOT_USED!r} if m in sys.
 """Runs the daemon to READY=1 and at once stops it, then names what it had imported."""
 
 
-def _start_once(tmp_path: Path, sections: str) -> tuple[str, dict[str, object]]:
+def _start_once(
+    tmp_path: Path, sections: str = "", model: str = "", world: str = "", key: str | None = None
+) -> tuple[str, dict[str, object]]:
+    """Start the daemon as PROBE does over a small filled database; what it told systemd
+    first, and its exit code and the unused libraries it had imported."""
     url = asyncio.run(fill(tmp_path / "ready.db", storytellers=4, memories=40))
     config = tmp_path / "storyteller.toml"
     config.write_text(
-        f'[database]\nurl = "{url}"\n\n[model]\noffline_when_no_key = true\n\n'
-        f'[world]\nkind = "sim"\n\n[logging]\nlevel = "WARNING"\n\n{sections}',
+        f'[database]\nurl = "{url}"\n\n[model]\noffline_when_no_key = true\n{model}\n'
+        f'[world]\nkind = "sim"\n{world}\n[logging]\nlevel = "WARNING"\n\n{sections}',
         encoding="utf-8",
     )
     address = f"@storyteller-start-{uuid.uuid4().hex}"
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env["NOTIFY_SOCKET"] = address
+    if key is not None:
+        env["STORYTELLER_TEST_START_KEY"] = key
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as manager:
         manager.bind("\0" + address[1:])
-        manager.settimeout(60)
         done = subprocess.run(
             [sys.executable, "-c", PROBE, str(config)],
             env=env,
@@ -67,14 +72,27 @@ def _start_once(tmp_path: Path, sections: str) -> tuple[str, dict[str, object]]:
             text=True,
             timeout=120,
         )
-        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        assert seen["code"] == 0, done.stderr
+        manager.settimeout(5)  # the daemon has exited: what it sent is waiting
         ready = manager.recv(4096).decode()
-    return ready, json.loads(done.stdout.strip().splitlines()[-1])
+    return ready, seen
 
 
 def test_a_sim_daemon_without_listener_or_webhook_imports_none_of_them(tmp_path: Path) -> None:
     ready, seen = _start_once(tmp_path, "")
     assert ready.startswith("READY=1\nSTATUS=ready: 4 storytellers;")
+    assert seen == {"code": 0, "loaded": []}
+
+
+def test_a_daemon_with_a_model_key_imports_the_sdk_only_for_a_request(tmp_path: Path) -> None:
+    ready, seen = _start_once(  # no events, so no request: the endpoint is never called
+        tmp_path,
+        model='api_key_env = "STORYTELLER_TEST_START_KEY"\nbase_url = "http://127.0.0.1:9/v1"\n',
+        world="sim_activity = false\n",
+        key="sk-never-sent",
+    )
+    assert ready.startswith("READY=1")
     assert seen == {"code": 0, "loaded": []}
 
 
