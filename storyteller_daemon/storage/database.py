@@ -360,11 +360,17 @@ class Database:
             )
 
     async def _recorded_revisions(self) -> list[str]:
-        """The revisions alembic recorded in the database; none when it cannot be read (no
-        table yet: alembic's own check then says what is wrong)."""
+        """The revisions alembic recorded in the database; none when they cannot be read (no
+        table yet: alembic's own check then says what is wrong).
+
+        Raises:
+            StorageError: the database server cannot be reached (as `current_revision`).
+        """
         try:
             async with self.reading() as conn:
                 rows = await conn.execute(text("SELECT version_num FROM alembic_version"))
                 return [str(row[0]) for row in rows]
+        except OSError as exc:  # `reading` translates the driver's errors, not the network's
+            raise StorageError(f"cannot reach the database: {exc}") from exc
         except StorageError:
             return []
