@@ -15,11 +15,14 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from storyteller_daemon.alerts.discord import DiscordWebhookSink
 from storyteller_daemon.alerts.log_forward import forwarding_errors
 from storyteller_daemon.alerts.sink import AlertSink, FanOutSink, LogAlertSink, Severity
 from storyteller_daemon.clock import Clock
+
+if TYPE_CHECKING:  # the Discord sink (and aiohttp) is imported only with a webhook
+    from storyteller_daemon.alerts.discord import DiscordWebhookSink
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,11 @@ from typing import Protocol, runtime_checkable
 
 from progs.types import ProgSignature
 from storyteller_daemon.agent.models.interface import Model
-from storyteller_daemon.alerts import Alerts, DiscordWebhookSink, webhook_url_problem
+from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.alerts.crash_loop import StartHistory
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import DEFAULT_ENDPOINT, Config, database_url, endpoint_of
 from storyteller_daemon.errors import ConfigError
-from storyteller_daemon.runtime.health import check_http_settings
 from storyteller_daemon.storage.store import Store
 from world_adapter.errors import WorldAdapterError
 from world_adapter.protocol import WorldClient
@@ -92,10 +91,8 @@ def _endpoint_model(
     timeout_seconds: float,
     max_retries: int,
 ) -> Model | str:
-    """The model talking to one endpoint, or what is missing to use it."""
-    from storyteller_daemon.agent.models.capabilities import capabilities_for
-    from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
-
+    """The model talking to one endpoint, or what is missing to use it (the OpenAI SDK is
+    imported only when the endpoint can be used: the offline stand-in does without it)."""
     key = environ.get(key_env, "").strip() if key_env else KEYLESS
     if not key:
         return f"{key_env} is not set"
@@ -105,6 +102,9 @@ def _endpoint_model(
         if not value:
             return f"{variable} (header {header}) is not set"
         sent[header] = value
+    from storyteller_daemon.agent.models.capabilities import capabilities_for
+    from storyteller_daemon.agent.models.openai_responses import OpenAIResponsesModel
+
     models = cfg.models
     return OpenAIResponsesModel(
         api_key=key,
@@ -237,7 +237,9 @@ def build_alerts(cfg: Config, clock: Clock, environ: Mapping[str, str] = os.envi
     url = environ.get(name, "").strip() if name else ""
     if name and not url:
         log.warning("%s is not set: alerts go to the log only", name)
-    if url:
+    if url:  # the Discord sink's module (aiohttp's client) only for a webhook
+        from storyteller_daemon.alerts.discord import DiscordWebhookSink, webhook_url_problem
+
         problem = webhook_url_problem(url)
         if problem is not None:
             raise ConfigError(
@@ -272,7 +274,10 @@ def http_token(cfg: Config, environ: Mapping[str, str] = os.environ) -> str:
         ConfigError: the listener would be reachable from other machines without a token.
     """
     token = environ.get(cfg.http.token_env, "").strip() if cfg.http.token_env else ""
-    check_http_settings(cfg.http, token)
+    if cfg.http.enabled:  # the listener's module (aiohttp's server) only for a listener
+        from storyteller_daemon.runtime.health.server import check_http_settings
+
+        check_http_settings(cfg.http, token)
     return token
 
 

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storyteller_daemon.alerts import Alerts
 from storyteller_daemon.app.adapters import ModelChoice, close_if_closable
@@ -25,7 +25,6 @@ from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.cluster import LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.pipeline import Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
 from storyteller_daemon.runtime.reflection import Reflection
@@ -37,6 +36,9 @@ from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.store import Store
 from world_adapter.errors import FatalStreamError, WorldAdapterError
 from world_adapter.protocol import WorldClient
+
+if TYPE_CHECKING:  # the listener (aiohttp's server) is imported only when configured
+    from storyteller_daemon.runtime.health.server import HealthServer
 
 log = logging.getLogger(__package__)
 

@@ -16,8 +16,10 @@ import functools
 import logging
 import os
 import socket
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from storyteller_daemon.agent.attention import AttentionOptions
 from storyteller_daemon.agent.models.breaker import CircuitBreaker
@@ -50,9 +52,7 @@ from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
 from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
-from storyteller_daemon.runtime.dashboard import Controls, Dashboard, DashboardData, RunFeed
 from storyteller_daemon.runtime.game_admin import GameAdmin
-from storyteller_daemon.runtime.health import HealthServer
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
 from storyteller_daemon.runtime.pipeline import Observer, Pipeline
 from storyteller_daemon.runtime.pipeline.observers import LoggingObserver
@@ -70,16 +70,16 @@ from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
 from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
-from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
-from storyteller_daemon.storage.leases import LeaseRepository
 from storyteller_daemon.storage.presence import Presence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
-from world_adapter.bridge.client import BridgeWorldClient
 from world_adapter.invocations import InvocationChannel
 from world_adapter.protocol import WorldClient
+
+if TYPE_CHECKING:
+    from world_adapter.bridge.client import BridgeWorldClient
 
 log = logging.getLogger(__package__)
 
@@ -127,25 +127,26 @@ async def build_runtime(
     await store.db.require_current()
     check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
-    keeper = forwarder = cursor_key = lease_db = None
+    keeper = forwarder = cursor_key = lease_store = None
     if cfg.cluster.enabled:
         instance = cfg.cluster.instance or socket.gethostname()
         cursor_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
         # The leases are kept on connections of their own: a renewal never queues for one
         # behind the storytellers' work, however busy this daemon is.
-        lease_db = Database(
+        lease_store = Store.open(
             store.db.url,
+            clock=clock,
             idle_in_transaction_seconds=max(cfg.cluster.lease_seconds, 5.0),
             pool_size=LEASE_CONNECTIONS,
         )
         keeper = LeaseKeeper(
-            LeaseRepository(lease_db, clock),
+            lease_store.leases,
             cfg.cluster,
             instance,
             clock,
             alerts=alerts,
             signals=functools.partial(lease_signals, store.db),
-            presence=Presence(lease_db, instance),
+            presence=Presence(instance, lease_store.db),
             checks=stamped.leases,
         )
         stamped = stamped.fenced_by(Fence(instance, keeper.token))
@@ -312,14 +313,24 @@ async def build_runtime(
     )
     if keeper is not None:
         keeper.listen(daemon.watch.poll_now)
-    if admin_cli is not None and isinstance(world, BridgeWorldClient):
-        world.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
+    bridged = _bridge_client(world)
+    if admin_cli is not None and bridged is not None:
+        bridged.admin = GameAdmin(admin_cli, daemon, store.audit, clock)
     alerts.watch_counter("queue_overflow", lambda: stats.queue_overflow, describe_queue_overflow)
     alerts.watch_counter("policy_refused", lambda: policy.stats.refused, describe_policy_refusals)
     health = None
-    if cfg.http.enabled:
+    if cfg.http.enabled:  # the listener's modules (aiohttp's server) only for a listener
+        from storyteller_daemon.runtime.health.server import HealthServer
+
         dashboard = None
-        if cfg.http.dashboard:
+        if cfg.http.dashboard:  # and the dashboard's (jinja2) only for the dashboard
+            from storyteller_daemon.runtime.dashboard import (
+                Controls,
+                Dashboard,
+                DashboardData,
+                RunFeed,
+            )
+
             feed = RunFeed(poll_seconds=DASHBOARD_KEEPALIVE_SECONDS)
             recorder.listen(feed.stored)
             controls = Controls(cfg.policy, policy.kill_file)
@@ -356,24 +367,30 @@ async def build_runtime(
     runtime.budget, runtime.recorder = budget, recorder
     runtime.reflection = reflection
     runtime.leases = keeper
-    if lease_db is not None:
-        runtime.closing.append(lease_db.close)
+    if lease_store is not None:
+        runtime.closing.append(lease_store.close)
     return runtime
+
+
+def _bridge_client(world: WorldClient) -> BridgeWorldClient | None:
+    """`world` if it is a bridged game's client. The client's module (and aiohttp) is looked
+    up, not imported: a world of another kind does not load it, and no client exists without
+    it."""
+    client = sys.modules.get("world_adapter.bridge.client")
+    return world if client is not None and isinstance(world, client.BridgeWorldClient) else None
 
 
 def _invocation_channel(world: WorldClient) -> InvocationChannel | None:
     """The bridge client, which carries the game's invocations (None for other worlds)."""
-    from world_adapter.bridge.client import BridgeWorldClient
-
-    return world if isinstance(world, BridgeWorldClient) else None
+    return _bridge_client(world)
 
 
 def _stream_activity(world: WorldClient) -> Callable[[], int] | None:
-    """The bridge's frame and reconnect count, for the intake watchdog (None for other worlds)."""
-    from world_adapter.bridge.connection import BridgeStats
-
+    """The bridge's frame and reconnect count, for the intake watchdog (None for other worlds;
+    the bridge's module is looked up, not imported, as in `_bridge_client`)."""
+    connection = sys.modules.get("world_adapter.bridge.connection")
     stats = getattr(world, "stats", None)
-    if not isinstance(stats, BridgeStats):
+    if connection is None or not isinstance(stats, connection.BridgeStats):
         return None
     return lambda: stats.activity
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -52,6 +53,26 @@ async def run(
     ] = None,
 ) -> None:
     """Run the storyteller daemon against the configured world until SIGINT/SIGTERM."""
+    # Start-up builds ~200,000 objects (modules, classes, the storytellers) that nearly all
+    # live on; the cyclic garbage collector would scan them again and again while they are
+    # made (a quarter of the CPU time to ready). It runs again once the daemon is ready.
+    gc.disable()
+    try:
+        await _run(ctx, seconds)
+    finally:
+        gc.enable()
+
+
+async def _collect_once_ready(ready: asyncio.Event) -> None:
+    """Once ready, collect again, leaving out what start-up built: frozen, those objects are
+    never scanned again (a collection of them all would take a tenth of a second; the few
+    hundred left unreachable by start-up are not worth it)."""
+    await ready.wait()
+    gc.freeze()
+    gc.enable()
+
+
+async def _run(ctx: typer.Context, seconds: float | None) -> None:
     from storyteller_daemon.alerts.crash_loop import check_crash_loop
     from storyteller_daemon.app import build_alerts, build_runtime, start_history
     from storyteller_daemon.app.logs import configure_logging
@@ -78,6 +99,7 @@ async def run(
     notifier = SystemdNotifier.from_environ(os.environ)
     log = logging.getLogger("storyteller")
     stop = asyncio.Event()
+    collecting = asyncio.create_task(_collect_once_ready(runtime.daemon.ready), name="gc-on-ready")
     try:
         with stop_on_signals(stop):
             log.info("model: %s; world: %s", runtime.choice.description, cfg.world.kind)
@@ -95,5 +117,6 @@ async def run(
             if timer is not None:
                 timer.cancel()
     finally:
+        collecting.cancel()
         await runtime.close()
     log.info("stopped cleanly")

@@ -13,15 +13,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import Insert, event
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -35,6 +29,9 @@ from sqlalchemy.ext.asyncio import (
 
 from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
+
+if TYPE_CHECKING:  # alembic is imported where it works: a current database needs none of it
+    from alembic.config import Config as AlembicConfig
 
 MIGRATIONS_DIR = bundled_dir("migrations")
 
@@ -204,7 +201,9 @@ class Database:
     def insert_new(self, table: Any) -> Insert:
         """An insert into `table` that skips rows a unique key already holds (``ON CONFLICT
         DO NOTHING``: another daemon, or this one earlier, stored them)."""
-        if self.dialect == "postgresql":
+        if self.dialect == "postgresql":  # its dialect's module only there
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
             return pg_insert(table).on_conflict_do_nothing()
         return sqlite_insert(table).on_conflict_do_nothing()
 
@@ -305,12 +304,16 @@ class Database:
     # ------------------------------------------------------------------ migrations
 
     def _alembic_config(self) -> AlembicConfig:
+        from alembic.config import Config as AlembicConfig
+
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         return cfg
 
     async def _run_alembic(self, fn: Any, *args: Any) -> None:
+        from alembic.util.exc import CommandError
+
         cfg = self._alembic_config()
 
         def run(sync_conn: Connection) -> None:
@@ -327,18 +330,25 @@ class Database:
 
     async def upgrade(self, revision: str = "head") -> None:
         """Apply migrations up to `revision`."""
+        from alembic import command
+
         await self._run_alembic(command.upgrade, revision)
 
     async def downgrade(self, revision: str) -> None:
         """Revert migrations down to `revision` (``base`` removes everything)."""
+        from alembic import command
+
         await self._run_alembic(command.downgrade, revision)
 
     def head_revision(self) -> str | None:
         """The newest migration this code ships."""
+        from alembic.script import ScriptDirectory
+
         return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
 
     async def current_revision(self) -> str | None:
         """The revision the database is at (None for an empty database)."""
+        from alembic.runtime.migration import MigrationContext
 
         def read(sync_conn: Connection) -> str | None:
             return MigrationContext.configure(sync_conn).get_current_revision()
@@ -350,7 +360,8 @@ class Database:
             raise StorageError(f"cannot reach the database: {exc}") from exc
 
     async def require_current(self) -> None:
-        """Raise `NotMigratedError` unless the schema is at the head revision."""
+        """Raise `NotMigratedError` unless the schema is at the head revision (alembic, which
+        is imported here, not when this module is)."""
         current, head = await self.current_revision(), self.head_revision()
         if current != head:
             raise NotMigratedError(

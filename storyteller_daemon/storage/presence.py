@@ -37,11 +37,11 @@ class Presence:
     """Holds this daemon's presence lock (again, after its connection broke).
 
     Args:
-        db: the cluster's database.
         instance: this daemon's name.
+        db: the cluster's database.
     """
 
-    def __init__(self, db: Database, instance: str) -> None:
+    def __init__(self, instance: str, db: Database) -> None:
         self._db = db
         self._instance = instance
         self._connection: AsyncConnection | None = None

@@ -73,13 +73,16 @@ class Store:
         busy_timeout_ms: int = 15_000,
         clock: Clock,
         idle_in_transaction_seconds: float | None = None,
+        pool_size: int | None = None,
     ) -> Store:
         """A store over a new engine for `url` (on PostgreSQL, sessions idle in a transaction
-        for `idle_in_transaction_seconds` are ended by the server)."""
+        for `idle_in_transaction_seconds` are ended by the server, and `pool_size` connections
+        are kept, no more)."""
         database = Database(
             url,
             busy_timeout_ms=busy_timeout_ms,
             idle_in_transaction_seconds=idle_in_transaction_seconds,
+            pool_size=pool_size,
         )
         return cls(database, clock)
 

@@ -133,6 +133,7 @@ def test_ready_benchmark_starts_the_daemon_over_the_filled_database() -> None:
     assert report["storytellers"] == 3 and report["memories"] == 50
     assert report["runs"] == 1
     assert {"start to READY=1 p50 (s)", "start to READY=1 max (s)"} <= set(report)
+    assert report["CPU to READY=1 p50 (s)"] > 0
     assert report["peak RSS at ready, max (MB)"] > 10
 
 

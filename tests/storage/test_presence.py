@@ -48,7 +48,7 @@ async def _die(store: Store, instance: str) -> None:
 
 
 async def test_a_name_a_live_daemon_is_present_under_is_refused(pg_store: Store) -> None:
-    first, second = Presence(pg_store.db, "a"), Presence(pg_store.db, "a")
+    first, second = Presence("a", pg_store.db), Presence("a", pg_store.db)
     await first.hold()
     try:
         with pytest.raises(ConfigError, match="a daemon named 'a' already runs"):
@@ -68,7 +68,7 @@ async def test_a_dead_daemons_leases_are_freed_at_the_next_renewal_a_live_ones_a
         await pg_store.storytellers.create(f"Teller {n}")
     leases = pg_store.stamped_by(clock).leases
     keepers = {
-        name: LeaseKeeper(leases, CFG, name, clock, presence=Presence(pg_store.db, name))
+        name: LeaseKeeper(leases, CFG, name, clock, presence=Presence(name, pg_store.db))
         for name in ("a", "b", "c")
     }
     try:
@@ -90,7 +90,7 @@ async def test_a_dead_daemons_leases_are_freed_at_the_next_renewal_a_live_ones_a
         assert sorted(len(k.held) for k in (a, c)) == [3, 3]
         # restarted at once (systemd): its name is free although its last renewal is recent
         await b.stop()  # what is left of the dead one in this process (its session is gone)
-        keepers["b"] = LeaseKeeper(leases, CFG, "b", clock, presence=Presence(pg_store.db, "b"))
+        keepers["b"] = LeaseKeeper(leases, CFG, "b", clock, presence=Presence("b", pg_store.db))
         await keepers["b"].start()
         for keeper in (a, c, keepers["b"]):
             await keeper.tick()

@@ -12,6 +12,9 @@ because a stateless request cannot refer to an item by id alone (the API answers
 The SDK retries connection errors, timeouts, 408, 409, 429 and 5xx itself (``max_retries``,
 honouring ``retry-after`` headers); what still fails afterwards is translated here into
 `ModelTransientError` or `ModelFatalError`.
+
+The SDK is imported, and its client made, with the first request: importing it takes a good
+part of a second of CPU time, which a starting daemon does not need to spend before it is ready.
 """
 
 from __future__ import annotations
@@ -19,21 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
-
-import openai
-from openai.types.responses import (
-    Response,
-    ResponseIncludable,
-    ResponseInputParam,
-    ResponseTextConfigParam,
-    ToolParam,
-)
-from openai.types.responses.response_create_params import (
-    ToolChoice as ApiToolChoice,
-)
-from openai.types.shared_params import Reasoning
 
 from storyteller_daemon.agent.models.capabilities import (
     ModelCapabilities,
@@ -48,6 +38,20 @@ from storyteller_daemon.agent.models.interface import (
     Usage,
 )
 from storyteller_daemon.errors import ModelError, ModelFatalError, ModelTransientError
+
+if TYPE_CHECKING:  # the SDK itself is imported with the first request (see `_client`)
+    import openai
+    from openai.types.responses import (
+        Response,
+        ResponseIncludable,
+        ResponseInputParam,
+        ResponseTextConfigParam,
+        ToolParam,
+    )
+    from openai.types.responses.response_create_params import (
+        ToolChoice as ApiToolChoice,
+    )
+    from openai.types.shared_params import Reasoning
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _ENCRYPTED_REASONING: ResponseIncludable = "reasoning.encrypted_content"
@@ -93,22 +97,35 @@ class OpenAIResponsesModel:
         self._capabilities = capabilities
         self._timeout_seconds = timeout_seconds
         self._max_retries = max_retries
+        self._base_url = base_url
+        self._headers = dict(headers) if headers else None
         self._name = "openai:" + (_display_url(base_url) if base_url else "api.openai.com")
-        # The default URL is passed explicitly so the SDK never falls back to OPENAI_BASE_URL:
-        # configuration comes from the config file only.
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url or DEFAULT_BASE_URL,
-            timeout=timeout_seconds,
-            max_retries=max_retries,
-            default_headers=dict(headers) if headers else None,
-            # Counts each request's HTTP attempts (the SDK's retries included) and the answers
-            # they got, so a failed request's ledger row can say how many may be billed.
-            http_client=openai.DefaultAsyncHttpx2Client(
-                timeout=timeout_seconds,
-                event_hooks={"request": [_attempt_sent], "response": [_attempt_answered]},
-            ),
-        )
+        self._sdk_client: openai.AsyncOpenAI | None = None
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        """The SDK's client, made (and the SDK imported, a good part of a second of CPU time)
+        at the first request rather than while the daemon starts."""
+        if self._sdk_client is None:
+            import openai
+
+            # The default URL is passed explicitly so the SDK never falls back to
+            # OPENAI_BASE_URL: configuration comes from the config file only.
+            self._sdk_client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self._base_url or DEFAULT_BASE_URL,
+                timeout=self._timeout_seconds,
+                max_retries=self._max_retries,
+                default_headers=self._headers,
+                # Counts each request's HTTP attempts (the SDK's retries included) and the
+                # answers they got, so a failed request's ledger row can say how many may be
+                # billed.
+                http_client=openai.DefaultAsyncHttpx2Client(
+                    timeout=self._timeout_seconds,
+                    event_hooks={"request": [_attempt_sent], "response": [_attempt_answered]},
+                ),
+            )
+        return self._sdk_client
 
     @property
     def name(self) -> str:
@@ -116,8 +133,9 @@ class OpenAIResponsesModel:
         return self._name
 
     async def close(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.close()
+        """Close the HTTP connection pool (if a request opened one)."""
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     async def __aenter__(self) -> OpenAIResponsesModel:
         return self
@@ -134,12 +152,14 @@ class OpenAIResponsesModel:
             ModelFatalError: bad key, no permission, unknown model, rejected request, or an
                 answer that is not a Responses-API response.
         """
+        import openai  # once, with the first request (see `_client`)
+
+        client = self._client
         omit = openai.omit
         capabilities = self._capabilities(request.model)
         request = shape_request(request, capabilities)
         effort = request.reasoning_effort
         encrypted = effort is not None and capabilities.encrypted_reasoning
-        client = self._client
         if request.max_retries is not None:
             client = client.with_options(max_retries=request.max_retries)
         attempts = _Attempts()
@@ -149,28 +169,28 @@ class OpenAIResponsesModel:
                 model=request.model,
                 # The item lists are plain Responses-API dicts by design (recordable, replayable);
                 # the SDK's TypedDicts describe the same JSON.
-                input=cast(ResponseInputParam, request.input),
+                input=cast("ResponseInputParam", request.input),
                 instructions=request.instructions if request.instructions is not None else omit,
                 tools=(
-                    cast(list[ToolParam], [tool.to_api() for tool in request.tools])
+                    cast("list[ToolParam]", [tool.to_api() for tool in request.tools])
                     if request.tools
                     else omit
                 ),
                 tool_choice=(
-                    cast(ApiToolChoice, request.tool_choice)
+                    cast("ApiToolChoice", request.tool_choice)
                     if request.tool_choice is not None
                     else omit
                 ),
                 parallel_tool_calls=(
                     request.parallel_tool_calls if request.parallel_tool_calls is not None else omit
                 ),
-                reasoning=cast(Reasoning, {"effort": effort}) if effort is not None else omit,
+                reasoning=cast("Reasoning", {"effort": effort}) if effort is not None else omit,
                 include=[_ENCRYPTED_REASONING] if encrypted else omit,
                 max_output_tokens=(
                     request.max_output_tokens if request.max_output_tokens is not None else omit
                 ),
                 text=(
-                    cast(ResponseTextConfigParam, {"format": request.text_format})
+                    cast("ResponseTextConfigParam", {"format": request.text_format})
                     if request.text_format is not None
                     else omit
                 ),
@@ -211,6 +231,8 @@ class OpenAIResponsesModel:
         self, exc: openai.OpenAIError, request: ModelRequest | None = None
     ) -> ModelError:
         """The daemon's error for an SDK exception, worded without secrets."""
+        import openai  # imported already: the exception is the SDK's
+
         where = self._name
         timeout, retries = self._timeout_seconds, self._max_retries
         if request is not None and request.timeout_seconds is not None:
