@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
@@ -97,8 +97,8 @@ class VerdictMemoryRepository:
                         SettledVerdictRow.key.in_(keys[start : start + _CHUNK]),
                     )
                 )
-            await session.execute(
-                insert(SettledVerdictRow),
+            await session.execute(  # one written meanwhile by another pass is as fresh
+                self._db.insert_new(SettledVerdictRow),
                 [
                     {
                         "storyteller_id": storyteller_id,
