@@ -36,11 +36,10 @@ $(CHROMIUM):
 PYTEST_WORKERS ?= 2
 
 test: check $(CHROMIUM)
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) -m "not cluster_processes"
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
-# Clustered daemons as real processes, killed, stopped and frozen (their end-to-end tests and
-# the small cluster benchmark). Apart from `make test` while the cluster still loses an event
-# now and then in a hand-over at start-up (an open defect these tests show).
+# Only the clustered daemons as real processes, killed, stopped and frozen (their end-to-end
+# tests and the small cluster benchmark; `make test` runs them too).
 test-cluster: $(STAMP)
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) -m cluster_processes
 
@@ -49,7 +48,7 @@ test-313: $(CHROMIUM)
 	@test -n "$(PY313)" || { echo "python3.13 not found: install it or set PY313=/path/to/python3.13"; exit 69; }
 	@test -x $(VENV313)/bin/python || $(PY313) -m venv $(VENV313)
 	$(VENV313)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	$(VENV313)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) -m "not cluster_processes"
+	$(VENV313)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 # The signal-stop end-to-end tests, RUNS times in a row (a flaky stop is a race to find).
 RUNS ?= 100
