@@ -289,7 +289,7 @@ def daemon_config(
         f"routine_quiet_seconds = {30.0 / speedup}\n",
         f'[cluster]\nenabled = true\ninstance = "{instance}"\n'
         f"lease_seconds = {cluster['lease_seconds']}\nrenew_seconds = {cluster['renew_seconds']}\n",
-        '[logging]\nlevel = "WARNING"\n',
+        '[logging]\nlevel = "INFO"\n',
     ]
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

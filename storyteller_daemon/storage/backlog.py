@@ -33,7 +33,7 @@ from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.models.work import TurnJournalRow, WorkRow
 from storyteller_daemon.storage.storytellers import as_utc
-from storyteller_daemon.storage.turn_claims import claim_next_turn, work_item
+from storyteller_daemon.storage.turn_claims import claim_next_turn, first_kinds, work_item
 
 _T = TypeVar("_T")
 _CHUNK = 500  # rows per IN (...) list: well under every backend's bound-parameter limit
@@ -132,18 +132,29 @@ class BacklogRepository:
             ]
 
     async def pending(
-        self, storyteller_id: int, limit: int, exclude: Collection[int] = ()
+        self,
+        storyteller_id: int,
+        limit: int,
+        exclude: Collection[int] = (),
+        *,
+        first: Collection[str] = (),
     ) -> list[WorkItem]:
         """The oldest `limit` items waiting for the attention stage, except the `exclude` ids
-        (those already being judged)."""
-        return await self._list(storyteller_id, WorkState.PENDING, limit, exclude)
+        (those already being judged), in the order they came; items of the `first` kinds
+        (the urgent ones) are chosen before the rest, however much older work waits."""
+        return await self._list(storyteller_id, WorkState.PENDING, limit, exclude, first)
 
     async def interested(self, storyteller_id: int, limit: int) -> list[WorkItem]:
         """The oldest `limit` items waiting for a turn."""
         return await self._list(storyteller_id, WorkState.INTERESTED, limit)
 
     async def _list(
-        self, storyteller_id: int, state: WorkState, limit: int, exclude: Collection[int] = ()
+        self,
+        storyteller_id: int,
+        state: WorkState,
+        limit: int,
+        exclude: Collection[int] = (),
+        first: Collection[str] = (),
     ) -> list[WorkItem]:
         query = select(WorkRow).where(
             WorkRow.storyteller_id == storyteller_id, WorkRow.state == state.value
@@ -151,8 +162,8 @@ class BacklogRepository:
         if exclude:
             query = query.where(WorkRow.id.not_in(sorted(exclude)))
         async with self._db.session() as session:
-            rows = await session.scalars(query.order_by(WorkRow.id).limit(limit))
-            return [work_item(row) for row in rows]
+            rows = await session.scalars(query.order_by(*first_kinds(first)).limit(limit))
+            return sorted((work_item(row) for row in rows), key=lambda item: item.id)
 
     async def decide(self, decisions: Sequence[Decision]) -> int:
         """Move pending items to their decided states; return how many moved.
@@ -212,6 +223,7 @@ class BacklogRepository:
         limit: int,
         *,
         retries: int = TURN_RETRIES,
+        first: Collection[str] = (),
     ) -> TurnClaim | None:
         """The next turn of a storyteller: work a stop or crash interrupted first, else fresh.
 
@@ -220,12 +232,19 @@ class BacklogRepository:
         interrupted more than `retries` times is marked failed and returned with ``given_up``
         (the caller alerts and does not run it). Fresh work is the oldest interested item and
         the next interested items of its turn class, up to `limit`, moved to ``running`` under
-        ``make_key(items)``.
+        ``make_key(items)``; an interested item of the `first` kinds (the urgent ones) goes
+        before older ones of other kinds.
         """
         async with self._db.session() as session:
             await self._guard(session, (storyteller_id,))
             return await claim_next_turn(
-                session, storyteller_id, make_key, limit, retries=retries, clock=self._clock
+                session,
+                storyteller_id,
+                make_key,
+                limit,
+                retries=retries,
+                clock=self._clock,
+                first=first,
             )
 
     async def finish_turn(

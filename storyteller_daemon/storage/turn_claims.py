@@ -3,22 +3,32 @@
 Work a stop or crash interrupted (items left ``running``) comes first, under its own turn key:
 a clean stop's cut does not count as an attempt, a crash does, and work a crash interrupted
 more than ``retries`` times is marked failed and handed back ``given_up``. Otherwise the oldest
-interested item and the next interested items of its turn class become one turn. Runs inside
+interested item (of an urgent kind, when there is one) and the next interested items of its
+turn class become one turn. Runs inside
 the caller's transaction (`BacklogRepository.claim_turn`). `work_item` reads a backlog row into
 its `WorkItem`, here and for the backlog.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import case, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.work import TurnClaim, WorkItem, WorkState
 from storyteller_daemon.storage.models.work import WorkRow
 from storyteller_daemon.storage.storytellers import as_utc
+
+
+def first_kinds(kinds: Collection[str]) -> tuple[Any, ...]:
+    """The order of a storyteller's open work: items of `kinds` (the urgent ones) first, each
+    part oldest first."""
+    if not kinds:
+        return (WorkRow.id,)
+    return (case((WorkRow.kind.in_(sorted(kinds)), 0), else_=1), WorkRow.id)
 
 
 def work_item(row: WorkRow) -> WorkItem:
@@ -49,6 +59,7 @@ async def claim_next_turn(
     *,
     retries: int,
     clock: Clock,
+    first: Collection[str] = (),
 ) -> TurnClaim | None:
     """The next turn of a storyteller, its items moved (see the module's description)."""
     running = list(
@@ -79,16 +90,16 @@ async def claim_next_turn(
         await session.flush()
         items = tuple(work_item(r) for r in rows)
         return TurnClaim(storyteller_id, key or "", items, attempt, resumed=True, given_up=given_up)
-    first = await session.scalar(
+    head = await session.scalar(
         select(WorkRow)
         .where(
             WorkRow.storyteller_id == storyteller_id,
             WorkRow.state == WorkState.INTERESTED.value,
         )
-        .order_by(WorkRow.id)
+        .order_by(*first_kinds(first))
         .limit(1)
     )
-    if first is None:
+    if head is None:
         return None
     rows = list(
         await session.scalars(
@@ -96,9 +107,9 @@ async def claim_next_turn(
             .where(
                 WorkRow.storyteller_id == storyteller_id,
                 WorkRow.state == WorkState.INTERESTED.value,
-                WorkRow.turn_class == first.turn_class,
+                WorkRow.turn_class == head.turn_class,
             )
-            .order_by(WorkRow.id)
+            .order_by(*first_kinds(first))
             .limit(limit)
         )
     )

@@ -617,11 +617,11 @@ async def test_events_interesting_while_a_turn_runs_go_to_the_next_turn_together
     assert [len(t.all) for t in rig.runner.turn_triggers] == [1, 3]
 
 
-async def test_crimes_and_echoes_get_separate_turns(rig: Rig) -> None:
+async def test_crimes_and_echoes_get_separate_turns_the_crime_first(rig: Rig) -> None:
     await rig.pipeline.accept([echo(seq=1), crime(2), echo(seq=3)])
     await rig.pipeline.wait_idle()
     kinds = [[t.kind.value for t in trig.all] for trig in rig.runner.turn_triggers]
-    assert kinds == [["room_echo", "room_echo"], ["crime"]]
+    assert kinds == [["crime"], ["room_echo", "room_echo"]]  # urgent before older work
 
 
 async def test_a_crashing_turn_is_recorded_failed_and_the_lane_goes_on(rig: Rig) -> None:

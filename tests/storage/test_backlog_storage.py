@@ -5,6 +5,7 @@ from __future__ import annotations
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
+from storyteller_daemon.testing.clock import FakeClock
 
 
 def _work(sid: int, source: str, state: WorkState = WorkState.PENDING) -> NewWork:
@@ -57,3 +58,28 @@ async def test_a_replayed_offer_adds_only_what_is_new(store: Store) -> None:
         (b.id, "w:5"),
     ]
     assert await backlog.add([_work(a.id, "w:3")]) == []
+
+
+async def test_urgent_work_is_chosen_before_older_work_and_listed_in_order(store: Store) -> None:
+    """A crime behind a pile of echoes is judged in the next batch and claimed for the next
+    turn; a batch still lists its events in the order they came."""
+    clock = FakeClock()
+    backlog = store.stamped_by(clock).backlog
+    st = await store.storytellers.create("Watcher")
+    assert st.id is not None
+    sid = st.id
+
+    def new(n: int, kind: str, state: WorkState) -> NewWork:
+        return NewWork(sid, f"w:{n}", kind, kind if kind == "crime" else "echo", 101, "{}", state)
+
+    pending = [new(n, "crime" if n == 5 else "room_echo", WorkState.PENDING) for n in range(6)]
+    await backlog.add(pending)
+    batch = await backlog.pending(sid, 3, first=("crime",))
+    assert [i.source for i in batch] == ["w:0", "w:1", "w:5"]
+    assert [i.source for i in await backlog.pending(sid, 3)] == ["w:0", "w:1", "w:2"]
+    interested = [
+        new(n, "crime" if n == 13 else "room_echo", WorkState.INTERESTED) for n in range(10, 14)
+    ]
+    await backlog.add(interested)
+    claim = await backlog.claim_turn(sid, lambda items: "t-1", 5, first=("crime",))
+    assert claim is not None and [i.source for i in claim.items] == ["w:13"]

@@ -140,7 +140,9 @@ class Attention:
             return False
         await self._expire(st, lane)
         await self._load_plan_waits(st, lane)
-        items = await self._lanes.backlog.pending(storyteller_id, limit, exclude=lane.in_flight)
+        items = await self._lanes.backlog.pending(
+            storyteller_id, limit, exclude=lane.in_flight, first=self._cfg.urgent_kinds
+        )
         lane.batch_was_full(len(items) >= limit)
         if not items:
             return False

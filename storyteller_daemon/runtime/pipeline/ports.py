@@ -42,9 +42,15 @@ class Backlog(Protocol):
         ...
 
     async def pending(
-        self, storyteller_id: int, limit: int, exclude: Collection[int] = ()
+        self,
+        storyteller_id: int,
+        limit: int,
+        exclude: Collection[int] = (),
+        *,
+        first: Collection[str] = (),
     ) -> list[WorkItem]:
-        """The oldest pending items, except those being judged."""
+        """The oldest pending items (of the `first` kinds before the rest), except those
+        being judged."""
         ...
 
     async def decide(self, decisions: Sequence[Decision]) -> int:
@@ -62,8 +68,10 @@ class Backlog(Protocol):
         limit: int,
         *,
         retries: int = ...,
+        first: Collection[str] = (),
     ) -> TurnClaim | None:
-        """Interrupted work first, else the oldest interested items of one turn class."""
+        """Interrupted work first, else the oldest interested items of one turn class (an
+        item of the `first` kinds before older ones)."""
         ...
 
     async def stopped(self, turn_key: str) -> int:

@@ -108,7 +108,11 @@ class Turns:
             return False
         limit = 1 if self._cfg.one_call_per_event else self._cfg.max_turn_events
         claim = await self._lanes.backlog.claim_turn(
-            storyteller_id, turn_key_of(st), limit, retries=self._cfg.turn_retries
+            storyteller_id,
+            turn_key_of(st),
+            limit,
+            retries=self._cfg.turn_retries,
+            first=self._cfg.urgent_kinds,
         )
         if claim is None:
             return False
