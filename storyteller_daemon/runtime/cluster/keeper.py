@@ -9,11 +9,18 @@ counted in the share (`LeaseStore.sharing_instances`), so what it lost is taken.
 A renewal that fails (the database is unreachable) gives every lease up at once: the daemon
 stops writing for storytellers it may no longer own, and joins again as a newcomer (taking them
 with new fencing tokens) once the database answers; so does a daemon whose leases were all
-taken over. On a clean stop it releases everything and leaves, so the others take its
-storytellers at their next renewal instead of waiting for the leases to expire. Listeners hear
-each change of the held set (the settings watch re-routes). Taking a lease over from a daemon
-that still renews its presence (it hangs, or its database link fails for leases only) raises a
+taken over. A clean stop hands over (`hand_over`): the daemon leaves the cluster, so the others
+stop counting it in their shares, and releases at once the storytellers with no work in flight
+here, then each of the others as its work ends; meanwhile its renewals only keep what it still
+holds. `stop` releases what is left and leaves. Every release wakes the others (NOTIFY), so they
+take the storytellers at once instead of waiting for the leases to expire. Listeners hear each
+change of the held set (the settings watch re-routes). Taking a lease over from a daemon that
+still renews its presence (it hangs, or its database link fails for leases only) raises a
 ``lease_takeover`` alert.
+
+Every storyteller gets its lease row (`LeaseStore.sync`) when the keeper starts or rejoins, and
+when the storytellers change (`storytellers_are`, told by each settings poll), not at every
+renewal.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from storyteller_daemon.alerts.sink import AlertSink
 from storyteller_daemon.clock import Clock, sleep_or_wake
@@ -75,6 +82,18 @@ class LeaseKeeper:
         self._ticked = asyncio.Condition()
         self._rejoin = False
         """A renewal failed: the next one joins again as a newcomer (what it held is stale)."""
+        self._leaving = False
+        """A clean stop is handing the storytellers over: renew what is held, take nothing."""
+        self._changing = asyncio.Lock()
+        """Held by a renewal and a hand-over, so neither undoes what the other changed."""
+        self._total = 0
+        """Storytellers with a lease row at the last `LeaseStore.sync`."""
+        self._seen: frozenset[int] | None = None
+        """The storytellers the settings last showed (None: not told yet)."""
+        self._sync_due = True
+        """The storytellers changed (or the keeper starts): give them lease rows and count."""
+        self.syncs = 0
+        """Lease-row syncs run."""
 
     @property
     def held(self) -> frozenset[int]:
@@ -105,6 +124,17 @@ class LeaseKeeper:
         await self._leases.join(self.instance, self._cfg.lease_seconds, first=True)
         await self.tick()
 
+    def storytellers_are(self, ids: Collection[int]) -> None:
+        """The storytellers that exist now (each settings poll says): when they changed, the
+        next renewal gives the new ones lease rows and shares them out (at once, after the
+        first poll: the keeper's start synced just before it)."""
+        seen = frozenset(ids)
+        if seen != self._seen:
+            if self._seen is not None:
+                self._woken.set()
+            self._seen = seen
+            self._sync_due = True
+
     def wake(self, by: str) -> None:
         """Renew now: daemon `by` joined, released leases or left (not this one itself)."""
         if by != self.instance:
@@ -124,9 +154,16 @@ class LeaseKeeper:
 
     async def tick(self) -> None:
         """One renewal: alive, renew, then release the excess or take up to the fair share."""
+        async with self._changing:
+            await self._tick()
+
+    async def _tick(self) -> None:
         before = set(self._held)
         try:
-            await self._renew_and_even_out()
+            if self._leaving:
+                await self._renew_only()
+            else:
+                await self._renew_and_even_out()
         except Exception as exc:  # the database did not answer (or chose this one to undo)
             self.failures += 1
             left = self._valid_until - self._clock.monotonic()
@@ -146,14 +183,31 @@ class LeaseKeeper:
                         len(self._held),
                     )
                 self._held = {}
-                self._rejoin = True
+                self._rejoin = not self._leaving
         else:
             self.renewals += 1
         if set(self._held) != before:
-            for changed in self._listeners:
-                changed()
+            self._tell_listeners()
         async with self._ticked:
             self._ticked.notify_all()
+
+    def _tell_listeners(self) -> None:
+        for changed in self._listeners:
+            changed()
+
+    async def _renew_only(self) -> None:
+        """A renewal while handing over: keep what is still held until its work ends."""
+        started = self._clock.monotonic()
+        if self._held:
+            self._held = await self._renew_held()
+        self._valid_until = started + self._cfg.lease_seconds
+
+    async def _renew_held(self) -> dict[int, int]:
+        kept = await self._leases.renew(self.instance, self._held, self._cfg.lease_seconds)
+        lost = sorted(self._held.keys() - kept.keys())
+        if lost:
+            log.warning("cluster: storytellers %s were taken over by another daemon", lost)
+        return kept
 
     async def _renew_and_even_out(self) -> None:
         lease = self._cfg.lease_seconds
@@ -161,17 +215,18 @@ class LeaseKeeper:
         if self._rejoin:
             await self._leases.join(self.instance, lease)
             self._rejoin = False
+            self._sync_due = True
         else:
             await self._leases.beat(self.instance, lease)
         if self._held:
-            kept = await self._leases.renew(self.instance, self._held, lease)
-            lost = sorted(self._held.keys() - kept.keys())
-            if lost:
-                log.warning("cluster: storytellers %s were taken over by another daemon", lost)
-            self._held = kept
-            if not kept:  # all taken over (it was paused, say): join again as a newcomer
+            self._held = await self._renew_held()
+            if not self._held:  # all taken over (it was paused, say): join again as a newcomer
                 await self._leases.join(self.instance, lease)
-        total = await self._leases.sync()
+        if self._sync_due:
+            self._total = await self._leases.sync()
+            self._sync_due = False
+            self.syncs += 1
+        total = self._total
         sharing = await self._leases.sharing_instances(lease)
         share = fair_share(total, len(set(sharing) | {self.instance}))
         if len(self._held) > share:
@@ -210,18 +265,57 @@ class LeaseKeeper:
                 key=f"lease_takeover:{owners}",
             )
 
+    async def hand_over(self, keep: Collection[int]) -> None:
+        """A clean stop is under way: release at once every lease but those of `keep` (the
+        storytellers with work still in flight here), so the others take them now; called
+        again, with fewer, as that work ends.
+
+        The first call leaves the cluster, so the others no longer count this daemon in their
+        shares and take what it releases at once; from then on its renewals only keep what it
+        still holds, and take nothing.
+        """
+        async with self._changing:
+            going = {sid: token for sid, token in self._held.items() if sid not in keep}
+            first, self._leaving = not self._leaving, True
+            if not going and not first:
+                return
+            for sid in going:  # not renewed from now on, even if the release fails
+                del self._held[sid]
+            try:
+                if first:
+                    await self._leases.leave(self.instance)
+                if going:
+                    await self._leases.release(self.instance, going)
+            except Exception as exc:  # the leases then expire on their own
+                log.warning(
+                    "cluster: could not hand %d storytellers over: %s",
+                    len(going),
+                    type(exc).__name__,
+                )
+            else:
+                if going:
+                    log.info(
+                        "cluster: handed over %d storytellers (%d still finishing work here)",
+                        len(going),
+                        len(self._held),
+                    )
+            if going:
+                self._tell_listeners()
+
     async def stop(self) -> None:
         """Release every lease and leave the cluster (a clean stop: the others take over at
-        their next renewal)."""
-        held, self._held = self._held, {}
-        try:
-            if held:
-                await self._leases.release(self.instance, held)
-            await self._leases.leave(self.instance)
-        except Exception as exc:  # the leases then expire on their own
-            log.warning("cluster: could not release the leases on stop: %s", type(exc).__name__)
-        else:
-            log.info("cluster: released %d storytellers and left", len(held))
+        once)."""
+        async with self._changing:
+            self._leaving = True
+            held, self._held = self._held, {}
+            try:
+                if held:
+                    await self._leases.release(self.instance, held)
+                await self._leases.leave(self.instance)
+            except Exception as exc:  # the leases then expire on their own
+                log.warning("cluster: could not release the leases on stop: %s", type(exc).__name__)
+            else:
+                log.info("cluster: released %d storytellers and left", len(held))
 
     async def wait_ticks(self, count: int) -> None:
         """Return once `count` renewals have been tried in all (tests)."""

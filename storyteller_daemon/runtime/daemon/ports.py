@@ -13,7 +13,7 @@ daemon running their storyteller (`runtime.cluster.InvocationForwarder`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -94,6 +94,10 @@ class Leases(Protocol):
 
     async def run(self) -> None:
         """Renew and even out until cancelled."""
+        ...
+
+    async def hand_over(self, keep: Collection[int]) -> None:
+        """A clean stop: leave, and release every lease but `keep`'s (work still in flight)."""
         ...
 
     async def stop(self) -> None:
