@@ -279,8 +279,6 @@ class LeaseKeeper:
             first, self._leaving = not self._leaving, True
             if not going and not first:
                 return
-            for sid in going:  # not renewed from now on, even if the release fails
-                del self._held[sid]
             try:
                 if first:
                     await self._leases.leave(self.instance)
@@ -297,8 +295,12 @@ class LeaseKeeper:
                     log.info(
                         "cluster: handed over %d storytellers (%d still finishing work here)",
                         len(going),
-                        len(self._held),
+                        len(self._held) - len(going),
                     )
+            # Not renewed from here on, even if the release failed (they expire); a release
+            # cut off by the drain deadline leaves them held, for `stop` to release.
+            for sid in going:
+                del self._held[sid]
             if going:
                 self._tell_listeners()
 
