@@ -319,3 +319,41 @@ async def test_a_stopping_daemon_hands_its_idle_storytellers_over_before_its_tur
         await a.halt()
         await a.store.close()
         await b.store.close()
+
+
+@pytest.mark.postgres
+async def test_a_hand_over_does_not_wait_for_a_renewal_waiting_on_a_write(pg_url: str) -> None:
+    """A write in flight share-locks Busy's lease row, so the renewal waits for it; the
+    hand-over meanwhile releases Idle and leaves, and the renewal, once done, keeps only
+    Busy."""
+    clock = FakeClock()
+    store = Store.open(pg_url, clock=clock)
+    try:
+        await store.db.upgrade()
+        busy, idle = await _tellers(store, 2)
+        b = LeaseKeeper(store.leases, CFG, "b", clock)
+        await b.start()
+        assert b.held == {busy, idle}
+        inside, finish = asyncio.Event(), asyncio.Event()
+
+        async def write() -> None:
+            async with store.db.session() as session:
+                await Fence("b", b.token).check(session, [busy])
+                inside.set()
+                await finish.wait()
+
+        writing = asyncio.create_task(write())
+        await inside.wait()
+        await clock.advance(CFG.renew_seconds)
+        renewing = asyncio.create_task(b.tick())
+        await asyncio.wait_for(b.hand_over({busy}), 10)
+        assert not renewing.done()  # still waiting for the write
+        assert await store.leases.live_instances() == []
+        assert (await store.leases.holders())[idle][0] is None
+        finish.set()
+        await writing
+        await asyncio.wait_for(renewing, 10)
+        assert b.held == {busy} and (await store.leases.holders())[idle][0] is None
+        await b.stop()
+    finally:
+        await store.close()

@@ -85,7 +85,8 @@ class LeaseKeeper:
         self._leaving = False
         """A clean stop is handing the storytellers over: renew what is held, take nothing."""
         self._changing = asyncio.Lock()
-        """Held by a renewal and a hand-over, so neither undoes what the other changed."""
+        """Held while a renewal takes or releases and while a hand-over releases, so a renewal
+        never takes or says it is alive after the daemon left."""
         self._total = 0
         """Storytellers with a lease row at the last `LeaseStore.sync`."""
         self._seen: frozenset[int] | None = None
@@ -153,17 +154,11 @@ class LeaseKeeper:
                 await self.tick()
 
     async def tick(self) -> None:
-        """One renewal: alive, renew, then release the excess or take up to the fair share."""
-        async with self._changing:
-            await self._tick()
-
-    async def _tick(self) -> None:
+        """One renewal: alive, release the excess or take up to the fair share, then renew
+        (while handing over: only renew what is still held)."""
         before = set(self._held)
         try:
-            if self._leaving:
-                await self._renew_only()
-            else:
-                await self._renew_and_even_out()
+            await self._even_out_and_renew()
         except Exception as exc:  # the database did not answer (or chose this one to undo)
             self.failures += 1
             left = self._valid_until - self._clock.monotonic()
@@ -195,40 +190,41 @@ class LeaseKeeper:
         for changed in self._listeners:
             changed()
 
-    async def _renew_only(self) -> None:
-        """A renewal while handing over: keep what is still held until its work ends."""
-        started = self._clock.monotonic()
-        if self._held:
-            self._held = await self._renew_held()
-        self._valid_until = started + self._cfg.lease_seconds
-
-    async def _renew_held(self) -> dict[int, int]:
-        kept = await self._leases.renew(self.instance, self._held, self._cfg.lease_seconds)
-        lost = sorted(self._held.keys() - kept.keys())
-        if lost:
-            log.warning("cluster: storytellers %s were taken over by another daemon", lost)
-        return kept
-
-    async def _renew_and_even_out(self) -> None:
+    async def _even_out_and_renew(self) -> None:
+        """Take and release first (they never wait on a write), then renew (which waits for
+        the writes in flight); a hand-over waits only for the first part."""
         lease = self._cfg.lease_seconds
         started = self._clock.monotonic()  # every lease held after this tick runs out later
+        async with self._changing:
+            if not self._leaving:
+                await self._even_out(lease)
+        if self._held:
+            renewing = dict(self._held)
+            kept = await self._leases.renew(self.instance, renewing, lease)
+            lost = sorted(renewing.keys() - kept.keys())
+            if lost:
+                log.warning("cluster: storytellers %s were taken over by another daemon", lost)
+            # what a hand-over let go meanwhile stays gone
+            self._held = {sid: token for sid, token in kept.items() if sid in self._held}
+            if not kept:  # all taken over (it was paused, say): join again as a newcomer
+                async with self._changing:
+                    if not self._leaving:
+                        await self._leases.join(self.instance, lease)
+        self._valid_until = started + lease
+
+    async def _even_out(self, lease: float) -> None:
         if self._rejoin:
             await self._leases.join(self.instance, lease)
             self._rejoin = False
             self._sync_due = True
         else:
             await self._leases.beat(self.instance, lease)
-        if self._held:
-            self._held = await self._renew_held()
-            if not self._held:  # all taken over (it was paused, say): join again as a newcomer
-                await self._leases.join(self.instance, lease)
         if self._sync_due:
             self._total = await self._leases.sync()
             self._sync_due = False
             self.syncs += 1
-        total = self._total
         sharing = await self._leases.sharing_instances(lease)
-        share = fair_share(total, len(set(sharing) | {self.instance}))
+        share = fair_share(self._total, len(set(sharing) | {self.instance}))
         if len(self._held) > share:
             excess = {sid: self._held[sid] for sid in sorted(self._held)[share:]}
             await self._leases.release(self.instance, excess)
@@ -243,7 +239,6 @@ class LeaseKeeper:
                 self.taken += len(taken)
                 log.info("cluster: took %d storytellers (%d held)", len(taken), len(self._held))
                 self._alert_takeover({sid: live_owners[sid] for sid in taken if sid in live_owners})
-        self._valid_until = started + lease
 
     def _alert_takeover(self, from_live: Mapping[int, str]) -> None:
         """Say which storytellers were taken from daemons that still renew their presence."""
@@ -300,7 +295,7 @@ class LeaseKeeper:
             # Not renewed from here on, even if the release failed (they expire); a release
             # cut off by the drain deadline leaves them held, for `stop` to release.
             for sid in going:
-                del self._held[sid]
+                self._held.pop(sid, None)
             if going:
                 self._tell_listeners()
 
