@@ -357,3 +357,51 @@ async def test_a_hand_over_does_not_wait_for_a_renewal_waiting_on_a_write(pg_url
         await b.stop()
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_daemon_takes_what_is_handed_over_while_its_renewal_waits_on_a_write(
+    pg_url: str,
+) -> None:
+    """a's renewal waits for a write on one of its rows; b stops meanwhile, and a, woken by
+    NOTIFY, takes b's storytellers at once; the renewal, once done, keeps them too."""
+    clock = FakeClock()
+    store = Store.open(pg_url, clock=clock)
+    try:
+        await store.db.upgrade()
+        ids = await _tellers(store, 4)
+        signals = functools.partial(lease_signals, store.db)
+        a = LeaseKeeper(store.leases, CFG, "a", clock, signals=signals)
+        b = LeaseKeeper(store.leases, CFG, "b", clock)
+        await a.start()
+        await b.start()
+        await a.tick()
+        await b.tick()
+        mine = min(a.held)
+        running = asyncio.create_task(a.run())
+        try:
+            await _listening(store, 1)
+            inside, finish = asyncio.Event(), asyncio.Event()
+
+            async def write() -> None:
+                async with store.db.session() as session:
+                    await Fence("a", a.token).check(session, [mine])
+                    inside.set()
+                    await finish.wait()
+
+            writing = asyncio.create_task(write())
+            await inside.wait()
+            renewals = a.renewals
+            await clock.advance(CFG.renew_seconds)  # a's renewal starts, and waits on the write
+            await b.stop()
+            await eventually(lambda: a.held == frozenset(ids), "a taking b's storytellers")
+            assert a.renewals == renewals  # the renewal still waits
+            finish.set()
+            await writing
+            await asyncio.wait_for(a.wait_ticks(renewals + a.failures + 1), 10)
+            assert a.held == frozenset(ids) and a.failures == 0
+        finally:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+    finally:
+        await store.close()

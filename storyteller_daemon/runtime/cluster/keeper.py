@@ -1,9 +1,10 @@
 """`LeaseKeeper`: the storytellers this daemon of a cluster runs, kept by leases.
 
-Every ``renew_seconds`` on the daemon's clock it tells the others it is alive, renews the leases
-it holds (a lease another daemon took meanwhile is gone), and evens out: past its fair share of
-the live daemons it releases the excess so a newcomer can take them, below it takes free or
-expired leases. A daemon that says it is alive but has kept no lease for a lease span is not
+Every ``renew_seconds`` on the daemon's clock it tells the others it is alive, evens out (past
+its fair share of the live daemons it releases the excess so a newcomer can take them, below it
+takes free or expired leases) and renews the leases it holds (a lease another daemon took
+meanwhile is gone; a row a write holds is renewed once the write is done). Word that another
+daemon joined, released or left evens out at once, even while a renewal waits. A daemon that says it is alive but has kept no lease for a lease span is not
 counted in the share (`LeaseStore.sharing_instances`), so what it lost is taken.
 
 A renewal that fails (the database is unreachable) gives every lease up at once: the daemon
@@ -31,7 +32,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 
 from storyteller_daemon.alerts.sink import AlertSink
-from storyteller_daemon.clock import Clock, sleep_or_wake
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import ClusterConfig
 from storyteller_daemon.domain.cluster import fair_share
 from storyteller_daemon.runtime.cluster.ports import LeaseSignals, LeaseStore
@@ -142,16 +143,31 @@ class LeaseKeeper:
             self._woken.set()
 
     async def run(self) -> None:
-        """Renew and even out every ``renew_seconds``, and at once when another daemon's
-        leases changed, until cancelled."""
+        """Renew and even out every ``renew_seconds``, and even out at once when another
+        daemon's leases changed (even while a renewal waits on a write), until cancelled."""
         listening = (
             self._signals(self.wake) if self._signals is not None else contextlib.nullcontext()
         )
-        async with listening:
+        async with listening, asyncio.TaskGroup() as group:
+            group.create_task(self._even_out_when_woken())
             while True:
-                await sleep_or_wake(self._clock, self._woken, self._cfg.renew_seconds)
-                self._woken.clear()
+                await self._clock.sleep(self._cfg.renew_seconds)
                 await self.tick()
+
+    async def _even_out_when_woken(self) -> None:
+        """Take (or release) at once when woken: another daemon joined, released or left."""
+        while True:
+            await self._woken.wait()
+            self._woken.clear()
+            before = set(self._held)
+            try:
+                async with self._changing:
+                    if not self._leaving:
+                        await self._even_out(self._cfg.lease_seconds)
+            except Exception as exc:  # the next renewal evens out
+                log.warning("cluster: could not even out at once (%s)", type(exc).__name__)
+            if set(self._held) != before:
+                self._tell_listeners()
 
     async def tick(self) -> None:
         """One renewal: alive, release the excess or take up to the fair share, then renew
@@ -204,8 +220,10 @@ class LeaseKeeper:
             lost = sorted(renewing.keys() - kept.keys())
             if lost:
                 log.warning("cluster: storytellers %s were taken over by another daemon", lost)
-            # what a hand-over let go meanwhile stays gone
-            self._held = {sid: token for sid, token in kept.items() if sid in self._held}
+            # what was let go meanwhile stays gone, what was taken meanwhile stays held
+            self._held = {sid: token for sid, token in kept.items() if sid in self._held} | {
+                sid: token for sid, token in self._held.items() if sid not in renewing
+            }
             if not kept:  # all taken over (it was paused, say): join again as a newcomer
                 async with self._changing:
                     if not self._leaving:
