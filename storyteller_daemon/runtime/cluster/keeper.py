@@ -4,8 +4,9 @@ Every ``renew_seconds`` on the daemon's clock it tells the others it is alive, e
 its fair share of the live daemons it releases the excess so a newcomer can take them, below it
 takes free or expired leases) and renews the leases it holds (a lease another daemon took
 meanwhile is gone; a row a write holds is renewed once the write is done). Word that another
-daemon joined, released or left evens out at once, even while a renewal waits. A daemon that says it is alive but has kept no lease for a lease span is not
-counted in the share (`LeaseStore.sharing_instances`), so what it lost is taken.
+daemon joined, released or left evens out at once, even while a renewal waits. A daemon that
+says it is alive but has kept no lease for a lease span is not counted in the share
+(`LeaseStore.sharing_instances`), so what it lost is taken.
 
 A renewal that fails (the database is unreachable) gives every lease up at once: the daemon
 stops writing for storytellers it may no longer own, and joins again as a newcomer (taking them
