@@ -3,7 +3,8 @@
 `check_lease`, inside a writing transaction, reads the lease row ``FOR SHARE`` with the token
 the writer holds, so a take of the lease waits for that transaction and a write after the take
 finds no row and is refused with `LeaseLost`. A `Fence` is that check for the leases one daemon
-holds now; repositories given one guard their writes with it.
+holds now; repositories given one guard their writes with it, every storyteller of a write in
+one ``IN (...) FOR SHARE`` query (a query per 500), its rows locked in storyteller order.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.errors import LeaseLost
 from storyteller_daemon.storage.models.cluster import StorytellerLeaseRow
+
+_CHUNK = 500  # (id, token) pairs per IN (...) list
 
 
 async def check_lease(
@@ -60,6 +63,7 @@ class Fence:
         Raises:
             LeaseLost: one is not held, or its lease has a new owner.
         """
+        held: list[tuple[int, int]] = []
         for sid in sorted(set(storyteller_ids)):
             token = self.token_of(sid)
             if token is None:
@@ -67,4 +71,24 @@ class Fence:
                     f"daemon {self.instance!r} does not hold storyteller #{sid}: "
                     "the write was refused"
                 )
-            await check_lease(session, self.instance, sid, token)
+            held.append((sid, token))
+        lease = StorytellerLeaseRow
+        for start in range(0, len(held), _CHUNK):
+            chunk = held[start : start + _CHUNK]
+            found = set(
+                await session.scalars(
+                    select(lease.storyteller_id)
+                    .where(
+                        lease.owner == self.instance,
+                        tuple_(lease.storyteller_id, lease.token).in_(chunk),
+                    )
+                    .order_by(lease.storyteller_id)
+                    .with_for_update(read=True)
+                )
+            )
+            for sid, token in chunk:
+                if sid not in found:
+                    raise LeaseLost(
+                        f"daemon {self.instance!r} no longer holds storyteller #{sid} "
+                        f"(fencing token {token} is stale): the write was refused"
+                    )

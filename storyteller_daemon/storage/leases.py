@@ -277,18 +277,30 @@ class LeaseRepository:
         return kept
 
     async def release(self, instance: str, held: Mapping[int, int]) -> int:
-        """Free the leases `instance` holds with these tokens at once; return how many."""
+        """Free the leases `instance` holds with these tokens at once; return how many.
+
+        The rows are locked in storyteller order first, the order a guarded write locks its
+        own (`Fence.check`), so a release waits for such a write instead of deadlocking with it.
+        """
+        lease = StorytellerLeaseRow
         released = 0
         async with self._db.session() as session:
             for chunk in _chunks(held):
-                result = await session.execute(
-                    update(StorytellerLeaseRow)
-                    .where(
-                        StorytellerLeaseRow.owner == instance,
-                        tuple_(StorytellerLeaseRow.storyteller_id, StorytellerLeaseRow.token).in_(
-                            chunk
-                        ),
+                mine = (
+                    lease.owner == instance,
+                    tuple_(lease.storyteller_id, lease.token).in_(chunk),
+                )
+                ids = list(
+                    await session.scalars(
+                        select(lease.storyteller_id)
+                        .where(*mine)
+                        .order_by(lease.storyteller_id)
+                        .with_for_update()
                     )
+                )
+                result = await session.execute(
+                    update(lease)
+                    .where(*mine, lease.storyteller_id.in_(ids))
                     .values(owner=None, expires_at=None)
                 )
                 released += int(getattr(result, "rowcount", 0) or 0)

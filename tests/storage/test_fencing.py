@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
+from sqlalchemy import event
 
 from storyteller_daemon.domain.work import Decision, NewWork, WorkState
 from storyteller_daemon.errors import LeaseLost
@@ -119,3 +120,42 @@ async def test_a_world_events_work_routed_by_any_daemon_is_stored_for_the_holder
     added = await stranger.backlog.add([_work(scene.sid, "bridge:boot-1:9")], routed=True)
     assert [item.source for item in added] == ["bridge:boot-1:9"]
     assert await scene.old.backlog.add([_work(scene.sid, "bridge:boot-1:9")], routed=True) == []
+
+
+async def test_a_write_for_many_storytellers_checks_their_leases_in_one_query(
+    store: Store,
+) -> None:
+    """The fence reads every storyteller of a write in one ``IN (...) FOR SHARE`` query, and
+    one whose token is stale is named in the refusal."""
+    clock = FakeClock()
+    plain = store.stamped_by(clock)
+    ids: list[int] = []
+    for n in range(3):
+        st = await plain.storytellers.create(f"Teller {n}")
+        assert st.id is not None
+        ids.append(st.id)
+    await plain.leases.sync()
+    tokens = await plain.leases.take("a", 3, 10)
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        if "storyteller_leases" in statement:
+            statements.append(statement)
+
+    engine = store.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        fenced = plain.fenced_by(Fence("a", tokens.get))
+        await fenced.backlog.add([_work(sid, f"w:{sid}") for sid in ids])
+        assert len(statements) == 1
+        if store.db.dialect == "postgresql":
+            assert "FOR SHARE" in statements[0]
+        stale = {**tokens, ids[1]: tokens[ids[1]] - 1}
+        with pytest.raises(LeaseLost, match=rf"storyteller #{ids[1]} \(fencing token"):
+            await plain.fenced_by(Fence("a", stale.get)).backlog.add(
+                [_work(sid, f"w:{sid}:again") for sid in ids]
+            )
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    for sid in ids:  # the refused write added nothing, for any of them
+        assert [i.source for i in await plain.backlog.items(sid)] == [f"w:{sid}"]

@@ -3,8 +3,9 @@
 `Daemon.run` (in a cluster, once it has taken its first leases) loads the settings, starts the
 pipeline, the world pump, the settings watch, the
 heartbeats, the intake watchdog and reflection while idle in one task group, and on stop closes
-intake, gives work in flight the drain deadline, cancels the rest, so no task outlives it, and
-releases its leases for the other daemons to take at once.
+intake, gives work in flight the drain deadline, cancels the rest, so no task outlives it. A
+cluster daemon hands its storytellers over as it stops: those with no work in flight at once,
+each of the others as its pass or turn ends, what is left at the drain deadline.
 `stop_on_signals` turns SIGINT and SIGTERM into that stop."""
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ class Daemon:
         settings_listeners: told every storyteller on each settings (re)load.
         invocations: the world's channel for the game's invocations (None: none).
         turn_runs: where an invocation's run record is read for its outcome.
-        leases: a cluster daemon's leases (None: alone, every storyteller is run here); they
-            are renewed until the drain has ended, then released.
+        leases: a cluster daemon's leases (None: alone, every storyteller is run here); on
+            stop each is released once its storyteller has no work in flight, the rest at the
+            drain deadline.
         followed: every storyteller of the game beyond those in `settings` (a cluster
             daemon follows all their rooms and routes the events it stores to each of them).
         cursor_key: the name the daemon's stream cursor is kept under (default `world_key`;
@@ -257,7 +259,9 @@ class Daemon:
                     task.cancel()
                 try:
                     async with asyncio.timeout(self._drain_seconds):
-                        await self.pipeline.drain()
+                        await self.pipeline.drain(
+                            self.leases.hand_over if self.leases is not None else None
+                        )
                 except TimeoutError:
                     log.warning(
                         "drain deadline of %ss passed; cancelling what is left", self._drain_seconds

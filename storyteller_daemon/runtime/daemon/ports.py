@@ -14,7 +14,7 @@ brings word of work the other daemons stored for the storytellers it runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol
@@ -104,6 +104,10 @@ class Leases(Protocol):
 
     async def run(self) -> None:
         """Renew and even out until cancelled."""
+        ...
+
+    async def hand_over(self, keep: Collection[int]) -> None:
+        """A clean stop: leave, and release every lease but `keep`'s (work still in flight)."""
         ...
 
     async def stop(self) -> None:

@@ -10,7 +10,8 @@ each lane stands.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import timedelta
 
 from storyteller_daemon.agent.turn_runner import TurnRunner
@@ -288,12 +289,35 @@ class Pipeline:
         """Refuse new triggers and start no new passes or turns (shutdown has begun)."""
         self._lanes.stop()
 
-    async def drain(self) -> None:
-        """Wait for the speech writer, and for passes and turns in flight to end."""
+    async def drain(
+        self, working: Callable[[frozenset[int]], Awaitable[None]] | None = None
+    ) -> None:
+        """Wait for the speech writer, and for passes and turns in flight to end (after
+        `stop_intake`, so none starts).
+
+        `working` hears at once the storytellers with a pass or their turn task under way,
+        and again, with fewer, as each lane's work ends (until none is left): a cluster
+        daemon lets every other storyteller go (its pending backlog stays in the database).
+        """
+        left = self.working()
+        if working is not None:
+            await working(left)
         await self._speech.written()
+        while left:
+            await self._lanes.wait_for(functools.partial(self._some_ended, left))
+            left &= self.working()
+            if working is not None:
+                await working(left)
         await self._lanes.wait_for(
             lambda: not self._lanes.any(lambda lane: lane.busy_judging or lane.running_turn)
         )
+
+    def _some_ended(self, working: frozenset[int]) -> bool:
+        return not working <= self.working()
+
+    def working(self) -> frozenset[int]:
+        """The storytellers with an attention pass or their turn task under way."""
+        return self._lanes.which(lambda lane: lane.working)
 
     async def wait_idle(self) -> None:
         """Return once nothing is pending, judging, waiting for a turn or running (tests)."""

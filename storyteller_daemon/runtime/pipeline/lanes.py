@@ -74,6 +74,12 @@ class Lane:
         return self.passes > 0
 
     @property
+    def working(self) -> bool:
+        """Whether an attention pass or the turn task is under way (what a stop lets finish
+        before the storyteller is let go)."""
+        return self.busy_judging or self.turn_active or self.running_turn
+
+    @property
     def busy(self) -> bool:
         """Whether it has work: events waiting or being judged, a turn waiting or running."""
         return (
@@ -239,6 +245,10 @@ class Lanes:
 
     def __iter__(self) -> Iterator[Lane]:
         return iter(list(self._table.values()))
+
+    def which(self, test: Callable[[Lane], bool]) -> frozenset[int]:
+        """The storytellers whose lanes pass `test`."""
+        return frozenset(sid for sid, lane in self._table.items() if test(lane))
 
     def ensure(self, storyteller: Storyteller) -> Lane:
         """The storyteller's lane, created if new; its tasks start once the pipeline runs."""

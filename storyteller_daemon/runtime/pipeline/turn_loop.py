@@ -86,20 +86,23 @@ class Turns:
             if self._lanes.stopping():
                 return
             lane.begin_turns()
+            failed = False
             try:
                 while await self._next_turn(storyteller_id, lane):
                     pass
             except LeaseLost as exc:  # another daemon of a cluster runs it now: its work too
                 log.warning("turn stage of storyteller %s stopped: %s", storyteller_id, exc)
-                await self._clock.sleep(self._cfg.retry_seconds)
+                failed = True
             except Exception:  # a failing claim or a bug: the work stays in the backlog
                 log.exception("turn stage failed for storyteller %s", storyteller_id)
                 lane.wake_turns()
-                await self._clock.sleep(self._cfg.retry_seconds)
+                failed = True
             finally:
                 lane.end_turns()
                 self._lanes.touch(lane)
                 await self._lanes.changed()
+            if failed:  # waiting to try again is no turn under way: a stop does not wait for it
+                await self._clock.sleep(self._cfg.retry_seconds)
 
     async def _next_turn(self, storyteller_id: int, lane: Lane) -> bool:
         """Run the next turn of a storyteller; False when there is none (or shutdown began)."""
