@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -42,6 +41,7 @@ from storyteller_daemon.app.adapters import (
     http_token,
     open_store,
 )
+from storyteller_daemon.app.cluster_wiring import cluster_parts
 from storyteller_daemon.app.runtime import Runtime
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.config import Config, check_cluster_database, database_url
@@ -50,7 +50,7 @@ from storyteller_daemon.domain.cluster import KILL_SWITCH_FLAG
 from storyteller_daemon.domain.storytellers import Storyteller
 from storyteller_daemon.mcp import McpHub
 from storyteller_daemon.runs import RunRecorder
-from storyteller_daemon.runtime.cluster import InvocationForwarder, LeasedSettings, LeaseKeeper
+from storyteller_daemon.runtime.cluster import LeasedSettings
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.game_admin import GameAdmin
 from storyteller_daemon.runtime.lookup_cache import CachedWorld
@@ -69,10 +69,6 @@ from storyteller_daemon.runtime.spending.metering import metered_model
 from storyteller_daemon.runtime.spending.shared import SharedLedger
 from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.runtime.turns import AgentTurnRunner
-from storyteller_daemon.storage.cluster_messages import cluster_messages, send_message
-from storyteller_daemon.storage.fence import Fence
-from storyteller_daemon.storage.lease_signals import lease_signals
-from storyteller_daemon.storage.presence import Presence
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
 from world_adapter.invocations import InvocationChannel
@@ -83,8 +79,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__package__)
 
-LEASE_CONNECTIONS = 3
-"""A cluster daemon's connections for its leases: its presence lock's, and two for renewals."""
 DASHBOARD_KEEPALIVE_SECONDS = 15.0
 """A live timeline with nothing new is sent a keep-alive this often (runs wake it at once)."""
 
@@ -128,36 +122,10 @@ async def build_runtime(
     check_cluster_database(cfg, store.db.url)
     stamped = store.stamped_by(clock)  # what the pipeline writes carries the daemon's time
     keeper = forwarder = cursor_key = lease_store = None
-    if cfg.cluster.enabled:
-        instance = cfg.cluster.instance or socket.gethostname()
-        cursor_key = f"{cfg.world.kind}@{instance}"  # each daemon follows the game itself
-        # The leases are kept on connections of their own: a renewal never queues for one
-        # behind the storytellers' work, however busy this daemon is.
-        lease_store = Store.open(
-            store.db.url,
-            clock=clock,
-            idle_in_transaction_seconds=max(cfg.cluster.lease_seconds, 5.0),
-            pool_size=LEASE_CONNECTIONS,
-        )
-        keeper = LeaseKeeper(
-            lease_store.leases,
-            cfg.cluster,
-            instance,
-            clock,
-            alerts=alerts,
-            signals=functools.partial(lease_signals, store.db),
-            presence=Presence(instance, lease_store.db),
-            checks=stamped.leases,
-        )
-        stamped = stamped.fenced_by(Fence(instance, keeper.token))
-        forwarder = InvocationForwarder(  # a game's invoke reaches the storyteller's daemon
-            instance,
-            storytellers=store.storytellers,
-            holders=stamped.leases.holders,
-            send=functools.partial(send_message, store.db, instance),
-            listen=functools.partial(cluster_messages, store.db, instance),
-            clock=clock,
-        )
+    cluster = cluster_parts(cfg, store, stamped, clock, alerts) if cfg.cluster.enabled else None
+    if cluster is not None:
+        keeper, forwarder, stamped = cluster.keeper, cluster.forwarder, cluster.fenced
+        cursor_key, lease_store = cluster.cursor_key, cluster.lease_store
     world = world or build_world(cfg, environ)
     choice = choice or choose_model(cfg, environ)
     stats = RuntimeStats()

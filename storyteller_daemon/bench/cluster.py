@@ -40,6 +40,7 @@ from typing import Any
 
 from storyteller_daemon.bench import cluster_rig as rig
 from storyteller_daemon.bench.cluster_rig import REAL, ClusterBenchOptions, p95, spread
+from storyteller_daemon.bench.throwaway_pg import throwaway_postgres
 from storyteller_daemon.errors import ValidationError
 from storyteller_daemon.storage.store import Store
 
@@ -54,7 +55,7 @@ async def run_cluster_bench(
             "needs PostgreSQL)"
         )
     with ExitStack() as stack:
-        url = options.database_url or stack.enter_context(rig.throwaway_postgres())
+        url = options.database_url or stack.enter_context(throwaway_postgres())
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="st-cluster-")))
         return await _Run(options, url, directory, progress or (lambda _: None)).run()
 

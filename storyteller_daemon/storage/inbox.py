@@ -9,7 +9,8 @@ the ones stored but never dispatched. `prune` keeps the table small.
 
 The daemons of a cluster all follow the world and store its events under the one world name,
 each with a cursor of its own: an event is stored once, by whichever daemon has it first, and
-only that daemon routes it.
+that daemon routes it (another routes it only when it was left undispatched for a lease span:
+its daemon died).
 
 Payloads are the events' JSON form from the bridge protocol (`world_adapter.codec`).
 """
@@ -17,7 +18,7 @@ Payloads are the events' JSON form from the bridge protocol (`world_adapter.code
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -107,7 +108,12 @@ class InboxRepository:
         None: where a daemon new to a cluster starts following the world."""
         query = (
             select(StreamStateRow)
-            .where(or_(StreamStateRow.world == world, StreamStateRow.world.startswith(f"{world}@")))
+            .where(
+                or_(
+                    StreamStateRow.world == world,
+                    StreamStateRow.world.startswith(f"{world}@", autoescape=True),
+                )
+            )
             .order_by(StreamStateRow.updated_on.desc())
             .limit(1)
         )
@@ -190,16 +196,6 @@ def _after_cursor(events: Sequence[WorldEvent], state: StreamStateRow | None) ->
             seen.add(cursor)
             fresh.append(event)
     return fresh
-
-
-def _by_epoch(events: Sequence[WorldEvent]) -> Iterator[tuple[str, list[WorldEvent]]]:
-    """The events grouped by epoch, in chunks of at most `_CHUNK`."""
-    epochs: dict[str, list[WorldEvent]] = {}
-    for event in events:
-        epochs.setdefault(event.cursor.epoch, []).append(event)
-    for epoch, group in epochs.items():
-        for start in range(0, len(group), _CHUNK):
-            yield epoch, group[start : start + _CHUNK]
 
 
 def _event(row: InboxRow) -> WorldEvent:

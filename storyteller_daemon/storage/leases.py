@@ -153,6 +153,7 @@ class LeaseRepository:
                 await session.execute(
                     delete(ClusterInstanceRow).where(ClusterInstanceRow.name.in_(gone))
                 )
+                await self._notify(session, instance)  # the others even out at once too
             return gone
 
     async def live_instances(self) -> list[str]:

@@ -77,7 +77,7 @@ class Presence:
             )
             await driver.execute("RESET lock_timeout")
         except BaseException as exc:
-            await connection.close()
+            await connection.invalidate()  # not back to the pool with this session's settings
             if getattr(exc, "sqlstate", None) != LOCK_NOT_AVAILABLE:
                 raise
             raise ConfigError(

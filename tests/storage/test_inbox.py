@@ -169,8 +169,11 @@ async def test_a_daemon_new_to_the_cluster_starts_where_a_daemon_moved_last(stor
     await inbox.store_events("bridge", [echo(5)], cursor_key="bridge@st-1")
     await clock.advance(1)
     await inbox.store_events("bridge", [echo(7)], cursor_key="bridge@st-2")
+    await clock.advance(1)  # other worlds moved later: not this one's
     await inbox.store_events("bridge-other", [echo(9)], cursor_key="bridge-other@st-1")
+    await inbox.store_events("bridg_", [echo(11)], cursor_key="bridg_@st-1")
     assert await inbox.latest_cursor("bridge") == Cursor("boot-1", 7)
+    assert await inbox.latest_cursor("bridg_") == Cursor("boot-1", 11)
 
 
 async def test_pending_events_received_before_a_time_are_those_a_dead_daemon_left(

@@ -255,6 +255,7 @@ class LeaseKeeper:
             if not kept:  # all taken over (it was paused, say): join again as a newcomer
                 async with self._changing:
                     if not self._leaving:
+                        self._held = {}  # joining frees what it took meanwhile as well
                         await self._leases.join(self.instance, lease)
         self._valid_until = started + lease
 

@@ -2,7 +2,8 @@
 
 `WorldPump` subscribes to the watched rooms from the daemon's cursor and resubscribes when they
 change. With an event inbox each batch is stored with the cursor in one transaction before it is
-dispatched, and what was stored but never dispatched goes first after a restart. A world that
+dispatched, and what was stored but never dispatched goes first after a restart (in a cluster,
+`dispatch_stale` takes what a daemon left undispatched for a sweep span). A world that
 cannot replay from the cursor is a gap (counted and alerted), a failed stream or store is retried,
 and a refusal stops the daemon. The intake watchdog turns health red when a bridged game keeps
 sending while nothing is stored.
@@ -241,8 +242,8 @@ class WorldPump:
                 self._status.refused(error)
                 return
             elif isinstance(error, StorageError):
-                # Events stored but not dispatched (the backlog refused them: the database
-                # failed, or a cluster daemon's lease was lost) are read again from the inbox.
+                # Events stored but not dispatched (the database failed) are read again from
+                # the inbox (in a cluster, by the sweep).
                 self._restored = self._inbox is None
                 self._status.set("reconnecting")
                 log.error(

@@ -243,9 +243,10 @@ class Pipeline:
         depth = await self._lanes.backlog.depth()
         woken: set[int] = set()
         for (sid, state), count in depth.items():
-            lane = self._lanes.get(sid)
-            if lane is None or self.router.storyteller(sid) is None:
+            st = self.router.storyteller(sid)
+            if st is None:
                 continue
+            lane = self._lanes.ensure(st)
             if state == WorkState.PENDING.value:
                 if lane.pending == 0 and not lane.busy_judging:
                     lane.found_pending(count)

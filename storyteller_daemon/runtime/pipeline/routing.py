@@ -153,6 +153,8 @@ class Routing:
         return "storyteller is paused" if storyteller.paused else None
 
     def _api_key_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
+        if storyteller.id is not None and self.router.storyteller(storyteller.id) is None:
+            return None  # run by another daemon of the cluster: its model is that daemon's
         return None if self.model_available else "no model API key configured"
 
     def _prefilter_stage(self, storyteller: Storyteller, trigger: Trigger) -> str | None:
