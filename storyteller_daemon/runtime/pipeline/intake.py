@@ -20,6 +20,7 @@ from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkState
 from storyteller_daemon.runs import encode_trigger
 from storyteller_daemon.runtime.pipeline.lanes import Lanes
+from storyteller_daemon.runtime.pipeline.pacing import paces
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.pipeline.speech import SpeechHistory
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -102,7 +103,8 @@ class Intake:
                 if self._routing.refused(st, trigger) is None:
                     self._stats.heard[st.name] += 1
                     new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
-        return await self._store(new)
+        ambient = frozenset(f"{self._source}:{e.cursor}" for e in events if e.ambience)
+        return await self._store(new, ambient)
 
     async def ingest(self, event: WorldEvent) -> int:
         """`accept` for one event."""
@@ -202,7 +204,9 @@ class Intake:
             return "echo"
         return trigger.kind.value
 
-    async def _store(self, new: Sequence[NewWork]) -> int:
+    async def _store(self, new: Sequence[NewWork], ambient: frozenset[str] = frozenset()) -> int:
+        """Store `new` work and tell the lanes; `ambient`: the sources of events the world
+        marks as ambience (they make no scene)."""
         if not new:
             return 0
         self._busy += 1
@@ -218,10 +222,17 @@ class Intake:
             lane = self._lanes.ensure(st)
             self._lanes.touch(lane)
             if item.state is WorkState.PENDING:
+                burst = item.source not in ambient and lane.scenes.arrived(
+                    item.room_id,
+                    now,
+                    events=self._cfg.scene_events if paces(self._cfg) else 0,
+                    seconds=self._cfg.scene_seconds,
+                )
                 lane.arrived(
                     now,
                     urgent=item.kind in self._cfg.urgent_kinds,
                     routine=item.kind in self._cfg.routine_kinds,
+                    burst=burst,
                 )
             else:
                 lane.wake_turns()
