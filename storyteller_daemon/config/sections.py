@@ -120,7 +120,7 @@ class AttentionConfig(_Section):
     are a burst (a fight, a quarrel): judged at once (0: no bursts)."""
     scene_seconds: PositiveFloat = 8.0
     """See `scene_events`."""
-    scene_hold_seconds: NonNegativeFloat = 120.0
+    scene_hold_seconds: NonNegativeFloat = 60.0
     """A room stays a scene this long after the attention model attended to an event in it:
     its next events are judged within `max_wait_seconds`."""
     urgent_kinds: Annotated[
