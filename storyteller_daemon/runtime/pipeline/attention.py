@@ -2,7 +2,8 @@
 
 A storyteller's attention task waits for a burst window (no new event for ``quiet_seconds``,
 or ``routine_quiet_seconds`` while the window holds only ``routine_kinds``; or the oldest waiting
-``max_wait_seconds``; urgent kinds and a full batch go at once), then
+``max_wait_seconds``; urgent kinds, a full batch and a burst forming in one room go at once;
+calm events an earlier pass left pending, `pacing`, are looked at again by their due time), then
 claims the oldest pending events, up to ``max_batch_events``, and judges them in a pass of
 their own (up to ``parallel_requests`` passes at once): attention rules, the waits of the
 storyteller's story plans and repeats are settled from memory, then what the verdict memory

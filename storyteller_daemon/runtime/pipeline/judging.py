@@ -4,7 +4,8 @@
 waiting for it, a room echo the world marks as ambience (ignored, rule ``ambience``), a repeat
 of what was judged before (in memory, in the same batch, or kept by the
 verdict memory), and the rest one model request. A request that fails raises `RequestFailed`
-(its events stay pending); a budget spent during the batch filters it.
+(its events stay pending); a budget spent during the batch filters it. Before asking, calm
+pacing (`pacing`) may leave what the model would judge pending for a later request.
 
 An event the gate could not judge at all (its batch, the re-ask and a request of its own all
 broke the verdict contract) is a violation, counted; an urgent one (a crime, a state change, a
@@ -179,7 +180,7 @@ class BatchJudge:
         elif len(ask) > self._cfg.max_batch_events:  # a paced claim may hold more: next pass
             waiting = {items[i].id for i in ask[self._cfg.max_batch_events :]}
             ask = ask[: self._cfg.max_batch_events]
-            lane.overflow = True
+            lane.look_after_pass()
         if ask:
             asked = [triggers[i] for i in ask]
             refusal = await self._routing.admitted(st, asked[0])

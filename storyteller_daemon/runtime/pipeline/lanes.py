@@ -151,6 +151,11 @@ class Lane:
         self.scene = False
         self.calm_due = None
 
+    def look_after_pass(self) -> None:
+        """A pass left events for the next pass (more than a batch): look again once it
+        ends."""
+        self.overflow = True
+
     def calm_until(self, due: float) -> None:
         """A pass left calm events pending: look again by `due` at the latest."""
         self.calm_due = due if self.calm_due is None else min(self.calm_due, due)
