@@ -198,6 +198,7 @@ async def run_stream_bench(
                     **_given(
                         quiet_seconds=options.quiet_seconds,
                         max_wait_seconds=options.max_wait_seconds,
+                        calm_wait_factor=options.calm_wait_factor,
                         max_age_seconds=max_age,
                         cache_floor_tokens=options.cache_floor,
                         verdict_memory_hours=options.verdict_memory_hours,
@@ -302,7 +303,15 @@ async def run_stream_bench(
             ledger_rows = sum(
                 line.requests for line in await LedgerRepository(db).totals("storyteller")
             )
-            turn_runs = await RunRepository(db).list(kind="turn", limit=1_000_000)
+            runs = await RunRepository(db).list(limit=1_000_000)
+            turn_runs = [r for r in runs if r.kind == "turn"]
+            by_storyteller: dict[str, Counter[str]] = {}
+            for r in runs:
+                counted_runs = by_storyteller.setdefault(r.storyteller_name, Counter())
+                counted_runs[f"{r.kind} runs"] += 1
+                counted_runs[f"{r.kind} rounds"] += r.rounds
+                if r.kind == "turn":
+                    counted_runs[f"turn rounds ({r.trigger_kind})"] += r.rounds
             interrupted = sum(1 for r in turn_runs if r.outcome == "interrupted")
             ended = Counter(r.turn_key for r in turn_runs if r.outcome != "interrupted")
             work = []
@@ -338,6 +347,7 @@ async def run_stream_bench(
             crashes=crashes,
             cuts=cuts,
             interrupted=interrupted,
+            runs_by_storyteller=by_storyteller,
             ended=ended,
             written=written,
             stop_times=stop_times,

@@ -44,6 +44,8 @@ class StreamBenchOptions:
     """Override of ``[attention] quiet_seconds`` (None: the default)."""
     max_wait_seconds: float | None = None
     """Override of ``[attention] max_wait_seconds`` (None: the default)."""
+    calm_wait_factor: float | None = None
+    """Override of ``[attention] calm_wait_factor`` (None: the default; 1: no pacing)."""
     max_age_seconds: float | None = None
     """Override of ``[attention] max_age_seconds`` (None: the default; for the one-call design,
     long enough that nothing expires), for runs that measure something other than what a
@@ -89,6 +91,8 @@ class StreamFacts:
     crashes: int
     cuts: int
     interrupted: int
+    runs_by_storyteller: dict[str, Counter[str]]
+    """Storyteller → runs and model rounds by kind (turn rounds also by trigger kind)."""
     ended: Counter[Any]
     written: Counter[str]
     stop_times: list[float]
@@ -167,6 +171,10 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
         "attention requests": oracle.log.requests["attention"],
         "turn rounds": oracle.log.requests["turn_round"],
         "model calls per 1,000 events": round(requests * 1000 / len(items), 1),
+        "attention requests by why they were asked": _windows(stats, earlier),
+        "runs and rounds by storyteller": {
+            name: dict(sorted(counts.items())) for name, counts in f.runs_by_storyteller.items()
+        },
         "events the attention model judged": int(stats.batch_sizes.total),
         "events per attention request": round(stats.batch_sizes.total / stats.batch_sizes.count, 1)
         if stats.batch_sizes.count
@@ -239,17 +247,33 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
             round(stats.turn_latency.percentile(0.5), 2),
             round(stats.turn_latency.percentile(0.95), 2),
         ],
+        "event → turn start p95 by kind (s, events)": {
+            kind: [round(d.percentile(0.95), 2), d.count]
+            for kind, d in sorted(stats.turn_latency_by_kind.items())
+        },
         "backlog settled": settled,
         "playback behind the stream at most (s)": round(behind, 2),
-        "window (quiet / max wait, s)": [
+        "window (quiet / max wait / calm max wait, s)": [
             cfg.attention.quiet_seconds,
             cfg.attention.max_wait_seconds,
+            cfg.attention.calm_max_wait_seconds,
         ],
         "attention latency (s)": options.attention_latency,
         "round latency (s)": options.round_latency,
         "speed-up": options.speedup,
         "at": f.at.isoformat(timespec="seconds"),
     }
+
+
+def _windows(stats: Any, earlier: list[Any]) -> dict[str, int]:
+    """Attention requests by why their batch's window closed, and the re-asks and requests
+    of one event judged alone that followed a broken reply."""
+    windows: Counter[str] = Counter(stats.attention_windows)
+    calls = stats.attention_calls
+    for before in earlier:
+        windows.update(before.attention_windows)
+        calls += before.attention_calls
+    return {**dict(windows.most_common()), "re-asks and alone": calls - sum(windows.values())}
 
 
 def _cached_share(usage: Usage | None) -> float | None:

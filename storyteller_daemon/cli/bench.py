@@ -278,6 +278,10 @@ async def stream(
     max_wait: Annotated[
         float | None, typer.Option(help="Override [attention] max_wait_seconds.", min=0)
     ] = None,
+    calm_wait_factor: Annotated[
+        float | None,
+        typer.Option(help="Override [attention] calm_wait_factor (1: no pacing).", min=1),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
@@ -312,6 +316,7 @@ async def stream(
         reasoning_tokens=reasoning_tokens,
         quiet_seconds=quiet,
         max_wait_seconds=max_wait,
+        calm_wait_factor=calm_wait_factor,
         contract_faults=contract_faults,
         short_prompts=short_prompts,
         cache_floor=cache_floor,

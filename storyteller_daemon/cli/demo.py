@@ -88,8 +88,13 @@ async def demo(
             "world": {"sim_tick_seconds": tick},
             "logging": {"level": "WARNING"},
             # The demo's world moves every `tick` seconds, so a burst is over after a tick or
-            # two; the defaults suit a game's real pace.
-            "attention": {"quiet_seconds": tick, "max_wait_seconds": 3 * tick},
+            # two; the defaults suit a game's real pace. Its few minutes show every verdict:
+            # no calm pacing.
+            "attention": {
+                "quiet_seconds": tick,
+                "max_wait_seconds": 3 * tick,
+                "calm_wait_factor": 1.0,
+            },
             # The director's heartbeats come faster than the town's players act.
             "budgets": {"skip_idle_heartbeats": False},
             # Its five-minute heartbeat comes every two ticks: the ten minutes a tool waits

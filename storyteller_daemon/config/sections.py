@@ -110,6 +110,19 @@ class AttentionConfig(_Section):
     routine_quiet_seconds: NonNegativeFloat = 30.0
     """The quiet gap of a batch of routine kinds only: a trickle of echoes is judged together
     rather than one request each."""
+    calm_wait_factor: Annotated[float, Field(ge=1.0)] = 5.0
+    """Events the model must judge may wait this many `max_wait_seconds` (60 s by default)
+    for a request while none of them is lively (an urgent kind, a burst, a scene: see
+    `scene_events`, `scene_hold_seconds`): calm lines ride together with the next request
+    instead of costing one each window. 1: off, every window asks (latency for calls)."""
+    scene_events: NonNegativeInt = 5
+    """This many new events in one room within `scene_seconds`, the last of them just now,
+    are a burst (a fight, a quarrel): judged at once (0: no bursts)."""
+    scene_seconds: PositiveFloat = 8.0
+    """See `scene_events`."""
+    scene_hold_seconds: NonNegativeFloat = 60.0
+    """A room stays a scene this long after the attention model attended to an event in it:
+    its next events are judged within `max_wait_seconds`."""
     urgent_kinds: Annotated[
         tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
     ] = ("crime",)
@@ -155,6 +168,11 @@ class AttentionConfig(_Section):
     memory, one turn each."""
     retention_hours: PositiveFloat = 24.0
     """Finished work items are kept this long for `storyteller` inspection, then pruned."""
+
+    @property
+    def calm_max_wait_seconds(self) -> float:
+        """How long calm events may wait for a request (`calm_wait_factor`)."""
+        return self.calm_wait_factor * self.max_wait_seconds
 
 
 class WorldConfig(_Section):

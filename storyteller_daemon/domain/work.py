@@ -117,13 +117,17 @@ class NewWork:
 
 @dataclass(frozen=True)
 class WorkArrival:
-    """`count` work items of `kind` stored for a storyteller in `state` (``pending`` or
-    ``interested``) by a daemon of a cluster that does not run it: word for its holder."""
+    """`count` work items of `kind` in a room stored for a storyteller in `state`
+    (``pending`` or ``interested``): word for the lane, here or, by a daemon of a cluster
+    that does not run the storyteller, for its holder."""
 
     storyteller_id: int
     state: str
     kind: str
     count: int
+    room_id: int | None = None
+    ambient: bool = False
+    """Events the world marks as ambience (they make no scene)."""
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,12 @@ class RuntimeStats:
     """Deterministic rule → events it settled without a model call."""
     batch_sizes: Distribution = field(default_factory=lambda: Distribution(BATCH_BUCKETS))
     """Events per attention request (those the model judged)."""
+    attention_windows: Counter[str] = field(default_factory=Counter)
+    """Why each batch's first attention request was made: its window closed (``max_wait``,
+    ``quiet``, ``urgent``, ``full``, ``backlog``, ``scene``) or, with calm pacing, what made
+    it lively (``burst``, ``scene``, ``urgent``, ``full``) or ``calm`` (the oldest waited
+    `calm_max_wait_seconds`); re-asks and events judged alone are the rest of
+    `attention_calls`."""
     heard: Counter[str] = field(default_factory=Counter)
     """Storyteller name → events it heard (work items stored for it)."""
     spent: dict[str, float] = field(default_factory=dict)
@@ -93,10 +99,20 @@ class RuntimeStats:
     """Seconds from an event's arrival in the backlog to its verdict."""
     turn_latency: Distribution = field(default_factory=lambda: Distribution(WAIT_BUCKETS))
     """Seconds from an event's arrival in the backlog to the start of its turn."""
+    turn_latency_by_kind: dict[str, Distribution] = field(default_factory=dict)
+    """`turn_latency` per event kind (room_echo, speech, crime, state, heartbeat, direct)."""
     reflections: Counter[str] = field(default_factory=Counter)
     """Reflection while idle: ``digest_<outcome>`` per refresh (refreshed, unchanged,
     budget_exceeded, failed, no_model), ``memories_merged`` per memory folded into another,
     ``failed`` per pass that crashed."""
+
+    def turn_started(self, kind: str, seconds: float) -> None:
+        """An event of `kind` reached the start of its turn `seconds` after it arrived."""
+        self.turn_latency.observe(seconds)
+        by_kind = self.turn_latency_by_kind.get(kind)
+        if by_kind is None:
+            by_kind = self.turn_latency_by_kind[kind] = Distribution(WAIT_BUCKETS)
+        by_kind.observe(seconds)
 
     def spend(self, storyteller: str, usd: float) -> None:
         """Add a storyteller's model spend."""

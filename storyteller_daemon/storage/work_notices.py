@@ -3,10 +3,10 @@
 The daemon that stores a world event routes it to every storyteller that hears it, wherever
 that storyteller runs; the work items are in the shared backlog, and `send_work_notice` tells
 every daemon (NOTIFY on `WORK_CHANNEL`, once the items are committed) which storytellers got
-what, so their holders judge them at once. A notice is a JSON list of
-``[storyteller id, state, kind, count]``; one too long for a notification goes in several.
-A notice that is lost (a listener reconnecting) only delays the work: each daemon looks at its
-storytellers' backlog again every lease span.
+what, so their holders judge them at once. A notice is a JSON list of ``[storyteller id,
+state, kind, count, room id, ambient]``; one too long for a notification goes in several. A
+notice that is lost (its listener's connection ended) only delays the work: each daemon looks
+at its storytellers' backlog again every lease span.
 """
 
 from __future__ import annotations
@@ -55,8 +55,15 @@ def work_notices(
     def parse(payload: str) -> None:
         try:
             notices = [
-                WorkArrival(int(sid), str(state), str(kind), int(count))
-                for sid, state, kind, count in json.loads(payload)
+                WorkArrival(
+                    int(sid),
+                    str(state),
+                    str(kind),
+                    int(count),
+                    None if room is None else int(room),
+                    bool(ambient),
+                )
+                for sid, state, kind, count, room, ambient in json.loads(payload)
             ]
         except (ValueError, TypeError) as exc:  # not one of ours: the lease-span look finds it
             log.warning("cluster: an unreadable work notice was dropped: %s", type(exc).__name__)

@@ -54,6 +54,18 @@ async def test_batched_and_one_call_designs_on_the_same_stream(tmp_path: Path) -
     parts = batched["tool-loop input tokens by part (share)"]
     assert isinstance(parts, dict) and parts["tools"] > parts["events"] > 0
     assert abs(sum(parts.values()) - 1) < 0.01
+    # Where the calls go: attention requests by why they were asked, rounds by turn class.
+    why = batched["attention requests by why they were asked"]
+    assert isinstance(why, dict) and sum(why.values()) == batched["attention requests"]
+    assert why["re-asks and alone"] == 0  # no contract faults: no request beyond the batches
+    [runs] = batched["runs and rounds by storyteller"].values()  # type: ignore[attr-defined]
+    # A heartbeat turn may be running while the report is read: its round has no run yet.
+    assert 0 < runs["turn rounds"] <= batched["turn rounds"]
+    assert 0 < runs["attention runs"] <= batched["attention requests"]
+    by_kind = batched["event → turn start p95 by kind (s, events)"]
+    assert isinstance(by_kind, dict)
+    reached = batched["relevant events reaching a turn"]
+    assert sum(n for _, n in by_kind.values()) >= reached  # type: ignore[operator]
     # The world marks its background as ambience: the batched design ignores it by rule.
     assert batched["settled by rule"]["ambience"] > 0  # type: ignore[index]
     assert "ambience" not in reference["settled by rule"]  # type: ignore[operator]

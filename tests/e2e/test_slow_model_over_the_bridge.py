@@ -73,6 +73,7 @@ async def test_a_slow_failing_model_loses_nothing_over_the_bridge(tmp_path: Path
                 "retry_seconds": 0.05,
                 "max_retries": 0,
                 "max_batch_events": 25,
+                "calm_wait_factor": 1.0,  # every window asks: batches one after another
             },
         },
         "test",

@@ -1,5 +1,7 @@
 """The burst window adapts: a window of routine kinds only waits a longer quiet gap (never past
-the maximum wait), any other kind brings the short gap back, urgent kinds go at once."""
+the maximum wait), any other kind brings the short gap back, urgent kinds go at once; calm
+events wait for the calm maximum and ride with the next request, while bursts, scenes and
+urgent kinds are asked about at once."""
 
 from __future__ import annotations
 
@@ -7,13 +9,15 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
-from test_pipeline import WATCHER, Harness, echo, until
+from test_pipeline import WATCHER, Harness, crime, echo, until
 
 from storyteller_daemon.agent.trigger import TriggerKind
+from storyteller_daemon.agent.verdicts import AttentionVerdict
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.storytellers import EventKind
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import settle
+from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
 from world_adapter.events import Cursor, Speech
 
 
@@ -41,7 +45,9 @@ async def harness(sqlite_store: Store) -> AsyncIterator[Harness]:
 async def test_routine_kinds_alone_wait_a_longer_gap_up_to_the_maximum_wait(
     harness: Harness,
 ) -> None:
-    cfg = AttentionConfig(quiet_seconds=3, max_wait_seconds=10, routine_quiet_seconds=30)
+    cfg = AttentionConfig(
+        quiet_seconds=3, max_wait_seconds=10, routine_quiet_seconds=30, calm_wait_factor=1
+    )
     watcher = replace(WATCHER, subscriptions=WATCHER.subscriptions | {EventKind.SPEECH})
     rig = await harness.start(cfg, storytellers=[watcher])
     await rig.pipeline.ingest(echo(seq=1))
@@ -60,3 +66,69 @@ async def test_routine_kinds_alone_wait_a_longer_gap_up_to_the_maximum_wait(
     await rig.clock.advance(1)
     await until(lambda: len(rig.runner.judged) == 2)
     assert [t.kind for t in rig.runner.judged[1]] == [TriggerKind.ROOM_ECHO, TriggerKind.SPEECH]
+
+
+async def test_calm_events_ride_together_and_lively_ones_go_at_once(harness: Harness) -> None:
+    cfg = AttentionConfig(
+        quiet_seconds=3,
+        max_wait_seconds=10,
+        calm_wait_factor=6,
+        scene_events=3,
+        scene_seconds=8,
+        routine_kinds=(),
+    )
+    runner = ScriptedTurnRunner(
+        verdict=AttentionVerdict(False, ""),
+        verdicts={TriggerKind.CRIME: AttentionVerdict(True, "a theft")},
+    )
+    rig = await harness.start(cfg, runner)
+    judged = rig.runner.judged
+
+    # Calm lines in different rooms wait past the window, up to the calm maximum, together.
+    await rig.pipeline.ingest(echo(cell=101, seq=1, text="Gulls cry."))
+    await rig.clock.advance(20)
+    await rig.pipeline.ingest(echo(cell=102, seq=2, text="A cart rattles past."))
+    await rig.clock.advance(30)
+    await settle()
+    assert judged == []
+    await rig.clock.advance(10)
+    await until(lambda: len(judged) == 1)
+    assert [t.room_id for t in judged[0]] == [101, 102]
+    assert rig.pipeline.stats.attention_windows["calm"] == 1
+
+    # A burst in one room is asked about as it forms, without waiting for the window.
+    for seq in (3, 4, 5):
+        await rig.pipeline.ingest(echo(cell=103, seq=seq, text=f"A blow lands ({seq})."))
+        await rig.clock.advance(1)
+    await until(lambda: len(judged) == 2)
+    assert [t.room_id for t in judged[1]] == [103, 103, 103]
+
+    # A crime takes the calm lines waiting with it.
+    await rig.pipeline.ingest(echo(cell=104, seq=6, text="A dog barks."))
+    await rig.clock.advance(5)
+    await rig.pipeline.ingest(crime(7))
+    await until(lambda: len(judged) == 3)
+    assert [t.kind for t in judged[2]] == [TriggerKind.ROOM_ECHO, TriggerKind.CRIME]
+
+    # The crime's room is a scene now: its next line is judged within the window, and takes
+    # a calm line elsewhere with it.
+    await rig.pipeline.ingest(echo(cell=105, seq=8, text="Rain starts."))
+    await rig.clock.advance(10)
+    await settle()
+    assert len(judged) == 3
+    await rig.pipeline.ingest(echo(cell=101, seq=9, text="Someone runs off."))
+    await rig.clock.advance(10)
+    await until(lambda: len(judged) == 4)
+    assert [t.room_id for t in judged[3]] == [105, 101]
+    assert rig.pipeline.stats.attention_windows == {"calm": 1, "burst": 1, "urgent": 1, "scene": 1}
+
+
+async def test_a_paced_backlog_bigger_than_a_batch_is_asked_in_batches_at_once(
+    harness: Harness,
+) -> None:
+    cfg = AttentionConfig(quiet_seconds=30, max_wait_seconds=60, max_batch_events=5)
+    rig = await harness.start(cfg, ScriptedTurnRunner(verdict=AttentionVerdict(False, "")))
+    await rig.pipeline.accept([echo(seq=seq, text=f"t{seq}") for seq in range(1, 13)])
+    await until(lambda: len(rig.runner.judged) == 3)
+    assert [len(b) for b in rig.runner.judged] == [5, 5, 2]
+    assert await rig.states() == ["ignored"] * 12

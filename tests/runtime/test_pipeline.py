@@ -409,7 +409,7 @@ async def test_a_burst_is_judged_in_one_request_and_handled_in_one_turn(rig: Rig
 
 async def test_the_window_waits_for_a_quiet_gap(harness: Harness) -> None:
     rig = await harness.start(
-        AttentionConfig(quiet_seconds=3, max_wait_seconds=10, routine_kinds=())
+        AttentionConfig(quiet_seconds=3, max_wait_seconds=10, routine_kinds=(), calm_wait_factor=1)
     )
     for seq in (1, 2, 3):
         await rig.pipeline.ingest(echo(seq=seq))
@@ -422,7 +422,9 @@ async def test_the_window_waits_for_a_quiet_gap(harness: Harness) -> None:
 
 
 async def test_a_steady_stream_is_judged_at_the_maximum_wait(harness: Harness) -> None:
-    rig = await harness.start(AttentionConfig(quiet_seconds=3, max_wait_seconds=10))
+    rig = await harness.start(
+        AttentionConfig(quiet_seconds=3, max_wait_seconds=10, calm_wait_factor=1)
+    )
     for seq in range(1, 11):  # one event a second (t = 0..9): never a quiet gap of 3 s
         await rig.pipeline.ingest(echo(seq=seq, text=f"distinct {seq}"))
         await rig.clock.advance(1)
@@ -439,7 +441,9 @@ async def test_urgent_kinds_skip_the_window(harness: Harness) -> None:
 
 
 async def test_a_fight_of_twelve_echoes_costs_one_request_and_one_turn(harness: Harness) -> None:
-    rig = await harness.start(AttentionConfig(quiet_seconds=3, max_wait_seconds=10))
+    rig = await harness.start(
+        AttentionConfig(quiet_seconds=3, max_wait_seconds=10, calm_wait_factor=1)
+    )
     for seq in range(1, 13):
         await rig.pipeline.ingest(echo(seq=seq, text=f"Bram swings at Tove ({seq})."))
         await rig.clock.advance(0.7)
@@ -452,7 +456,9 @@ async def test_a_fight_of_twelve_echoes_costs_one_request_and_one_turn(harness: 
 
 async def test_a_big_backlog_is_judged_in_full_batches_without_waiting(harness: Harness) -> None:
     rig = await harness.start(
-        AttentionConfig(quiet_seconds=30, max_wait_seconds=60, max_batch_events=5)
+        AttentionConfig(
+            quiet_seconds=30, max_wait_seconds=60, max_batch_events=5, calm_wait_factor=1
+        )
     )
     rig.runner.verdict = AttentionVerdict(False)
     await rig.pipeline.accept([echo(seq=seq, text=f"t{seq}") for seq in range(1, 13)])

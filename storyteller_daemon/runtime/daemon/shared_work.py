@@ -5,7 +5,7 @@ it first, which routes it to every storyteller that hears it, wherever it runs (
 `runtime.pipeline.intake`). `SharedWork` is the other half: it hears of the work the other
 daemons stored for the storytellers run here and wakes their lanes at once, and every sweep
 span it dispatches the events a daemon stored and died before routing, and shows the lanes
-the work whose word never came (a listener reconnecting).
+the work whose word never came (its listening connection ended, say).
 """
 
 from __future__ import annotations

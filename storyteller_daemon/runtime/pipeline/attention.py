@@ -2,7 +2,8 @@
 
 A storyteller's attention task waits for a burst window (no new event for ``quiet_seconds``,
 or ``routine_quiet_seconds`` while the window holds only ``routine_kinds``; or the oldest waiting
-``max_wait_seconds``; urgent kinds and a full batch go at once), then
+``max_wait_seconds``; urgent kinds, a full batch and a burst forming in one room go at once;
+calm events an earlier pass left pending, `pacing`, are looked at again by their due time), then
 claims the oldest pending events, up to ``max_batch_events``, and judges them in a pass of
 their own (up to ``parallel_requests`` passes at once): attention rules, the waits of the
 storyteller's story plans and repeats are settled from memory, then what the verdict memory
@@ -33,6 +34,7 @@ from storyteller_daemon.errors import LeaseLost
 from storyteller_daemon.runs import decode_trigger
 from storyteller_daemon.runtime.pipeline.judging import BatchJudge, RequestFailed
 from storyteller_daemon.runtime.pipeline.lanes import Lane, Lanes, log
+from storyteller_daemon.runtime.pipeline.pacing import paces
 from storyteller_daemon.runtime.pipeline.ports import PlanReader
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.stats import RuntimeStats
@@ -40,6 +42,24 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 RETRY_CAP_SECONDS = 60.0
 EXPIRY_EVERY_SECONDS = 60.0
 """How often a storyteller's backlog is checked for events past the maximum age."""
+PACED_CLAIM_BATCHES = 4
+"""With calm pacing, a pass claims up to this many batches of pending events (those rules,
+repeats and the verdict memory settle, and calm events waiting); it asks about one batch at
+most."""
+WINDOW_MAX_WAIT = "max_wait"
+"""The window closed because its oldest event waited `max_wait_seconds`."""
+WINDOW_QUIET = "quiet"
+"""The window closed because no event came for the quiet gap."""
+WINDOW_URGENT = "urgent"
+"""An urgent kind closed the window at once."""
+WINDOW_FULL = "full"
+"""A full batch was waiting."""
+WINDOW_BACKLOG = "backlog"
+"""The backlog was looked at at once: the last batch was full, a request failed, a resume."""
+WINDOW_SCENE = "scene"
+"""New events came in a burst in one room (`pacing.Scenes.arrived`)."""
+WINDOW_CALM = "calm"
+"""Calm events an earlier pass left pending reached `calm_max_wait_seconds` (`pacing`)."""
 
 
 class Attention:
@@ -81,7 +101,7 @@ class Attention:
     async def run(self, storyteller_id: int, lane: Lane) -> None:
         """The storyteller's attention task: judge its pending events in passes."""
         while True:
-            await self._window(lane)
+            closed_by = await self._window(lane)
             if self._lanes.stopping():
                 return
             if lane.passes >= self._parallel:  # wait for an answer before asking again
@@ -90,7 +110,7 @@ class Attention:
                 continue
             lane.pass_started()
             try:
-                started = await self._start_pass(storyteller_id, lane)
+                started = await self._start_pass(storyteller_id, lane, closed_by)
             except LeaseLost as exc:  # another daemon of a cluster runs it now: its work too
                 log.warning("attention stage of storyteller %s stopped: %s", storyteller_id, exc)
                 started = False
@@ -103,35 +123,53 @@ class Attention:
                 lane.pass_ended()
                 await self._lanes.changed()
 
-    async def _window(self, lane: Lane) -> None:
-        """Return when the storyteller's waiting events should be judged."""
+    async def _window(self, lane: Lane) -> str:
+        """Return when the storyteller's waiting events should be judged, with why: `WINDOW_*`
+        (counted per request in `RuntimeStats.attention_windows`)."""
         while not self._lanes.stopping():
             now = self._clock.monotonic()
             if lane.retry_at is not None and now < lane.retry_at:
                 lane.wake.clear()
                 await sleep_or_wake(self._clock, lane.wake, lane.retry_at - now)
                 continue
+            calm_due = lane.calm_due if lane.calm_due is not None else float("inf")
+            if now >= calm_due:
+                return WINDOW_CALM
             if lane.pending <= 0 and not lane.more:
                 lane.wake.clear()
-                await lane.wake.wait()
+                if calm_due == float("inf"):
+                    await lane.wake.wait()
+                else:
+                    await sleep_or_wake(self._clock, lane.wake, calm_due - now)
                 continue
-            if lane.more or lane.urgent or self._cfg.one_call_per_event:
-                return
+            if lane.more or self._cfg.one_call_per_event:
+                return WINDOW_BACKLOG
+            if lane.urgent:
+                return WINDOW_URGENT
             if lane.pending >= self._cfg.max_batch_events:
-                return
+                return WINDOW_FULL
+            if lane.scene:
+                return WINDOW_SCENE
             first = lane.first_at if lane.first_at is not None else now
             last = lane.last_at if lane.last_at is not None else now
             quiet = self._cfg.routine_quiet_seconds if lane.routine else self._cfg.quiet_seconds
-            due = min(last + quiet, first + self._cfg.max_wait_seconds)
-            if now >= due:
-                return
+            quiet_due = last + quiet
+            wait_due = first + self._cfg.max_wait_seconds
+            if now >= wait_due:
+                return WINDOW_MAX_WAIT
+            if now >= quiet_due:
+                return WINDOW_QUIET
             lane.wake.clear()
+            due = min(quiet_due, wait_due, calm_due)
             await sleep_or_wake(self._clock, lane.wake, due - now)
+        return WINDOW_BACKLOG
 
-    async def _start_pass(self, storyteller_id: int, lane: Lane) -> bool:
+    async def _start_pass(self, storyteller_id: int, lane: Lane, closed_by: str) -> bool:
         """Claim the oldest pending events not already being judged, up to a batch, and judge
         them in a task of their own; False when there was nothing to judge."""
         limit = 1 if self._cfg.one_call_per_event else self._cfg.max_batch_events
+        if paces(self._cfg):  # calm events wait in the backlog: look past them
+            limit *= PACED_CLAIM_BATCHES
         # This pass takes what is waiting (up to `limit`); events arriving from here on count
         # towards the next window.
         lane.take_window()
@@ -148,7 +186,7 @@ class Attention:
             return False
         claimed = {item.id for item in items}
         lane.judging_now(claimed)
-        self._lanes.spawn(lane, self._finish_pass(st, lane, items, claimed))
+        self._lanes.spawn(lane, self._finish_pass(st, lane, items, claimed, closed_by))
         return True
 
     async def _load_plan_waits(self, st: Storyteller, lane: Lane) -> None:
@@ -166,11 +204,16 @@ class Attention:
         lane.plan_waits.load(plans, self._clock.now())
 
     async def _finish_pass(
-        self, st: Storyteller, lane: Lane, items: Sequence[WorkItem], claimed: set[int]
+        self,
+        st: Storyteller,
+        lane: Lane,
+        items: Sequence[WorkItem],
+        claimed: set[int],
+        closed_by: str,
     ) -> None:
         """Judge one claimed batch and record the decisions."""
         try:
-            await self._judge_pass(st, lane, items)
+            await self._judge_pass(st, lane, items, closed_by)
         except LeaseLost as exc:  # the new owner judges the batch again
             log.warning("attention stage of storyteller %s stopped: %s", st.name, exc)
             self._back_off(lane)
@@ -183,13 +226,15 @@ class Attention:
             lane.wake.set()
             await self._lanes.changed()
 
-    async def _judge_pass(self, st: Storyteller, lane: Lane, items: Sequence[WorkItem]) -> None:
+    async def _judge_pass(
+        self, st: Storyteller, lane: Lane, items: Sequence[WorkItem], closed_by: str
+    ) -> None:
         """Judge a batch of pending events of one storyteller in one request."""
         triggers = [decode_trigger(json.loads(item.payload)) for item in items]
         decisions = self._unjudgeable(st, items, triggers)
         if decisions is None:
             try:
-                decisions = await self._judge.judge(st, lane, items, triggers)
+                decisions = await self._judge.judge(st, lane, items, triggers, window=closed_by)
             except RequestFailed as failed:  # the events stay pending
                 assert isinstance(failed.__cause__, Exception)
                 await self._attention_failed(st, lane, items, failed.__cause__)
@@ -197,8 +242,10 @@ class Attention:
         lane.judged_ok()
         await self._lanes.backlog.decide(decisions)
         now = self._clock.now()
+        decided = {d.item_id for d in decisions}
         for item in items:
-            self._stats.verdict_latency.observe((now - item.received_at).total_seconds())
+            if item.id in decided:  # the rest wait for a later request (`pacing`)
+                self._stats.verdict_latency.observe((now - item.received_at).total_seconds())
         if any(d.state is WorkState.INTERESTED for d in decisions):
             lane.wake_turns()
 

@@ -25,6 +25,7 @@ from storyteller_daemon.domain.storytellers import Heartbeat, Storyteller
 from storyteller_daemon.domain.work import NewWork, WorkArrival, WorkState
 from storyteller_daemon.runs import encode_trigger
 from storyteller_daemon.runtime.pipeline.lanes import Lanes, log
+from storyteller_daemon.runtime.pipeline.pacing import paces
 from storyteller_daemon.runtime.pipeline.ports import WorkElsewhere
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.pipeline.speech import SpeechHistory
@@ -106,7 +107,8 @@ class Intake:
                 if self._routing.refused(st, trigger) is None:
                     self._stats.heard[st.name] += 1
                     new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
-        return await self._store(new, routed=True)
+        ambient = frozenset(f"{self._source}:{e.cursor}" for e in events if e.ambience)
+        return await self._store(new, ambient, routed=True)
 
     def seen(self, events: Sequence[WorldEvent]) -> None:
         """Events another daemon of the cluster stored first, and routes: only the look-up
@@ -213,7 +215,16 @@ class Intake:
             return "echo"
         return trigger.kind.value
 
-    async def _store(self, new: Sequence[NewWork], *, routed: bool = False) -> int:
+    async def _store(
+        self,
+        new: Sequence[NewWork],
+        ambient: frozenset[str] = frozenset(),
+        *,
+        routed: bool = False,
+    ) -> int:
+        """Store `new` work and tell the lanes (and, for storytellers run elsewhere, the
+        other daemons); `ambient`: the sources of events the world marks as ambience (they
+        make no scene)."""
         if not new:
             return 0
         self._busy += 1
@@ -221,8 +232,14 @@ class Intake:
             stored = await self._lanes.backlog.add(new, routed=routed)
         finally:
             self._busy -= 1
-        counts = Counter((item.storyteller_id, item.state.value, item.kind) for item in stored)
-        arrivals = [WorkArrival(sid, state, kind, n) for (sid, state, kind), n in counts.items()]
+        counts = Counter(
+            (i.storyteller_id, i.state.value, i.kind, i.room_id, i.source in ambient)
+            for i in stored
+        )
+        arrivals = [
+            WorkArrival(sid, state, kind, n, room, calm)
+            for (sid, state, kind, room, calm), n in counts.items()
+        ]
         elsewhere = [
             a for a in arrivals if self._routing.router.storyteller(a.storyteller_id) is None
         ]
@@ -246,10 +263,17 @@ class Intake:
             self._lanes.touch(lane)
             if arrival.state == WorkState.PENDING.value:
                 for _ in range(arrival.count):
+                    burst = not arrival.ambient and lane.scenes.arrived(
+                        arrival.room_id,
+                        now,
+                        events=self._cfg.scene_events if paces(self._cfg) else 0,
+                        seconds=self._cfg.scene_seconds,
+                    )
                     lane.arrived(
                         now,
                         urgent=arrival.kind in self._cfg.urgent_kinds,
                         routine=arrival.kind in self._cfg.routine_kinds,
+                        burst=burst,
                     )
             else:
                 lane.wake_turns()

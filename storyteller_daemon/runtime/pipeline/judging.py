@@ -4,7 +4,8 @@
 waiting for it, a room echo the world marks as ambience (ignored, rule ``ambience``), a repeat
 of what was judged before (in memory, in the same batch, or kept by the
 verdict memory), and the rest one model request. A request that fails raises `RequestFailed`
-(its events stay pending); a budget spent during the batch filters it.
+(its events stay pending); a budget spent during the batch filters it. Before asking, calm
+pacing (`pacing`) may leave what the model would judge pending for a later request.
 
 An event the gate could not judge at all (its batch, the re-ask and a request of its own all
 broke the verdict contract) is a violation, counted; an urgent one (a crime, a state change, a
@@ -33,6 +34,7 @@ from storyteller_daemon.domain.verdict_memory import RULE_PREFIX, settled_rule
 from storyteller_daemon.domain.work import Decision, WorkItem, WorkState
 from storyteller_daemon.errors import BudgetExceeded
 from storyteller_daemon.runtime.pipeline.lanes import Lane
+from storyteller_daemon.runtime.pipeline.pacing import pace
 from storyteller_daemon.runtime.pipeline.ports import Observer
 from storyteller_daemon.runtime.pipeline.routing import Routing
 from storyteller_daemon.runtime.pipeline.settled import SettledVerdicts
@@ -98,9 +100,16 @@ class BatchJudge:
         self._speech = speech
 
     async def judge(
-        self, st: Storyteller, lane: Lane, items: Sequence[WorkItem], triggers: Sequence[Trigger]
+        self,
+        st: Storyteller,
+        lane: Lane,
+        items: Sequence[WorkItem],
+        triggers: Sequence[Trigger],
+        *,
+        window: str,
     ) -> list[Decision]:
-        """Repeats from memory, the rest from one model request.
+        """Repeats from memory, the rest from one model request; `window` says why the batch's
+        window closed (with pacing's say, counted per request).
 
         Raises:
             RequestFailed: the model request failed (the events stay pending).
@@ -138,8 +147,8 @@ class BatchJudge:
             elif key is not None and key in first_in_batch:
                 first = first_in_batch[key]
                 same_room = items[first].room_id == item.room_id
-                window = self._cfg.room_repeat_seconds if same_room else self._cfg.repeat_seconds
-                if window > 0:
+                span = self._cfg.room_repeat_seconds if same_room else self._cfg.repeat_seconds
+                if span > 0:
                     inherited[index] = (REPEATED_IN_ROOM if same_room else HEARD_ELSEWHERE, first)
                 else:
                     ask.append(index)
@@ -155,6 +164,23 @@ class BatchJudge:
                 False, f"the same text was ignored as work item {entry.item_id} at {when} UTC"
             )
         ask = [index for index in ask if index not in found.settled]
+        paced = pace(
+            [items[i] for i in ask],
+            window=window,
+            now=self._clock.now(),
+            hot=lane.scenes.rooms(self._mono()),
+            cfg=self._cfg,
+        )
+        waiting: set[int] = set()
+        if not paced.ask and paced.due is not None:  # these and their repeats wait
+            waiting = {items[i].id for i in ask}
+            due = (paced.due - self._clock.now()).total_seconds()
+            lane.calm_until(self._mono() + due)
+            ask = []
+        elif len(ask) > self._cfg.max_batch_events:  # a paced claim may hold more: next pass
+            waiting = {items[i].id for i in ask[self._cfg.max_batch_events :]}
+            ask = ask[: self._cfg.max_batch_events]
+            lane.look_after_pass()
         if ask:
             asked = [triggers[i] for i in ask]
             refusal = await self._routing.admitted(st, asked[0])
@@ -165,6 +191,7 @@ class BatchJudge:
             if any(t.kind is TriggerKind.SPEECH for t in asked):
                 await self._speech.caught_up()
             self._stats.batch_sizes.observe(len(asked))
+            self._stats.attention_windows[paced.why] += 1
             try:
                 answers = await self._runner.judge(st, asked)
             except BudgetExceeded as exc:  # the cap was reached during this batch
@@ -178,6 +205,9 @@ class BatchJudge:
         await self._settled.record(st, found, items, ignored)
         decisions: list[Decision] = []
         for index, item in enumerate(items):
+            first_of = inherited[index][1] if index in inherited else -1
+            if item.id in waiting or (first_of >= 0 and items[first_of].id in waiting):
+                continue  # it waits, or the first of its text does
             trigger = triggers[index]
             rule: str | None = None
             if index in ruled:
@@ -227,7 +257,19 @@ class BatchJudge:
                         Judged(item.id, item.room_id, now, verdict.interested, verdict.reason),
                     )
             decisions.append(self._decision(st, item, trigger, verdict, rule))
+        self._heat(lane, items, decisions)
         return decisions
+
+    def _heat(self, lane: Lane, items: Sequence[WorkItem], decisions: Sequence[Decision]) -> None:
+        """The rooms of events the storyteller attends to become scenes for a while."""
+        rooms = {i.id: i.room_id for i in items}
+        for decision in decisions:
+            room = rooms.get(decision.item_id)
+            if decision.state is WorkState.INTERESTED and room is not None:
+                lane.scenes.heat(room, self._mono() + self._cfg.scene_hold_seconds)
+
+    def _mono(self) -> float:
+        return self._clock.monotonic()
 
     def _decision(
         self, st: Storyteller, item: WorkItem, trigger: Trigger, verdict: Verdict, rule: str | None

@@ -21,6 +21,7 @@ from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import RuleBook
 from storyteller_daemon.domain.repeats import RepeatMemory
 from storyteller_daemon.domain.storytellers import Storyteller
+from storyteller_daemon.runtime.pipeline.pacing import Scenes
 from storyteller_daemon.runtime.pipeline.plan_waits import PlanWaits
 from storyteller_daemon.runtime.pipeline.ports import Backlog
 from storyteller_daemon.runtime.pipeline.settled import MemoryLane
@@ -40,6 +41,7 @@ class Lane:
     rules: RuleBook = field(default_factory=RuleBook)
     plan_waits: PlanWaits = field(default_factory=PlanWaits)
     memory: MemoryLane = field(default_factory=MemoryLane)
+    scenes: Scenes = field(default_factory=Scenes)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     turn_wake: asyncio.Event = field(default_factory=asyncio.Event)
     pending: int = 0
@@ -51,6 +53,13 @@ class Lane:
     """Every event of the window so far is of a routine kind (`[attention] routine_kinds`)."""
     more: bool = False
     """The last pass took a full batch: judge again at once."""
+    scene: bool = False
+    """An arrival made a burst in a room (`Scenes.arrived`): look at once."""
+    overflow: bool = False
+    """A pass in flight left lively events for the next pass (more than a batch): once it
+    ends, look again at once."""
+    calm_due: float | None = None
+    """Calm events a pass left pending must be asked about by then (monotonic; `pacing`)."""
     passes: int = 0
     """Attention passes started and not yet finished (claiming, asking or recording)."""
     in_flight: set[int] = field(default_factory=set)
@@ -85,6 +94,7 @@ class Lane:
         return (
             self.pending > 0
             or self.more
+            or self.calm_due is not None
             or self.busy_judging
             or self.turn_active
             or self.running_turn
@@ -93,13 +103,17 @@ class Lane:
 
     # ------------------------------------------------------------------ intake and resume
 
-    def arrived(self, now: float, *, urgent: bool, routine: bool = False) -> None:
-        """A pending event was stored for the storyteller at `now`."""
+    def arrived(
+        self, now: float, *, urgent: bool, routine: bool = False, burst: bool = False
+    ) -> None:
+        """A pending event was stored for the storyteller at `now`; `burst`: it made a burst
+        in its room (`Scenes.arrived`)."""
         self.pending += 1
         self.first_at = now if self.first_at is None else self.first_at
         self.last_at = now
         self.urgent |= urgent
         self.routine &= routine
+        self.scene |= burst
         self.wake.set()
 
     def found_pending(self, count: int) -> None:
@@ -140,6 +154,17 @@ class Lane:
         self.routine = True
         self.pending = 0
         self.more = False
+        self.scene = False
+        self.calm_due = None
+
+    def look_after_pass(self) -> None:
+        """A pass left events for the next pass (more than a batch): look again once it
+        ends."""
+        self.overflow = True
+
+    def calm_until(self, due: float) -> None:
+        """A pass left calm events pending: look again by `due` at the latest."""
+        self.calm_due = due if self.calm_due is None else min(self.calm_due, due)
 
     def batch_was_full(self, full: bool) -> None:
         """Whether the last claim took a full batch (then the next pass starts at once)."""
@@ -154,6 +179,9 @@ class Lane:
         if claimed:
             self.in_flight -= claimed
         self.passes -= 1
+        if self.overflow:
+            self.overflow = False
+            self.look_again()
 
     def judging_now(self, claimed: set[int]) -> None:
         """A pass claimed these pending items."""

@@ -143,7 +143,7 @@ class Turns:
             return True
         now = self._clock.now()
         for item in claim.items:
-            self._stats.turn_latency.observe((now - item.received_at).total_seconds())
+            self._stats.turn_started(item.kind, (now - item.received_at).total_seconds())
 
         async def finish(outcome: str) -> bool:
             failed = outcome in FAILED_OUTCOMES
