@@ -110,8 +110,9 @@ class AttentionConfig(_Section):
     routine_quiet_seconds: NonNegativeFloat = 30.0
     """The quiet gap of a batch of routine kinds only: a trickle of echoes is judged together
     rather than one request each."""
-    calm_wait_factor: Annotated[float, Field(ge=1.0)] = 5.0
-    """Events the model must judge may wait this many `max_wait_seconds` (60 s by default)
+    calm_wait_factor: Annotated[float, Field(ge=1.0)] = 1.0
+    """Events the model must judge may wait this many `max_wait_seconds` (1: none wait; 5: a
+    minute, about half the attention requests on a busy world)
     for a request while none of them is lively (an urgent kind, a burst, a scene: see
     `scene_events`, `scene_hold_seconds`): calm lines ride together with the next request
     instead of costing one each window. 1: off, every window asks (latency for calls)."""

@@ -126,7 +126,9 @@ async def test_calm_events_ride_together_and_lively_ones_go_at_once(harness: Har
 async def test_a_paced_backlog_bigger_than_a_batch_is_asked_in_batches_at_once(
     harness: Harness,
 ) -> None:
-    cfg = AttentionConfig(quiet_seconds=30, max_wait_seconds=60, max_batch_events=5)
+    cfg = AttentionConfig(
+        quiet_seconds=30, max_wait_seconds=60, max_batch_events=5, calm_wait_factor=5
+    )
     rig = await harness.start(cfg, ScriptedTurnRunner(verdict=AttentionVerdict(False, "")))
     await rig.pipeline.accept([echo(seq=seq, text=f"t{seq}") for seq in range(1, 13)])
     await until(lambda: len(rig.runner.judged) == 3)

@@ -50,7 +50,9 @@ def test_lively_events_are_asked_about_at_once() -> None:
     calm = [item(1, 0, room=101), item(2, 5, room=102)]
     crime = pace([*calm, item(3, 10, kind="crime")], window="max_wait", now=at(12), hot=(), cfg=CFG)
     assert (crime.ask, crime.why) == (True, "urgent")
-    listed = AttentionConfig(max_wait_seconds=12, urgent_kinds=("crime", "speech"))
+    listed = AttentionConfig(
+        max_wait_seconds=12, calm_wait_factor=5, urgent_kinds=("crime", "speech")
+    )
     assert pace(calm, window="quiet", now=at(12), hot=(), cfg=listed).why == "urgent"
     scene = pace(calm, window="max_wait", now=at(12), hot={102}, cfg=CFG)
     assert (scene.ask, scene.why) == (True, "scene")
@@ -78,14 +80,16 @@ def test_a_burst_is_lines_in_quick_succession_in_one_room_going_on_now() -> None
     assert not pace(rooms, window="max_wait", now=at(16), hot=(), cfg=CFG).ask
     # Calm lines that bunched up while they waited are no burst going on.
     assert not pace(fight, window="max_wait", now=at(40), hot=(), cfg=CFG).ask
-    off = AttentionConfig(max_wait_seconds=12, scene_events=0)
+    off = AttentionConfig(max_wait_seconds=12, calm_wait_factor=5, scene_events=0)
     assert not pace(fight, window="scene", now=at(16), hot=(), cfg=off).ask
 
 
 def test_pacing_is_off_when_calm_events_may_wait_no_longer_than_a_window() -> None:
-    assert AttentionConfig().calm_max_wait_seconds == 60  # five windows of 12 s
+    assert AttentionConfig().calm_max_wait_seconds == 12  # off by default: one window
+    assert AttentionConfig(calm_wait_factor=5).calm_max_wait_seconds == 60  # five of 12 s
     calm = [item(1, 0)]
     for cfg in (
+        AttentionConfig(),
         AttentionConfig(max_wait_seconds=12, calm_wait_factor=1),
         AttentionConfig(max_wait_seconds=0),
         AttentionConfig(max_wait_seconds=12, one_call_per_event=True),
