@@ -46,8 +46,6 @@ class Presence:
         self._instance = instance
         self._connection: AsyncConnection | None = None
         self._driver: Any = None
-        self.held_since = 0
-        """Times the lock was taken (1 after the start; more after reconnections)."""
 
     @property
     def held(self) -> bool:
@@ -87,7 +85,6 @@ class Presence:
                 key="cluster.instance",
             ) from exc
         self._connection, self._driver = connection, driver
-        self.held_since += 1
 
     async def release(self) -> None:
         """Give the lock up (a clean stop) and close its connection."""

@@ -381,3 +381,17 @@ async def test_events_a_daemon_stored_and_died_before_routing_are_routed_by_a_sw
     finally:
         await a.halt()
         await a.store.close()
+
+
+async def test_a_daemon_following_every_storyteller_needs_a_pipeline_routing_to_them_all(
+    sqlite_store: Store,
+) -> None:
+    pipeline = wired_pipeline(sqlite_store).pipeline  # routes only to the storytellers it runs
+    with pytest.raises(ValueError, match=r"Pipeline\(everyone=Router\(\)\)"):
+        Daemon(
+            settings=sqlite_store.storytellers,
+            world=SimWorld.harbour_town(),
+            pipeline=pipeline,
+            clock=FakeClock(),
+            followed=sqlite_store.storytellers,
+        )

@@ -19,6 +19,7 @@ from storyteller_daemon.domain.storytellers import EventKind, Storyteller
 from storyteller_daemon.domain.work import WorkState
 from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
+from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.storage.fence import Fence
 from storyteller_daemon.storage.lease_signals import lease_signals
 from storyteller_daemon.storage.store import Store
@@ -251,6 +252,24 @@ async def _listening(store: Store, count: int) -> None:
     raise AssertionError("the keepers never listened")
 
 
+async def _write_held(
+    store: Store, keeper: LeaseKeeper, storyteller_id: int
+) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """A guarded write of `keeper`'s daemon that holds its lease row (share-locked by the
+    fence) until the returned event is set; returns once it holds it."""
+    inside, finish = asyncio.Event(), asyncio.Event()
+
+    async def write() -> None:
+        async with store.db.session() as session:
+            await Fence(keeper.instance, keeper.token).check(session, [storyteller_id])
+            inside.set()
+            await finish.wait()
+
+    writing = asyncio.create_task(write())
+    await inside.wait()
+    return writing, finish
+
+
 def _node(url: str, clock: FakeClock, name: str) -> Node:
     store = Store.open(url, clock=clock)
     keeper = LeaseKeeper(
@@ -258,7 +277,7 @@ def _node(url: str, clock: FakeClock, name: str) -> Node:
     )
     runner = ScriptedTurnRunner()
     pipeline = wired_pipeline(
-        store.fenced_by(Fence(name, keeper.token)), clock=clock, runner=runner
+        store.fenced_by(Fence(name, keeper.token)), clock=clock, runner=runner, everyone=Router()
     ).pipeline
     daemon = Daemon(
         settings=LeasedSettings(store.storytellers, keeper),
@@ -334,16 +353,7 @@ async def test_a_hand_over_does_not_wait_for_a_renewal_waiting_on_a_write(pg_url
         b = LeaseKeeper(store.leases, CFG, "b", clock)
         await b.start()
         assert b.held == {busy, idle}
-        inside, finish = asyncio.Event(), asyncio.Event()
-
-        async def write() -> None:
-            async with store.db.session() as session:
-                await Fence("b", b.token).check(session, [busy])
-                inside.set()
-                await finish.wait()
-
-        writing = asyncio.create_task(write())
-        await inside.wait()
+        writing, finish = await _write_held(store, b, busy)
         await clock.advance(CFG.renew_seconds)
         renewing = asyncio.create_task(b.tick())
         await asyncio.wait_for(b.hand_over({busy}), 10)
@@ -381,16 +391,7 @@ async def test_a_daemon_takes_what_is_handed_over_while_its_renewal_waits_on_a_w
         running = asyncio.create_task(a.run())
         try:
             await _listening(store, 1)
-            inside, finish = asyncio.Event(), asyncio.Event()
-
-            async def write() -> None:
-                async with store.db.session() as session:
-                    await Fence("a", a.token).check(session, [mine])
-                    inside.set()
-                    await finish.wait()
-
-            writing = asyncio.create_task(write())
-            await inside.wait()
+            writing, finish = await _write_held(store, a, mine)
             renewals = a.renewals
             await clock.advance(CFG.renew_seconds)  # a's renewal starts, and waits on the write
             await b.stop()

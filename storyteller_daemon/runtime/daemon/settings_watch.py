@@ -17,7 +17,6 @@ from storyteller_daemon.clock import Clock, sleep_or_wake
 from storyteller_daemon.runtime.daemon.ports import SettingsListener, SettingsSource
 from storyteller_daemon.runtime.daemon.state import WorldStatus, log
 from storyteller_daemon.runtime.pipeline import Pipeline
-from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.runtime.scheduling.heartbeats import HeartbeatScheduler
 from world_adapter.errors import FatalStreamError
 from world_adapter.protocol import WorldClient
@@ -53,6 +52,11 @@ class SettingsWatch:
         status: WorldStatus,
         followed: SettingsSource | None = None,
     ) -> None:
+        if followed is not None and pipeline.everyone is pipeline.router:
+            raise ValueError(
+                "a daemon that follows every storyteller needs a pipeline that routes to them "
+                "all: build it with Pipeline(everyone=Router())"
+            )
         self._settings = settings
         self._followed = followed
         self._followed_revisions: dict[int, int] | None = None
@@ -113,10 +117,7 @@ class SettingsWatch:
         self._followed_revisions = followed
         cells = router.watched_cells()
         if self._followed is not None:
-            # the pipeline routes to every storyteller when it is given a router for them all
-            everyone = (
-                self._pipeline.everyone if self._pipeline.everyone is not router else Router()
-            )
+            everyone = self._pipeline.everyone
             everyone.update(await self._followed.list(), zones)
             cells |= everyone.watched_cells()
         if cells != self._cells:
