@@ -257,6 +257,7 @@ async def build_runtime(
         clock=clock,
         reload_seconds=reload_seconds,
         drain_seconds=cfg.daemon.drain_seconds if drain_seconds is None else drain_seconds,
+        handover_seconds=cfg.cluster.handover_seconds if keeper is not None else None,
         alerts=alerts,
         # A bridged game's epochs are unique per boot, so its events are stored durably and
         # the stream resumes from the stored cursor; the in-process sim restarts at "sim-1".

@@ -230,6 +230,11 @@ class ClusterConfig(_Section):
     storytellers to the others this long after its last renewal."""
     renew_seconds: PositiveFloat = 2.0
     """How often the leases are renewed and free ones taken (under half of `lease_seconds`)."""
+    handover_seconds: NonNegativeFloat = 1.0
+    """On a clean stop, how long a judging pass or turn in flight gets to end before it is cut
+    off and its storyteller handed over (at most `[daemon] drain_seconds`): the next holder
+    resumes a cut turn from its journal, asking the model again only the request that was in
+    flight."""
 
     @model_validator(mode="after")
     def _renewed_in_time(self) -> ClusterConfig:

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -36,13 +36,13 @@ STORYTELLERS = 6
 NO_MODEL = '[model]\napi_key_env = "STORYTELLER_TEST_NO_KEY"\n'
 
 
-def _config(tmp_path: Path, url: str, name: str, extra: str = "") -> Path:
+def _config(tmp_path: Path, url: str, name: str, extra: str = "", cluster: str = "") -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(
         f'[database]\nurl = "{url}"\n'
         + (extra or NO_MODEL)
         + f'[cluster]\nenabled = true\ninstance = "{name}"\n'
-        f"lease_seconds = {LEASE}\nrenew_seconds = {RENEW}\n",
+        f"lease_seconds = {LEASE}\nrenew_seconds = {RENEW}\n{cluster}",
         encoding="utf-8",
     )
     return path
@@ -50,15 +50,15 @@ def _config(tmp_path: Path, url: str, name: str, extra: str = "") -> Path:
 
 @contextmanager
 def _daemon(
-    tmp_path: Path, url: str, name: str, extra: str = ""
+    tmp_path: Path, url: str, name: str, extra: str = "", cluster: str = ""
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """`storyteller run` as instance `name` (`extra`: its model and daemon settings), its log
-    in a file; killed if still running."""
+    """`storyteller run` as instance `name` (`extra`: its model and daemon settings; `cluster`:
+    lines of its `[cluster]` table), its log in a file; killed if still running."""
     env = {k: v for k, v in os.environ.items() if k != "STORYTELLER_TEST_NO_KEY"}
     env["STORYTELLER_TEST_KEY"] = "test"
     log = (tmp_path / f"{name}.log").open("wb")
     command = [sys.executable, "-m", "storyteller_daemon", "--config"]
-    config = _config(tmp_path, url, name, extra)
+    config = _config(tmp_path, url, name, extra, cluster)
     proc = subprocess.Popen([*command, str(config), "run"], env=env, stderr=log, stdout=log)
     try:
         yield proc
@@ -123,17 +123,26 @@ async def test_kill_9_and_sigterm_hand_the_storytellers_over(tmp_path: Path, pg_
 
 
 DRAIN = 8.0
-"""The drain deadline of the daemons of the SIGTERM test: a request that hangs lasts to it."""
+"""The drain deadline of the daemons of the SIGTERM tests: a request that hangs lasts to it."""
 
 
-@pytest.mark.postgres
-async def test_sigterm_hands_the_idle_storytellers_over_while_a_turn_still_drains(
-    tmp_path: Path, pg_url: str
-) -> None:
+@dataclass
+class Stopped:
+    """What a SIGTERM test saw: when the idle storytellers moved (the holder still alive),
+    when the holder exited, when the other held everything, and the holder's log."""
+
+    idle_seconds: float
+    exit_seconds: float
+    all_seconds: float
+    watcher_still_there: bool
+    requests: int
+    log: str
+
+
+async def _sigterm_with_a_pass_in_flight(tmp_path: Path, pg_url: str, cluster: str) -> Stopped:
     """The Watcher hears the sim town's harbour ward; the model never answers, so its holder
-    has a judging pass in flight when it is told to stop. The other daemon holds the holder's
-    idle storytellers while the holder still runs (a status read, then the process seen alive),
-    and the Watcher once the drain deadline let the holder go."""
+    has a judging pass in flight when it is told to stop (`cluster`: the daemons' further
+    `[cluster]` lines)."""
     store = Store.open(pg_url, clock=SystemClock())
     try:
         await store.db.upgrade()
@@ -153,8 +162,8 @@ async def test_sigterm_hands_the_idle_storytellers_over_while_a_turn_still_drain
             "[attention]\nquiet_seconds = 0\nmax_wait_seconds = 0\n"
         )
         with (
-            _daemon(tmp_path, pg_url, "st-1", extra) as first,
-            _daemon(tmp_path, pg_url, "st-2", extra) as second,
+            _daemon(tmp_path, pg_url, "st-1", extra, cluster) as first,
+            _daemon(tmp_path, pg_url, "st-2", extra, cluster) as second,
         ):
             status, _ = await _until(pg_url, lambda s: _held(s) == {"st-1": half, "st-2": half}, 60)
             owners = await _owners(pg_url)
@@ -163,6 +172,7 @@ async def test_sigterm_hands_the_idle_storytellers_over_while_a_turn_still_drain
             other = "st-1" if busy == "st-2" else "st-2"
             holder = {"st-1": first, "st-2": second}[busy]
             await _until(pg_url, lambda _s: model.in_flight > 0, 60)  # the Watcher's pass
+            asked = len(model.requests)
 
             holder.send_signal(signal.SIGTERM)
             began = time.monotonic()
@@ -173,18 +183,60 @@ async def test_sigterm_hands_the_idle_storytellers_over_while_a_turn_still_drain
                     break
                 await asyncio.sleep(0.02)
             idle_seconds = time.monotonic() - began
-            assert moved and alive, "the idle storytellers moved only once the daemon exited"
-            assert (await _owners(pg_url))[watcher.id] == busy  # still judging there
+            assert moved, "the idle storytellers did not move"
+            still_there = alive and (await _owners(pg_url))[watcher.id] == busy
             assert holder.wait(timeout=DRAIN + 30) == 0
             exit_seconds = time.monotonic() - began
             await _until(pg_url, lambda s: _held(s) == {other: STORYTELLERS}, 30)
+            all_seconds = time.monotonic() - began
+            await _until(pg_url, lambda _s: len(model.requests) > asked, 30)
         log = (tmp_path / f"{busy}.log").read_text(encoding="utf-8")
-        assert "cluster: handed over 2 storytellers (1 still finishing work here)" in log
-        assert "cluster: released 1 storytellers and left" in log
-        print(  # the measured figures, for the record (pytest -s)
-            f"idle storytellers handed over {idle_seconds:.2f} s after SIGTERM; "
-            f"the daemon exited after {exit_seconds:.2f} s (drain deadline {DRAIN} s)"
+        return Stopped(
+            idle_seconds,
+            exit_seconds,
+            all_seconds,
+            still_there,
+            len(model.requests) - asked,
+            log,
         )
+
+
+@pytest.mark.postgres
+async def test_sigterm_hands_the_idle_storytellers_over_while_a_turn_still_drains(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """With a hand-over deadline as long as the drain's, the other daemon holds the holder's
+    idle storytellers while the holder still runs (a status read, then the process seen alive)
+    and the Watcher still judges there; the Watcher moves once the deadline let the holder go,
+    and its new holder asks the model again."""
+    seen = await _sigterm_with_a_pass_in_flight(tmp_path, pg_url, f"handover_seconds = {DRAIN}\n")
+    assert seen.watcher_still_there, "the idle storytellers moved only once the daemon exited"
+    assert seen.exit_seconds >= DRAIN  # the pass hangs: it had the whole deadline
+    assert "cluster: handed over 2 storytellers (1 still finishing work here)" in seen.log
+    assert "drain deadline of 8s passed" in seen.log
+    assert "cluster: released 1 storytellers and left" in seen.log
+    print(  # the measured figures, for the record (pytest -s)
+        f"idle storytellers handed over {seen.idle_seconds:.2f} s after SIGTERM; "
+        f"the daemon exited after {seen.exit_seconds:.2f} s (drain deadline {DRAIN} s)"
+    )
+
+
+@pytest.mark.postgres
+async def test_sigterm_cuts_work_in_flight_off_at_the_hand_over_deadline(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """With the default hand-over deadline (1 s), the pass still waiting for the model is cut
+    off long before the drain's 8 s: the holder exits, the other daemon holds every
+    storyteller and asks the model about the Watcher's events again."""
+    seen = await _sigterm_with_a_pass_in_flight(tmp_path, pg_url, "")
+    assert seen.exit_seconds < DRAIN / 2
+    assert seen.requests >= 1
+    assert "hand-over deadline of 1s passed; cutting off the passes and turns of 1" in seen.log
+    assert "cluster: released 1 storytellers and left" in seen.log
+    print(  # the measured figures, for the record (pytest -s)
+        f"idle storytellers handed over {seen.idle_seconds:.2f} s after SIGTERM, all "
+        f"{seen.all_seconds:.2f} s; the daemon exited after {seen.exit_seconds:.2f} s"
+    )
 
 
 async def _status(url: str) -> ClusterStatus:

@@ -270,7 +270,7 @@ async def _write_held(
     return writing, finish
 
 
-def _node(url: str, clock: FakeClock, name: str) -> Node:
+def _node(url: str, clock: FakeClock, name: str, handover_seconds: float | None = None) -> Node:
     store = Store.open(url, clock=clock)
     keeper = LeaseKeeper(
         store.leases, CFG, name, clock, signals=functools.partial(lease_signals, store.db)
@@ -286,6 +286,7 @@ def _node(url: str, clock: FakeClock, name: str) -> Node:
         clock=clock,
         reload_seconds=60.0,
         drain_seconds=30.0,  # real time: the turn is let go long before
+        handover_seconds=handover_seconds,
         leases=keeper,
         world_key=f"sim@{name}",
         followed=store.storytellers,
@@ -332,6 +333,63 @@ async def test_a_stopping_daemon_hands_its_idle_storytellers_over_before_its_tur
         await asyncio.wait_for(b.task, 10)
         await eventually(lambda: a.keeper.held == everyone, "the busy one handed over")
         assert [key for _, key in b.runner.turns] == [b.runner.begun[0][1]]  # it ended there
+    finally:
+        b.runner.release.set()
+        await b.halt()
+        await a.halt()
+        await a.store.close()
+        await b.store.close()
+
+
+@pytest.mark.postgres
+async def test_a_turn_still_running_at_the_hand_over_deadline_is_cut_off_and_resumed_elsewhere(
+    pg_url: str,
+) -> None:
+    """b stops with a turn that never ends: at its hand-over deadline (far shorter than its
+    drain's) the turn is cut off, b exits, and a, holding every storyteller, runs the same turn
+    again under its key, as a resumed turn whose stop-cut run does not count as an attempt."""
+    clock = FakeClock()
+    a, b = _node(pg_url, clock, "a"), _node(pg_url, clock, "b", handover_seconds=0.05)
+    try:
+        await a.store.db.upgrade()
+        for n in range(4):
+            st = await a.store.storytellers.create(f"Teller {n}")
+            await a.store.storytellers.save(replace(st, paused=False))
+        await a.start()
+        await _listening(a.store, 1)
+        await b.start()
+        await eventually(lambda: len(a.keeper.held) == 2, "a's release for b")
+        await _listening(a.store, 2)
+        if len(b.keeper.held) < 2:
+            await clock.advance(CFG.renew_seconds)
+        await eventually(lambda: len(b.keeper.held) == 2, "b's share")
+        await eventually(lambda: len(b.daemon.pipeline.router.storytellers) == 2, "b's routes")
+        busy = min(b.keeper.held)
+        b.runner.release.clear()  # b's turn never ends by itself
+        st = await b.store.storytellers.get(busy)
+        assert st is not None and await b.daemon.pipeline.direct(st, "a bell tolls")
+        await asyncio.wait_for(b.runner.started.wait(), 5)
+        (_, key) = b.runner.begun[0]
+        everyone = a.keeper.held | b.keeper.held
+
+        b.stop.set()
+        assert b.task is not None
+        await asyncio.wait_for(b.task, 10)  # the drain's 30 s never came into it
+        assert b.runner.turns == []  # cut off, not ended
+        await eventually(lambda: a.keeper.held == everyone, "every storyteller handed over")
+        await eventually(lambda: [k for _, k in a.runner.turns] == [key], "the turn run again")
+        assert a.runner.interruptions == [(key, 1)]  # resumed; the stop's cut is no attempt
+        ended: list[object] = []
+
+        async def done() -> bool:
+            ended[:] = [(i.state, i.turn_key) for i in await a.store.backlog.items(busy)]
+            return ended == [(WorkState.DONE, key)]
+
+        for _ in range(1000):  # the turn's end is stored just after the runner returns
+            if await done():
+                break
+            await asyncio.sleep(0)
+        assert ended == [(WorkState.DONE, key)]
     finally:
         b.runner.release.set()
         await b.halt()

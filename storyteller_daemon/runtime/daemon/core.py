@@ -5,7 +5,8 @@ pipeline, the world pump, the settings watch, the
 heartbeats, the intake watchdog and reflection while idle in one task group, and on stop closes
 intake, gives work in flight the drain deadline, cancels the rest, so no task outlives it. A
 cluster daemon hands its storytellers over as it stops: those with no work in flight at once,
-each of the others as its pass or turn ends, what is left at the drain deadline.
+each of the others as its pass or turn ends, what is left at the hand-over deadline (cut off:
+the next holder resumes it).
 `stop_on_signals` turns SIGINT and SIGTERM into that stop."""
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class Daemon:
         clock: the runtime's clock.
         reload_seconds: how often the settings are polled.
         drain_seconds: how long work in flight gets on stop.
+        handover_seconds: a cluster daemon's deadline for work in flight on stop, when
+            shorter than `drain_seconds` (None: `drain_seconds`): what it cuts off, the next
+            holder of its storyteller resumes.
         retry_seconds: the delay before a failed stream or store is retried.
         alerts: where trouble is alerted.
         inbox: the durable event inbox of a world that can replay (None: none).
@@ -91,6 +95,7 @@ class Daemon:
         clock: Clock,
         reload_seconds: float = 5.0,
         drain_seconds: float = 30.0,
+        handover_seconds: float | None = None,
         retry_seconds: float = 5.0,
         alerts: AlertSink | None = None,
         inbox: EventInbox | None = None,
@@ -113,6 +118,7 @@ class Daemon:
         self.leases = leases
         self._inbox = inbox
         self._drain_seconds = drain_seconds
+        self._handover_seconds = handover_seconds
         self.idle_work = idle_work
         """Reflection while idle, run as one of the daemon's tasks (None: none)."""
         self.ready = asyncio.Event()
@@ -257,14 +263,20 @@ class Daemon:
                 self.pipeline.stop_intake()
                 for task in background:
                     task.cancel()
+                deadline, what = self._stop_deadline()
                 try:
-                    async with asyncio.timeout(self._drain_seconds):
+                    async with asyncio.timeout(deadline):
                         await self.pipeline.drain(
                             self.leases.hand_over if self.leases is not None else None
                         )
                 except TimeoutError:
                     log.warning(
-                        "drain deadline of %ss passed; cancelling what is left", self._drain_seconds
+                        "%s deadline of %ss passed; cutting off the passes and turns of %d "
+                        "storytellers%s",
+                        what,
+                        f"{deadline:g}",
+                        len(self.pipeline.working()),
+                        " (their next holders resume them)" if self.leases is not None else "",
                     )
                 pipeline.cancel()
                 if keeper is not None:
@@ -273,6 +285,14 @@ class Daemon:
                 raise self.failure
         finally:
             self.ready.clear()
+
+    def _stop_deadline(self) -> tuple[float, str]:
+        """How long work in flight gets on stop, and the deadline's name: a cluster daemon's
+        hand-over deadline, when shorter than the drain's."""
+        handover = self._handover_seconds
+        if self.leases is not None and handover is not None and handover < self._drain_seconds:
+            return handover, "hand-over"
+        return self._drain_seconds, "drain"
 
 
 @contextlib.contextmanager

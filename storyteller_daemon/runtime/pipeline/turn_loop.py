@@ -181,7 +181,8 @@ class Turns:
             lane.plans_changed()  # the turn may have made, advanced or ended plans
             if cut_off:
                 log.warning(
-                    "storyteller %s: turn %s cut off by %s; the next start runs it again",
+                    "storyteller %s: turn %s cut off by %s; it runs again and resumes at the "
+                    "next start (in a cluster, on the storyteller's next holder)",
                     st.name,
                     claim.turn_key,
                     "the stop" if self._lanes.stopping() else "cancellation",
