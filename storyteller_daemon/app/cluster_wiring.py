@@ -57,7 +57,7 @@ def cluster_parts(
         instance,
         clock,
         alerts=alerts,
-        signals=functools.partial(lease_signals, store.db),
+        signals=functools.partial(lease_signals, store.db, clock),
         presence=Presence(instance, lease_store.db),
         checks=stamped.leases,
     )
@@ -67,7 +67,7 @@ def cluster_parts(
         storytellers=store.storytellers,
         holders=fenced.leases.holders,
         send=functools.partial(send_message, store.db, instance),
-        listen=functools.partial(cluster_messages, store.db, instance),
+        listen=functools.partial(cluster_messages, store.db, clock, instance),
         clock=clock,
     )
     return ClusterParts(

@@ -277,7 +277,9 @@ async def build_runtime(
         leases=keeper,
         followed=store.storytellers if keeper is not None else None,
         forwarder=forwarder,
-        work_notices=functools.partial(work_notices, store.db) if keeper is not None else None,
+        work_notices=functools.partial(work_notices, store.db, clock)
+        if keeper is not None
+        else None,
         sweep_seconds=cfg.cluster.lease_seconds,
     )
     if keeper is not None:

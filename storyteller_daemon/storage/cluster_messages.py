@@ -19,6 +19,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.notifications import listen, notify
 
@@ -82,8 +83,9 @@ class _Assembler:
 
 
 def cluster_messages(
-    db: Database, instance: str, heard: Heard
+    db: Database, clock: Clock, instance: str, heard: Heard
 ) -> AbstractAsyncContextManager[None]:
     """While inside, call `heard` with every message sent to `instance` (on SQLite, which has
-    one daemon, nothing)."""
-    return listen(db, MESSAGE_CHANNEL, _Assembler(instance, heard).part)
+    one daemon, nothing). Messages sent while the connection was away are lost: their senders
+    time out and the game sends its request again."""
+    return listen(db, MESSAGE_CHANNEL, _Assembler(instance, heard).part, clock)

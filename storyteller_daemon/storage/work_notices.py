@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import astuple
 
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.work import WorkArrival
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.notifications import NOTIFY_BYTES, listen, notify
@@ -48,9 +49,13 @@ async def send_work_notice(db: Database, notices: Sequence[WorkArrival]) -> None
 
 
 def work_notices(
-    db: Database, heard: Callable[[list[WorkArrival]], None]
+    db: Database,
+    clock: Clock,
+    heard: Callable[[list[WorkArrival]], None],
+    missed: Callable[[], None],
 ) -> AbstractAsyncContextManager[None]:
-    """While inside, call `heard` with each notice of work stored (on SQLite, never)."""
+    """While inside, call `heard` with each notice of work stored (on SQLite, never), and
+    `missed` once listening again after the connection ended (notices may have been lost)."""
 
     def parse(payload: str) -> None:
         try:
@@ -70,4 +75,4 @@ def work_notices(
             return
         heard(notices)
 
-    return listen(db, WORK_CHANNEL, parse)
+    return listen(db, WORK_CHANNEL, parse, clock, missed=missed)

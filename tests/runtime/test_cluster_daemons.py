@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass, replace
 
 import pytest
+from sqlalchemy import text
 
 from storyteller_daemon.app import build_runtime
 from storyteller_daemon.config import ClusterConfig, parse_config
@@ -19,8 +20,9 @@ from storyteller_daemon.runtime.cluster import LeasedSettings, LeaseKeeper
 from storyteller_daemon.runtime.daemon import Daemon
 from storyteller_daemon.runtime.pipeline.routing import Router
 from storyteller_daemon.storage.fence import Fence
+from storyteller_daemon.storage.notifications import RELISTEN_SECONDS
 from storyteller_daemon.storage.store import Store
-from storyteller_daemon.storage.work_notices import send_work_notice, work_notices
+from storyteller_daemon.storage.work_notices import WORK_CHANNEL, send_work_notice, work_notices
 from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.scripted_turns import ScriptedTurnRunner
@@ -84,7 +86,7 @@ def _node(
         world_key="sim",
         cursor_key=f"sim@{name}",
         followed=store.storytellers,
-        work_notices=functools.partial(work_notices, store.db),
+        work_notices=functools.partial(work_notices, store.db, clock),
         sweep_seconds=CFG.lease_seconds,
     )
     keeper.listen(daemon.watch.poll_now)
@@ -344,6 +346,66 @@ async def test_the_daemon_running_a_storyteller_is_told_at_once_of_work_another_
         await a.halt()
         await a.store.close()
         await b.store.close()
+
+
+@pytest.mark.postgres
+async def test_work_stored_while_a_daemon_could_not_listen_is_found_once_it_listens_again(
+    pg_url: str,
+) -> None:
+    """The daemons' LISTEN connections for work notices end (the server terminated them); a
+        stores work
+    for b's storyteller meanwhile, and its notice is lost. b listens again a second later (on
+        the clock) and sweeps at once, long before its sweep span: the turn runs."""
+    clock = FakeClock()
+    a = _node(pg_url, clock, "a", inbox=True)
+    b = _node(pg_url, clock, "b", inbox=True)
+    try:
+        await a.store.db.upgrade()
+        ids = {await _watching(a.store, "North", 102), await _watching(a.store, "South", 101)}
+        await a.start()
+        await b.start()
+        for _ in range(3):
+            await _renewal(clock, a, b)
+        (theirs,) = b.routed
+        room, actor = (102, 2002) if theirs == min(ids) else (101, 2003)
+        await asyncio.wait_for(_subscribed(a.world), 5)
+        work = b.daemon.shared_work
+        assert work is not None
+        sweeps = work.sweeps
+        listeners = await _work_listeners(a.store)
+        assert len(listeners) == 2
+        async with a.store.db.session() as session:  # both daemons' connections end
+            for pid in listeners:
+                await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        for _ in range(2000):
+            if not await _work_listeners(a.store):
+                break
+            await asyncio.sleep(0.005)
+        event = a.world.emote(actor, "drops a lantern in the market.")
+        assert event.cell_id == room
+        await eventually(lambda: a.daemon.pipeline.stats.events_in == 1, "a storing the event")
+        await asyncio.sleep(0.05)
+        assert b.runner.turns == [] and work.sweeps == sweeps  # the notice was lost
+        await clock.advance(RELISTEN_SECONDS)  # well inside the sweep span
+        await asyncio.wait_for(b.runner.wait_until(lambda: len(b.runner.turns) == 1), 5)
+        assert work.sweeps == sweeps + 1 and a.runner.turns == []
+    finally:
+        await b.halt()
+        await a.halt()
+        await a.store.close()
+        await b.store.close()
+
+
+async def _work_listeners(store: Store) -> list[int]:
+    """The backends listening for work notices (both daemons')."""
+    async with store.db.session() as session:
+        rows = await session.execute(
+            text(
+                "SELECT pid FROM pg_stat_activity WHERE query = :q AND datname = current_database()"
+            ),
+            {"q": f'LISTEN "{WORK_CHANNEL}"'},
+        )
+        return [int(pid) for (pid,) in rows]
 
 
 @pytest.mark.postgres

@@ -69,7 +69,7 @@ def _node(url: str, clock: FakeClock, name: str, game: WorldServer) -> Node:
         storytellers=store.storytellers,
         holders=store.leases.holders,
         send=functools.partial(send_message, store.db, name),
-        listen=functools.partial(cluster_messages, store.db, name),
+        listen=functools.partial(cluster_messages, store.db, clock, name),
         clock=clock,
     )
     daemon = Daemon(
@@ -182,7 +182,7 @@ async def test_an_invocation_no_daemon_answers_in_time_is_refused_as_not_running
             storytellers=store.storytellers,
             holders=store.leases.holders,
             send=send,
-            listen=functools.partial(cluster_messages, store.db, "b"),
+            listen=functools.partial(cluster_messages, store.db, clock, "b"),
             clock=clock,
             answer_seconds=5.0,
         )
@@ -207,13 +207,14 @@ async def test_an_invocation_no_daemon_answers_in_time_is_refused_as_not_running
 async def test_a_message_longer_than_one_notification_arrives_whole_and_only_where_sent(
     pg_url: str,
 ) -> None:
-    store = Store.open(pg_url, clock=FakeClock())
+    clock = FakeClock()
+    store = Store.open(pg_url, clock=clock)
     heard: dict[str, list[tuple[str, dict[str, object]]]] = {"a": [], "b": []}
     text = '鐘🔔"\\\n' * 800  # 4,000 characters of 1 to 4 UTF-8 bytes, and escapes
     try:
         async with (
-            cluster_messages(store.db, "a", lambda s, m: heard["a"].append((s, m))),
-            cluster_messages(store.db, "b", lambda s, m: heard["b"].append((s, m))),
+            cluster_messages(store.db, clock, "a", lambda s, m: heard["a"].append((s, m))),
+            cluster_messages(store.db, clock, "b", lambda s, m: heard["b"].append((s, m))),
         ):
             await send_message(store.db, "b", "a", {"kind": "invoke", "text": text})
             await send_message(store.db, "a", "b", {"kind": "invoked"})
@@ -248,7 +249,7 @@ async def test_a_holder_that_has_not_loaded_its_new_storyteller_yet_says_not_run
                 storytellers=store.storytellers,
                 holders=store.leases.holders,
                 send=functools.partial(send_message, store.db, name),
-                listen=functools.partial(cluster_messages, store.db, name),
+                listen=functools.partial(cluster_messages, store.db, clock, name),
                 clock=clock,
             )
 

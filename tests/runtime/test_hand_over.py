@@ -273,7 +273,7 @@ async def _write_held(
 def _node(url: str, clock: FakeClock, name: str, handover_seconds: float | None = None) -> Node:
     store = Store.open(url, clock=clock)
     keeper = LeaseKeeper(
-        store.leases, CFG, name, clock, signals=functools.partial(lease_signals, store.db)
+        store.leases, CFG, name, clock, signals=functools.partial(lease_signals, store.db, clock)
     )
     runner = ScriptedTurnRunner()
     pipeline = wired_pipeline(
@@ -438,7 +438,7 @@ async def test_a_daemon_takes_what_is_handed_over_while_its_renewal_waits_on_a_w
     try:
         await store.db.upgrade()
         ids = await _tellers(store, 4)
-        signals = functools.partial(lease_signals, store.db)
+        signals = functools.partial(lease_signals, store.db, clock)
         a = LeaseKeeper(store.leases, CFG, "a", clock, signals=signals)
         b = LeaseKeeper(store.leases, CFG, "b", clock)
         await a.start()

@@ -228,7 +228,7 @@ async def test_on_postgresql_a_newcomer_gets_its_share_without_waiting_for_a_ren
     try:
         await store.db.upgrade()
         await _storytellers(store, 4)
-        signals = functools.partial(lease_signals, store.db)
+        signals = functools.partial(lease_signals, store.db, clock)
         a = LeaseKeeper(store.leases, CFG, "a", clock, signals=signals)
         b = LeaseKeeper(store.leases, CFG, "b", clock, signals=signals)
         await a.start()

@@ -41,9 +41,12 @@ class SettingsSource(Protocol):
 SettingsListener = Callable[[Sequence[Storyteller]], None]
 """Told every storyteller whenever the daemon (re)loads the settings."""
 
-WorkNotices = Callable[[Callable[[list[WorkArrival]], None]], AbstractAsyncContextManager[None]]
-"""Listens, while inside, for the work the other daemons of a cluster store for storytellers
-(`storage.work_notices.work_notices` over the database)."""
+WorkNotices = Callable[
+    [Callable[[list[WorkArrival]], None], Callable[[], None]], AbstractAsyncContextManager[None]
+]
+"""Listens, while inside, for the work the other daemons of a cluster store for storytellers,
+and says when notices may have been missed (`storage.work_notices.work_notices` over the
+database)."""
 
 
 class EventInbox(Protocol):

@@ -46,6 +46,7 @@ class SharedWork:
         self._sweep_seconds = sweep_seconds
         self._heard: list[WorkArrival] = []
         self._wake = asyncio.Event()
+        self._sweep_now = False
         self.sweeps = 0
         """Completed sweeps (tests wait on this instead of sleeping)."""
 
@@ -53,9 +54,14 @@ class SharedWork:
         self._heard.extend(arrivals)
         self._wake.set()
 
+    def _missed(self) -> None:
+        """Notices may have been lost (the listening connection ended): sweep now."""
+        self._sweep_now = True
+        self._wake.set()
+
     async def run(self) -> None:
         """Listen and sweep until cancelled."""
-        async with self._notices(self._hear):
+        async with self._notices(self._hear, self._missed):
             due = self._clock.monotonic() + self._sweep_seconds
             while True:
                 await sleep_or_wake(
@@ -65,7 +71,8 @@ class SharedWork:
                 if self._heard:
                     heard, self._heard = self._heard, []
                     await self._pipeline.arrived(heard)
-                if self._clock.monotonic() >= due:
+                if self._sweep_now or self._clock.monotonic() >= due:
+                    self._sweep_now = False
                     due = self._clock.monotonic() + self._sweep_seconds
                     await self.sweep()
 
