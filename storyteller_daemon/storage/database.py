@@ -19,6 +19,7 @@ from sqlalchemy import Insert, event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -231,10 +232,8 @@ class Database:
                 session = await unit.begin()
                 async with session.begin_nested():
                     yield session
-            except (OperationalError, DBAPIError) as exc:
-                raise StorageError(
-                    f"database error: {type(exc.orig).__name__}: {exc.orig}"
-                ) from exc
+            except (DBAPIError, PoolTimeout) as exc:
+                raise _storage_error(exc) from exc
             return
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -243,8 +242,8 @@ class Database:
                 session = await stack.enter_async_context(self._sessions())
                 _ = await stack.enter_async_context(session.begin())
                 yield session
-        except (OperationalError, DBAPIError) as exc:
-            raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+        except (DBAPIError, PoolTimeout) as exc:
+            raise _storage_error(exc) from exc
 
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[None]:
@@ -263,8 +262,8 @@ class Database:
         try:
             async with unit.stack:
                 yield
-        except (OperationalError, DBAPIError) as exc:
-            raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+        except (DBAPIError, PoolTimeout) as exc:
+            raise _storage_error(exc) from exc
         finally:
             _UNIT.reset(token)
 
@@ -280,8 +279,8 @@ class Database:
         try:
             async with self._readers.connect() as connection:
                 yield connection
-        except (OperationalError, DBAPIError) as exc:
-            raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc
+        except (DBAPIError, PoolTimeout) as exc:
+            raise _storage_error(exc) from exc
         finally:
             self.in_use -= 1
 
@@ -368,3 +367,11 @@ class Database:
                 f"database is at revision {current or 'none'} but this version needs {head}; "
                 "run `storyteller db upgrade`"
             )
+
+
+def _storage_error(exc: DBAPIError | PoolTimeout) -> StorageError:
+    """A database error as the daemon reports it: the driver's error, or a pool that had no
+    connection free in time (every caller retries a `StorageError` later)."""
+    if isinstance(exc, DBAPIError):
+        return StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}")
+    return StorageError(f"no database connection free in time: {exc}")
