@@ -39,20 +39,21 @@ def line_to_domain(row: SpeechRow) -> SpeechLine:
     )
 
 
-def _row(line: SpeechLine) -> SpeechRow:
-    return SpeechRow(
-        cell_id=line.cell_id,
-        occurred_at=line.occurred_at,
-        speaker_id=line.speaker_id,
-        speaker_name=line.speaker_name,
-        target_id=line.target_id,
-        target_kind=line.target_kind,
-        target_description=line.target_description,
-        message=line.message,
-        volume=line.volume,
-        language=line.language,
-        accent=line.accent,
-    )
+def _values(line: SpeechLine, heard_as: str) -> dict[str, object]:
+    return {
+        "cell_id": line.cell_id,
+        "occurred_at": line.occurred_at,
+        "speaker_id": line.speaker_id,
+        "speaker_name": line.speaker_name,
+        "target_id": line.target_id,
+        "target_kind": line.target_kind,
+        "target_description": line.target_description,
+        "message": line.message,
+        "volume": line.volume,
+        "language": line.language,
+        "accent": line.accent,
+        "heard_as": heard_as,
+    }
 
 
 class SpeechHistoryRepository:
@@ -71,13 +72,18 @@ class SpeechHistoryRepository:
         return line
 
     async def record_many(self, events: Sequence[Speech]) -> list[SpeechLine]:
-        """Store speeches in one transaction, pruning each room they were said in once."""
+        """Store speeches in one transaction, pruning each room they were said in once. A
+        speech event stored before (the same stream position and time: routed again) is not
+        stored twice."""
         lines = [SpeechLine.from_event(event) for event in events]
         if not lines:
             return []
+        rows = [
+            _values(line, f"{event.cursor.epoch}:{event.cursor.seq}")
+            for line, event in zip(lines, events, strict=True)
+        ]
         async with self._db.session() as session:
-            session.add_all([_row(line) for line in lines])
-            await session.flush()
+            await session.execute(self._db.insert_new(SpeechRow), rows)
             newest: dict[int, datetime] = {}
             for line in lines:
                 newest[line.cell_id] = max(

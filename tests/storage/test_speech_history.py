@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from storyteller_daemon.agent import fencing, trigger_text
@@ -156,3 +157,21 @@ def test_prompts_use_the_domain_markup_rules() -> None:
     assert trigger_text.strip_markup is text.strip_markup
     assert trigger_text.one_line is text.one_line
     assert trigger_text.split_camel is text.split_camel
+
+
+async def test_a_speech_routed_again_keeps_one_line(store: Store) -> None:
+    """The same event (its stream position and time) recorded again, alone or in a batch with
+    a new one, keeps one line; the same position said at another time (a world that starts
+    its positions over, as the embedded sim does) is another line."""
+    first = speech("Where is the ledger?")
+    await store.speech.record(first)
+    later = speech("The tide turns.", at=T0 + timedelta(seconds=5))
+    await store.speech.record_many([first, later])
+    await store.speech.record(first)
+    again = replace(first, occurred_at=T0 + timedelta(seconds=9))
+    await store.speech.record(again)
+    assert [line.message for line in await everything(store)] == [
+        "Where is the ledger?",
+        "The tide turns.",
+        "Where is the ledger?",
+    ]

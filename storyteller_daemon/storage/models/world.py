@@ -56,7 +56,10 @@ class SpeechRow(Base):
     """
 
     __tablename__ = "speech_history"
-    __table_args__ = (Index("ix_speech_history_cell_time", "cell_id", "occurred_at"),)
+    __table_args__ = (
+        Index("ix_speech_history_cell_time", "cell_id", "occurred_at"),
+        Index("ux_speech_history_heard_as", "heard_as", "occurred_at", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     cell_id: Mapped[int] = mapped_column(BigInteger)
@@ -70,6 +73,9 @@ class SpeechRow(Base):
     volume: Mapped[str] = mapped_column(String(100), default="Normal")
     language: Mapped[str] = mapped_column(String(400), default="")
     accent: Mapped[str] = mapped_column(String(400), default="")
+    heard_as: Mapped[str | None] = mapped_column(String(400), default=None)
+    """The speech event's stream position (``epoch:seq``): with `occurred_at`, one line per
+    event however often it is routed (None: written before it was kept)."""
 
 
 class CatalogueRow(Base):
