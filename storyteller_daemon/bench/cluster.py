@@ -19,9 +19,9 @@ After the stream it counts accepted events lost (an event of a watched room with
 for a storyteller watching it), narrations run twice, prog calls from a daemon that did not hold
 the lease and work-item writes it made (a PostgreSQL trigger names the writing daemon's role;
 a world event's work, which the daemon that stored the event adds for every storyteller, is
-not such a write, every move of it is),
-and model requests against the ledger. Last, throughput: ``--burst`` events at once to all the
-daemons, then to one alone (the others stopped), each timed until every work item is settled.
+not such a write, every move of it is), and model requests against the ledger. Last,
+throughput: ``--burst`` events at once to all the daemons, then to one alone (the others
+stopped), each timed until every work item is settled.
 """
 
 from __future__ import annotations
@@ -146,6 +146,8 @@ class _Run:
                 daemon.start()
             self.say("starting the daemons")
             await self._until(self._even, 180, "the even spread")
+            # Leases come before the game is followed: nothing is played before they subscribe.
+            await asyncio.wait_for(asyncio.gather(*(b.wait_subscriptions(1) for b in bridges)), 180)
             await self._phases(audited)
         except RuntimeError as exc:  # what the daemons said is the clue
             tails = [d.tail() for d in self.daemons.values()]
