@@ -204,3 +204,27 @@ async def test_a_new_line_in_a_scene_is_judged_within_the_scene_wait(harness: Ha
     await rig.clock.advance(12)
     await settle()
     assert len(judged) == 2
+
+
+async def test_with_the_shipped_defaults_a_new_admins_lines_are_judged_within_the_window(
+    harness: Harness,
+) -> None:
+    cfg = AttentionConfig()  # allowance 30 an hour: five requests in hand at the start
+    rig = await harness.start(cfg, ScriptedTurnRunner(verdict=AttentionVerdict(False, "")))
+    judged = rig.runner.judged
+    for n in range(1, 6):
+        await rig.pipeline.ingest(echo(cell=100 + n, seq=n, text=f"A quiet line {n}."))
+        await rig.clock.advance(cfg.max_wait_seconds)
+        await until(lambda n=n: len(judged) == n)
+    # A storyteller that asked its whole allowance within a minute is a busy one: the next
+    # calm line waits for the allowance's next request (one every two minutes at 30 an hour;
+    # 0.4 of one was left at t=60 and 0.5 by its window's close at t=72: another minute).
+    await rig.pipeline.ingest(echo(cell=106, seq=6, text="A sixth quiet line."))
+    await rig.clock.advance(cfg.max_wait_seconds)
+    await settle()
+    assert len(judged) == 5
+    await rig.clock.advance(59)
+    await settle()
+    assert len(judged) == 5
+    await rig.clock.advance(1)
+    await until(lambda: len(judged) == 6)
