@@ -222,9 +222,11 @@ async def test_with_the_shipped_defaults_a_new_admins_lines_are_judged_within_th
     await rig.pipeline.ingest(echo(cell=106, seq=6, text="A sixth quiet line."))
     await rig.clock.advance(cfg.max_wait_seconds)
     await settle()
+    await until(lambda: not rig.pipeline.working())  # its window's pass let it wait
     assert len(judged) == 5
     await rig.clock.advance(59)
     await settle()
     assert len(judged) == 5
     await rig.clock.advance(1)
     await until(lambda: len(judged) == 6)
+    assert rig.pipeline.stats.attention_windows == {"max_wait": 5, "calm": 1}
