@@ -199,6 +199,7 @@ async def run_stream_bench(
                         quiet_seconds=options.quiet_seconds,
                         max_wait_seconds=options.max_wait_seconds,
                         calm_wait_factor=options.calm_wait_factor,
+                        calm_requests_per_hour=options.calm_requests_per_hour,
                         max_age_seconds=max_age,
                         cache_floor_tokens=options.cache_floor,
                         verdict_memory_hours=options.verdict_memory_hours,

@@ -46,6 +46,9 @@ class StreamBenchOptions:
     """Override of ``[attention] max_wait_seconds`` (None: the default)."""
     calm_wait_factor: float | None = None
     """Override of ``[attention] calm_wait_factor`` (None: the default; 1: no pacing)."""
+    calm_requests_per_hour: float | None = None
+    """Override of ``[attention] calm_requests_per_hour`` (None: the default; 0: calm events
+    always wait)."""
     max_age_seconds: float | None = None
     """Override of ``[attention] max_age_seconds`` (None: the default; for the one-call design,
     long enough that nothing expires), for runs that measure something other than what a
@@ -258,6 +261,7 @@ def stream_report(f: StreamFacts) -> dict[str, object]:
             cfg.attention.max_wait_seconds,
             cfg.attention.calm_max_wait_seconds,
         ],
+        "calm requests allowed per hour": cfg.attention.calm_requests_per_hour,
         "attention latency (s)": options.attention_latency,
         "round latency (s)": options.round_latency,
         "speed-up": options.speedup,

@@ -282,6 +282,13 @@ async def stream(
         float | None,
         typer.Option(help="Override [attention] calm_wait_factor (1: no pacing).", min=1),
     ] = None,
+    calm_requests_per_hour: Annotated[
+        float | None,
+        typer.Option(
+            help="Override [attention] calm_requests_per_hour (0: calm events always wait).",
+            min=0,
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Replay a labelled world stream through the daemon, the bridge and a stand-in model."""
@@ -317,6 +324,7 @@ async def stream(
         quiet_seconds=quiet,
         max_wait_seconds=max_wait,
         calm_wait_factor=calm_wait_factor,
+        calm_requests_per_hour=calm_requests_per_hour,
         contract_faults=contract_faults,
         short_prompts=short_prompts,
         cache_floor=cache_floor,

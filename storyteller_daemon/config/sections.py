@@ -110,12 +110,18 @@ class AttentionConfig(_Section):
     routine_quiet_seconds: NonNegativeFloat = 30.0
     """The quiet gap of a batch of routine kinds only: a trickle of echoes is judged together
     rather than one request each."""
-    calm_wait_factor: Annotated[float, Field(ge=1.0)] = 1.0
-    """Events the model must judge may wait this many `max_wait_seconds` (1: none wait; 5: a
-    minute, about half the attention requests on a busy world)
+    calm_wait_factor: Annotated[float, Field(ge=1.0)] = 10.0
+    """Events the model must judge may wait up to this many `max_wait_seconds` (10: two minutes)
     for a request while none of them is lively (an urgent kind, a burst, a scene: see
-    `scene_events`, `scene_hold_seconds`): calm lines ride together with the next request
-    instead of costing one each window. 1: off, every window asks (latency for calls)."""
+    `scene_events`, `scene_hold_seconds`) and the storyteller is over its allowance
+    (`calm_requests_per_hour`): calm lines ride together with the next request instead of
+    costing one each window. 1: off, every window asks (latency for calls)."""
+    calm_requests_per_hour: NonNegativeFloat = 30.0
+    """The storyteller's allowance of attention requests: while it asked fewer than this lately
+    (a bucket holding ten minutes of it, full at the start), calm events are asked as their
+    window closes; above it they wait (`calm_wait_factor`), so a quiet world's lines are judged
+    within `max_wait_seconds` and a busy world's requests are paced. Every request counts,
+    lively ones too. 0: calm events always wait."""
     scene_events: NonNegativeInt = 5
     """This many new events in one room within `scene_seconds`, the last of them just now,
     are a burst (a fight, a quarrel): judged at once (0: no bursts)."""
@@ -123,7 +129,10 @@ class AttentionConfig(_Section):
     """See `scene_events`."""
     scene_hold_seconds: NonNegativeFloat = 60.0
     """A room stays a scene this long after the attention model attended to an event in it:
-    its next events are judged within `max_wait_seconds`."""
+    its next events are judged within `scene_wait_seconds`."""
+    scene_wait_seconds: NonNegativeFloat = 4.0
+    """A new event in a scene closes the window this long after it came (never later than
+    `max_wait_seconds`): a fight's next lines are judged while it goes on."""
     urgent_kinds: Annotated[
         tuple[Literal["room_echo", "speech", "crime"], ...], Field(strict=False)
     ] = ("crime",)

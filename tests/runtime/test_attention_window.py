@@ -73,6 +73,7 @@ async def test_calm_events_ride_together_and_lively_ones_go_at_once(harness: Har
         quiet_seconds=3,
         max_wait_seconds=10,
         calm_wait_factor=6,
+        calm_requests_per_hour=0,  # no allowance: calm events always wait
         scene_events=3,
         scene_seconds=8,
         routine_kinds=(),
@@ -134,3 +135,98 @@ async def test_a_paced_backlog_bigger_than_a_batch_is_asked_in_batches_at_once(
     await until(lambda: len(rig.runner.judged) == 3)
     assert [len(b) for b in rig.runner.judged] == [5, 5, 2]
     assert await rig.states() == ["ignored"] * 12
+
+
+async def test_a_quiet_world_is_judged_as_windows_close_until_its_allowance_runs_out(
+    harness: Harness,
+) -> None:
+    cfg = AttentionConfig(
+        quiet_seconds=3,
+        max_wait_seconds=10,
+        calm_wait_factor=6,  # calm events wait a minute at most
+        calm_requests_per_hour=6,  # one request in hand, the next ten minutes later
+        routine_kinds=(),
+    )
+    rig = await harness.start(cfg, ScriptedTurnRunner(verdict=AttentionVerdict(False, "")))
+    judged = rig.runner.judged
+
+    # A new admin's first line: the allowance is full, so it goes when its window closes.
+    await rig.pipeline.ingest(echo(cell=101, seq=1, text="Gulls cry."))
+    await rig.clock.advance(3)
+    await until(lambda: len(judged) == 1)
+
+    # The allowance is spent: the next calm line waits, up to the calm maximum.
+    await rig.pipeline.ingest(echo(cell=102, seq=2, text="A cart rattles past."))
+    await rig.clock.advance(59)
+    await settle()
+    assert len(judged) == 1
+    await rig.clock.advance(1)
+    await until(lambda: len(judged) == 2)
+
+    # Ten minutes on, the allowance has a request in hand again: a line goes with its window.
+    await rig.clock.advance(600)
+    await rig.pipeline.ingest(echo(cell=103, seq=3, text="A bell tolls."))
+    await rig.clock.advance(3)
+    await until(lambda: len(judged) == 3)
+    assert rig.pipeline.stats.attention_windows == {"quiet": 2, "calm": 1}
+
+
+async def test_a_new_line_in_a_scene_is_judged_within_the_scene_wait(harness: Harness) -> None:
+    cfg = AttentionConfig(
+        quiet_seconds=8,
+        max_wait_seconds=12,
+        calm_wait_factor=5,
+        calm_requests_per_hour=0,
+        scene_wait_seconds=2,
+        routine_kinds=(),
+    )
+    runner = ScriptedTurnRunner(
+        verdict=AttentionVerdict(False, ""),
+        verdicts={TriggerKind.CRIME: AttentionVerdict(True, "a theft")},
+    )
+    rig = await harness.start(cfg, runner)
+    judged = rig.runner.judged
+    await rig.pipeline.ingest(crime(1))  # urgent: asked at once; its room becomes a scene
+    await until(lambda: len(judged) == 1)
+
+    await rig.pipeline.ingest(echo(cell=102, seq=2, text="Rain starts."))  # calm, elsewhere
+    await rig.pipeline.ingest(echo(cell=101, seq=3, text="The thief runs for the quay."))
+    await rig.clock.advance(1.5)
+    await settle()
+    assert len(judged) == 1  # not before the scene wait...
+    await rig.clock.advance(0.5)
+    await until(lambda: len(judged) == 2)  # ...and not a whole window either
+    assert [t.room_id for t in judged[1]] == [102, 101]
+    assert rig.pipeline.stats.attention_windows == {"urgent": 1, "scene": 1}
+
+    # A line in a room that is no scene waits for its window and the calm maximum.
+    await rig.pipeline.ingest(echo(cell=103, seq=4, text="A dog barks."))
+    await rig.clock.advance(12)
+    await settle()
+    assert len(judged) == 2
+
+
+async def test_with_the_shipped_defaults_a_new_admins_lines_are_judged_within_the_window(
+    harness: Harness,
+) -> None:
+    cfg = AttentionConfig()  # allowance 30 an hour: five requests in hand at the start
+    rig = await harness.start(cfg, ScriptedTurnRunner(verdict=AttentionVerdict(False, "")))
+    judged = rig.runner.judged
+    for n in range(1, 6):
+        await rig.pipeline.ingest(echo(cell=100 + n, seq=n, text=f"A quiet line {n}."))
+        await rig.clock.advance(cfg.max_wait_seconds)
+        await until(lambda n=n: len(judged) == n)
+    # A storyteller that asked its whole allowance within a minute is a busy one: the next
+    # calm line waits for the allowance's next request (one every two minutes at 30 an hour;
+    # 0.4 of one was left at t=60 and 0.5 by its window's close at t=72: another minute).
+    await rig.pipeline.ingest(echo(cell=106, seq=6, text="A sixth quiet line."))
+    await rig.clock.advance(cfg.max_wait_seconds)
+    await settle()
+    await until(lambda: not rig.pipeline.working())  # its window's pass let it wait
+    assert len(judged) == 5
+    await rig.clock.advance(59)
+    await settle()
+    assert len(judged) == 5
+    await rig.clock.advance(1)
+    await until(lambda: len(judged) == 6)
+    assert rig.pipeline.stats.attention_windows == {"max_wait": 5, "calm": 1}

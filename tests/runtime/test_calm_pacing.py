@@ -1,14 +1,17 @@
 """Calm pacing decides when a pass asks the model: lively events (urgent kinds, bursts, scenes,
-a full batch) at once, calm ones once the oldest waited the calm maximum; arrivals report a
-burst once."""
+a full batch) at once, calm ones while the storyteller's allowance has a request in hand, else
+once the oldest waited the calm maximum or the allowance fills again; arrivals report a burst
+once."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.work import WorkItem, WorkState
-from storyteller_daemon.runtime.pipeline.pacing import Scenes, pace
+from storyteller_daemon.runtime.pipeline.pacing import Allowance, Scenes, pace
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CFG = AttentionConfig(
@@ -85,11 +88,11 @@ def test_a_burst_is_lines_in_quick_succession_in_one_room_going_on_now() -> None
 
 
 def test_pacing_is_off_when_calm_events_may_wait_no_longer_than_a_window() -> None:
-    assert AttentionConfig().calm_max_wait_seconds == 12  # off by default: one window
-    assert AttentionConfig(calm_wait_factor=5).calm_max_wait_seconds == 60  # five of 12 s
+    assert AttentionConfig().calm_max_wait_seconds == 120  # ten windows of 12 s by default
+    assert AttentionConfig(calm_wait_factor=1).calm_max_wait_seconds == 12  # one: off
     calm = [item(1, 0)]
     for cfg in (
-        AttentionConfig(),
+        AttentionConfig(calm_wait_factor=1),
         AttentionConfig(max_wait_seconds=12, calm_wait_factor=1),
         AttentionConfig(max_wait_seconds=0),
         AttentionConfig(max_wait_seconds=12, one_call_per_event=True),
@@ -112,3 +115,35 @@ def test_arrivals_report_a_burst_once_and_not_in_a_scene() -> None:
     assert scenes.rooms(100) == frozenset()  # its time is up
     assert not scenes.arrived(None, 0, events=3, seconds=8)
     assert not scenes.arrived(105, 0, events=0, seconds=8)
+
+
+def test_calm_events_are_asked_as_their_window_closes_while_the_allowance_has_a_request() -> None:
+    calm = [item(1, 0, room=101), item(2, 5, room=102)]
+    spare = pace(calm, window="quiet", now=at(12), hot=(), cfg=CFG, spare=True, refill_in=0)
+    assert (spare.ask, spare.why) == (True, "quiet")
+    # Over the allowance they wait for its next request, or the calm maximum if sooner.
+    soon = pace(calm, window="quiet", now=at(12), hot=(), cfg=CFG, refill_in=20)
+    assert (soon.ask, soon.due) == (False, at(32))
+    late = pace(calm, window="quiet", now=at(12), hot=(), cfg=CFG, refill_in=500)
+    assert (late.ask, late.due) == (False, at(60))
+    # Once the calm maximum is reached they go, allowance or not.
+    assert pace(calm, window="calm", now=at(60), hot=(), cfg=CFG, refill_in=500).ask
+
+
+def test_an_allowance_starts_full_every_request_empties_it_by_one_and_time_refills_it() -> None:
+    bucket, rate = Allowance(), 60.0  # one a minute; a full bucket holds ten minutes: 10
+    assert bucket.level(0, rate) == 10 and bucket.refill_in(0, rate) == 0
+    for n in range(10):
+        assert bucket.spare(float(n), rate)
+        bucket.spend(float(n), rate)
+    assert not bucket.spare(10, rate)
+    assert bucket.refill_in(10, rate) == pytest.approx(50)  # 9 s of refill in hand already
+    bucket.spend(11, rate)  # a lively request with none in hand: it goes, the bucket stays at 0
+    assert bucket.level(11, rate) == 0 and bucket.refill_in(11, rate) == pytest.approx(60)
+    assert bucket.spare(71, rate)
+    assert bucket.level(10_000, rate) == 10  # never more than ten minutes' worth
+    off = Allowance()
+    assert not off.spare(0, 0) and off.refill_in(0, 0) is None
+    off.spend(0, 0)
+    assert off.tokens is None
+    assert Allowance().level(0, 3) == 1  # a slow rate still holds one request

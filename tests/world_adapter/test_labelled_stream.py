@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -83,3 +83,13 @@ def test_a_bad_line_is_refused_with_its_number(tmp_path: Path) -> None:
 def test_nonsense_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="relevant_share"):
         labelled_stream(relevant_share=0.9)
+
+
+@pytest.mark.parametrize("hours", [1.0, 0.25, 0.5])
+def test_the_events_spread_over_the_whole_span_and_none_pile_up_at_its_end(hours: float) -> None:
+    items = labelled_stream(seed=1, hours=hours)
+    start = items[0].event.occurred_at
+    per_second = Counter(int((i.event.occurred_at - start).total_seconds()) for i in items)
+    assert max(per_second.values()) <= 0.01 * len(items) + 20
+    last_minute = sum(n for second, n in per_second.items() if second >= hours * 3600 - 60)
+    assert last_minute <= 3 * len(items) / (hours * 60)

@@ -26,6 +26,7 @@ follows from the seed. The rooms, people and lines the stream is made of are in 
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -101,9 +102,12 @@ class _Writer:
         self._weights = [rng.choice((0.3, 1.0, 1.0, 1.8)) for _ in range(int(span // 600) + 1)]
 
     def moment(self) -> float:
-        """A random offset, more likely in busy stretches."""
-        stretch = self.rng.choices(range(len(self._weights)), self._weights)[0]
-        return min(self.span - 1, stretch * 600 + self.rng.uniform(0, 600))
+        """A random offset, more likely in busy stretches (ten minutes each; the last one may
+        be shorter, and none starts at or after the end)."""
+        stretches = max(1, math.ceil(self.span / 600))
+        stretch = self.rng.choices(range(stretches), self._weights[:stretches])[0]
+        width = min(600.0, self.span - stretch * 600)
+        return min(self.span - 1, stretch * 600 + self.rng.uniform(0, width))
 
     def add(
         self, at: float, kind: str, relevant: bool, tag: str, group: str, **fields: object

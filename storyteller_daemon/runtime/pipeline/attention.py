@@ -2,7 +2,8 @@
 
 A storyteller's attention task waits for a burst window (no new event for ``quiet_seconds``,
 or ``routine_quiet_seconds`` while the window holds only ``routine_kinds``; or the oldest waiting
-``max_wait_seconds``; urgent kinds, a full batch and a burst forming in one room go at once;
+``max_wait_seconds``; urgent kinds, a full batch and a burst forming in one room go at once, a
+new event in a scene after ``scene_wait_seconds``;
 calm events an earlier pass left pending, `pacing`, are looked at again by their due time), then
 claims the oldest pending events, up to ``max_batch_events``, and judges them in a pass of
 their own (up to ``parallel_requests`` passes at once): attention rules, the waits of the
@@ -57,7 +58,8 @@ WINDOW_FULL = "full"
 WINDOW_BACKLOG = "backlog"
 """The backlog was looked at at once: the last batch was full, a request failed, a resume."""
 WINDOW_SCENE = "scene"
-"""New events came in a burst in one room (`pacing.Scenes.arrived`)."""
+"""New events came in a burst in one room (`pacing.Scenes.arrived`), or a new event in a scene
+waited `scene_wait_seconds`."""
 WINDOW_CALM = "calm"
 """Calm events an earlier pass left pending reached `calm_max_wait_seconds` (`pacing`)."""
 
@@ -148,7 +150,8 @@ class Attention:
                 return WINDOW_URGENT
             if lane.pending >= self._cfg.max_batch_events:
                 return WINDOW_FULL
-            if lane.scene:
+            scene_due = lane.scene_due if lane.scene_due is not None else float("inf")
+            if lane.scene or now >= scene_due:
                 return WINDOW_SCENE
             first = lane.first_at if lane.first_at is not None else now
             last = lane.last_at if lane.last_at is not None else now
@@ -160,7 +163,7 @@ class Attention:
             if now >= quiet_due:
                 return WINDOW_QUIET
             lane.wake.clear()
-            due = min(quiet_due, wait_due, calm_due)
+            due = min(quiet_due, wait_due, calm_due, scene_due)
             await sleep_or_wake(self._clock, lane.wake, due - now)
         return WINDOW_BACKLOG
 

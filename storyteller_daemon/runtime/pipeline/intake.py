@@ -262,11 +262,13 @@ class Intake:
             lane = self._lanes.ensure(st)
             self._lanes.touch(lane)
             if arrival.state == WorkState.PENDING.value:
+                paced = paces(self._cfg)
+                in_scene = paced and lane.scenes.is_hot(arrival.room_id, now)
                 for _ in range(arrival.count):
                     burst = not arrival.ambient and lane.scenes.arrived(
                         arrival.room_id,
                         now,
-                        events=self._cfg.scene_events if paces(self._cfg) else 0,
+                        events=self._cfg.scene_events if paced else 0,
                         seconds=self._cfg.scene_seconds,
                     )
                     lane.arrived(
@@ -274,6 +276,7 @@ class Intake:
                         urgent=arrival.kind in self._cfg.urgent_kinds,
                         routine=arrival.kind in self._cfg.routine_kinds,
                         burst=burst,
+                        scene_due=now + self._cfg.scene_wait_seconds if in_scene else None,
                     )
             else:
                 lane.wake_turns()

@@ -164,12 +164,15 @@ class BatchJudge:
                 False, f"the same text was ignored as work item {entry.item_id} at {when} UTC"
             )
         ask = [index for index in ask if index not in found.settled]
+        rate = self._cfg.calm_requests_per_hour
         paced = pace(
             [items[i] for i in ask],
             window=window,
             now=self._clock.now(),
             hot=lane.scenes.rooms(self._mono()),
             cfg=self._cfg,
+            spare=lane.allowance.spare(self._mono(), rate),
+            refill_in=lane.allowance.refill_in(self._mono(), rate),
         )
         waiting: set[int] = set()
         if not paced.ask and paced.due is not None:  # these and their repeats wait
@@ -192,6 +195,7 @@ class BatchJudge:
                 await self._speech.caught_up()
             self._stats.batch_sizes.observe(len(asked))
             self._stats.attention_windows[paced.why] += 1
+            lane.allowance.spend(self._mono(), rate)
             try:
                 answers = await self._runner.judge(st, asked)
             except BudgetExceeded as exc:  # the cap was reached during this batch

@@ -21,7 +21,7 @@ from storyteller_daemon.config import AttentionConfig
 from storyteller_daemon.domain.attention_rules import RuleBook
 from storyteller_daemon.domain.repeats import RepeatMemory
 from storyteller_daemon.domain.storytellers import Storyteller
-from storyteller_daemon.runtime.pipeline.pacing import Scenes
+from storyteller_daemon.runtime.pipeline.pacing import Allowance, Scenes
 from storyteller_daemon.runtime.pipeline.plan_waits import PlanWaits
 from storyteller_daemon.runtime.pipeline.ports import Backlog
 from storyteller_daemon.runtime.pipeline.settled import MemoryLane
@@ -42,6 +42,7 @@ class Lane:
     plan_waits: PlanWaits = field(default_factory=PlanWaits)
     memory: MemoryLane = field(default_factory=MemoryLane)
     scenes: Scenes = field(default_factory=Scenes)
+    allowance: Allowance = field(default_factory=Allowance)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     turn_wake: asyncio.Event = field(default_factory=asyncio.Event)
     pending: int = 0
@@ -58,6 +59,8 @@ class Lane:
     overflow: bool = False
     """A pass in flight left lively events for the next pass (more than a batch): once it
     ends, look again at once."""
+    scene_due: float | None = None
+    """An event in a scene came: close the window by then (monotonic; `pacing`)."""
     calm_due: float | None = None
     """Calm events a pass left pending must be asked about by then (monotonic; `pacing`)."""
     passes: int = 0
@@ -104,10 +107,18 @@ class Lane:
     # ------------------------------------------------------------------ intake and resume
 
     def arrived(
-        self, now: float, *, urgent: bool, routine: bool = False, burst: bool = False
+        self,
+        now: float,
+        *,
+        urgent: bool,
+        routine: bool = False,
+        burst: bool = False,
+        scene_due: float | None = None,
     ) -> None:
         """A pending event was stored for the storyteller at `now`; `burst`: it made a burst
-        in its room (`Scenes.arrived`)."""
+        in its room (`Scenes.arrived`); `scene_due`: it came in a scene, judge it by then."""
+        if scene_due is not None:
+            self.scene_due = scene_due if self.scene_due is None else min(self.scene_due, scene_due)
         self.pending += 1
         self.first_at = now if self.first_at is None else self.first_at
         self.last_at = now
@@ -155,6 +166,7 @@ class Lane:
         self.pending = 0
         self.more = False
         self.scene = False
+        self.scene_due = None
         self.calm_due = None
 
     def look_after_pass(self) -> None:

@@ -9,15 +9,20 @@ repeats and the verdict memory) is lively:
 * an urgent kind (``urgent_kinds``, crimes), a full batch, or a window that had to look at the
   backlog at once (a resume, a failed request, the last batch full);
 * an event in a *scene*: a room where the storyteller attended to something within
-  ``scene_hold_seconds``, or where ``scene_events`` new events came within ``scene_seconds``
-  (a fight, an argument: lines in quick succession in one room);
-* or the oldest has waited ``calm_wait_factor`` × ``max_wait_seconds`` (a minute by default).
+  ``scene_hold_seconds`` (its new events close the window within ``scene_wait_seconds``), or
+  where ``scene_events`` new events came within ``scene_seconds`` (a fight, an argument: lines
+  in quick succession in one room);
+* or the storyteller is under its allowance (`Allowance`): fewer attention requests lately
+  than ``calm_requests_per_hour`` allows, so a quiet world's lines are judged as their window
+  closes;
+* or the oldest has waited ``calm_wait_factor`` × ``max_wait_seconds`` (two minutes by
+  default).
 
-Otherwise the events stay pending and ride with the next request: one request then judges a
-minute of calm lines instead of five. ``calm_wait_factor = 1`` turns pacing off (every
-window asks). Arrivals tell the lane about
-scenes too (`Scenes.arrived`), so a burst is looked at when it forms, not when the window
-closes.
+Otherwise the events stay pending and ride with the next request (at the latest when the
+allowance has a request in hand again): one request then judges minutes of calm lines instead
+of one request each window. ``calm_wait_factor = 1`` turns pacing off (every window asks).
+Arrivals tell the lane about scenes too (`Scenes.arrived`), so a burst is looked at when it
+forms, not when the window closes.
 """
 
 from __future__ import annotations
@@ -85,6 +90,54 @@ class Scenes:
         return False
 
 
+ALLOWANCE_MINUTES = 10.0
+"""A storyteller's allowance holds this many minutes of ``calm_requests_per_hour``: what a
+quiet storyteller has in hand."""
+
+
+@dataclass
+class Allowance:
+    """A storyteller's allowance of attention requests: a token bucket that
+    ``calm_requests_per_hour`` fills, up to `ALLOWANCE_MINUTES` of it, and every request
+    empties by one (a lively request goes whether or not one is in hand). Calm events wait only
+    while it is empty. Times are the daemon clock's monotonic seconds; it starts full.
+    """
+
+    tokens: float | None = None
+    """Requests in hand at `at` (None: full, none asked yet)."""
+    at: float = 0.0
+
+    @staticmethod
+    def size(rate: float) -> float:
+        """Requests a full allowance holds at `rate` per hour (at least one)."""
+        return max(1.0, rate * ALLOWANCE_MINUTES / 60.0)
+
+    def level(self, now: float, rate: float) -> float:
+        """Requests in hand at `now` (0 when `rate` is 0: no allowance)."""
+        if rate <= 0:
+            return 0.0
+        if self.tokens is None:
+            return self.size(rate)
+        return min(self.size(rate), self.tokens + (now - self.at) * rate / 3600.0)
+
+    def spare(self, now: float, rate: float) -> bool:
+        """Whether a request is in hand at `now`."""
+        return self.level(now, rate) >= 1.0 - 1e-9
+
+    def refill_in(self, now: float, rate: float) -> float | None:
+        """Seconds until a request is in hand (0: now; None: never, `rate` is 0)."""
+        if rate <= 0:
+            return None
+        if self.spare(now, rate):
+            return 0.0
+        return (1.0 - self.level(now, rate)) * 3600.0 / rate
+
+    def spend(self, now: float, rate: float) -> None:
+        """A request was asked at `now`."""
+        if rate > 0:
+            self.tokens, self.at = max(0.0, self.level(now, rate) - 1.0), now
+
+
 @dataclass(frozen=True)
 class Pace:
     """A pass's decision about the events the model would judge.
@@ -92,8 +145,9 @@ class Pace:
     Attributes:
         ask: ask now (else they wait).
         why: why it asks: the window's closing (`attention.WINDOW_*`) when pacing had no
-            say, else ``full``, ``urgent``, ``burst``, ``scene`` or ``calm`` (the oldest
-            waited `calm_max_wait_seconds`).
+            say or the allowance had a request in hand, else ``full``, ``urgent``,
+            ``burst``, ``scene`` or ``calm`` (the oldest waited `calm_max_wait_seconds`, or
+            waited for the allowance).
         due: when not asking, when the oldest must be asked at the latest.
     """
 
@@ -114,6 +168,8 @@ def pace(
     now: datetime,
     hot: Collection[int],
     cfg: AttentionConfig,
+    spare: bool = False,
+    refill_in: float | None = None,
 ) -> Pace:
     """Whether a pass asks the model about `asked` now, and why (see the module docstring).
 
@@ -123,6 +179,8 @@ def pace(
         now: the daemon clock's time.
         hot: the rooms that are scenes now.
         cfg: the pacing settings.
+        spare: the storyteller's allowance has a request in hand (`Allowance.spare`).
+        refill_in: seconds until it has one (`Allowance.refill_in`; None: never).
     """
     if not asked or window in ASKS_AT_ONCE or not paces(cfg):
         return Pace(True, window)
@@ -137,6 +195,10 @@ def pace(
     due = min(i.received_at for i in asked) + timedelta(seconds=cfg.calm_max_wait_seconds)
     if now >= due:
         return Pace(True, "calm")
+    if spare:
+        return Pace(True, window)
+    if refill_in is not None:
+        due = min(due, now + timedelta(seconds=refill_in))
     return Pace(False, "calm", due=due)
 
 
