@@ -32,7 +32,7 @@ from storyteller_daemon.storage.runs import RunRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.storage.turn_journal import TurnJournalRepository
 from storyteller_daemon.testing import RecordedAlerts
-from storyteller_daemon.testing.clock import FakeClock
+from storyteller_daemon.testing.clock import FakeClock, eventually
 from storyteller_daemon.testing.model import ScriptedModel, calls
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.turns import store_services, turn_runner
@@ -205,12 +205,9 @@ class Daemon:
 
 
 async def until(condition: Callable[[], object]) -> None:
-    """Let the loop (and the database thread) run until `condition()` holds."""
-    for _ in range(5000):
-        if condition():
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError("the condition never held")
+    """Let the loop (and the database thread) run until `condition()` holds (bounded by the
+    loop's own time, not by a number of yields a loaded machine can outrun)."""
+    await eventually(lambda: bool(condition()), "the condition")
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from storyteller_daemon.runtime.stats import RuntimeStats
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.alerts import RecordedAlerts
-from storyteller_daemon.testing.clock import FakeClock, settle
+from storyteller_daemon.testing.clock import FakeClock, eventually, settle
 from storyteller_daemon.testing.pipeline import wired_pipeline
 from storyteller_daemon.testing.scripted_turns import ScriptedOutcome, ScriptedTurnRunner
 from world_adapter.events import CharacterState, Crime, Cursor, RoomEcho, StateChange
@@ -159,8 +159,12 @@ def _text(trigger: Trigger) -> str:
 
 
 async def until(condition: object, clock: FakeClock | None = None, step: float = 0.0) -> None:
-    """Let the loop (and the database thread) run until `condition()` holds."""
+    """Let the loop (and the database thread) run until `condition()` holds: bounded by the
+    loop's own time (`eventually`), or, stepping `clock`, by a number of steps."""
     assert callable(condition)
+    if clock is None or not step:
+        await eventually(lambda: bool(condition()), "the condition")
+        return
     for _ in range(2000):
         if condition():
             return
