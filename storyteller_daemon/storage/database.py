@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Insert, event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from storyteller_daemon.bundled import bundled_dir
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
 
 if TYPE_CHECKING:  # alembic is imported where it works: a current database needs none of it
@@ -95,12 +96,15 @@ def create_engine(
     opened: set[Any] | None = None,
     idle_in_transaction_seconds: float | None = None,
     pool_size: int | None = None,
+    clock: Clock | None = None,
 ) -> AsyncEngine:
     """Create an async engine with the right per-dialect settings.
 
     `opened` collects the driver connections of a SQLite engine, so `Database.close` can end
     any that a cancelled task left checked out (holding the file's write lock). `pool_size`:
-    the PostgreSQL connections kept, and no more (default: SQLAlchemy's pool).
+    the PostgreSQL connections kept, and no more (default: SQLAlchemy's pool). With a `clock`,
+    a PostgreSQL connection is pinged before use only when it has rested in the pool
+    `PING_AFTER_IDLE_SECONDS` or longer (see `_ping_when_rested`); without one, every time.
     """
     url = normalise_url(url)
     parsed = make_url(url)
@@ -121,8 +125,19 @@ def create_engine(
         event.listen(engine.sync_engine, "begin", _begin)
         return engine
     pool: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
+    pre_ping = clock is None
     if idle_in_transaction_seconds is None:
-        return create_async_engine(url, pool_pre_ping=True, **pool)
+        engine = create_async_engine(url, pool_pre_ping=pre_ping, **pool)
+    else:
+        engine = _ending_idle_transactions(url, idle_in_transaction_seconds, pre_ping, pool)
+    if clock is not None:
+        _ping_when_rested(engine, clock)
+    return engine
+
+
+def _ending_idle_transactions(
+    url: str, idle_in_transaction_seconds: float, pre_ping: bool, pool: dict[str, Any]
+) -> AsyncEngine:
     # A process frozen (or cut off) inside a transaction keeps its row locks until the server
     # ends its session: after this long, so the others can take its leases over. A statement
     # of such a process still waiting for a lock gives up after as long, and its transaction
@@ -130,8 +145,40 @@ def create_engine(
     idle = str(max(1, round(idle_in_transaction_seconds * 1000)))
     settings = {"idle_in_transaction_session_timeout": idle, "lock_timeout": idle}
     return create_async_engine(
-        url, pool_pre_ping=True, connect_args={"server_settings": settings}, **pool
+        url, pool_pre_ping=pre_ping, connect_args={"server_settings": settings}, **pool
     )
+
+
+PING_AFTER_IDLE_SECONDS = 2.0
+"""How long a PostgreSQL connection may rest in the pool and be used again without a ping."""
+_RESTED_SINCE = "storyteller_rested_since"
+
+
+def _ping_when_rested(engine: AsyncEngine, clock: Clock) -> None:
+    """Ping a pooled connection before use only when it rested a while.
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: three round trips on asyncpg (a
+    transaction begun, an empty statement, a rollback), more than most units of work make. A
+    connection that went back to the pool a moment ago is almost surely alive; one that rested
+    (the server restarted meanwhile, or ended the session of a process that was frozen) is
+    pinged, and replaced when the ping fails, as ``pool_pre_ping`` would.
+    """
+    sync = engine.sync_engine
+
+    def checked_in(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_RESTED_SINCE] = clock.monotonic()
+
+    def checked_out(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop(_RESTED_SINCE, None)
+        if since is None or clock.monotonic() - since < PING_AFTER_IDLE_SECONDS:
+            return  # new, or back in the pool a moment ago
+        try:
+            sync.dialect.do_ping(dbapi_conn)
+        except Exception as exc:  # the pool replaces it and checks out again
+            raise DisconnectionError(f"a pooled connection failed its ping: {exc}") from exc
+
+    event.listen(sync, "checkin", checked_in)
+    event.listen(sync, "checkout", checked_out)
 
 
 def _remember(opened: set[Any], connection: Any) -> None:
@@ -171,6 +218,7 @@ class Database:
         busy_timeout_ms: int = 15_000,
         idle_in_transaction_seconds: float | None = None,
         pool_size: int | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.url = normalise_url(url)
         # Strong references: a connection a cancelled task dropped is otherwise collected while
@@ -182,6 +230,7 @@ class Database:
             opened=self._opened,
             idle_in_transaction_seconds=idle_in_transaction_seconds,
             pool_size=pool_size,
+            clock=clock,
         )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._readers = self.engine.execution_options(**{READING: True})
