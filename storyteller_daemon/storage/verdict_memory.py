@@ -9,10 +9,12 @@ clears (`clear`) them. `relevant_characters` names the characters a storyteller 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
@@ -71,25 +73,42 @@ class VerdictMemoryRepository:
         """Count one settled event against each entry of `ids` (an id may repeat)."""
         if not ids:
             return
-        now = self._clock.now()
         async with self._db.session() as session:
-            for entry in ids:
+            await self._hit(session, ids)
+
+    async def _hit(self, session: AsyncSession, ids: Sequence[int]) -> None:
+        """`hit` in `session`: one statement per number of hits (mostly one)."""
+        now = self._clock.now()
+        by_count: dict[int, list[int]] = {}
+        for entry, n in sorted(Counter(ids).items()):
+            by_count.setdefault(n, []).append(entry)
+        for n, entries in by_count.items():
+            for start in range(0, len(entries), _CHUNK):
                 await session.execute(
                     update(SettledVerdictRow)
-                    .where(SettledVerdictRow.id == entry)
-                    .values(hits=SettledVerdictRow.hits + 1, last_hit_on=now)
+                    .where(SettledVerdictRow.id.in_(entries[start : start + _CHUNK]))
+                    .values(hits=SettledVerdictRow.hits + n, last_hit_on=now)
                 )
 
     async def remember(
-        self, storyteller_id: int, ignored: Sequence[tuple[Recallable, int]], *, prompts: str
+        self,
+        storyteller_id: int,
+        ignored: Sequence[tuple[Recallable, int]],
+        *,
+        prompts: str,
+        hits: Sequence[int] = (),
     ) -> None:
-        """Keep what the model ignored now (event, work item), replacing older entries."""
+        """Keep what the model ignored now (event, work item), replacing older entries, and
+        count the `hits` (as `hit` does) in the same transaction."""
         if not ignored:
+            await self.hit(hits)
             return
         now = self._clock.now()
         latest = {event.key: (event, item_id) for event, item_id in ignored}
         keys = sorted(latest)
         async with self._db.session() as session:
+            if hits:
+                await self._hit(session, hits)
             for start in range(0, len(keys), _CHUNK):
                 await session.execute(
                     delete(SettledVerdictRow).where(

@@ -24,3 +24,25 @@ async def test_the_same_text_kept_by_two_passes_at_once_is_kept_once(store: Stor
     await asyncio.gather(*(keep(n) for n in range(1, 7)))
     kept = await store.verdicts.list(sid)
     assert len(kept) == 1
+
+
+async def test_hits_are_counted_with_what_is_kept_in_one_call(store: Store) -> None:
+    st = await store.storytellers.create("Watcher")
+    assert st.id is not None
+    sid = st.id
+    gulls, bell, rain = (
+        recallable("room_echo", text, room_id=101, zone_id=1)
+        for text in ("Gulls wheel above the masts.", "A bell tolls.", "Rain drums on the roofs.")
+    )
+    assert gulls is not None and bell is not None and rain is not None
+    await store.verdicts.remember(sid, [(gulls, 1), (bell, 2)], prompts="p")
+    ids = {entry.text: entry.id for entry in await store.verdicts.list(sid)}
+    first, second = ids[gulls.text], ids[bell.text]
+
+    await store.verdicts.remember(sid, [(rain, 3)], prompts="p", hits=[first, second, first])
+    await store.verdicts.remember(sid, [], prompts="p", hits=[second])  # nothing new to keep
+
+    hits = {entry.text: entry.hits for entry in await store.verdicts.list(sid)}
+    assert hits == {gulls.text: 2, bell.text: 2, rain.text: 0}
+    kept = await store.verdicts.list(sid)
+    assert all(entry.last_hit_at is not None for entry in kept if entry.hits)

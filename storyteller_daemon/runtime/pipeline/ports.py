@@ -143,9 +143,14 @@ class VerdictMemory(Protocol):
         ...
 
     async def remember(
-        self, storyteller_id: int, ignored: Sequence[tuple[Recallable, int]], *, prompts: str
+        self,
+        storyteller_id: int,
+        ignored: Sequence[tuple[Recallable, int]],
+        *,
+        prompts: str,
+        hits: Sequence[int] = (),
     ) -> None:
-        """Keep what the model ignored (event, work item)."""
+        """Keep what the model ignored (event, work item), and count `hits` as `hit` does."""
         ...
 
     async def invalidate(self, storyteller_id: int, *, keep_prompts: str) -> int:
