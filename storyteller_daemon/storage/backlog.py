@@ -16,7 +16,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, case, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
@@ -181,16 +181,23 @@ class BacklogRepository:
             }
             for d in decisions
         ]
+        pending = case((WorkRow.state == WorkState.PENDING.value, 1), else_=0)
         async with self._db.session() as session:
-            await self._guard_items(session, ids)
-            pending_before = await session.scalar(
-                select(func.count())
-                .select_from(WorkRow)
-                .where(WorkRow.id.in_(ids), WorkRow.state == WorkState.PENDING.value)
-            )
+            owners: set[int] = set()
+            pending_before = 0
+            for chunk in _chunks(ids):  # the owners, for the fence, and what is pending
+                found = await session.execute(
+                    select(WorkRow.storyteller_id, func.sum(pending))
+                    .where(WorkRow.id.in_(chunk))
+                    .group_by(WorkRow.storyteller_id)
+                )
+                for owner, waiting in found:
+                    owners.add(owner)
+                    pending_before += int(waiting or 0)
+            await self._guard(session, owners)
             conn = await session.connection()
             await conn.execute(statement, rows)  # one statement, many rows
-        return int(pending_before or 0)
+        return pending_before
 
     async def count_attempt(self, ids: Sequence[int]) -> None:
         """Count a failed attention request against pending items (they stay pending)."""
