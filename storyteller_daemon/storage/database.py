@@ -159,9 +159,10 @@ def _ping_when_rested(engine: AsyncEngine, clock: Clock) -> None:
 
     SQLAlchemy's ``pool_pre_ping`` pings at every checkout: three round trips on asyncpg (a
     transaction begun, an empty statement, a rollback), more than most units of work make. A
-    connection that went back to the pool a moment ago is almost surely alive; one that rested
-    (the server restarted meanwhile, or ended the session of a process that was frozen) is
-    pinged, and replaced when the ping fails, as ``pool_pre_ping`` would.
+    connection the driver saw closed is replaced without one; one that went back to the pool a
+    moment ago is almost surely alive; one that rested (the server restarted meanwhile, or
+    ended the session of a process that was frozen) is pinged, and replaced when the ping
+    fails, as ``pool_pre_ping`` would.
     """
     sync = engine.sync_engine
 
@@ -170,6 +171,9 @@ def _ping_when_rested(engine: AsyncEngine, clock: Clock) -> None:
 
     def checked_out(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
         since = record.info.pop(_RESTED_SINCE, None)
+        driver = getattr(dbapi_conn, "driver_connection", None)
+        if driver is not None and driver.is_closed():  # the driver saw it end: no ping needed
+            raise DisconnectionError("a pooled connection was closed")
         if since is None or clock.monotonic() - since < PING_AFTER_IDLE_SECONDS:
             return  # new, or back in the pool a moment ago
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import PING_AFTER_IDLE_SECONDS, Database
 from storyteller_daemon.testing.clock import FakeClock
 
@@ -20,7 +19,7 @@ async def _backend(db: Database) -> int:
 async def _end(db: Database, pid: int) -> None:
     """What a server restart (or its idle-session timeout) does to one pooled connection."""
     async with db.session() as session:
-        ended = await session.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        ended = await session.scalar(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
     assert ended is True
 
 
@@ -40,7 +39,7 @@ async def test_a_connection_that_rested_is_pinged_and_replaced_when_its_session_
         await other.close()
 
 
-async def test_a_connection_back_in_the_pool_a_moment_ago_is_used_without_a_ping(
+async def test_a_connection_the_server_ended_a_moment_ago_is_replaced_without_a_ping(
     pg_url: str,
 ) -> None:
     clock = FakeClock()
@@ -48,14 +47,36 @@ async def test_a_connection_back_in_the_pool_a_moment_ago_is_used_without_a_ping
     try:
         first = await _backend(db)
         await _end(other, first)
-        await clock.advance(PING_AFTER_IDLE_SECONDS / 2)
-        # Not pinged: the unit of work finds the session ended (and the pool replaces it).
-        with pytest.raises(StorageError):
-            await _backend(db)
-        assert await _backend(db) != first
+        assert await _backend(db) != first  # the driver saw it close
     finally:
         await db.close()
         await other.close()
+
+
+async def test_only_a_connection_that_rested_is_pinged(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    db = Database(pg_url, pool_size=1, clock=clock)
+    dialect = db.engine.sync_engine.dialect
+    pinged: list[object] = []
+    ping = dialect.do_ping
+
+    def counted(dbapi_conn: object) -> bool:
+        pinged.append(dbapi_conn)
+        return ping(dbapi_conn)
+
+    monkeypatch.setattr(dialect, "do_ping", counted)
+    try:
+        for _ in range(3):
+            await _backend(db)
+            await clock.advance(PING_AFTER_IDLE_SECONDS / 2)
+        assert pinged == []
+        await clock.advance(PING_AFTER_IDLE_SECONDS / 2)
+        await _backend(db)
+        assert len(pinged) == 1
+    finally:
+        await db.close()
 
 
 async def test_without_a_clock_every_checkout_is_pinged(pg_url: str) -> None:
