@@ -105,10 +105,11 @@ class BacklogRepository:
             ]
             ids: dict[tuple[int, str], int] = {}
             for rows in _chunks(values):
-                inserted = await session.execute(
-                    self._db.insert_new(WorkRow)
-                    .values(rows)
-                    .returning(WorkRow.id, WorkRow.storyteller_id, WorkRow.source)
+                inserted = await session.execute(  # many rows, one statement made once
+                    self._db.insert_new(WorkRow).returning(
+                        WorkRow.id, WorkRow.storyteller_id, WorkRow.source
+                    ),
+                    rows,
                 )
                 ids.update(((sid, source), row_id) for row_id, sid, source in inserted)
             received = as_utc(now)
