@@ -149,7 +149,7 @@ class BacklogRepository:
         )
         if exclude:
             query = query.where(WorkRow.id.not_in(sorted(exclude)))
-        async with self._db.session() as session:
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             rows = await session.scalars(query.order_by(*first_kinds(first)).limit(limit))
             return sorted((work_item(row) for row in rows), key=lambda item: item.id)
 

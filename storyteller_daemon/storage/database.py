@@ -237,7 +237,12 @@ class Database:
             clock=clock,
         )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        self._readers = self.engine.execution_options(**{READING: True})
+        self._readers_in_one = self.engine.execution_options(**{READING: True})
+        self._readers = self._readers_in_one
+        if self.dialect == "postgresql":  # each statement its own transaction, as on SQLite
+            self._readers = self.engine.execution_options(
+                **{READING: True}, isolation_level="AUTOCOMMIT"
+            )
         # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this
         # process take turns instead of contending for the file lock until a busy timeout.
         # (Other processes, such as the CLI, still wait on the lock with `busy_timeout_ms`.)
@@ -322,16 +327,20 @@ class Database:
             _UNIT.reset(token)
 
     @asynccontextmanager
-    async def reading(self) -> AsyncIterator[AsyncConnection]:
-        """A connection for queries that write nothing, in a transaction rolled back at the end.
+    async def reading(self, *, one_transaction: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection for queries that write nothing.
 
-        It takes no turn among this process's sessions. On SQLite each statement reads its own
-        consistent snapshot (WAL mode: never waiting for a writer), so a reading that needs
-        several statements to agree must use a session instead.
+        It takes no turn among this process's sessions. Each statement reads its own
+        consistent snapshot, in a transaction of its own (on SQLite, WAL mode: never waiting
+        for a writer; on PostgreSQL, without the round trips of a begin and a rollback), so a
+        reading that needs several statements to agree must use a session instead. With
+        `one_transaction` on PostgreSQL, its statements share one transaction, rolled back at
+        the end (for ``SET TRANSACTION`` and ``SET LOCAL``).
         """
+        readers = self._readers_in_one if one_transaction else self._readers
         self.in_use += 1
         try:
-            async with self._readers.connect() as connection:
+            async with readers.connect() as connection:
                 yield connection
         except (OperationalError, DBAPIError) as exc:
             raise StorageError(f"database error: {type(exc.orig).__name__}: {exc.orig}") from exc

@@ -56,7 +56,7 @@ class VerdictMemoryRepository:
         """The entries for `keys` made under `prompts` at or after `since`, by key."""
         found: dict[str, SettledVerdict] = {}
         wanted = sorted(set(keys))
-        async with self._db.session() as session:
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             for start in range(0, len(wanted), _CHUNK):
                 rows = await session.scalars(
                     select(SettledVerdictRow).where(
@@ -180,7 +180,7 @@ class VerdictMemoryRepository:
 
     async def relevant_characters(self, storyteller_id: int) -> frozenset[int]:
         """Characters the storyteller keeps notes on: open situations about them, memories."""
-        async with self._db.session() as session:
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             scoped = await session.scalars(
                 select(SituationRow.scope_character_id)
                 .where(

@@ -40,3 +40,20 @@ async def test_a_failed_reading_is_a_storage_error(tmp_path: Path) -> None:
                 await connection.execute(text("SELECT x FROM missing"))
     finally:
         await db.close()
+
+
+@pytest.mark.postgres
+async def test_on_postgresql_each_statement_of_a_reading_is_its_own_transaction(
+    pg_url: str,
+) -> None:
+    db = Database(pg_url)
+    started = text("SELECT transaction_timestamp()")
+    try:
+        async with db.reading() as connection:
+            first, second = await connection.scalar(started), await connection.scalar(started)
+        assert first < second  # no transaction around them: no begin, no rollback
+        async with db.reading(one_transaction=True) as connection:
+            first, second = await connection.scalar(started), await connection.scalar(started)
+        assert first == second
+    finally:
+        await db.close()
