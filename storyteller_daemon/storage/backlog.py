@@ -182,23 +182,17 @@ class BacklogRepository:
             }
             for d in decisions
         ]
-        pending = case((WorkRow.state == WorkState.PENDING.value, 1), else_=0)
+        pending = func.sum(case((WorkRow.state == WorkState.PENDING.value, 1), else_=0))
         async with self._db.session() as session:
-            owners: set[int] = set()
-            pending_before = 0
-            for chunk in _chunks(ids):  # the owners, for the fence, and what is pending
-                found = await session.execute(
-                    select(WorkRow.storyteller_id, func.sum(pending))
-                    .where(WorkRow.id.in_(chunk))
-                    .group_by(WorkRow.storyteller_id)
-                )
-                for owner, waiting in found:
-                    owners.add(owner)
-                    pending_before += int(waiting or 0)
+            owners: dict[int, int] = {}  # the items' storytellers (fenced), and their pending
+            for chunk in _chunks(ids):
+                query = select(WorkRow.storyteller_id, pending).where(WorkRow.id.in_(chunk))
+                for owner, waiting in await session.execute(query.group_by(WorkRow.storyteller_id)):
+                    owners[owner] = owners.get(owner, 0) + int(waiting or 0)
             await self._guard(session, owners)
             conn = await session.connection()
             await conn.execute(statement, rows)  # one statement, many rows
-        return pending_before
+        return sum(owners.values())
 
     async def count_attempt(self, ids: Sequence[int]) -> None:
         """Count a failed attention request against pending items (they stay pending)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Insert, event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import (
 from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
+from storyteller_daemon.storage.pool_ping import ping_when_rested
 
 if TYPE_CHECKING:  # alembic is imported where it works: a current database needs none of it
     from alembic.config import Config as AlembicConfig
@@ -104,7 +105,7 @@ def create_engine(
     any that a cancelled task left checked out (holding the file's write lock). `pool_size`:
     the PostgreSQL connections kept, and no more (default: SQLAlchemy's pool). With a `clock`,
     a PostgreSQL connection is pinged before use only when it has rested in the pool
-    `PING_AFTER_IDLE_SECONDS` or longer (see `_ping_when_rested`); without one, every time.
+    a while (`pool_ping`); without one, every time.
     """
     url = normalise_url(url)
     parsed = make_url(url)
@@ -131,7 +132,7 @@ def create_engine(
     else:
         engine = _ending_idle_transactions(url, idle_in_transaction_seconds, pre_ping, pool)
     if clock is not None:
-        _ping_when_rested(engine, clock)
+        ping_when_rested(engine, clock)
     return engine
 
 
@@ -147,42 +148,6 @@ def _ending_idle_transactions(
     return create_async_engine(
         url, pool_pre_ping=pre_ping, connect_args={"server_settings": settings}, **pool
     )
-
-
-PING_AFTER_IDLE_SECONDS = 2.0
-"""How long a PostgreSQL connection may rest in the pool and be used again without a ping."""
-_RESTED_SINCE = "storyteller_rested_since"
-
-
-def _ping_when_rested(engine: AsyncEngine, clock: Clock) -> None:
-    """Ping a pooled connection before use only when it rested a while.
-
-    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: three round trips on asyncpg (a
-    transaction begun, an empty statement, a rollback), more than most units of work make. A
-    connection the driver saw closed is replaced without one; one that went back to the pool a
-    moment ago is almost surely alive; one that rested (the server restarted meanwhile, or
-    ended the session of a process that was frozen) is pinged, and replaced when the ping
-    fails, as ``pool_pre_ping`` would.
-    """
-    sync = engine.sync_engine
-
-    def checked_in(_dbapi_conn: Any, record: Any) -> None:
-        record.info[_RESTED_SINCE] = clock.monotonic()
-
-    def checked_out(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        since = record.info.pop(_RESTED_SINCE, None)
-        driver = getattr(dbapi_conn, "driver_connection", None)
-        if driver is not None and driver.is_closed():  # the driver saw it end: no ping needed
-            raise DisconnectionError("a pooled connection was closed")
-        if since is None or clock.monotonic() - since < PING_AFTER_IDLE_SECONDS:
-            return  # new, or back in the pool a moment ago
-        try:
-            sync.dialect.do_ping(dbapi_conn)
-        except Exception as exc:  # the pool replaces it and checks out again
-            raise DisconnectionError(f"a pooled connection failed its ping: {exc}") from exc
-
-    event.listen(sync, "checkin", checked_in)
-    event.listen(sync, "checkout", checked_out)
 
 
 def _remember(opened: set[Any], connection: Any) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from storyteller_daemon.storage.database import PING_AFTER_IDLE_SECONDS, Database
+from storyteller_daemon.storage.database import Database
+from storyteller_daemon.storage.pool_ping import PING_AFTER_IDLE_SECONDS
 from storyteller_daemon.testing.clock import FakeClock
 
 pytestmark = pytest.mark.postgres
