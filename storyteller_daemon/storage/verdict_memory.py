@@ -73,42 +73,29 @@ class VerdictMemoryRepository:
         """Count one settled event against each entry of `ids` (an id may repeat)."""
         if not ids:
             return
-        async with self._db.session() as session:
-            await self._hit(session, ids)
-
-    async def _hit(self, session: AsyncSession, ids: Sequence[int]) -> None:
-        """`hit` in `session`: one statement per number of hits (mostly one)."""
         now = self._clock.now()
-        by_count: dict[int, list[int]] = {}
+        by_count: dict[int, list[int]] = {}  # one statement per number of hits (mostly one)
         for entry, n in sorted(Counter(ids).items()):
             by_count.setdefault(n, []).append(entry)
-        for n, entries in by_count.items():
-            for start in range(0, len(entries), _CHUNK):
-                await session.execute(
-                    update(SettledVerdictRow)
-                    .where(SettledVerdictRow.id.in_(entries[start : start + _CHUNK]))
-                    .values(hits=SettledVerdictRow.hits + n, last_hit_on=now)
-                )
+        async with self._db.session() as session:
+            for n, entries in by_count.items():
+                for start in range(0, len(entries), _CHUNK):
+                    await session.execute(
+                        update(SettledVerdictRow)
+                        .where(SettledVerdictRow.id.in_(entries[start : start + _CHUNK]))
+                        .values(hits=SettledVerdictRow.hits + n, last_hit_on=now)
+                    )
 
     async def remember(
-        self,
-        storyteller_id: int,
-        ignored: Sequence[tuple[Recallable, int]],
-        *,
-        prompts: str,
-        hits: Sequence[int] = (),
+        self, storyteller_id: int, ignored: Sequence[tuple[Recallable, int]], *, prompts: str
     ) -> None:
-        """Keep what the model ignored now (event, work item), replacing older entries, and
-        count the `hits` (as `hit` does) in the same transaction."""
+        """Keep what the model ignored now (event, work item), replacing older entries."""
         if not ignored:
-            await self.hit(hits)
             return
         now = self._clock.now()
         latest = {event.key: (event, item_id) for event, item_id in ignored}
         keys = sorted(latest)
         async with self._db.session() as session:
-            if hits:
-                await self._hit(session, hits)
             for start in range(0, len(keys), _CHUNK):
                 await session.execute(
                     delete(SettledVerdictRow).where(

@@ -26,7 +26,7 @@ async def test_the_same_text_kept_by_two_passes_at_once_is_kept_once(store: Stor
     assert len(kept) == 1
 
 
-async def test_hits_are_counted_with_what_is_kept_in_one_call(store: Store) -> None:
+async def test_hits_are_counted_once_per_entry_named(store: Store) -> None:
     st = await store.storytellers.create("Watcher")
     assert st.id is not None
     sid = st.id
@@ -35,14 +35,13 @@ async def test_hits_are_counted_with_what_is_kept_in_one_call(store: Store) -> N
         for text in ("Gulls wheel above the masts.", "A bell tolls.", "Rain drums on the roofs.")
     )
     assert gulls is not None and bell is not None and rain is not None
-    await store.verdicts.remember(sid, [(gulls, 1), (bell, 2)], prompts="p")
+    await store.verdicts.remember(sid, [(gulls, 1), (bell, 2), (rain, 3)], prompts="p")
     ids = {entry.text: entry.id for entry in await store.verdicts.list(sid)}
     first, second = ids[gulls.text], ids[bell.text]
 
-    await store.verdicts.remember(sid, [(rain, 3)], prompts="p", hits=[first, second, first])
-    await store.verdicts.remember(sid, [], prompts="p", hits=[second])  # nothing new to keep
+    await store.verdicts.hit([first, second, first])
+    await store.verdicts.hit([second])
 
-    hits = {entry.text: entry.hits for entry in await store.verdicts.list(sid)}
-    assert hits == {gulls.text: 2, bell.text: 2, rain.text: 0}
     kept = await store.verdicts.list(sid)
-    assert all(entry.last_hit_at is not None for entry in kept if entry.hits)
+    assert {entry.text: entry.hits for entry in kept} == {gulls.text: 2, bell.text: 2, rain.text: 0}
+    assert all((entry.last_hit_at is not None) == (entry.hits > 0) for entry in kept)

@@ -143,14 +143,9 @@ class VerdictMemory(Protocol):
         ...
 
     async def remember(
-        self,
-        storyteller_id: int,
-        ignored: Sequence[tuple[Recallable, int]],
-        *,
-        prompts: str,
-        hits: Sequence[int] = (),
+        self, storyteller_id: int, ignored: Sequence[tuple[Recallable, int]], *, prompts: str
     ) -> None:
-        """Keep what the model ignored (event, work item), and count `hits` as `hit` does."""
+        """Keep what the model ignored (event, work item)."""
         ...
 
     async def invalidate(self, storyteller_id: int, *, keep_prompts: str) -> int:

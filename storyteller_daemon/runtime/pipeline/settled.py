@@ -177,8 +177,8 @@ class SettledVerdicts:
             if index in found.candidates and index not in found.settled
         ]
         try:
-            hits = [entry.id for entry in found.settled.values()]
-            await self._memory.remember(st.id, fresh, prompts=found.prompts, hits=hits)
+            await self._memory.hit([entry.id for entry in found.settled.values()])
+            await self._memory.remember(st.id, fresh, prompts=found.prompts)
         except Exception as exc:  # the verdicts are only not kept
             log.warning("storyteller %s: the verdict memory could not be written: %s", st.name, exc)
 
