@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from storyteller_daemon.errors import StorageError
 from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.pool_ping import PING_AFTER_IDLE_SECONDS
 from storyteller_daemon.testing.clock import FakeClock
@@ -76,6 +77,32 @@ async def test_only_a_connection_that_rested_is_pinged(
         await clock.advance(PING_AFTER_IDLE_SECONDS / 2)
         await _backend(db)
         assert len(pinged) == 1
+    finally:
+        await db.close()
+
+
+async def test_a_connection_whose_last_use_failed_is_pinged_at_once(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = Database(pg_url, pool_size=1, clock=FakeClock())
+    dialect = db.engine.sync_engine.dialect
+    pinged: list[object] = []
+    ping = dialect.do_ping
+
+    def counted(dbapi_conn: object) -> bool:
+        pinged.append(dbapi_conn)
+        return ping(dbapi_conn)
+
+    monkeypatch.setattr(dialect, "do_ping", counted)
+    try:
+        await _backend(db)
+        with pytest.raises(StorageError, match="missing"):
+            async with db.session() as session:
+                await session.execute(text("SELECT * FROM missing"))
+        await _backend(db)
+        assert len(pinged) == 1
+        await _backend(db)
+        assert len(pinged) == 1  # its use went well: not again
     finally:
         await db.close()
 
