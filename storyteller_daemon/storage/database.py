@@ -97,7 +97,7 @@ def create_engine(
     opened: set[Any] | None = None,
     idle_in_transaction_seconds: float | None = None,
     pool_size: int | None = None,
-    clock: Clock | None = None,
+    clock: Clock | None,
 ) -> AsyncEngine:
     """Create an async engine with the right per-dialect settings.
 
@@ -178,7 +178,8 @@ _UNIT: ContextVar[_Unit | None] = ContextVar("storyteller_unit_of_work", default
 
 
 class Database:
-    """Owns the engine and hands out one session per unit of work."""
+    """Owns the engine and hands out one session per unit of work; `clock` times how long
+    pooled PostgreSQL connections rested (`pool_ping`; None: a ping at every checkout)."""
 
     def __init__(
         self,
@@ -187,7 +188,7 @@ class Database:
         busy_timeout_ms: int = 15_000,
         idle_in_transaction_seconds: float | None = None,
         pool_size: int | None = None,
-        clock: Clock | None = None,
+        clock: Clock | None,
     ) -> None:
         self.url = normalise_url(url)
         # Strong references: a connection a cancelled task dropped is otherwise collected while

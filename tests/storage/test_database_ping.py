@@ -29,7 +29,10 @@ async def test_a_connection_that_rested_is_pinged_and_replaced_when_its_session_
     pg_url: str,
 ) -> None:
     clock = FakeClock()
-    db, other = Database(pg_url, pool_size=1, clock=clock), Database(pg_url, pool_size=1)
+    db, other = (
+        Database(pg_url, pool_size=1, clock=clock),
+        Database(pg_url, pool_size=1, clock=None),
+    )
     try:
         first = await _backend(db)
         await _end(other, first)
@@ -45,7 +48,10 @@ async def test_a_connection_the_server_ended_a_moment_ago_is_replaced_without_a_
     pg_url: str,
 ) -> None:
     clock = FakeClock()
-    db, other = Database(pg_url, pool_size=1, clock=clock), Database(pg_url, pool_size=1)
+    db, other = (
+        Database(pg_url, pool_size=1, clock=clock),
+        Database(pg_url, pool_size=1, clock=None),
+    )
     try:
         first = await _backend(db)
         await _end(other, first)
@@ -108,7 +114,7 @@ async def test_a_connection_whose_last_use_failed_is_pinged_at_once(
 
 
 async def test_without_a_clock_every_checkout_is_pinged(pg_url: str) -> None:
-    db, other = Database(pg_url, pool_size=1), Database(pg_url, pool_size=1)
+    db, other = Database(pg_url, pool_size=1, clock=None), Database(pg_url, pool_size=1, clock=None)
     try:
         first = await _backend(db)
         await _end(other, first)
