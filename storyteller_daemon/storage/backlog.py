@@ -16,7 +16,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, case, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
@@ -105,10 +105,11 @@ class BacklogRepository:
             ]
             ids: dict[tuple[int, str], int] = {}
             for rows in _chunks(values):
-                inserted = await session.execute(
-                    self._db.insert_new(WorkRow)
-                    .values(rows)
-                    .returning(WorkRow.id, WorkRow.storyteller_id, WorkRow.source)
+                inserted = await session.execute(  # many rows, one statement made once
+                    self._db.insert_new(WorkRow).returning(
+                        WorkRow.id, WorkRow.storyteller_id, WorkRow.source
+                    ),
+                    rows,
                 )
                 ids.update(((sid, source), row_id) for row_id, sid, source in inserted)
             received = as_utc(now)
@@ -148,7 +149,7 @@ class BacklogRepository:
         )
         if exclude:
             query = query.where(WorkRow.id.not_in(sorted(exclude)))
-        async with self._db.session() as session:
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             rows = await session.scalars(query.order_by(*first_kinds(first)).limit(limit))
             return sorted((work_item(row) for row in rows), key=lambda item: item.id)
 
@@ -181,16 +182,17 @@ class BacklogRepository:
             }
             for d in decisions
         ]
+        pending = func.sum(case((WorkRow.state == WorkState.PENDING.value, 1), else_=0))
         async with self._db.session() as session:
-            await self._guard_items(session, ids)
-            pending_before = await session.scalar(
-                select(func.count())
-                .select_from(WorkRow)
-                .where(WorkRow.id.in_(ids), WorkRow.state == WorkState.PENDING.value)
-            )
+            owners: dict[int, int] = {}  # the items' storytellers (fenced), and their pending
+            for chunk in _chunks(ids):
+                query = select(WorkRow.storyteller_id, pending).where(WorkRow.id.in_(chunk))
+                for owner, waiting in await session.execute(query.group_by(WorkRow.storyteller_id)):
+                    owners[owner] = owners.get(owner, 0) + int(waiting or 0)
+            await self._guard(session, owners)
             conn = await session.connection()
             await conn.execute(statement, rows)  # one statement, many rows
-        return int(pending_before or 0)
+        return sum(owners.values())
 
     async def count_attempt(self, ids: Sequence[int]) -> None:
         """Count a failed attention request against pending items (they stay pending)."""

@@ -29,7 +29,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from storyteller_daemon.bundled import bundled_dir
+from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
+from storyteller_daemon.storage.pool_ping import ping_when_rested
 
 if TYPE_CHECKING:  # alembic is imported where it works: a current database needs none of it
     from alembic.config import Config as AlembicConfig
@@ -96,12 +98,15 @@ def create_engine(
     opened: set[Any] | None = None,
     idle_in_transaction_seconds: float | None = None,
     pool_size: int | None = None,
+    clock: Clock | None,
 ) -> AsyncEngine:
     """Create an async engine with the right per-dialect settings.
 
     `opened` collects the driver connections of a SQLite engine, so `Database.close` can end
     any that a cancelled task left checked out (holding the file's write lock). `pool_size`:
-    the PostgreSQL connections kept, and no more (default: SQLAlchemy's pool).
+    the PostgreSQL connections kept, and no more (default: SQLAlchemy's pool). With a `clock`,
+    a PostgreSQL connection is pinged before use only when it has rested in the pool
+    a while (`pool_ping`); without one, every time.
     """
     url = normalise_url(url)
     parsed = make_url(url)
@@ -122,8 +127,19 @@ def create_engine(
         event.listen(engine.sync_engine, "begin", _begin)
         return engine
     pool: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
+    pre_ping = clock is None
     if idle_in_transaction_seconds is None:
-        return create_async_engine(url, pool_pre_ping=True, **pool)
+        engine = create_async_engine(url, pool_pre_ping=pre_ping, **pool)
+    else:
+        engine = _ending_idle_transactions(url, idle_in_transaction_seconds, pre_ping, pool)
+    if clock is not None:
+        ping_when_rested(engine, clock)
+    return engine
+
+
+def _ending_idle_transactions(
+    url: str, idle_in_transaction_seconds: float, pre_ping: bool, pool: dict[str, Any]
+) -> AsyncEngine:
     # A process frozen (or cut off) inside a transaction keeps its row locks until the server
     # ends its session: after this long, so the others can take its leases over. A statement
     # of such a process still waiting for a lock gives up after as long, and its transaction
@@ -131,7 +147,7 @@ def create_engine(
     idle = str(max(1, round(idle_in_transaction_seconds * 1000)))
     settings = {"idle_in_transaction_session_timeout": idle, "lock_timeout": idle}
     return create_async_engine(
-        url, pool_pre_ping=True, connect_args={"server_settings": settings}, **pool
+        url, pool_pre_ping=pre_ping, connect_args={"server_settings": settings}, **pool
     )
 
 
@@ -163,7 +179,8 @@ _UNIT: ContextVar[_Unit | None] = ContextVar("storyteller_unit_of_work", default
 
 
 class Database:
-    """Owns the engine and hands out one session per unit of work."""
+    """Owns the engine and hands out one session per unit of work; `clock` times how long
+    pooled PostgreSQL connections rested (`pool_ping`; None: a ping at every checkout)."""
 
     def __init__(
         self,
@@ -172,6 +189,7 @@ class Database:
         busy_timeout_ms: int = 15_000,
         idle_in_transaction_seconds: float | None = None,
         pool_size: int | None = None,
+        clock: Clock | None,
     ) -> None:
         self.url = normalise_url(url)
         # Strong references: a connection a cancelled task dropped is otherwise collected while
@@ -183,9 +201,15 @@ class Database:
             opened=self._opened,
             idle_in_transaction_seconds=idle_in_transaction_seconds,
             pool_size=pool_size,
+            clock=clock,
         )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        self._readers = self.engine.execution_options(**{READING: True})
+        self._readers_in_one = self.engine.execution_options(**{READING: True})
+        self._readers = self._readers_in_one
+        if self.dialect == "postgresql":  # each statement its own transaction, as on SQLite
+            self._readers = self.engine.execution_options(
+                **{READING: True}, isolation_level="AUTOCOMMIT"
+            )
         # SQLite has one writer, and every transaction here begins IMMEDIATE: sessions of this
         # process take turns instead of contending for the file lock until a busy timeout.
         # (Other processes, such as the CLI, still wait on the lock with `busy_timeout_ms`.)
@@ -268,16 +292,20 @@ class Database:
             _UNIT.reset(token)
 
     @asynccontextmanager
-    async def reading(self) -> AsyncIterator[AsyncConnection]:
-        """A connection for queries that write nothing, in a transaction rolled back at the end.
+    async def reading(self, *, one_transaction: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection for queries that write nothing.
 
-        It takes no turn among this process's sessions. On SQLite each statement reads its own
-        consistent snapshot (WAL mode: never waiting for a writer), so a reading that needs
-        several statements to agree must use a session instead.
+        It takes no turn among this process's sessions. Each statement reads its own
+        consistent snapshot, in a transaction of its own (on SQLite, WAL mode: never waiting
+        for a writer; on PostgreSQL, without the round trips of a begin and a rollback), so a
+        reading that needs several statements to agree must use a session instead. With
+        `one_transaction` on PostgreSQL, its statements share one transaction, rolled back at
+        the end (for ``SET TRANSACTION`` and ``SET LOCAL``).
         """
+        readers = self._readers_in_one if one_transaction else self._readers
         self.in_use += 1
         try:
-            async with self._readers.connect() as connection:
+            async with readers.connect() as connection:
                 yield connection
         except (DBAPIError, PoolTimeout) as exc:
             raise _storage_error(exc) from exc

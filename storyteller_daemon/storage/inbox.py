@@ -80,10 +80,11 @@ class InboxRepository:
                     }
                     for e in fresh[start : start + _CHUNK]
                 ]
-                inserted = await session.execute(
-                    self._db.insert_new(InboxRow)
-                    .values(rows)
-                    .returning(InboxRow.id, InboxRow.epoch, InboxRow.seq)
+                inserted = await session.execute(  # many rows, one statement made once
+                    self._db.insert_new(InboxRow).returning(
+                        InboxRow.id, InboxRow.epoch, InboxRow.seq
+                    ),
+                    rows,
                 )
                 stored.update((Cursor(epoch, seq), row_id) for row_id, epoch, seq in inserted)
             last = events[-1].cursor

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import case, delete, func, or_, select
+from sqlalchemy import case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.storage.database import Database
@@ -62,6 +62,22 @@ class LedgerEntry:
 def day_of(moment: datetime) -> str:
     """The UTC calendar day of `moment` as ``YYYY-MM-DD``."""
     return as_utc(moment).date().isoformat()
+
+
+_SETTLED = (
+    "occurred_at",
+    "day",
+    "purpose",
+    "model",
+    "situation_id",
+    "input_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "status",
+)
+"""The columns a provisional row takes from what its request cost (`LedgerRepository.settle`)."""
 
 
 def ledger_row(entry: LedgerEntry, run_id: int | None = None) -> LedgerRow:
@@ -172,26 +188,15 @@ class LedgerRepository:
         Returns:
             False when the row is gone (pruned meanwhile); the caller then adds a new one.
         """
+        fresh = ledger_row(entry)
         async with self._db.session() as session:
-            row = await session.get(LedgerRow, row_id)
-            if row is None:
-                return False
-            fresh = ledger_row(entry, row.run_id)
-            for column in (
-                "occurred_at",
-                "day",
-                "purpose",
-                "model",
-                "situation_id",
-                "input_tokens",
-                "cached_tokens",
-                "output_tokens",
-                "reasoning_tokens",
-                "cost_usd",
-                "status",
-            ):
-                setattr(row, column, getattr(fresh, column))
-            return True
+            result = await session.execute(
+                update(LedgerRow)
+                .where(LedgerRow.id == row_id)
+                .values({column: getattr(fresh, column) for column in _SETTLED})
+                .execution_options(synchronize_session=False)
+            )
+            return bool(getattr(result, "rowcount", 0))
 
     async def discard(self, row_id: int) -> None:
         """Delete a provisional row whose request was held back after all (never sent)."""

@@ -76,7 +76,7 @@ class ProviderQueryRepository:
             raise ToolError(str(exc)) from None
         wanted = {k: v for k, v in parameters.items() if f":{k}" in query}
         try:
-            async with self._db.reading() as connection:
+            async with self._db.reading(one_transaction=True) as connection:
                 if self._db.dialect == "postgresql":
                     await connection.execute(text("SET TRANSACTION READ ONLY"))
                     millis = max(1, int(self._timeout * 1000))

@@ -83,6 +83,7 @@ class Store:
             busy_timeout_ms=busy_timeout_ms,
             idle_in_transaction_seconds=idle_in_transaction_seconds,
             pool_size=pool_size,
+            clock=clock,
         )
         return cls(database, clock)
 

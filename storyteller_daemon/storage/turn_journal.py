@@ -82,18 +82,11 @@ class TurnJournalRepository:
 
     async def _keep(self, session: AsyncSession, turn_key: str, entry: str, body: str) -> None:
         await self._guard(session, turn_key)
-        found = await session.scalar(
-            select(TurnJournalRow.id).where(
-                TurnJournalRow.turn_key == turn_key, TurnJournalRow.entry == entry
+        await session.execute(  # one kept before under the name stays
+            self._db.insert_new(TurnJournalRow).values(
+                turn_key=turn_key, entry=entry, body=body, created_at=self._clock.now()
             )
         )
-        if found is None:
-            session.add(
-                TurnJournalRow(
-                    turn_key=turn_key, entry=entry, body=body, created_at=self._clock.now()
-                )
-            )
-            await session.flush()
 
     async def forget(self, turn_key: str) -> int:
         """Delete the turn's entries (it completed); return how many."""

@@ -9,10 +9,12 @@ clears (`clear`) them. `relevant_characters` names the characters a storyteller 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.domain.verdict_memory import Recallable, SettledVerdict
@@ -54,7 +56,7 @@ class VerdictMemoryRepository:
         """The entries for `keys` made under `prompts` at or after `since`, by key."""
         found: dict[str, SettledVerdict] = {}
         wanted = sorted(set(keys))
-        async with self._db.session() as session:
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             for start in range(0, len(wanted), _CHUNK):
                 rows = await session.scalars(
                     select(SettledVerdictRow).where(
@@ -72,13 +74,17 @@ class VerdictMemoryRepository:
         if not ids:
             return
         now = self._clock.now()
+        by_count: dict[int, list[int]] = {}  # one statement per number of hits (mostly one)
+        for entry, n in sorted(Counter(ids).items()):
+            by_count.setdefault(n, []).append(entry)
         async with self._db.session() as session:
-            for entry in ids:
-                await session.execute(
-                    update(SettledVerdictRow)
-                    .where(SettledVerdictRow.id == entry)
-                    .values(hits=SettledVerdictRow.hits + 1, last_hit_on=now)
-                )
+            for n, entries in by_count.items():
+                for start in range(0, len(entries), _CHUNK):
+                    await session.execute(
+                        update(SettledVerdictRow)
+                        .where(SettledVerdictRow.id.in_(entries[start : start + _CHUNK]))
+                        .values(hits=SettledVerdictRow.hits + n, last_hit_on=now)
+                    )
 
     async def remember(
         self, storyteller_id: int, ignored: Sequence[tuple[Recallable, int]], *, prompts: str
@@ -161,7 +167,7 @@ class VerdictMemoryRepository:
 
     async def relevant_characters(self, storyteller_id: int) -> frozenset[int]:
         """Characters the storyteller keeps notes on: open situations about them, memories."""
-        async with self._db.session() as session:
+        async with self._db.reading() as connection, AsyncSession(bind=connection) as session:
             scoped = await session.scalars(
                 select(SituationRow.scope_character_id)
                 .where(

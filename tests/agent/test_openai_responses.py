@@ -211,6 +211,37 @@ async def test_round_two_on_a_reasoning_model_resends_encrypted_reasoning(
     assert [c.name for c in second.function_calls] == ["Noop"]
 
 
+async def test_the_sdk_transform_the_items_and_tools_skip_would_change_nothing_in_them(
+    server: ScriptedResponsesServer, make_model: ModelFactory
+) -> None:
+    """Input items and tools go to the SDK as ``extra_body``, past its type-driven transform:
+    that is only right while the transform leaves them as they are (no alias, no format)."""
+    from openai._utils import transform
+    from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+
+    server.enqueue(
+        Reply.calls(("CreateSituation", {"Title": "Theft", "RoomId": 12}), reasoning=True),
+        Reply.calls(("Noop", {})),
+    )
+    model = make_model()
+    first = await model.respond(event_request(reasoning_effort="medium"))
+    (call,) = first.function_calls
+    developer = {"role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]}
+    said = {"role": "assistant", "content": [{"type": "output_text", "text": "Noted."}]}
+    round_two = [
+        developer,
+        USER,
+        said,
+        *first.continuation,
+        {"type": "function_call_output", "call_id": call.call_id, "output": '{"ok": true}'},
+    ]
+    await model.respond(event_request(reasoning_effort="medium", input=round_two))
+
+    sent = {key: server.requests[1][key] for key in ("input", "tools")}
+    assert sent["input"] == round_two
+    assert transform(sent, ResponseCreateParamsNonStreaming) == sent
+
+
 async def test_reasoning_without_encrypted_content_is_left_out_of_the_continuation(
     server: ScriptedResponsesServer, make_model: ModelFactory
 ) -> None:

@@ -70,7 +70,7 @@ async def test_duplicate_rule_names_are_refused_and_nothing_is_written(store: St
 
 
 async def test_a_row_from_before_the_migration_reads_as_no_rules(db_url: str) -> None:
-    db = Database(db_url)
+    db = Database(db_url, clock=None)
     try:
         await db.upgrade("0005")
         async with db.engine.begin() as conn:
@@ -131,7 +131,7 @@ def test_readable_rules_survive_an_unreadable_neighbour() -> None:
 async def test_downgrading_past_the_rules_keeps_every_storytellers_other_data(
     db_url: str,
 ) -> None:
-    db = Database(db_url)
+    db = Database(db_url, clock=None)
     try:
         await db.upgrade()
         store = Store(db, SystemClock())

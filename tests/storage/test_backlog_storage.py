@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storyteller_daemon.domain.work import NewWork, WorkState
+from storyteller_daemon.domain.work import Decision, NewWork, WorkState
 from storyteller_daemon.storage.backlog import BacklogRepository
 from storyteller_daemon.storage.store import Store
 from storyteller_daemon.testing.clock import FakeClock
@@ -83,3 +83,37 @@ async def test_urgent_work_is_chosen_before_older_work_and_listed_in_order(store
     await backlog.add(interested)
     claim = await backlog.claim_turn(sid, lambda items: "t-1", 5, first=("crime",))
     assert claim is not None and [i.source for i in claim.items] == ["w:13"]
+
+
+async def test_decisions_move_only_pending_items_and_say_how_many(store: Store) -> None:
+    a = await store.storytellers.create("Watcher A")
+    b = await store.storytellers.create("Watcher B")
+    assert a.id is not None and b.id is not None
+    backlog = BacklogRepository(store.db, store.clock)
+    one, two, three, done = await backlog.add(
+        [_work(a.id, "w:1"), _work(a.id, "w:2"), _work(b.id, "w:1"), _work(b.id, "w:3")]
+    )
+    assert await backlog.decide([Decision(done.id, WorkState.IGNORED, "ambience")]) == 1
+
+    moved = await backlog.decide(
+        [
+            Decision(one.id, WorkState.IGNORED, "dull", "rule:dull"),
+            Decision(two.id, WorkState.INTERESTED, "a thief"),
+            Decision(three.id, WorkState.IGNORED, "dull"),
+            Decision(done.id, WorkState.INTERESTED, "decided already"),
+        ]
+    )
+
+    assert moved == 3
+    states = {
+        w.id: (w.state, w.reason)
+        for sid in (a.id, b.id)
+        for w in await backlog.items(sid, limit=10)
+    }
+    assert states == {
+        one.id: (WorkState.IGNORED, "dull"),
+        two.id: (WorkState.INTERESTED, "a thief"),
+        three.id: (WorkState.IGNORED, "dull"),
+        done.id: (WorkState.IGNORED, "ambience"),
+    }
+    assert await backlog.decide([Decision(one.id, WorkState.INTERESTED)]) == 0

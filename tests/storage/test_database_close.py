@@ -14,7 +14,7 @@ from storyteller_daemon.storage.database import Database
 
 async def test_close_releases_the_lock_of_a_connection_left_checked_out(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'st.db'}"
-    first = Database(url, busy_timeout_ms=100)
+    first = Database(url, busy_timeout_ms=100, clock=None)
     async with first.session() as session:
         await session.execute(text("CREATE TABLE t (x INTEGER)"))
     leaked = await first.engine.connect()  # as a task cancelled mid-statement leaves it
@@ -22,7 +22,7 @@ async def test_close_releases_the_lock_of_a_connection_left_checked_out(tmp_path
     await leaked.execute(text("INSERT INTO t VALUES (1)"))  # holds the write lock
     await first.close()
 
-    second = Database(url, busy_timeout_ms=100)
+    second = Database(url, busy_timeout_ms=100, clock=None)
     try:
         async with second.session() as session:
             await session.execute(text("INSERT INTO t VALUES (2)"))
@@ -39,7 +39,7 @@ async def test_a_connection_closed_inside_an_unfinished_statement_frees_the_writ
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "lock.db"
-    db = Database(f"sqlite+aiosqlite:///{path}")
+    db = Database(f"sqlite+aiosqlite:///{path}", clock=None)
     try:
         async with db.engine.connect() as conn:
             await conn.execute(text("CREATE TABLE t (x INTEGER)"))

@@ -47,7 +47,7 @@ async def _tables(db: Database) -> set[str]:
 
 
 async def test_upgrade_downgrade_upgrade(db_url: str) -> None:
-    db = Database(db_url)
+    db = Database(db_url, clock=None)
     try:
         assert await db.current_revision() is None
         await db.upgrade()
@@ -69,7 +69,7 @@ async def test_upgrade_downgrade_upgrade(db_url: str) -> None:
 
 
 async def test_autogenerate_finds_no_drift(db_url: str) -> None:
-    db = Database(db_url)
+    db = Database(db_url, clock=None)
     try:
         await db.upgrade()
 
@@ -96,7 +96,7 @@ async def test_require_current_names_the_fix(sqlite_url: str) -> None:
 
     from storyteller_daemon.errors import NotMigratedError
 
-    db = Database(sqlite_url)
+    db = Database(sqlite_url, clock=None)
     try:
         with pytest.raises(NotMigratedError, match="storyteller db upgrade"):
             await db.require_current()
@@ -118,7 +118,7 @@ async def _search_indexes(db: Database) -> set[str]:
 
 
 async def test_the_substring_index_covers_documents_written_before_it(db_url: str) -> None:
-    db = Database(db_url)
+    db = Database(db_url, clock=None)
     try:
         await db.upgrade()
         assert await _search_indexes(db)

@@ -167,3 +167,28 @@ async def test_spend_on_a_day_per_storyteller(store: Store) -> None:
     assert spend.total == pytest.approx(0.75)
     assert spend.by_storyteller == {1: pytest.approx(0.25), 2: pytest.approx(0.5)}
     assert (await ledger.spend_on(date(2026, 2, 1))).total == 0
+
+
+async def test_settling_a_provisional_row_replaces_what_it_held(store: Store) -> None:
+    ledger = LedgerRepository(store.db)
+    worst = LedgerEntry(T0, "attention", "gpt-5-nano", input_tokens=900, cost_usd=0.5)
+    (row,) = await ledger.add([worst])
+    (other,) = await ledger.add([worst])
+    answered = LedgerEntry(
+        T0 + timedelta(days=1), "turn", "gpt-5", input_tokens=120, output_tokens=7, cost_usd=0.01
+    )
+
+    assert await ledger.settle(row, answered)
+    assert not await ledger.settle(other + 1000, answered)  # gone: the caller adds a new one
+
+    days = {line.key: line for line in await ledger.totals("day")}
+    assert set(days) == {"2026-03-01", "2026-03-02"}
+    settled = days["2026-03-02"]
+    assert (settled.requests, settled.failed, settled.input_tokens, settled.output_tokens) == (
+        1,
+        0,
+        120,
+        7,
+    )
+    assert settled.cost_usd == pytest.approx(0.01)
+    assert days["2026-03-01"].cost_usd == pytest.approx(0.5)  # the other row is untouched

@@ -44,9 +44,7 @@ if TYPE_CHECKING:  # the SDK itself is imported with the first request (see `_cl
     from openai.types.responses import (
         Response,
         ResponseIncludable,
-        ResponseInputParam,
         ResponseTextConfigParam,
-        ToolParam,
     )
     from openai.types.responses.response_create_params import (
         ToolChoice as ApiToolChoice,
@@ -167,15 +165,7 @@ class OpenAIResponsesModel:
         try:
             response = await client.responses.create(
                 model=request.model,
-                # The item lists are plain Responses-API dicts by design (recordable, replayable);
-                # the SDK's TypedDicts describe the same JSON.
-                input=cast("ResponseInputParam", request.input),
                 instructions=request.instructions if request.instructions is not None else omit,
-                tools=(
-                    cast("list[ToolParam]", [tool.to_api() for tool in request.tools])
-                    if request.tools
-                    else omit
-                ),
                 tool_choice=(
                     cast("ApiToolChoice", request.tool_choice)
                     if request.tool_choice is not None
@@ -208,6 +198,7 @@ class OpenAIResponsesModel:
                     else openai.NOT_GIVEN
                 ),
                 store=False,
+                extra_body=_items(request),
             )
         except openai.OpenAIError as exc:
             error = self._translate(exc, request)
@@ -343,6 +334,21 @@ def _display_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _items(request: ModelRequest) -> dict[str, Any]:
+    """The input items and tool schemas, sent as they are.
+
+    They are plain Responses-API JSON by design (recordable, replayable). Passed as the SDK's
+    typed ``input`` and ``tools`` they would go through its type-driven transform, which walks
+    each item against every member of the input union: most of a request's CPU time, to change
+    nothing (no field of the Responses input items or tools has an alias or a format;
+    tests/agent/test_openai_responses.py holds the SDK to that).
+    """
+    items: dict[str, Any] = {"input": list(request.input)}
+    if request.tools:
+        items["tools"] = [tool.to_api() for tool in request.tools]
+    return items
 
 
 def _convert(response: Response) -> ModelResponse:

@@ -102,11 +102,13 @@ class Intake:
                 self._observe(event)
             if isinstance(event, Speech):
                 self._speech.remember(event)
+            trigger, payload = Trigger.from_event(event), ""
+            source = f"{self._source}:{event.cursor}"
             for st in self._routing.everyone.audience(event):
-                trigger = Trigger.from_event(event)
                 if self._routing.refused(st, trigger) is None:
                     self._stats.heard[st.name] += 1
-                    new.append(self._work(st, trigger, f"{self._source}:{event.cursor}"))
+                    payload = payload or _payload(trigger)  # the same for every listener
+                    new.append(self._work(st, trigger, source, payload))
         ambient = frozenset(f"{self._source}:{e.cursor}" for e in events if e.ambience)
         return await self._store(new, ambient, routed=True)
 
@@ -191,7 +193,9 @@ class Intake:
         await self._store([self._work(storyteller, trigger, source)])
         return None
 
-    def _work(self, storyteller: Storyteller, trigger: Trigger, source: str) -> NewWork:
+    def _work(
+        self, storyteller: Storyteller, trigger: Trigger, source: str, payload: str = ""
+    ) -> NewWork:
         assert storyteller.id is not None
         gated = trigger.needs_attention
         return NewWork(
@@ -200,7 +204,7 @@ class Intake:
             kind=trigger.kind.value,
             turn_class=self._turn_class(trigger, source),
             room_id=trigger.room_id,
-            payload=json.dumps(encode_trigger(trigger), ensure_ascii=False),
+            payload=payload or _payload(trigger),
             state=WorkState.PENDING if gated else WorkState.INTERESTED,
         )
 
@@ -281,3 +285,8 @@ class Intake:
             else:
                 lane.wake_turns()
         await self._lanes.changed()
+
+
+def _payload(trigger: Trigger) -> str:
+    """A work item's payload: the trigger as JSON."""
+    return json.dumps(encode_trigger(trigger), ensure_ascii=False)

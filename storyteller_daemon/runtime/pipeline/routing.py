@@ -31,6 +31,9 @@ class Router:
     def __init__(self) -> None:
         self._storytellers: dict[int, Storyteller] = {}
         self._cells: dict[int, frozenset[int]] = {}
+        self._watching: dict[int, list[Storyteller]] = {}
+        """Per cell, the storytellers that watch it, by id: an event's audience without a
+        look at every storyteller."""
 
     def update(
         self, storytellers: Iterable[Storyteller], zones: Mapping[int, Iterable[int]]
@@ -38,6 +41,10 @@ class Router:
         """Replace the routing table."""
         self._storytellers = {s.id: s for s in storytellers if s.id is not None}
         self._cells = {i: s.surveillance.cells(zones) for i, s in self._storytellers.items()}
+        self._watching = {}
+        for sid, st in sorted(self._storytellers.items()):
+            for cell in self._cells[sid]:
+                self._watching.setdefault(cell, []).append(st)
 
     def storyteller(self, storyteller_id: int) -> Storyteller | None:
         """Current settings of one storyteller."""
@@ -63,11 +70,7 @@ class Router:
     def audience(self, event: WorldEvent) -> list[Storyteller]:
         """Storytellers that watch the event's room and subscribe to its kind (pause aside)."""
         wanted = SUBSCRIPTION_FOR[event.kind]
-        return [
-            st
-            for sid, st in sorted(self._storytellers.items())
-            if wanted in st.subscriptions and event.cell_id in self._cells[sid]
-        ]
+        return [st for st in self._watching.get(event.cell_id, ()) if wanted in st.subscriptions]
 
 
 class Routing:
