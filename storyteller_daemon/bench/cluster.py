@@ -331,11 +331,8 @@ class _Run:
         )
 
     async def _throughput(self) -> None:
-        r = self.report
         half = len(self.burst_items) // 2
-        for label, items in (("all daemons", self.burst_items[:half]),):
-            took = await self._burst(items)
-            r[f"throughput, {label} (events/s)"] = round(len(items) / took, 1)
+        await self._burst("all daemons", self.burst_items[:half])
         if self.o.daemons > 1:
             for name in self.names[1:]:
                 self.daemons[name].signal(signal.SIGTERM)
@@ -344,12 +341,15 @@ class _Run:
             await self._until(
                 lambda h: all(owner == self.names[0] for owner, _ in h.values()), 60, "one daemon"
             )
-            took = await self._burst(self.burst_items[half:])
-            r["throughput, one daemon (events/s)"] = round(len(self.burst_items[half:]) / took, 1)
+            await self._burst("one daemon", self.burst_items[half:])
 
-    async def _burst(self, items: list[Any]) -> float:
+    async def _burst(self, label: str, items: list[Any]) -> None:
+        """Play `items` at once: events/s until settled, and how busy the cores were."""
+        cpu = rig.MachineCpu()
         played = [self._replay(item.event) for item in items]
-        return await self._settle(played, f"a burst of {len(items)} events")
+        took = await self._settle(played, f"a burst of {len(items)} events")
+        self.report[f"throughput, {label} (events/s)"] = round(len(items) / took, 1)
+        self.report[f"machine CPU busy, {label} (share of {cpu.cores} cores)"] = cpu.busy()
 
     def _replay(self, event: Any, **changes: Any) -> tuple[int, str]:
         """Play `event` into the world now; its room and work-item source."""

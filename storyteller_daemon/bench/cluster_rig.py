@@ -13,6 +13,7 @@ storyteller and time.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import statistics
@@ -76,6 +77,32 @@ class ClusterBenchOptions:
     settle_seconds: float = 300.0
     logs: Path | None = None
     """Where to copy the daemons' logs at the end (None: they go with the run)."""
+
+
+class MachineCpu:
+    """How busy the machine's cores were since it was made (Linux's /proc/stat; None
+    elsewhere): the share of all cores' time not idle, every process counted."""
+
+    def __init__(self) -> None:
+        self.cores = os.cpu_count() or 1
+        self._start = self._read()
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as stat:
+                fields = [int(n) for n in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return sum(fields), fields[3] + fields[4]  # all, idle + iowait
+
+    def busy(self) -> float | None:
+        """The share of the cores' time spent working since the start."""
+        end = self._read()
+        if self._start is None or end is None or end[0] <= self._start[0]:
+            return None
+        total, idle = end[0] - self._start[0], end[1] - self._start[1]
+        return round(1 - idle / total, 2)
 
 
 def p95(values: list[float]) -> float | None:

@@ -55,6 +55,9 @@ async def test_a_small_cluster_loses_nothing_repeats_nothing_and_ends_held(pg_ur
     )
     assert received >= answered > 0 and ledger > 0
     assert [p.split()[0] for p in phases[1:4]] == ["kill", "SIGTERM", "SIGSTOP"]
+    for label in ("all daemons", "one daemon"):  # what bounds the scaling: the machine's cores
+        (busy,) = [v for k, v in report.items() if k.startswith(f"machine CPU busy, {label} ")]
+        assert isinstance(busy, float) and 0 < busy <= 1
 
 
 def test_bench_cluster_refuses_a_database_that_is_not_postgresql(tmp_path: Path) -> None:
