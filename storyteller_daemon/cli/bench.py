@@ -201,9 +201,7 @@ async def stream(
     ] = 1,
     split_rooms: Annotated[
         bool,
-        typer.Option(
-            "--split-rooms", help="Each storyteller watches one room (round robin), not the ward."
-        ),
+        typer.Option("--split-rooms", help="Each storyteller watches one room (round robin)."),
     ] = False,
     one_call_per_event: Annotated[
         bool,
@@ -236,9 +234,7 @@ async def stream(
     ] = 0.0,
     acting_turns: Annotated[
         bool,
-        typer.Option(
-            "--acting-turns", help="Each turn runs one prog, so prog repeats can be counted."
-        ),
+        typer.Option("--acting-turns", help="Each turn runs one prog (repeats are counted)."),
     ] = False,
     reasoning_tokens: Annotated[
         int,
@@ -335,11 +331,8 @@ async def stream(
     stream_hours = report["stream hours"]
     assert isinstance(stream_hours, float | int)
     report["log lines at INFO and above, per stream hour"] = round(log_lines.lines / stream_hours)
-    _report(
-        "stream benchmark (daemon over the bridge, stand-in model answering from labels)",
-        report,
-        as_json,
-    )
+    title = "stream benchmark (daemon over the bridge, stand-in model answering from labels)"
+    _report(title, report, as_json)
 
 
 @app.command("cluster")

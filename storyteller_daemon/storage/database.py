@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -32,52 +31,17 @@ from storyteller_daemon.bundled import bundled_dir
 from storyteller_daemon.clock import Clock
 from storyteller_daemon.errors import NotMigratedError, StorageError, ValidationError
 from storyteller_daemon.storage.pool_ping import ping_when_rested
+from storyteller_daemon.storage.sqlite_setup import (
+    READING,
+    RollingBack,
+    begin_writers,
+    sqlite_pragmas,
+)
 
 if TYPE_CHECKING:  # alembic is imported where it works: a current database needs none of it
     from alembic.config import Config as AlembicConfig
 
 MIGRATIONS_DIR = bundled_dir("migrations")
-
-
-def _sqlite_pragmas(busy_timeout_ms: int) -> Any:
-    def on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (see the begin hook)
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
-
-    return on_connect
-
-
-class _RollingBack(sqlite3.Connection):
-    """A SQLite connection that rolls its transaction back when it is closed.
-
-    A task cancelled in the middle of a statement leaves that statement unfinished, held by a
-    cursor its traceback still refers to. SQLite closes such a connection only once the last
-    statement is finalised (a "zombie"), and keeps its transaction, with the file's write lock,
-    until then: at the next garbage collection, which may be after every other writer's busy
-    timeout. Rolling back first ends the transaction now (pending statements are aborted).
-    """
-
-    def close(self) -> None:
-        if self.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                self.rollback()
-        super().close()
-
-
-READING = "storyteller_reading"
-"""Execution option of `Database.reading` connections: their transactions begin deferred."""
-
-
-def _begin(conn: Connection) -> None:
-    # Writers begin IMMEDIATE (one writer, no upgrade deadlocks). Readers begin nothing: each
-    # statement is its own read transaction, a snapshot that in WAL mode waits for no writer.
-    if not conn.get_execution_options().get(READING, False):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def normalise_url(url: str) -> str:
@@ -115,7 +79,7 @@ def create_engine(
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(
-            url, connect_args={"timeout": busy_timeout_ms / 1000, "factory": _RollingBack}
+            url, connect_args={"timeout": busy_timeout_ms / 1000, "factory": RollingBack}
         )
         if opened is not None:  # first: a connection cut off in its set-up is ended at close
             event.listen(
@@ -123,8 +87,8 @@ def create_engine(
                 "connect",
                 lambda dbapi_conn, _record: _remember(opened, dbapi_conn.driver_connection),
             )
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
-        event.listen(engine.sync_engine, "begin", _begin)
+        event.listen(engine.sync_engine, "connect", sqlite_pragmas(busy_timeout_ms))
+        event.listen(engine.sync_engine, "begin", begin_writers)
         return engine
     pool: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
     pre_ping = clock is None

@@ -27,8 +27,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storyteller_daemon.domain.character_data import ColumnMention
 from storyteller_daemon.domain.redaction import Redactor
-from storyteller_daemon.storage.database import READING, Database
+from storyteller_daemon.storage.database import Database
 from storyteller_daemon.storage.models.base import Base
+from storyteller_daemon.storage.sqlite_setup import READING
 
 BATCH = 500
 

@@ -54,7 +54,7 @@ async def test_a_listen_connection_that_ends_is_opened_again_and_says_what_may_b
     pg_url: str,
 ) -> None:
     clock = FakeClock()
-    db = Database(pg_url)
+    db = Database(pg_url, clock=clock)
     heard: list[str] = []
     missed: list[int] = []
     try:
@@ -102,7 +102,7 @@ async def test_listening_again_waits_longer_while_the_server_refuses(pg_url: str
     """Two refused tries after the connection ended: the waits go 1 s, 2 s, then 4 s on the
     clock, and the try after that listens again."""
     clock = FakeClock()
-    db = Database(pg_url)
+    db = Database(pg_url, clock=clock)
     missed: list[int] = []
     flaky = _Refusing(db, refused={2, 3})  # the first open succeeds, the next two are refused
     try:
