@@ -315,6 +315,20 @@ async def test_a_turn_whose_storyteller_was_taken_over_meanwhile_ends_without_a_
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def _one_storyteller_each(clock: FakeClock, a: Node, b: Node) -> tuple[int, int]:
+    """North (room 102) and South (101), one held by each of a and b, a following the game;
+    the room of b's storyteller and a character who acts there."""
+    await a.store.db.upgrade()
+    ids = {await _watching(a.store, "North", 102), await _watching(a.store, "South", 101)}
+    await a.start()
+    await b.start()
+    for _ in range(3):
+        await _renewal(clock, a, b)
+    (theirs,) = b.routed
+    await asyncio.wait_for(_subscribed(a.world), 5)
+    return (102, 2002) if theirs == min(ids) else (101, 2003)
+
+
 @pytest.mark.postgres
 async def test_the_daemon_running_a_storyteller_is_told_at_once_of_work_another_stored(
     pg_url: str,
@@ -325,15 +339,7 @@ async def test_the_daemon_running_a_storyteller_is_told_at_once_of_work_another_
     a = _node(pg_url, clock, "a", inbox=True)
     b = _node(pg_url, clock, "b", inbox=True)
     try:
-        await a.store.db.upgrade()
-        ids = {await _watching(a.store, "North", 102), await _watching(a.store, "South", 101)}
-        await a.start()
-        await b.start()
-        for _ in range(3):
-            await _renewal(clock, a, b)
-        (theirs,) = b.routed
-        room, actor = (102, 2002) if theirs == min(ids) else (101, 2003)
-        await asyncio.wait_for(_subscribed(a.world), 5)
+        room, actor = await _one_storyteller_each(clock, a, b)
         sweeps = b.daemon.shared_work.sweeps if b.daemon.shared_work else -1
         event = a.world.emote(actor, "drops a lantern in the market.")
         assert event.cell_id == room
@@ -353,22 +359,13 @@ async def test_work_stored_while_a_daemon_could_not_listen_is_found_once_it_list
     pg_url: str,
 ) -> None:
     """The daemons' LISTEN connections for work notices end (the server terminated them); a
-        stores work
-    for b's storyteller meanwhile, and its notice is lost. b listens again a second later (on
-        the clock) and sweeps at once, long before its sweep span: the turn runs."""
+    stores work for b's storyteller meanwhile, and its notice is lost. b listens again a second
+    later (on the clock) and sweeps at once, long before its sweep span: the turn runs."""
     clock = FakeClock()
     a = _node(pg_url, clock, "a", inbox=True)
     b = _node(pg_url, clock, "b", inbox=True)
     try:
-        await a.store.db.upgrade()
-        ids = {await _watching(a.store, "North", 102), await _watching(a.store, "South", 101)}
-        await a.start()
-        await b.start()
-        for _ in range(3):
-            await _renewal(clock, a, b)
-        (theirs,) = b.routed
-        room, actor = (102, 2002) if theirs == min(ids) else (101, 2003)
-        await asyncio.wait_for(_subscribed(a.world), 5)
+        room, actor = await _one_storyteller_each(clock, a, b)
         work = b.daemon.shared_work
         assert work is not None
         sweeps = work.sweeps

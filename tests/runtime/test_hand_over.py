@@ -295,6 +295,30 @@ def _node(url: str, clock: FakeClock, name: str, handover_seconds: float | None 
     return Node(store, keeper, runner, daemon, asyncio.Event())
 
 
+async def _b_busy_with_a_turn(clock: FakeClock, a: Node, b: Node, *, each: int) -> int:
+    """a and b started on `each` storytellers apiece; one of b's runs a turn that waits for
+    `b.runner.release`: its id."""
+    await a.store.db.upgrade()
+    for n in range(each * 2):
+        st = await a.store.storytellers.create(f"Teller {n}")
+        await a.store.storytellers.save(replace(st, paused=False))
+    await a.start()
+    await _listening(a.store, 1)  # b's join wakes a from here
+    await b.start()
+    await eventually(lambda: len(a.keeper.held) == each, "a's release for b")
+    await _listening(a.store, 2)
+    if len(b.keeper.held) < each:  # b did not listen yet when a released: its next renewal
+        await clock.advance(CFG.renew_seconds)
+    await eventually(lambda: len(b.keeper.held) == each, "b's share")
+    await eventually(lambda: len(b.daemon.pipeline.router.storytellers) == each, "b's routes")
+    busy = min(b.keeper.held)
+    b.runner.release.clear()
+    st = await b.store.storytellers.get(busy)
+    assert st is not None and await b.daemon.pipeline.direct(st, "a bell tolls")
+    await asyncio.wait_for(b.runner.started.wait(), 5)
+    return busy
+
+
 @pytest.mark.postgres
 async def test_a_stopping_daemon_hands_its_idle_storytellers_over_before_its_turn_ends(
     pg_url: str,
@@ -305,24 +329,7 @@ async def test_a_stopping_daemon_hands_its_idle_storytellers_over_before_its_tur
     clock = FakeClock()
     a, b = _node(pg_url, clock, "a"), _node(pg_url, clock, "b")
     try:
-        await a.store.db.upgrade()
-        for n in range(6):
-            st = await a.store.storytellers.create(f"Teller {n}")
-            await a.store.storytellers.save(replace(st, paused=False))
-        await a.start()
-        await _listening(a.store, 1)  # b's join wakes a from here
-        await b.start()
-        await eventually(lambda: len(a.keeper.held) == 3, "a's release for b")
-        await _listening(a.store, 2)
-        if len(b.keeper.held) < 3:  # b did not listen yet when a released: its next renewal
-            await clock.advance(CFG.renew_seconds)
-        await eventually(lambda: len(b.keeper.held) == 3, "b's share")
-        await eventually(lambda: len(b.daemon.pipeline.router.storytellers) == 3, "b's routes")
-        busy = min(b.keeper.held)
-        b.runner.release.clear()
-        st = await b.store.storytellers.get(busy)
-        assert st is not None and await b.daemon.pipeline.direct(st, "a bell tolls")
-        await asyncio.wait_for(b.runner.started.wait(), 5)
+        busy = await _b_busy_with_a_turn(clock, a, b, each=3)
         everyone = a.keeper.held | b.keeper.held
 
         b.stop.set()
@@ -351,24 +358,7 @@ async def test_a_turn_still_running_at_the_hand_over_deadline_is_cut_off_and_res
     clock = FakeClock()
     a, b = _node(pg_url, clock, "a"), _node(pg_url, clock, "b", handover_seconds=0.05)
     try:
-        await a.store.db.upgrade()
-        for n in range(4):
-            st = await a.store.storytellers.create(f"Teller {n}")
-            await a.store.storytellers.save(replace(st, paused=False))
-        await a.start()
-        await _listening(a.store, 1)
-        await b.start()
-        await eventually(lambda: len(a.keeper.held) == 2, "a's release for b")
-        await _listening(a.store, 2)
-        if len(b.keeper.held) < 2:
-            await clock.advance(CFG.renew_seconds)
-        await eventually(lambda: len(b.keeper.held) == 2, "b's share")
-        await eventually(lambda: len(b.daemon.pipeline.router.storytellers) == 2, "b's routes")
-        busy = min(b.keeper.held)
-        b.runner.release.clear()  # b's turn never ends by itself
-        st = await b.store.storytellers.get(busy)
-        assert st is not None and await b.daemon.pipeline.direct(st, "a bell tolls")
-        await asyncio.wait_for(b.runner.started.wait(), 5)
+        busy = await _b_busy_with_a_turn(clock, a, b, each=2)
         (_, key) = b.runner.begun[0]
         everyone = a.keeper.held | b.keeper.held
 
