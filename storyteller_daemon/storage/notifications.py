@@ -82,7 +82,6 @@ class _Listening:
         self._heard = heard
         self._connection: AsyncConnection | None = None
         self._ended = asyncio.Event()
-        self.opened = 0
 
     def _notified(self, _connection: object, _pid: int, _channel: str, payload: str) -> None:
         self._heard(payload)
@@ -105,7 +104,6 @@ class _Listening:
                 await connection.invalidate()
             raise
         self._connection = connection
-        self.opened += 1
 
     async def keep(self, clock: Clock, missed: Callable[[], None] | None) -> None:
         """Whenever the connection ends, listen again on a new one, then call `missed`."""

@@ -211,7 +211,6 @@ async def test_sigterm_hands_the_idle_storytellers_over_while_a_turn_still_drain
     and its new holder asks the model again."""
     seen = await _sigterm_with_a_pass_in_flight(tmp_path, pg_url, f"handover_seconds = {DRAIN}\n")
     assert seen.watcher_still_there, "the idle storytellers moved only once the daemon exited"
-    assert seen.exit_seconds >= DRAIN  # the pass hangs: it had the whole deadline
     assert "cluster: handed over 2 storytellers (1 still finishing work here)" in seen.log
     assert "drain deadline of 8s passed" in seen.log
     assert "cluster: released 1 storytellers and left" in seen.log
@@ -229,7 +228,7 @@ async def test_sigterm_cuts_work_in_flight_off_at_the_hand_over_deadline(
     off long before the drain's 8 s: the holder exits, the other daemon holds every
     storyteller and asks the model about the Watcher's events again."""
     seen = await _sigterm_with_a_pass_in_flight(tmp_path, pg_url, "")
-    assert seen.exit_seconds < DRAIN / 2
+    assert "drain deadline" not in seen.log  # cut at 1 s, not let run to the drain's 8 s
     assert seen.requests >= 1
     assert "hand-over deadline of 1s passed; cutting off the passes and turns of 1" in seen.log
     assert "cluster: released 1 storytellers and left" in seen.log

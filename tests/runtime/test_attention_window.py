@@ -68,6 +68,14 @@ async def test_routine_kinds_alone_wait_a_longer_gap_up_to_the_maximum_wait(
     assert [t.kind for t in rig.runner.judged[1]] == [TriggerKind.ROOM_ECHO, TriggerKind.SPEECH]
 
 
+def _crimes_only() -> ScriptedTurnRunner:
+    """A model that attends to crimes and ignores everything else."""
+    return ScriptedTurnRunner(
+        verdict=AttentionVerdict(False, ""),
+        verdicts={TriggerKind.CRIME: AttentionVerdict(True, "a theft")},
+    )
+
+
 async def test_calm_events_ride_together_and_lively_ones_go_at_once(harness: Harness) -> None:
     cfg = AttentionConfig(
         quiet_seconds=3,
@@ -78,10 +86,7 @@ async def test_calm_events_ride_together_and_lively_ones_go_at_once(harness: Har
         scene_seconds=8,
         routine_kinds=(),
     )
-    runner = ScriptedTurnRunner(
-        verdict=AttentionVerdict(False, ""),
-        verdicts={TriggerKind.CRIME: AttentionVerdict(True, "a theft")},
-    )
+    runner = _crimes_only()
     rig = await harness.start(cfg, runner)
     judged = rig.runner.judged
 
@@ -180,10 +185,7 @@ async def test_a_new_line_in_a_scene_is_judged_within_the_scene_wait(harness: Ha
         scene_wait_seconds=2,
         routine_kinds=(),
     )
-    runner = ScriptedTurnRunner(
-        verdict=AttentionVerdict(False, ""),
-        verdicts={TriggerKind.CRIME: AttentionVerdict(True, "a theft")},
-    )
+    runner = _crimes_only()
     rig = await harness.start(cfg, runner)
     judged = rig.runner.judged
     await rig.pipeline.ingest(crime(1))  # urgent: asked at once; its room becomes a scene

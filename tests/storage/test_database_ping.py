@@ -25,14 +25,16 @@ async def _end(db: Database, pid: int) -> None:
     assert ended is True
 
 
+def _pinged_and_plain(pg_url: str, clock: FakeClock) -> tuple[Database, Database]:
+    """A one-connection database pinged on rest on `clock`, and another that ends its sessions."""
+    return Database(pg_url, pool_size=1, clock=clock), Database(pg_url, pool_size=1, clock=None)
+
+
 async def test_a_connection_that_rested_is_pinged_and_replaced_when_its_session_ended(
     pg_url: str,
 ) -> None:
     clock = FakeClock()
-    db, other = (
-        Database(pg_url, pool_size=1, clock=clock),
-        Database(pg_url, pool_size=1, clock=None),
-    )
+    db, other = _pinged_and_plain(pg_url, clock)
     try:
         first = await _backend(db)
         await _end(other, first)
@@ -48,10 +50,7 @@ async def test_a_connection_the_server_ended_a_moment_ago_is_replaced_without_a_
     pg_url: str,
 ) -> None:
     clock = FakeClock()
-    db, other = (
-        Database(pg_url, pool_size=1, clock=clock),
-        Database(pg_url, pool_size=1, clock=None),
-    )
+    db, other = _pinged_and_plain(pg_url, clock)
     try:
         first = await _backend(db)
         await _end(other, first)
